@@ -1,0 +1,1 @@
+"""The core: SBUF, per-engine controllers and the top level."""

@@ -1,0 +1,250 @@
+"""The tensor engine's controller: executes matmul commands against SBUF and PSUM.
+
+One command is one ``matmul(stationary[K,M], moving[K,N])`` of ``docs/interfaces.md`` section 6:
+the controller reads the M stationary columns and the N moving columns from SBUF, streams them
+into the tensor engine, tags each result beat with its PSUM address and the overwrite/accumulate
+flag, and when the last beat has been written signals completion (a semaphore increment).
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+
+from .sbuf import SBUFReadSignature, check_pow2
+
+__all__ = ["tensor_cmd_layout", "psum_write_layout", "TensorController"]
+
+
+def tensor_cmd_layout(rows, cols, sbuf_depth, psum_depth, n_bits=16, sem_bits=4):
+    """The controller's command: one matmul.
+
+    Fields
+    ------
+    fmt : 3
+        Input format (``sim.dtypes.Format``) of stationary and moving.
+    k : rows in use (1..rows); partitions >= k are sent as zero.
+    m : stationary columns (1..cols); beat ``j`` reads SBUF word ``stat_addr + j*stat_stride``.
+    n : moving columns (>= 1); beat ``j`` reads ``mov_addr + j*mov_stride``.
+    psum_addr : PSUM word of result column 0; column ``j`` goes to ``psum_addr + j``.
+    accumulate : 0 overwrites PSUM, 1 adds to it.
+    sem, sem_en : semaphore incremented on completion (if ``sem_en``).
+
+    Addresses and strides wrap modulo the (power-of-two) memory depth, so a stride of
+    ``depth - 1`` steps backwards.
+    """
+    return data.StructLayout({
+        "fmt": 3,
+        "k": ceil_log2(rows + 1),
+        "m": ceil_log2(cols + 1),
+        "n": n_bits,
+        "stat_addr": ceil_log2(sbuf_depth),
+        "stat_stride": ceil_log2(sbuf_depth),
+        "mov_addr": ceil_log2(sbuf_depth),
+        "mov_stride": ceil_log2(sbuf_depth),
+        "psum_addr": ceil_log2(psum_depth),
+        "accumulate": 1,
+        "sem": sem_bits,
+        "sem_en": 1,
+    })
+
+
+def psum_write_layout(cols, psum_depth):
+    """One result column on its way into PSUM."""
+    return data.StructLayout({
+        "data": data.ArrayLayout(32, cols),
+        "addr": ceil_log2(psum_depth),
+        "accumulate": 1,
+        "last": 1,
+    })
+
+
+class TensorController(wiring.Component):
+    """Drives the tensor engine's ``stationary`` and ``moving`` streams from SBUF and its
+    ``result`` stream into PSUM.
+
+    Parameters
+    ----------
+    rows, cols : int
+        Tensor array size (rows = SBUF partitions).
+    sbuf_depth, psum_depth : int
+        Powers of two.
+    data_width : int
+        Width of one element on the engine's input streams (low bits of the SBUF word).
+    n_bits : int
+        Width of the moving count N.
+    sem_bits : int
+        Width of a semaphore index.
+    queue_depth : int
+        Commands buffered per internal queue; the stationary side runs up to this many
+        commands ahead of the moving side, so the next tile loads while the current one streams.
+    done_delay : int
+        Cycles between the last result beat accepted by PSUM and the completion pulse (set to
+        PSUM's write latency so the semaphore is raised only once PSUM holds the data).
+
+    Members
+    -------
+    cmd : In(stream.Signature(tensor_cmd_layout(...)))
+    stat_rd, mov_rd : Out(SBUFReadSignature(rows, sbuf_depth))
+    stationary : Out(stream {data: Array(data_width, rows), fmt: 3, last: 1})
+    moving : Out(stream {data: Array(data_width, rows), last: 1})
+    result : In(stream {data: Array(32, cols), last: 1})
+    psum_wr : Out(stream psum_write_layout(cols, psum_depth))
+    done : Out(1)
+        One-cycle pulse per completed command with ``sem_en`` set.
+    done_sem : Out(sem_bits)
+        The semaphore to increment, valid with ``done``.
+    busy : Out(1)
+        A command is in flight somewhere in the controller.
+
+    Every stream obeys back-pressure; a stall on ``psum_wr`` stalls ``result`` and so the engine.
+    """
+
+    def __init__(self, rows, cols, sbuf_depth, psum_depth, *, data_width=16, n_bits=16,
+                 sem_bits=4, queue_depth=2, done_delay=0):
+        for name, v in (("rows", rows), ("cols", cols), ("data_width", data_width),
+                        ("n_bits", n_bits), ("sem_bits", sem_bits),
+                        ("queue_depth", queue_depth)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError(f"{name} must be an integer, not {v!r}")
+            if v < 1:
+                raise ValueError(f"{name} must be a positive integer, not {v}")
+        if not isinstance(done_delay, int) or done_delay < 0:
+            raise ValueError(f"done_delay must be a non-negative integer, not {done_delay!r}")
+        if data_width > 32:
+            raise ValueError(f"data_width must be from 1 to 32, not {data_width}")
+        check_pow2("sbuf_depth", sbuf_depth, 2, 1 << 20)
+        check_pow2("psum_depth", psum_depth, 2, 1 << 20)
+        self.rows, self.cols = rows, cols
+        self.sbuf_depth, self.psum_depth = sbuf_depth, psum_depth
+        self.data_width, self.n_bits, self.sem_bits = data_width, n_bits, sem_bits
+        self.queue_depth, self.done_delay = queue_depth, done_delay
+        self.cmd_layout = tensor_cmd_layout(rows, cols, sbuf_depth, psum_depth, n_bits,
+                                            sem_bits)
+        super().__init__({
+            "cmd": In(stream.Signature(self.cmd_layout)),
+            "stat_rd": Out(SBUFReadSignature(rows, sbuf_depth)),
+            "mov_rd": Out(SBUFReadSignature(rows, sbuf_depth)),
+            "stationary": Out(stream.Signature(data.StructLayout({
+                "data": data.ArrayLayout(data_width, rows), "fmt": 3, "last": 1}))),
+            "moving": Out(stream.Signature(data.StructLayout({
+                "data": data.ArrayLayout(data_width, rows), "last": 1}))),
+            "result": In(stream.Signature(data.StructLayout({
+                "data": data.ArrayLayout(32, cols), "last": 1}))),
+            "psum_wr": Out(stream.Signature(psum_write_layout(cols, psum_depth))),
+            "done": Out(1),
+            "done_sem": Out(sem_bits),
+            "busy": Out(1),
+        })
+
+    def _issuer(self, m, name, q, rd, out, count, addr, stride, with_fmt):
+        """SBUF address generator feeding one engine stream (read latency 1, no bubbles).
+
+        The SBUF read port's output register is the pipeline register: it is only enabled when
+        the stream can advance, so a stalled stream keeps its data there.
+        """
+        rows = self.rows
+        active = Signal(name=f"{name}_active")
+        a = Signal(ceil_log2(self.sbuf_depth), name=f"{name}_addr")
+        st = Signal(ceil_log2(self.sbuf_depth), name=f"{name}_stride")
+        left = Signal(self.n_bits, name=f"{name}_left")
+        mask = Signal(rows, name=f"{name}_mask")
+        fmt = Signal(3, name=f"{name}_fmt")
+        s1_valid = Signal(name=f"s1_{name}_valid")
+        s1_last = Signal(name=f"s1_{name}_last")
+        s1_mask = Signal(rows, name=f"s1_{name}_mask")
+        s1_fmt = Signal(3, name=f"s1_{name}_fmt")
+        advance = Signal(name=f"{name}_advance")
+
+        m.d.comb += [
+            advance.eq(~s1_valid | out.ready),
+            out.valid.eq(s1_valid),
+            out.p.last.eq(s1_last),
+            rd.addr.eq(a),
+            rd.en.eq(advance),
+        ]
+        for r in range(rows):
+            m.d.comb += out.p.data[r].eq(Mux(s1_mask[r], rd.data[r][:self.data_width], 0))
+        if with_fmt:
+            m.d.comb += out.p.fmt.eq(s1_fmt)
+        with m.If(advance):
+            m.d.sync += s1_valid.eq(active)
+            with m.If(active):
+                m.d.sync += [
+                    s1_last.eq(left == 1),
+                    s1_mask.eq(mask),
+                    s1_fmt.eq(fmt),
+                    a.eq(a + st),
+                    left.eq(left - 1),
+                ]
+                with m.If(left == 1):
+                    m.d.sync += active.eq(0)
+        m.d.comb += q.ready.eq(~active | (advance & (left == 1)))
+        with m.If(q.valid & q.ready):
+            c = q.payload
+            m.d.sync += [
+                active.eq(getattr(c, count) != 0),
+                a.eq(getattr(c, addr)),
+                st.eq(getattr(c, stride)),
+                left.eq(getattr(c, count)),
+                fmt.eq(c.fmt),
+            ]
+            m.d.sync += [mask[r].eq(c.k > r) for r in range(rows)]
+        return active | s1_valid
+
+    def elaborate(self, platform):
+        m = Module()
+        width = self.cmd_layout.size
+        queues = {}
+        for qname in ("stat", "mov", "cpl"):
+            f = fifo.SyncFIFOBuffered(width=width, depth=self.queue_depth)
+            m.submodules[f"{qname}_q"] = f
+            queues[qname] = f
+        all_ready = queues["stat"].w_rdy & queues["mov"].w_rdy & queues["cpl"].w_rdy
+        m.d.comb += self.cmd.ready.eq(all_ready)
+        for f in queues.values():
+            m.d.comb += [f.w_data.eq(self.cmd.payload.as_value()),
+                         f.w_en.eq(self.cmd.valid & all_ready)]
+
+        def view(f):
+            s = stream.Signature(self.cmd_layout).create()
+            m.d.comb += [s.payload.eq(f.r_data), s.valid.eq(f.r_rdy), f.r_en.eq(s.ready)]
+            return s
+
+        stat_busy = self._issuer(m, "stat", view(queues["stat"]), self.stat_rd,
+                                 self.stationary, "m", "stat_addr", "stat_stride", True)
+        mov_busy = self._issuer(m, "mov", view(queues["mov"]), self.mov_rd, self.moving,
+                                "n", "mov_addr", "mov_stride", False)
+
+        # Completion: tag result beats with their PSUM address, count commands out.
+        cpl = view(queues["cpl"])
+        beat = Signal(self.n_bits)
+        m.d.comb += [
+            self.psum_wr.valid.eq(self.result.valid & cpl.valid),
+            self.psum_wr.p.data.eq(self.result.p.data),
+            self.psum_wr.p.addr.eq(cpl.payload.psum_addr + beat),
+            self.psum_wr.p.accumulate.eq(cpl.payload.accumulate),
+            self.psum_wr.p.last.eq(self.result.p.last),
+            self.result.ready.eq(self.psum_wr.ready & cpl.valid),
+        ]
+        fin = Signal()
+        with m.If(self.result.valid & self.result.ready):
+            m.d.sync += beat.eq(beat + 1)
+            with m.If(self.result.p.last):
+                m.d.sync += beat.eq(0)
+                m.d.comb += [cpl.ready.eq(1), fin.eq(cpl.payload.sem_en)]
+
+        pend = Signal()
+        d_valid, d_sem = fin, cpl.payload.sem
+        for i in range(self.done_delay):
+            nv, ns = Signal(name=f"done_d{i}"), Signal(self.sem_bits, name=f"done_sem_d{i}")
+            m.d.sync += [nv.eq(d_valid), ns.eq(d_sem)]
+            pend = pend | nv
+            d_valid, d_sem = nv, ns
+        m.d.comb += [
+            self.done.eq(d_valid),
+            self.done_sem.eq(d_sem),
+            self.busy.eq(stat_busy | mov_busy | queues["stat"].r_rdy | queues["mov"].r_rdy |
+                         cpl.valid | pend),
+        ]
+        return m
