@@ -1,0 +1,126 @@
+"""The rows x cols grid of processing elements (no skew, no control).
+
+Accumulation order
+------------------
+Column ``c`` computes, for one moving vector ``x`` (one beat)::
+
+    s = w[0][c] * x[0]                      # row 0: the exact product, no addition
+    s = s + w[r][c] * x[r]   for r = 1 .. rows-1, in this order
+
+where every ``+`` is one FP32 addition rounded to nearest even with DAZ/FTZ and canonical NaN
+(``sim.formats.fp32_add``), or a wrapping INT32 addition for INT8, and every ``*`` is the exact
+product of ``FPMultiplier`` (``sim.formats.mul_exact``). All ``rows`` rows take part: rows
+beyond the instruction's K hold zero weights and see zero moving values, so they add ``+0``
+products, which leave the sum unchanged except that a ``-0`` sum becomes ``+0``.
+``sim.tensor.matmul`` reproduces this order bit for bit.
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .pe import ProcessingElement, check_formats, check_stages, row_delay, weight_width
+
+__all__ = ["check_dim", "SystolicArray"]
+
+
+def check_dim(name, value, lo=2, hi=512):
+    """Validate an array dimension (an integer from ``lo`` to ``hi``)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer from {lo} to {hi}, not {value}")
+    return value
+
+
+class SystolicArray(wiring.Component):
+    """A weight-stationary array: moving values flow right, partial sums flow down.
+
+    Row ``r`` of the moving input must be presented ``r * row_delay`` cycles after row 0 (the
+    engine's skew does this); the sum of column ``c`` for a vector whose row 0 entered at cycle
+    ``t`` appears on ``psum[c]`` at cycle ``t + 1 + mul_stages + rows * row_delay + c`` (the
+    engine's de-skew aligns the columns). Every cycle a new vector may enter.
+
+    Parameters
+    ----------
+    rows, cols : int
+        Array size, each from 2 to 512 (rows = K, the contraction; cols = M, the outputs).
+    formats : collection of Format
+        Supported input formats.
+    mul_stages, add_stages : int
+        Pipeline stages of the multiplier and of the FP32 adder in every PE.
+
+    Members
+    -------
+    en : In(1)
+        Clock enable of the whole data path (weights excluded).
+    x : In(ArrayLayout(width, rows)); x_bank : In(rows); x_fmt : In(ArrayLayout(3, rows))
+        Moving element, weight bank and format entering PE ``(r, 0)``, per row.
+    w_data : In(ArrayLayout(width, rows))
+        Stationary column being loaded: element ``r`` goes to row ``r`` of every selected column.
+    w_we : In(ArrayLayout(2, cols)); w_zero : In(cols)
+        Column ``c`` writes bank ``b`` when ``w_we[c][b]`` (zero instead when ``w_zero[c]``).
+    psum : Out(ArrayLayout(32, cols))
+        Column sums leaving the bottom row (FP32 or INT32 bits).
+    """
+
+    def __init__(self, rows, cols, formats, *, mul_stages=1, add_stages=1):
+        self._rows = check_dim("rows", rows)
+        self._cols = check_dim("cols", cols)
+        self._formats = check_formats(formats)
+        self._mul_stages = check_stages("mul_stages", mul_stages)
+        self._add_stages = check_stages("add_stages", add_stages)
+        width = weight_width(self._formats)
+        super().__init__({
+            "en": In(1, init=1),
+            "x": In(data.ArrayLayout(width, rows)),
+            "x_bank": In(rows),
+            "x_fmt": In(data.ArrayLayout(3, rows)),
+            "w_data": In(data.ArrayLayout(width, rows)),
+            "w_we": In(data.ArrayLayout(2, cols)),
+            "w_zero": In(cols),
+            "psum": Out(data.ArrayLayout(32, cols)),
+        })
+
+    rows = property(lambda self: self._rows)
+    cols = property(lambda self: self._cols)
+    formats = property(lambda self: self._formats)
+    mul_stages = property(lambda self: self._mul_stages)
+    add_stages = property(lambda self: self._add_stages)
+
+    @property
+    def row_delay(self):
+        """Skew between consecutive rows, in cycles."""
+        return row_delay(self._formats, self._add_stages)
+
+    @property
+    def latency(self):
+        """Cycles from row 0's input to column 0's sum."""
+        return 1 + self._mul_stages + self._rows * self.row_delay
+
+    def elaborate(self, platform):
+        m = Module()
+        pe = [[None] * self._cols for _ in range(self._rows)]
+        for r in range(self._rows):
+            for c in range(self._cols):
+                p = ProcessingElement(self._formats, mul_stages=self._mul_stages,
+                                      add_stages=self._add_stages, top=(r == 0))
+                m.submodules[f"pe_r{r}_c{c}"] = pe[r][c] = p
+                m.d.comb += [
+                    p.en.eq(self.en),
+                    p.w_data.eq(self.w_data[r]),
+                    p.w_we.eq(self.w_we[c]),
+                    p.w_zero.eq(self.w_zero[c]),
+                ]
+                if c == 0:
+                    m.d.comb += [p.x_in.eq(self.x[r]), p.x_bank_in.eq(self.x_bank[r]),
+                                 p.x_fmt_in.eq(self.x_fmt[r])]
+                else:
+                    left = pe[r][c - 1]
+                    m.d.comb += [p.x_in.eq(left.x_out), p.x_bank_in.eq(left.x_bank_out),
+                                 p.x_fmt_in.eq(left.x_fmt_out)]
+                if r > 0:
+                    m.d.comb += p.psum_in.eq(pe[r - 1][c].psum_out)
+        for c in range(self._cols):
+            m.d.comb += self.psum[c].eq(pe[self._rows - 1][c].psum_out)
+        return m

@@ -1,0 +1,211 @@
+"""One processing element of the weight-stationary systolic array."""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from sim.dtypes import Format
+
+__all__ = ["ENGINE_FORMATS", "check_formats", "check_stages", "weight_width", "row_delay",
+           "ProcessingElement"]
+
+#: Input formats the tensor engine accepts (16-bit stationary/moving lanes; no FP32/TF32).
+ENGINE_FORMATS = frozenset({Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4,
+                            Format.BF16, Format.FP16})
+
+
+def check_formats(formats):
+    """Validate a ``formats`` parameter and return it as a frozenset of :class:`Format`."""
+    if isinstance(formats, (Format, int, str)) or not hasattr(formats, "__iter__"):
+        raise TypeError(f"formats must be a collection of Format, not {formats!r}")
+    out = set()
+    for f in formats:
+        if not isinstance(f, Format):
+            raise TypeError(f"formats must contain Format members, not {f!r}")
+        if f not in ENGINE_FORMATS:
+            allowed = ", ".join(x.name for x in sorted(ENGINE_FORMATS))
+            raise ValueError(f"formats must be a subset of {{{allowed}}}, not containing {f.name}")
+        out.add(f)
+    if not out:
+        raise ValueError("formats must contain at least one format, not be empty")
+    return frozenset(out)
+
+
+def check_stages(name, value):
+    """Validate a pipeline-stages parameter (an integer from 0 to 8)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if not 0 <= value <= 8:
+        raise ValueError(f"{name} must be an integer from 0 to 8, not {value}")
+    return value
+
+
+def weight_width(formats):
+    """Bits kept per stationary/moving element: 8 when every format is 8 bits wide, else 16."""
+    return 8 if all(f in (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4)
+                    for f in formats) else 16
+
+
+def _has_fp(formats):
+    return any(f != Format.INT8 for f in formats)
+
+
+def row_delay(formats, add_stages):
+    """Cycles a partial sum spends in one PE (the skew between consecutive rows).
+
+    The FP32 adder's ``add_stages`` pipeline registers, or one register when it is combinational;
+    an INT8-only array uses a plain registered adder (one cycle) whatever ``add_stages`` is.
+    """
+    return max(add_stages, 1) if _has_fp(formats) else 1
+
+
+def _delay(m, value, n, en, name):
+    """``value`` delayed by ``n`` registers that advance only while ``en`` is 1."""
+    for i in range(n):
+        reg = Signal.like(value, name=f"{name}_d{i}")
+        with m.If(en):
+            m.d.sync += reg.eq(value)
+        value = reg
+    return value
+
+
+class ProcessingElement(wiring.Component):
+    """A multiply-accumulate cell with a double-buffered stationary weight.
+
+    The PE at row ``r``, column ``c`` of the array holds ``stationary[r, c]`` (two copies, banks 0
+    and 1: one in use, the other loading). Moving values enter from the left, are registered
+    (``x_reg``) and leave to the right one cycle later; partial sums enter from above and leave
+    below ``row_delay`` cycles later::
+
+        psum_out = psum_in + w[x_bank] * x      (FP32 RNE, or INT32 wrapping for INT8)
+        psum_out = w[x_bank] * x                (top row: no adder, the column starts here)
+
+    The product is taken ``mul_stages`` cycles after ``x_reg``; ``psum_in`` must arrive then.
+
+    Parameters
+    ----------
+    formats : collection of Format
+        Formats this PE supports (subset of :data:`ENGINE_FORMATS`).
+    mul_stages, add_stages : int
+        Pipeline stages of the multiplier and of the FP32 adder (0 to 8).
+    top : bool
+        Top row: no ``psum_in``, no adder.
+
+    Members
+    -------
+    en : In(1)
+        Clock enable of every register on the data path (weights excluded): 0 freezes the PE.
+    x_in, x_bank_in, x_fmt_in : In(width), In(1), In(3)
+        Moving element (low-aligned bits), the weight bank it multiplies with, and its format.
+    x_out, x_bank_out, x_fmt_out : Out
+        The same, registered, for the PE to the right.
+    w_data : In(width)
+        Weight to load; ``w_we[b]`` writes bank ``b`` at the clock edge (independent of ``en``),
+        with zero instead of ``w_data`` when ``w_zero`` is 1.
+    psum_in : In(32)
+        Partial sum from above (absent in the top row).
+    psum_out : Out(32)
+        Partial sum (FP32 or INT32 bits), registered.
+    """
+
+    def __init__(self, formats, *, mul_stages=1, add_stages=1, top=False):
+        self._formats = check_formats(formats)
+        self._mul_stages = check_stages("mul_stages", mul_stages)
+        self._add_stages = check_stages("add_stages", add_stages)
+        if not isinstance(top, bool):
+            raise TypeError(f"top must be a bool, not {top!r}")
+        self._top = top
+        self._width = weight_width(self._formats)
+        sig = {
+            "en": In(1, init=1),
+            "x_in": In(self._width), "x_bank_in": In(1), "x_fmt_in": In(3),
+            "x_out": Out(self._width), "x_bank_out": Out(1), "x_fmt_out": Out(3),
+            "w_data": In(self._width), "w_we": In(2), "w_zero": In(1),
+            "psum_out": Out(32),
+        }
+        if not top:
+            sig["psum_in"] = In(32)
+        super().__init__(sig)
+
+    formats = property(lambda self: self._formats)
+    mul_stages = property(lambda self: self._mul_stages)
+    add_stages = property(lambda self: self._add_stages)
+    top = property(lambda self: self._top)
+    width = property(lambda self: self._width)
+
+    @property
+    def row_delay(self):
+        """Cycles from ``psum_in`` to ``psum_out``."""
+        return row_delay(self._formats, self._add_stages)
+
+    def elaborate(self, platform):
+        m = Module()
+        en = self.en
+        formats = self._formats
+        multi = len(formats) > 1
+        has_int = Format.INT8 in formats
+        has_fp = _has_fp(formats)
+        D = self.row_delay
+        Sm = self._mul_stages
+
+        # Moving value, its bank and format, registered and passed right.
+        x = Signal(self._width)
+        x_bank = Signal()
+        x_fmt = Signal(3)
+        with m.If(en):
+            m.d.sync += [x.eq(self.x_in), x_bank.eq(self.x_bank_in)]
+            if multi:
+                m.d.sync += x_fmt.eq(self.x_fmt_in)
+        m.d.comb += [self.x_out.eq(x), self.x_bank_out.eq(x_bank), self.x_fmt_out.eq(x_fmt)]
+        if not multi:
+            m.d.comb += x_fmt.eq(next(iter(formats)).value)
+
+        # Double-buffered stationary weight.
+        w = [Signal(self._width, name=f"w{b}") for b in range(2)]
+        for b in range(2):
+            with m.If(self.w_we[b]):
+                m.d.sync += w[b].eq(Mux(self.w_zero, 0, self.w_data))
+        weight = Signal(self._width)
+        m.d.comb += weight.eq(Mux(x_bank, w[1], w[0]))
+
+        # Product, FP32 bits (or INT32 for INT8), valid mul_stages cycles after x.
+        product = Signal(32)
+        if has_fp:
+            from rtl.arith.fp_mul import FPMultiplier
+            m.submodules.mul = mul = FPMultiplier(formats, stages=Sm)
+            m.d.comb += [mul.a.eq(weight), mul.b.eq(x), mul.fmt.eq(x_fmt), product.eq(mul.p)]
+            if Sm and hasattr(mul, "en"):
+                m.d.comb += mul.en.eq(en)
+        else:
+            # INT8 only: a signed 8x8 multiply (one MULT18X18D), then the pipeline registers.
+            p = Signal(32)
+            m.d.comb += p.eq(weight[:8].as_signed() * x[:8].as_signed())
+            m.d.comb += product.eq(_delay(m, p, Sm, en, "mul"))
+
+        if self._top:
+            m.d.comb += self.psum_out.eq(_delay(m, product, D, en, "psum"))
+            return m
+
+        is_int = Signal()
+        m.d.comb += is_int.eq(x_fmt == Format.INT8)
+        outs = []
+        if has_int:
+            s = Signal(32)
+            m.d.comb += s.eq(self.psum_in + product)
+            outs.append(_delay(m, s, D, en, "isum"))
+        if has_fp:
+            from rtl.arith.fp32_add import FP32Adder
+            m.submodules.add = add = FP32Adder(stages=self._add_stages)
+            m.d.comb += [add.a.eq(self.psum_in), add.b.eq(product)]
+            if self._add_stages and hasattr(add, "en"):
+                m.d.comb += add.en.eq(en)
+            fsum = add.o
+            if self._add_stages == 0:
+                fsum = _delay(m, add.o, 1, en, "fsum")
+            outs.append(fsum)
+        if len(outs) == 2:
+            sel = _delay(m, is_int, Sm + D, en, "is_int")
+            m.d.comb += self.psum_out.eq(Mux(sel, outs[0], outs[1]))
+        else:
+            m.d.comb += self.psum_out.eq(outs[0])
+        return m

@@ -1,0 +1,202 @@
+"""PSUM: the tensor engine's accumulator memory (read-add-write, no bubbles) with a read port."""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+
+from sim.dtypes import Format
+
+from .pe import check_stages
+
+__all__ = ["psum_write_layout", "PSUMReadSignature", "PSUM"]
+
+
+def psum_write_layout(cols, depth):
+    """One result beat on its way into PSUM (the same layout as ``rtl.core.tensor_ctrl``)."""
+    return data.StructLayout({
+        "data": data.ArrayLayout(32, cols),
+        "addr": ceil_log2(depth),
+        "accumulate": 1,
+        "last": 1,
+    })
+
+
+class PSUMReadSignature(wiring.Signature):
+    """A synchronous read port of all partitions at one address (requester's view).
+
+    Members
+    -------
+    addr : Out(range(depth))
+    en : Out(1)
+        ``data`` shows the word at ``addr`` the cycle after ``en`` was 1 and holds while ``en`` is 0.
+    data : In(ArrayLayout(32, partitions))
+    """
+
+    def __init__(self, partitions, depth):
+        self.partitions = partitions
+        self.depth = depth
+        super().__init__({
+            "addr": Out(range(depth)),
+            "en": Out(1),
+            "data": In(data.ArrayLayout(32, partitions)),
+        })
+
+
+class PSUM(wiring.Component):
+    """``cols`` partitions x ``depth`` words of FP32/INT32 accumulators.
+
+    Each beat on ``wr`` carries one word per partition and an address: with ``accumulate`` 0 it
+    overwrites the word (``psum = x``), with 1 it adds (``psum = psum + x``: FP32 RNE with DAZ/FTZ
+    and canonical NaN through ``FP32Adder``, or INT32 wrapping when ``wr_int`` is 1). The words
+    are split in ``banks`` equal banks (bank = the high address bits); a bank is an addressing
+    convention for software (one accumulation group per bank), the hardware is one memory.
+
+    Throughput: one beat per cycle. The only stall: an accumulating beat whose address is still
+    being written by one of the ``add_stages`` beats before it (a read-after-write hazard, only
+    possible when a group of fewer than ``add_stages`` beats is followed by one accumulating into
+    the same words). Latency: a beat accepted at cycle ``t`` is written at the end of
+    cycle ``t + latency``, ``latency = 1 + add_stages``; a ``rd`` request (``en``) at cycle
+    ``t + latency`` or later returns it (the read port is transparent to the write). The
+    memory is not cleared by reset (contents start at zero after configuration).
+
+    Parameters
+    ----------
+    cols : int
+        Partitions (the tensor array's columns), from 1 to 512.
+    depth : int
+        Words per partition, a power of two from 2 to 65536.
+    banks : int
+        Number of banks, a power of two dividing ``depth``.
+    add_stages : int
+        Pipeline stages of the FP32 adders (0 to 8).
+    formats : collection of Format
+        Accumulation formats to build: ``Format.FP32`` and/or ``Format.INT32`` (default both).
+
+    Members
+    -------
+    wr : In(stream {data: Array(32, cols), addr, accumulate: 1, last: 1})
+    wr_int : In(1)
+        Sampled with each ``wr`` beat: 1 accumulates as INT32 instead of FP32.
+    rd : In(PSUMReadSignature(cols, depth))
+        Read port for the other engines (latency 1).
+    idle : Out(1)
+        No write in flight.
+    """
+
+    def __init__(self, cols, depth, *, banks=1, add_stages=1,
+                 formats=(Format.FP32, Format.INT32)):
+        if not isinstance(cols, int) or isinstance(cols, bool):
+            raise TypeError(f"cols must be an integer, not {cols!r}")
+        if not 1 <= cols <= 512:
+            raise ValueError(f"cols must be an integer from 1 to 512, not {cols}")
+        if not isinstance(depth, int) or isinstance(depth, bool):
+            raise TypeError(f"depth must be an integer, not {depth!r}")
+        if not (2 <= depth <= 65536 and depth & (depth - 1) == 0):
+            raise ValueError(f"depth must be a power of two from 2 to 65536, not {depth}")
+        if not isinstance(banks, int) or isinstance(banks, bool):
+            raise TypeError(f"banks must be an integer, not {banks!r}")
+        if not (1 <= banks <= depth and banks & (banks - 1) == 0):
+            raise ValueError(f"banks must be a power of two from 1 to depth ({depth}), "
+                             f"not {banks}")
+        self._add_stages = check_stages("add_stages", add_stages)
+        fset = set()
+        for f in formats:
+            if f not in (Format.FP32, Format.INT32):
+                raise ValueError(f"formats must be a subset of {{FP32, INT32}}, not containing "
+                                 f"{f!r}")
+            fset.add(Format(f))
+        if not fset:
+            raise ValueError("formats must contain at least one format, not be empty")
+        self._cols, self._depth, self._banks, self._formats = cols, depth, banks, frozenset(fset)
+        super().__init__({
+            "wr": In(stream.Signature(psum_write_layout(cols, depth))),
+            "wr_int": In(1),
+            "rd": In(PSUMReadSignature(cols, depth)),
+            "idle": Out(1),
+        })
+
+    cols = property(lambda self: self._cols)
+    depth = property(lambda self: self._depth)
+    banks = property(lambda self: self._banks)
+    add_stages = property(lambda self: self._add_stages)
+    formats = property(lambda self: self._formats)
+
+    @property
+    def bank_depth(self):
+        return self._depth // self._banks
+
+    @property
+    def latency(self):
+        """Cycles from a beat's transfer on ``wr`` to the first ``rd`` request that sees it."""
+        return 1 + self._add_stages
+
+    def elaborate(self, platform):
+        m = Module()
+        cols, Sa = self._cols, self._add_stages
+        layout = data.ArrayLayout(32, cols)
+        m.submodules.mem = mem = Memory(shape=layout, depth=self._depth, init=[])
+        wp = mem.write_port()
+        rmw = mem.read_port(transparent_for=(wp,))
+        ext = mem.read_port(transparent_for=(wp,))
+        m.d.comb += [ext.addr.eq(self.rd.addr), ext.en.eq(self.rd.en),
+                     self.rd.data.eq(ext.data)]
+
+        # Stage k (1 .. 1+Sa) registers of beats in flight; stage 1+Sa writes.
+        n = 1 + Sa
+        v = [Signal(name=f"s{k + 1}_valid") for k in range(n)]
+        a = [Signal(range(self._depth), name=f"s{k + 1}_addr") for k in range(n)]
+        d = [Signal(layout, name=f"s{k + 1}_data") for k in range(n)]
+        acc = [Signal(name=f"s{k + 1}_acc") for k in range(n)]
+        isint = [Signal(name=f"s{k + 1}_int") for k in range(n)]
+
+        wr = self.wr
+        hazard = Signal()
+        # Beats in stages 1 .. Sa write after this read; stage 1+Sa writes at the same edge and
+        # the read port is transparent to it.
+        clash = [v[k] & (a[k] == wr.p.addr) for k in range(Sa)]
+        m.d.comb += [
+            hazard.eq(wr.p.accumulate & (Cat(*clash).any() if clash else 0)),
+            wr.ready.eq(~hazard),
+            rmw.addr.eq(wr.p.addr),
+            rmw.en.eq(1),
+        ]
+        take = wr.valid & wr.ready
+        m.d.sync += [v[0].eq(take), a[0].eq(wr.p.addr), d[0].eq(wr.p.data),
+                     acc[0].eq(wr.p.accumulate), isint[0].eq(self.wr_int)]
+        for k in range(1, n):
+            m.d.sync += [v[k].eq(v[k - 1]), a[k].eq(a[k - 1]), d[k].eq(d[k - 1]),
+                         acc[k].eq(acc[k - 1]), isint[k].eq(isint[k - 1])]
+
+        # Stage 1: old word (rmw.data) + new word; sums ready at stage 1 + Sa.
+        w = n - 1
+        value = Signal(layout)
+        for i in range(cols):
+            outs = {}
+            if Format.INT32 in self._formats:
+                s = Signal(32, name=f"isum{i}")
+                m.d.comb += s.eq(rmw.data[i] + d[0][i])
+                for k in range(Sa):
+                    r = Signal(32, name=f"isum{i}_d{k}")
+                    m.d.sync += r.eq(s)
+                    s = r
+                outs["int"] = s
+            if Format.FP32 in self._formats:
+                from rtl.arith.fp32_add import FP32Adder
+                add = FP32Adder(stages=Sa)
+                m.submodules[f"add{i}"] = add
+                m.d.comb += [add.a.eq(rmw.data[i]), add.b.eq(d[0][i])]
+                outs["fp"] = add.o
+            if len(outs) == 2:
+                summ = Mux(isint[w], outs["int"], outs["fp"])
+            else:
+                summ = next(iter(outs.values()))
+            m.d.comb += value[i].eq(Mux(acc[w], summ, d[w][i]))
+        m.d.comb += [
+            wp.addr.eq(a[w]),
+            wp.data.eq(value),
+            wp.en.eq(v[w]),
+            self.idle.eq(~Cat(*v).any()),
+        ]
+        return m

@@ -1,0 +1,164 @@
+"""Golden model of the tensor engine and of PSUM, bit-exact, in the hardware's order.
+
+``matmul(stationary, moving, fmt)`` computes ``stationary.T @ moving`` exactly as the
+weight-stationary array does (``rtl/tensor/array.py``): for output ``result[m, n]`` the products
+``p[k] = stationary[k, m] * moving[k, n]`` (exact, :func:`sim.formats.mul_exact`) are summed
+down the column, row 0 first::
+
+    s = p[0]
+    s = fp32_add(s, p[k])      for k = 1 .. K-1       (FP32, RNE, DAZ/FTZ, canonical NaN)
+
+or with wrapping INT32 additions for INT8. The hardware always runs all ``rows`` rows; rows
+beyond K hold zeros and add ``+0`` products. Pass ``rows=`` to reproduce that too (it only turns
+a ``-0`` sum into ``+0``).
+
+PSUM (:class:`PsumModel`) then does ``psum = column_sum`` (overwrite) or
+``psum = fp32_add(psum, column_sum)`` / ``int32_add`` (accumulate).
+
+Everything works on bit patterns in numpy unsigned-integer arrays; this module imports neither
+Amaranth nor cocotb.
+"""
+
+import numpy as np
+
+from sim import formats
+from sim.dtypes import Format
+
+__all__ = ["ENGINE_FORMATS", "matmul", "column_sums", "PsumModel", "error_bound", "random_operands"]
+
+#: Input formats the tensor engine accepts.
+ENGINE_FORMATS = (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4,
+                  Format.BF16, Format.FP16)
+
+
+def _add(a, b, fmt):
+    return formats.int32_add(a, b) if fmt == Format.INT8 else formats.fp32_add(a, b)
+
+
+def matmul(stationary, moving, fmt, *, rows=None):
+    """Bit-exact ``stationary.T @ moving`` of the tensor engine.
+
+    Parameters
+    ----------
+    stationary : array of unsigned int, shape (K, M)
+        Element bit patterns (low-aligned).
+    moving : array of unsigned int, shape (K, N)
+    fmt : Format
+        INT8 (INT32 result, wrapping) or a narrow floating-point format (FP32 result).
+    rows : int, optional
+        Array rows (>= K): continue the column with ``rows - K`` zero rows as the hardware does.
+
+    Returns
+    -------
+    numpy.ndarray of uint32, shape (M, N)
+    """
+    fmt = Format(fmt)
+    if fmt not in ENGINE_FORMATS:
+        raise ValueError(f"fmt must be one of {', '.join(f.name for f in ENGINE_FORMATS)}, "
+                         f"not {fmt.name}")
+    st = np.asarray(stationary, dtype=np.uint64)
+    mv = np.asarray(moving, dtype=np.uint64)
+    if st.ndim != 2 or mv.ndim != 2 or st.shape[0] != mv.shape[0]:
+        raise ValueError(f"stationary (K, M) and moving (K, N) must share K, not "
+                         f"{st.shape} and {mv.shape}")
+    K = st.shape[0]
+    if K < 1:
+        raise ValueError("K must be at least 1")
+    if rows is not None:
+        if rows < K:
+            raise ValueError(f"rows must be at least K = {K}, not {rows}")
+        pad = rows - K
+        st = np.concatenate([st, np.zeros((pad, st.shape[1]), np.uint64)])
+        mv = np.concatenate([mv, np.zeros((pad, mv.shape[1]), np.uint64)])
+        K = rows
+    s = None
+    for k in range(K):
+        # p[m, n] = st[k, m] * mv[k, n]
+        p = formats.mul_exact(st[k][:, None], mv[k][None, :], fmt)
+        s = p if s is None else _add(s, p, fmt)
+    return np.asarray(s, dtype=np.uint32)
+
+
+def column_sums(stationary, moving, fmt, *, rows, cols):
+    """The full ``cols``-lane result of the hardware (lanes >= M see zero weights): shape
+    (cols, N)."""
+    st = np.asarray(stationary, dtype=np.uint64)
+    if st.shape[1] > cols:
+        raise ValueError(f"M must be at most cols = {cols}, not {st.shape[1]}")
+    st = np.concatenate([st, np.zeros((st.shape[0], cols - st.shape[1]), np.uint64)], axis=1)
+    return matmul(st, moving, fmt, rows=rows)
+
+
+class PsumModel:
+    """PSUM: ``partitions`` lanes x ``depth`` words of FP32/INT32 bits, all zero at start.
+
+    ``write(addr, values, accumulate, fmt)`` stores the N beats ``values[:, n]`` (shape
+    (partitions, N)) at words ``addr + n`` (modulo depth), overwriting or accumulating.
+    """
+
+    def __init__(self, partitions, depth):
+        self.partitions = partitions
+        self.depth = depth
+        self.mem = np.zeros((depth, partitions), dtype=np.uint32)
+
+    def write(self, addr, values, accumulate, fmt):
+        values = np.asarray(values, dtype=np.uint32)
+        if values.shape[0] != self.partitions:
+            raise ValueError(f"values must have {self.partitions} lanes, not {values.shape[0]}")
+        for n in range(values.shape[1]):
+            a = (addr + n) % self.depth
+            if accumulate:
+                self.mem[a] = _add(self.mem[a], values[:, n], Format(fmt))
+            else:
+                self.mem[a] = values[:, n]
+
+    def read(self, addr, count=1):
+        """Words ``addr .. addr+count-1``: shape (partitions, count)."""
+        idx = [(addr + i) % self.depth for i in range(count)]
+        return self.mem[idx].T.copy()
+
+
+def error_bound(abs_products_sum, K):
+    """A bound on ``|golden - exact|`` for a sum of K exact products computed with K - 1 RNE
+    FP32 additions and FTZ: ``gamma(K-1) * sum|p| + K * 2**-126`` with ``gamma(n) = n u /
+    (1 - n u)``, ``u = 2**-24`` (Higham, Accuracy and Stability, eq. 4.4)."""
+    n = max(K - 1, 0)
+    u = 2.0 ** -24
+    gamma = n * u / (1 - n * u)
+    return gamma * np.asarray(abs_products_sum, dtype=np.float64) + K * 2.0 ** -126
+
+
+def random_operands(rng, fmt, shape, mode="normal"):
+    """Random element bit patterns of ``fmt`` for tests and benchmarks.
+
+    ``rng`` is a ``numpy.random.Generator``. Modes: ``"normal"``: random sign and mantissa,
+    exponent within +-3 binades of 1.0 (sums stay finite and exercise rounding); ``"wide"``:
+    every bit pattern equally likely (NaN, Inf, subnormals, overflowing products);
+    ``"special"``: normal values with a quarter replaced by zeros, subnormals, Inf and NaN.
+    INT8 ignores the mode (uniform bytes).
+    """
+    fmt = Format(fmt)
+    if fmt == Format.INT8:
+        return rng.integers(0, 256, size=shape, dtype=np.uint64)
+    spec = formats.float_spec(fmt)
+    bits = spec.bits
+    if mode == "wide":
+        return rng.integers(0, 1 << bits, size=shape, dtype=np.uint64)
+    top = (1 << spec.exp_bits) - 1
+    lo = max(1, spec.bias - 3)
+    hi = min(top - 1, spec.bias + 3)
+    sign = rng.integers(0, 2, size=shape, dtype=np.uint64)
+    exp = rng.integers(lo, hi + 1, size=shape, dtype=np.uint64)
+    man = rng.integers(0, 1 << spec.man_bits, size=shape, dtype=np.uint64)
+    out = (sign << np.uint64(bits - 1)) | (exp << np.uint64(spec.man_bits)) | man
+    if mode == "special":
+        specials = [0, 1 << (bits - 1), 1, (1 << spec.man_bits) - 1,
+                    int(formats.canonical_nan(fmt)), int(formats.max_finite_bits(fmt))]
+        if spec.has_inf:
+            specials.append(int(formats.inf_bits(fmt)))
+        pick = rng.random(size=shape) < 0.25
+        choice = rng.choice(np.array(specials, dtype=np.uint64), size=shape)
+        out = np.where(pick, choice, out)
+    elif mode != "normal":
+        raise ValueError(f"mode must be 'normal', 'wide' or 'special', not {mode!r}")
+    return out.astype(np.uint64)
