@@ -1,0 +1,563 @@
+"""The DMA engine: an AXI4 manager moving tensors between external memory and SBUF.
+
+It executes ``DMA_RECORD``s (``sim/isa.py``, ``docs/isa.md``): for every ``p < part_count,
+i < n1, j < n0`` (p outermost)::
+
+    ext byte address  e = ext_addr + p*ext_part_stride + i*ext_stride1 + j*ext_stride0
+    SBUF word         SBUF[part_start + p][sbuf_addr + i*n0 + j]
+
+Loads (``store=0``) copy the ``STORAGE_BITS[fmt]``-bit little-endian element at ``e``
+zero-extended into the SBUF word; stores write the low bits of the SBUF word to ``e``.
+
+Order of work for one record
+----------------------------
+1. *Setup* (2 cycles): zero-size records (``n0``, ``n1`` or ``part_count`` 0) complete at once;
+   a record whose ``ext_addr`` or strides are not multiples of the element size reports
+   ``DMA_ALIGN``; partitions beyond ``P`` report ``SBUF_RANGE``.
+2. *Window check* (one cycle per row ``(p, i)``, no bus activity): the row's byte range
+   ``[min_j e, max_j e + size - 1]`` (strides are two's complement) must lie inside one window
+   with the needed permission (read for loads, write for stores) and must not wrap around
+   ``2**32``. The first failing row reports ``DMA_WINDOW`` with the row's first element address.
+   Only if every row passes does the first bus transaction start.
+3. *Transfer*: a row whose inner stride equals the element size is one contiguous segment,
+   fetched/written in INCR bursts of up to ``max_burst`` beats that never cross a 4 KiB
+   boundary; otherwise every element is its own single-beat transaction (strobes select its
+   bytes). Up to ``max_outstanding`` bursts are in flight. SBUF sees one element per cycle.
+4. An AXI error response (RRESP/BRESP not OKAY) reports ``DMA_AXI_READ``/``DMA_AXI_WRITE`` at
+   once; the engine stops issuing bursts, drains the ones in flight (read data is discarded,
+   write bursts already issued are completed, as AXI requires) and returns to idle.
+
+Write ordering: W beats are produced in AW order; a W beat is only sent for a burst whose AW has
+been issued.
+"""
+
+from amaranth.hdl import Elaboratable, Module, Signal, Cat, Const, Mux, signed
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from sim.dtypes import STORAGE_BITS
+from sim.errors import ErrorCode, ERROR_CODE_BITS
+from sim.isa import DMA_RECORD
+from rtl.bus.axi import AXI4Signature, BURST_INCR, RESP_OKAY
+from rtl.core.sbuf import SBUFReadSignature, SBUFWriteSignature, check_pow2
+
+__all__ = ["DmaRecord", "WindowLayout", "DMA"]
+
+#: The record the sequencer issues (flat, slot 0 in the least significant bits).
+DmaRecord = data.StructLayout({name: width for name, width in DMA_RECORD})
+
+#: One host-programmed address window (``DMA_WIN<i>_*`` registers).
+WindowLayout = data.StructLayout({"base": 32, "limit": 32, "perm": 2})
+
+
+def _check_int(name, value, lo, hi):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer from {lo} to {hi}, not {value}")
+
+
+class _Walker(Elaboratable):
+    """Walks ``p < np``, ``i < ni``, ``j < nj`` (p outermost), ``addr = base + p*ps + i*si +
+    j*sj`` modulo 2**32, and ``sidx = i*nj + j`` (SBUF word offset, restarts per partition).
+
+    ``start`` loads the first position; ``step`` advances; ``done`` is set by a step at the
+    last position. Counts must be at least 1 (the DMA completes zero-size records itself).
+    """
+
+    def __init__(self):
+        self.start = Signal()
+        self.step = Signal()
+        self.base = Signal(32)
+        self.ps = Signal(32)
+        self.si = Signal(32)
+        self.sj = Signal(32)
+        self.np = Signal(8)
+        self.ni = Signal(16)
+        self.nj = Signal(16)
+        self.addr = Signal(32)
+        self.p = Signal(8)
+        self.i = Signal(16)
+        self.j = Signal(16)
+        self.sidx = Signal(32)
+        self.last_j = Signal()
+        self.last = Signal()
+        self.done = Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        pbase = Signal(32)
+        ibase = Signal(32)
+        last_i = Signal()
+        last_p = Signal()
+        m.d.comb += [
+            self.last_j.eq(self.j == self.nj - 1),
+            last_i.eq(self.i == self.ni - 1),
+            last_p.eq(self.p == self.np - 1),
+            self.last.eq(self.last_j & last_i & last_p),
+        ]
+        with m.If(self.start):
+            m.d.sync += [
+                self.p.eq(0), self.i.eq(0), self.j.eq(0), self.sidx.eq(0), self.done.eq(0),
+                pbase.eq(self.base), ibase.eq(self.base), self.addr.eq(self.base),
+            ]
+        with m.Elif(self.step & ~self.done):
+            with m.If(~self.last_j):
+                m.d.sync += [self.j.eq(self.j + 1), self.addr.eq(self.addr + self.sj),
+                             self.sidx.eq(self.sidx + 1)]
+            with m.Elif(~last_i):
+                m.d.sync += [self.j.eq(0), self.i.eq(self.i + 1), ibase.eq(ibase + self.si),
+                             self.addr.eq(ibase + self.si), self.sidx.eq(self.sidx + 1)]
+            with m.Elif(~last_p):
+                m.d.sync += [self.j.eq(0), self.i.eq(0), self.p.eq(self.p + 1),
+                             pbase.eq(pbase + self.ps), ibase.eq(pbase + self.ps),
+                             self.addr.eq(pbase + self.ps), self.sidx.eq(0)]
+            with m.Else():
+                m.d.sync += self.done.eq(1)
+        return m
+
+
+class DMA(wiring.Component):
+    """AXI4 DMA between external memory and SBUF with address-window protection.
+
+    Parameters
+    ----------
+    partitions : int
+        SBUF partitions P, 1 to 256.
+    sbuf_depth : int
+        Words per SBUF partition (power of two, 2 to 65536).
+    data_width : int
+        AXI data width: 32 or 64.
+    max_burst : int
+        Longest burst in beats, a power of two from 1 to 256.
+    max_outstanding : int
+        Bursts in flight at most, 1 to 16.
+    windows : int
+        Number of address windows, 1 to 8.
+
+    Members
+    -------
+    cmd : In(stream.Signature(DmaRecord))
+        One record per transfer; ``ready`` while idle.
+    done : Out(1)
+        One-cycle pulse when a record completed without error (none for a record that ended
+        in an error or was aborted).
+    err_valid : Out(1)
+        One-cycle pulse when an error is detected; ``err_code``/``err_addr``/``err_info``
+        (``sim/errors.py``) hold it until the next error. ``busy`` stays high until the
+        bursts in flight have drained.
+    err_code : Out(ERROR_CODE_BITS)
+    err_addr : Out(32)
+    err_info : Out(32)
+    abort : In(1)
+        Stop issuing, drain what is in flight, go idle (no ``done`` pulse). Held or pulsed.
+    busy : Out(1)
+    windows : In(ArrayLayout(WindowLayout, windows))
+        ``perm`` bit 0 allows reads (loads), bit 1 writes (stores); ``limit`` is inclusive.
+    axi : Out(AXI4Signature(addr_width=32, data_width=data_width, id_width=1))
+        ID 0, INCR bursts, full-width beats (``axsize = log2(data_width/8)``).
+    sbuf_r : Out(SBUFReadSignature(partitions, sbuf_depth))
+    sbuf_w : Out(SBUFWriteSignature(partitions, sbuf_depth))
+        The DMA's dedicated SBUF ports (``rtl/core/sbuf.py``); one word per cycle.
+    rd_bytes, wr_bytes : Out(32)
+        Bytes moved from / to external memory since reset or ``clear_counters``.
+    clear_counters : In(1)
+    """
+
+    def __init__(self, *, partitions, sbuf_depth, data_width=32, max_burst=16,
+                 max_outstanding=4, windows=4):
+        _check_int("partitions", partitions, 1, 256)
+        check_pow2("sbuf_depth", sbuf_depth, 2, 1 << 16)
+        if not isinstance(data_width, int) or isinstance(data_width, bool):
+            raise TypeError(f"data_width must be an integer, not {data_width!r}")
+        if data_width not in (32, 64):
+            raise ValueError(f"data_width must be 32 or 64, not {data_width}")
+        check_pow2("max_burst", max_burst, 1, 256)
+        _check_int("max_outstanding", max_outstanding, 1, 16)
+        _check_int("windows", windows, 1, 8)
+        self._partitions = partitions
+        self._sbuf_depth = sbuf_depth
+        self._data_width = data_width
+        self._max_burst = max_burst
+        self._max_outstanding = max_outstanding
+        self._windows = windows
+        super().__init__({
+            "cmd": In(stream.Signature(DmaRecord)),
+            "done": Out(1),
+            "err_valid": Out(1),
+            "err_code": Out(ERROR_CODE_BITS),
+            "err_addr": Out(32),
+            "err_info": Out(32),
+            "abort": In(1),
+            "busy": Out(1),
+            "windows": In(data.ArrayLayout(WindowLayout, windows)),
+            "axi": Out(AXI4Signature(addr_width=32, data_width=data_width, id_width=1)),
+            "sbuf_r": Out(SBUFReadSignature(partitions, sbuf_depth)),
+            "sbuf_w": Out(SBUFWriteSignature(partitions, sbuf_depth)),
+            "rd_bytes": Out(32),
+            "wr_bytes": Out(32),
+            "clear_counters": In(1),
+        })
+
+    partitions = property(lambda self: self._partitions)
+    sbuf_depth = property(lambda self: self._sbuf_depth)
+    data_width = property(lambda self: self._data_width)
+    max_burst = property(lambda self: self._max_burst)
+    max_outstanding = property(lambda self: self._max_outstanding)
+    n_windows = property(lambda self: self._windows)
+
+    def elaborate(self, platform):
+        m = Module()
+        P = self._partitions
+        bw = self._data_width // 8               # bytes per beat
+        bsh = (bw - 1).bit_length()              # log2(bw)
+        axi = self.axi
+        depth_bits = (self._sbuf_depth - 1).bit_length()
+
+        c = Signal(DmaRecord)                    # the record being executed
+        esh = Signal(2)                          # log2(element bytes)
+        esize = Signal(3)
+        contiguous = Signal()
+        span = Signal(signed(50))                # (n0-1)*ext_stride0, signed
+        lo_off = Signal(signed(50))
+        hi_off = Signal(signed(50))
+
+        # Element size per format from sim.dtypes (never hard-coded here).
+        with m.Switch(c.fmt):
+            for fmt, bits in STORAGE_BITS.items():
+                with m.Case(int(fmt)):
+                    m.d.comb += esh.eq({8: 0, 16: 1, 32: 2}[bits])
+        m.d.comb += [
+            esize.eq(1 << esh),
+            contiguous.eq(c.ext_stride0 == esize),
+        ]
+
+        # Error reporting (first error of a record wins; host-visible latching is status.py's).
+        err = Signal()                           # this record has failed: stop and drain
+        stopping = Signal()                      # error or abort: no new bursts
+        aborting = Signal()
+        m.d.sync += self.err_valid.eq(0)
+        m.d.sync += self.done.eq(0)
+
+        def report(code, addr, info):
+            m.d.sync += [
+                err.eq(1), self.err_valid.eq(1), self.err_code.eq(code),
+                self.err_addr.eq(addr), self.err_info.eq(info),
+            ]
+
+        m.d.comb += stopping.eq(err | aborting | self.abort)
+        with m.If(self.abort & self.busy):
+            m.d.sync += aborting.eq(1)
+
+        chk = _Walker()      # rows (p, i) for the window check
+        iss = _Walker()      # segments for the burst issuer
+        elw = _Walker()      # elements for the SBUF side
+        m.submodules.chk = chk
+        m.submodules.iss = iss
+        m.submodules.elw = elw
+        for w in (chk, iss, elw):
+            m.d.comb += [w.base.eq(c.ext_addr), w.ps.eq(c.ext_part_stride),
+                         w.si.eq(c.ext_stride1), w.np.eq(c.part_count), w.ni.eq(c.n1)]
+        m.d.comb += [
+            chk.nj.eq(1), chk.sj.eq(0),
+            iss.nj.eq(Mux(contiguous, 1, c.n0)), iss.sj.eq(c.ext_stride0),
+            elw.nj.eq(c.n0), elw.sj.eq(c.ext_stride0),
+        ]
+
+        # ---- burst issuer (AR for loads, AW for stores) --------------------------------
+        outstanding = Signal(range(self._max_outstanding + 1))
+        a_valid = Signal()
+        a_addr = Signal(32)
+        a_len = Signal(8)
+        a_hs = Signal()
+        iss_run = Signal()                       # segments remain
+        iss_load = Signal()                      # load cur/end from the walker this cycle
+        iss_cur = Signal(33)                     # next beat-aligned byte address
+        iss_end = Signal(34)                     # segment end (exclusive)
+        seg_bytes = Signal(19)
+        m.d.comb += seg_bytes.eq(Mux(contiguous, c.n0 << esh, esize))
+
+        m.d.comb += [
+            axi.arid.eq(0), axi.awid.eq(0),
+            axi.araddr.eq(a_addr), axi.awaddr.eq(a_addr),
+            axi.arlen.eq(a_len), axi.awlen.eq(a_len),
+            axi.arsize.eq(bsh), axi.awsize.eq(bsh),
+            axi.arburst.eq(BURST_INCR), axi.awburst.eq(BURST_INCR),
+            axi.arcache.eq(0b0011), axi.awcache.eq(0b0011),
+            axi.arprot.eq(0), axi.awprot.eq(0), axi.arlock.eq(0), axi.awlock.eq(0),
+            axi.arvalid.eq(a_valid & ~c.store), axi.awvalid.eq(a_valid & c.store),
+            a_hs.eq(Mux(c.store, axi.awvalid & axi.awready, axi.arvalid & axi.arready)),
+        ]
+        with m.If(a_hs):
+            m.d.sync += a_valid.eq(0)
+
+        cur_beat = Signal(34 - bsh)
+        end_beat = Signal(34 - bsh)
+        left = Signal(34 - bsh)
+        to4k = Signal(13)
+        nbeats = Signal(9)
+        m.d.comb += [
+            cur_beat.eq(iss_cur >> bsh),
+            end_beat.eq((iss_end + bw - 1) >> bsh),
+            left.eq(end_beat - cur_beat),
+            to4k.eq((4096 >> bsh) - iss_cur[bsh:12]),
+        ]
+        nb1 = Mux(left < self._max_burst, left, self._max_burst)
+        m.d.comb += nbeats.eq(Mux(to4k < nb1, to4k, nb1))
+
+        # Per-burst bookkeeping for the data side: load: burst address (error address);
+        # store: burst length (wlast) and address (BRESP error address).
+        d_fifo = fifo.SyncFIFO(width=40, depth=self._max_outstanding)
+        b_fifo = fifo.SyncFIFO(width=32, depth=self._max_outstanding)
+        m.submodules.d_fifo = d_fifo
+        m.submodules.b_fifo = b_fifo
+
+        can_issue = Signal()
+        m.d.comb += can_issue.eq(iss_run & ~iss_load & ~stopping & (~a_valid | a_hs) &
+                                 (outstanding < self._max_outstanding))
+        issue = Signal()
+        m.d.comb += issue.eq(can_issue)
+        burst_addr = Signal(32)
+        m.d.comb += burst_addr.eq(iss_cur[:32])
+        with m.If(iss_load):
+            m.d.sync += [
+                iss_cur.eq(Cat(Const(0, bsh), iss.addr[bsh:32])),
+                iss_end.eq(iss.addr + seg_bytes),
+                iss_load.eq(0),
+            ]
+        with m.If(issue):
+            m.d.sync += [
+                a_valid.eq(1), a_addr.eq(burst_addr), a_len.eq(nbeats - 1),
+                iss_cur.eq(iss_cur + (nbeats << bsh)),
+            ]
+            m.d.comb += [
+                d_fifo.w_en.eq(1), d_fifo.w_data.eq(Cat(burst_addr, (nbeats - 1)[:8])),
+                b_fifo.w_en.eq(c.store), b_fifo.w_data.eq(burst_addr),
+            ]
+            with m.If(nbeats == left):           # segment finished
+                with m.If(iss.last):
+                    m.d.sync += iss_run.eq(0)
+                with m.Else():
+                    m.d.comb += iss.step.eq(1)
+                    m.d.sync += iss_load.eq(1)
+
+        # ---- load data side: R beats to SBUF words ------------------------------------
+        buf = Signal(8 * bw)
+        buf_valid = Signal()
+        r_beat = Signal(8)
+        e_off = Signal(bsh)
+        last_in_beat = Signal()
+        seg_end = Signal()
+        m.d.comb += [
+            e_off.eq(elw.addr[:bsh]),
+            seg_end.eq(~contiguous | elw.last_j),
+            last_in_beat.eq(((elw.addr[:bsh] + esize)[:bsh] == 0) | seg_end),
+        ]
+        shifted = Signal(8 * bw)
+        elem = Signal(32)
+        m.d.comb += shifted.eq(buf >> (e_off << 3))
+        with m.Switch(esh):
+            with m.Case(0):
+                m.d.comb += elem.eq(shifted[:8])
+            with m.Case(1):
+                m.d.comb += elem.eq(shifted[:16])
+            with m.Default():
+                m.d.comb += elem.eq(shifted[:32])
+
+        load = Signal()           # the load data path is active
+        consume = Signal()
+        m.d.comb += consume.eq(load & buf_valid & ~err)
+        r_take = Signal()
+        m.d.comb += [
+            axi.rready.eq(load & (~buf_valid | err | (consume & last_in_beat))),
+            r_take.eq(axi.rvalid & axi.rready),
+        ]
+        part = Signal(9)
+        m.d.comb += part.eq(c.part_start + elw.p)
+        sbuf_addr = Signal(depth_bits)
+        m.d.comb += sbuf_addr.eq((c.sbuf_addr + elw.sidx)[:depth_bits])
+        m.d.comb += [
+            self.sbuf_w.addr.eq(sbuf_addr),
+            self.sbuf_w.mask.eq(Mux(consume, Cat(*[part == p for p in range(P)]), 0)),
+        ]
+        for p in range(P):
+            m.d.comb += self.sbuf_w.data[p].eq(elem)
+        with m.If(consume):
+            m.d.comb += elw.step.eq(1)
+            m.d.sync += self.rd_bytes.eq(self.rd_bytes + esize)
+            with m.If(last_in_beat):
+                m.d.sync += buf_valid.eq(0)
+        with m.If(r_take):
+            m.d.sync += [buf.eq(axi.rdata), buf_valid.eq(~err)]
+            with m.If(axi.rlast):
+                m.d.sync += r_beat.eq(0)
+                m.d.comb += d_fifo.r_en.eq(1)
+            with m.Else():
+                m.d.sync += r_beat.eq(r_beat + 1)
+            with m.If((axi.rresp != RESP_OKAY) & ~err):
+                m.d.sync += buf_valid.eq(0)
+                report(ErrorCode.DMA_AXI_READ, d_fifo.r_data[:32] + (r_beat << bsh), axi.rresp)
+
+        # ---- store data side: SBUF words to W beats -----------------------------------
+        st = Signal()             # the store data path is active
+        s1_valid = Signal()
+        s1_part = Signal(9)
+        s1_off = Signal(bsh)
+        s1_beat_end = Signal()
+        acc = Signal(8 * bw)
+        acc_strb = Signal(bw)
+        w_valid = Signal()
+        w_data = Signal(8 * bw)
+        w_strb = Signal(bw)
+        w_last = Signal()
+        w_beat = Signal(8)
+        m.d.comb += [
+            axi.wvalid.eq(w_valid), axi.wdata.eq(w_data), axi.wstrb.eq(w_strb),
+            axi.wlast.eq(w_last),
+        ]
+        w_free = Signal()
+        m.d.comb += w_free.eq(~w_valid | axi.wready)
+        with m.If(axi.wvalid & axi.wready):
+            m.d.sync += w_valid.eq(0)
+        s1_word = Signal(32)
+        m.d.comb += s1_word.eq(self.sbuf_r.data[s1_part])
+        s1_elem = Signal(32)
+        s1_mask = Signal(bw)
+        with m.Switch(esh):
+            with m.Case(0):
+                m.d.comb += [s1_elem.eq(s1_word[:8]), s1_mask.eq(0b1)]
+            with m.Case(1):
+                m.d.comb += [s1_elem.eq(s1_word[:16]), s1_mask.eq(0b11)]
+            with m.Default():
+                m.d.comb += [s1_elem.eq(s1_word), s1_mask.eq(0b1111)]
+        s1_data = Signal(8 * bw)
+        s1_strb = Signal(bw)
+        m.d.comb += [s1_data.eq(s1_elem << (s1_off << 3)), s1_strb.eq(s1_mask << s1_off)]
+        pk_take = Signal()
+        m.d.comb += pk_take.eq(st & s1_valid & (~s1_beat_end | (w_free & d_fifo.r_rdy)))
+        with m.If(pk_take):
+            m.d.sync += self.wr_bytes.eq(self.wr_bytes + esize)
+            with m.If(s1_beat_end):
+                m.d.sync += [
+                    w_valid.eq(1), w_data.eq(acc | s1_data), w_strb.eq(acc_strb | s1_strb),
+                    w_last.eq(w_beat == d_fifo.r_data[32:40]), acc.eq(0), acc_strb.eq(0),
+                ]
+                with m.If(w_beat == d_fifo.r_data[32:40]):
+                    m.d.sync += w_beat.eq(0)
+                    m.d.comb += d_fifo.r_en.eq(1)
+                with m.Else():
+                    m.d.sync += w_beat.eq(w_beat + 1)
+            with m.Else():
+                m.d.sync += [acc.eq(acc | s1_data), acc_strb.eq(acc_strb | s1_strb)]
+        rd_go = Signal()
+        m.d.comb += rd_go.eq(st & ~elw.done & (~s1_valid | pk_take))
+        m.d.comb += [self.sbuf_r.en.eq(rd_go), self.sbuf_r.addr.eq(sbuf_addr)]
+        with m.If(pk_take):
+            m.d.sync += s1_valid.eq(0)
+        with m.If(rd_go):
+            m.d.comb += elw.step.eq(1)
+            m.d.sync += [s1_valid.eq(1), s1_part.eq(part), s1_off.eq(e_off),
+                         s1_beat_end.eq(last_in_beat)]
+
+        # B responses.
+        m.d.comb += axi.bready.eq(st)
+        b_take = Signal()
+        m.d.comb += b_take.eq(axi.bvalid & axi.bready)
+        with m.If(b_take):
+            m.d.comb += b_fifo.r_en.eq(1)
+            with m.If((axi.bresp != RESP_OKAY) & ~err):
+                report(ErrorCode.DMA_AXI_WRITE, b_fifo.r_data, axi.bresp)
+
+        # Outstanding bursts: +1 per issue, -1 per last R beat (loads) or B (stores).
+        retire = Signal()
+        m.d.comb += retire.eq(Mux(c.store, b_take, r_take & axi.rlast))
+        m.d.sync += outstanding.eq(outstanding + issue - retire)
+
+        # Counters.
+        with m.If(self.clear_counters):
+            m.d.sync += [self.rd_bytes.eq(0), self.wr_bytes.eq(0)]
+
+        # ---- control ---------------------------------------------------------------------
+        # Row bounds for the window check (signed, wide: below 0 or above 2**32-1 fails).
+        row_lo = Signal(signed(52))
+        row_hi = Signal(signed(52))
+        m.d.comb += [
+            row_lo.eq(chk.addr + lo_off),
+            row_hi.eq(chk.addr + hi_off),
+        ]
+        need = Signal(2)
+        m.d.comb += need.eq(Mux(c.store, 0b10, 0b01))
+        hits = []
+        for w in range(self._windows):
+            win = self.windows[w]
+            hits.append((win.perm & need).any() & (row_lo >= win.base) & (row_hi <= win.limit))
+        row_ok = Signal()
+        m.d.comb += row_ok.eq(Cat(*hits).any() & (row_lo >= 0) & (row_hi < (1 << 32)))
+
+        drained = Signal()
+        m.d.comb += drained.eq(~a_valid & (outstanding == 0) & ~w_valid)
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += self.cmd.ready.eq(~self.abort)
+                m.d.sync += [aborting.eq(0), err.eq(0)]
+                with m.If(self.cmd.valid & ~self.abort):
+                    m.d.sync += c.eq(self.cmd.payload)
+                    m.next = "SETUP"
+            with m.State("SETUP"):
+                m.d.comb += self.busy.eq(1)
+                align_mask = Signal(2)
+                m.d.comb += align_mask.eq(esize - 1)
+                m.d.sync += span.eq((c.n0 - 1).as_signed() * c.ext_stride0.as_signed())
+                with m.If(stopping):
+                    m.next = "IDLE"
+                with m.Elif((c.n0 == 0) | (c.n1 == 0) | (c.part_count == 0)):
+                    m.d.sync += self.done.eq(1)
+                    m.next = "IDLE"
+                with m.Elif(((c.ext_addr | c.ext_stride0 | c.ext_stride1 | c.ext_part_stride)
+                             [:2] & align_mask).any()):
+                    report(ErrorCode.DMA_ALIGN, c.ext_addr, 0)
+                    m.next = "IDLE"
+                with m.Elif(c.part_start + c.part_count > P):
+                    report(ErrorCode.SBUF_RANGE, c.sbuf_addr, c.part_start + c.part_count)
+                    m.next = "IDLE"
+                with m.Else():
+                    m.d.comb += chk.start.eq(1)
+                    m.next = "SPAN"
+            with m.State("SPAN"):
+                m.d.comb += self.busy.eq(1)
+                m.d.sync += [
+                    lo_off.eq(Mux(span < 0, span, 0)),
+                    hi_off.eq(Mux(span > 0, span, 0) + esize - 1),
+                ]
+                m.next = "CHECK"
+            with m.State("CHECK"):
+                m.d.comb += self.busy.eq(1)
+                with m.If(stopping):
+                    m.next = "IDLE"
+                with m.Elif(~row_ok):
+                    report(ErrorCode.DMA_WINDOW, chk.addr, 0)
+                    m.next = "IDLE"
+                with m.Elif(chk.last):
+                    m.d.comb += [iss.start.eq(1), elw.start.eq(1)]
+                    m.d.sync += [iss_run.eq(1), iss_load.eq(1), buf_valid.eq(0),
+                                 s1_valid.eq(0), acc.eq(0), acc_strb.eq(0), w_beat.eq(0),
+                                 r_beat.eq(0)]
+                    m.next = "RUN"
+                with m.Else():
+                    m.d.comb += chk.step.eq(1)
+            with m.State("RUN"):
+                m.d.comb += [self.busy.eq(1), load.eq(~c.store), st.eq(c.store)]
+                finished = Signal()
+                m.d.comb += finished.eq(~iss_run & drained & elw.done &
+                                        Mux(c.store, ~s1_valid, ~buf_valid))
+                with m.If(stopping):
+                    # No new bursts (issue is gated by stopping); finish the ones in flight.
+                    m.d.sync += iss_run.eq(0)
+                    with m.If(drained):
+                        m.next = "IDLE"
+                with m.Elif(finished):
+                    m.d.sync += self.done.eq(1)
+                    m.next = "IDLE"
+        return m
+
