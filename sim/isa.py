@@ -373,3 +373,119 @@ def encode(op, rd=0, rs1=0, rs2=0, rs3=0, imm=0):
 def decode(word):
     """Fields of a 64-bit instruction word as a dict (``op`` is an int: it may be unmapped)."""
     return unpack(INSTR_FIELDS, word)
+
+# --------------------------------------------------------------------------------------------
+# Microcode word (64 bits): the control store's format (docs/isa.md section 7)
+# --------------------------------------------------------------------------------------------
+
+#: Control-store depth (micro-address width 9) and opcode-map entry width (valid + address).
+UCODE_DEPTH = 512
+UADDR_BITS = 9
+MAP_BITS = UADDR_BITS + 1
+
+MICRO_FIELDS = [
+    ("seq", 3),       # USeq: next micro-address
+    ("cond", 4),      # UCond for seq=BRANCH
+    ("target", 9),    # branch/call/loop target
+    ("a", 4),         # USrc of ALU operand A
+    ("b", 4),         # USrc of ALU operand B
+    ("alu", 4),       # UAlu
+    ("dst", 4),       # UDst of the ALU result
+    ("eng", 2),       # Engine for dst=SLOT and special=EMIT
+    ("slot", 3),      # record slot for dst=SLOT
+    ("special", 4),   # USpecial side effect
+    ("const", 16),    # constant for src=CONST; generator index k = const[1:0] for AG sources
+    ("_rsv", 7),
+]
+
+
+class USeq(enum.IntEnum):
+    NEXT = 0      # upc + 1
+    JUMP = 1      # target
+    CALL = 2      # push upc + 1 (UCALL_DEPTH; overflow: UCALL_OVERFLOW), go to target
+    RET = 3       # pop (empty: UCALL_UNDERFLOW)
+    BRANCH = 4    # target if cond else upc + 1
+    ULOOP = 5     # if uctr != 0: uctr -= 1, go to target; else upc + 1
+    END = 6       # macro-instruction done: pc = npc, retire, fetch
+    TRAP = 7      # MICRO_TRAP error
+
+
+class UCond(enum.IntEnum):
+    ALWAYS = 0
+    Z = 1          # ALU result of this micro-instruction == 0
+    NZ = 2
+    EQ = 3         # macro flags
+    NE = 4
+    LT = 5
+    GE = 6
+    LTU = 7
+    GEU = 8
+    LOOP_MORE = 9  # loop stack non-empty and top remaining > 1
+
+
+class USrc(enum.IntEnum):
+    ZERO = 0
+    RD = 1         # r[rd]
+    RS1 = 2
+    RS2 = 3
+    RS3 = 4
+    RD1 = 5        # r[rd+1]
+    RD2 = 6
+    RD3 = 7
+    RS2P1 = 8      # r[rs2+1]
+    IMM = 9
+    CONST = 10     # const field, zero-extended
+    T0 = 11        # micro temporaries (not architectural)
+    T1 = 12
+    AGREG = 13     # r[AG[k].reg], k = const[1:0]
+    AGSTRIDE = 14  # AG[k].stride
+    AGBASE = 15    # AG[k].base
+
+
+class UAlu(enum.IntEnum):
+    ADD = 0
+    SUB = 1
+    AND = 2
+    OR = 3
+    XOR = 4
+    SHL = 5       # by b & 31
+    SHR = 6
+    SRA = 7
+    SLT = 8
+    SLTU = 9
+    PASSA = 10
+    PASSB = 11
+
+
+class UDst(enum.IntEnum):
+    NONE = 0
+    RD = 1        # r[rd] (r0 ignored)
+    T0 = 2
+    T1 = 3
+    SLOT = 4      # record[eng].slot[slot]
+    NPC = 5       # next macro PC
+    FLAGS = 6     # EQ/LT/LTU of a compared with b (alu ignored)
+    AGREG = 7     # r[AG[k].reg] if AG[k].level == loop depth != 0
+    UCTR = 8      # micro loop counter (16 bits)
+
+
+class USpecial(enum.IntEnum):
+    NONE = 0
+    EMIT = 1       # push record[eng] into its queue (stall while full), then clear it
+    SEMINC = 2     # sem[imm & 15] += 1
+    SEMSET = 3     # sem[imm & 15] = result & 0xFFFF
+    WAIT = 4       # stall while sem[imm & 15] < result & 0xFFFF (DEADLOCK if nothing in flight)
+    SEMRD = 5      # r[rd] = sem[imm & 15] (dst must be NONE)
+    BARRIER = 6    # stall while any record is outstanding
+    HALT = 7       # done (with seq=END)
+    LOOP_PUSH = 8  # push {start = pc + 1, remaining = result} (LOOP_OVERFLOW)
+    LOOP_STEP = 9  # top.remaining -= 1, npc = top.start (LOOP_UNDERFLOW if empty)
+    LOOP_POP = 10  # pop (LOOP_UNDERFLOW if empty)
+    CALL_PUSH = 11  # push pc + 1 (CALL_OVERFLOW), npc = result
+    CALL_POP = 12  # npc = pop (CALL_UNDERFLOW)
+    AG_SET = 13    # AG[imm & 3] = {level = (imm >> 8) & 7, reg = rd, stride = result}
+    AG_SNAP = 14   # AG[k].base = result if AG[k].level == loop depth != 0
+
+
+__all__ += ["UCODE_DEPTH", "UADDR_BITS", "MAP_BITS", "MICRO_FIELDS", "USeq", "UCond", "USrc",
+            "UAlu", "UDst", "USpecial"]

@@ -1,0 +1,1 @@
+"""Control: the microcoded sequencer (``sequencer.py``) and its ISA views (``layouts.py``)."""

@@ -1,0 +1,530 @@
+"""The microcoded sequencer: fetches macro-instructions, runs each as a microroutine from a
+writable control store, and dispatches engine records into per-engine queues.
+
+Encodings, record layouts and the micro-word format come from ``sim/isa.py``; the shipped
+control store and opcode map from ``sim/microcode.py``; the semantics are ``docs/isa.md`` and
+its executable form ``sim/refsim.py``.
+"""
+
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.lib import fifo, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+
+from sim import isa, microcode
+from sim.isa import Engine, ErrorBit, UAlu, UCond, UDst, USeq, USpecial, USrc
+
+from .layouts import record_layout
+
+__all__ = ["Sequencer", "DBG"]
+
+#: Debug read-port map (``dbg_addr``): registers 0..63, then these.
+DBG = {
+    "sem": 64,          # 64..79: semaphores
+    "flags": 80,        # bit0 EQ, bit1 LT, bit2 LTU
+    "err_status": 81,
+    "err_pc": 82,
+    "pc": 83,
+    "retired": 84,
+    "cycles": 85,
+    "busy": 86,         # 86 + 3*engine: cycles with a record of that engine outstanding
+    "semwait": 87,      # 87 + 3*engine: engine idle while the sequencer waits on a semaphore
+    "idle": 88,         # 88 + 3*engine: engine idle otherwise
+    "blocked": 95,      # 95 + engine: cycles an EMIT to that engine waited for queue space
+    "loop_depth": 98,
+    "call_depth": 99,
+    "status": 100,      # bit0 busy, bit1 done, bit2 error
+}
+
+_S_IDLE, _S_CLEAR, _S_FETCH, _S_DECODE, _S_MAP, _S_EXEC, _S_DONE = range(7)
+_ENGINES = (Engine.DMA, Engine.TENSOR, Engine.VECTOR)
+_NAMES = {Engine.DMA: "dma", Engine.TENSOR: "tensor", Engine.VECTOR: "vector"}
+
+
+class Sequencer(wiring.Component):
+    """Microcoded control sequencer with three engine queues.
+
+    Parameters
+    ----------
+    pmem_depth : int
+        Program memory words (64-bit instructions), a power of two, 16..65536.
+    queue_depth : int
+        Records buffered per engine output queue, 1..16.
+    max_outstanding : int
+        Records per engine issued and not yet completed before EMIT stalls, 1..64
+        (``sim.isa.MAX_OUTSTANDING`` by default).
+
+    Members
+    -------
+    start : In(1)
+        Pulse (in idle or done state): clear registers (64 cycles), semaphores, flags, stacks,
+        generators, errors and counters, then run from ``start_pc``.
+    start_pc : In(32)
+    busy, done, error : Out(1)
+        ``done`` after HALT or an error; ``error`` with it on an error.
+    err_status : Out(16)
+        ``ErrorBit`` bits; ``err_pc`` the PC of the faulting instruction.
+    pmem_wr_addr, pmem_wr_data, pmem_wr_en : In
+        Program-memory write port (any time; the sequencer reads instructions one by one).
+    ucode_wr_addr (9), ucode_wr_data (64), ucode_wr_en : In
+        Control-store write port: new microroutines at run time.
+    map_wr_addr (8), map_wr_data (10), map_wr_en : In
+        Opcode-map write port: ``map_wr_data = 1 << 9 | micro-address``; 0 makes an opcode
+        illegal.
+    dma, tensor, vector : Out(stream.Signature(record_layout(engine)))
+        Engine record streams (``sim.isa.*_RECORD``); accept any back-pressure.
+    dma_done, tensor_done, vector_done : In(1)
+        One pulse per completed record of that engine, in issue order (sem_en or not): the
+        sequencer applies the record's semaphore increment.
+    dbg_addr : In(8), dbg_data : Out(32)
+        Combinational debug read port (:data:`DBG`): registers, semaphores, flags, errors,
+        performance counters.
+
+    Timing: an instruction takes 3 cycles of fetch/decode/map plus one cycle per executed
+    micro-instruction (plus stalls). The engine queues run concurrently with the sequencer.
+    Reset: idle, ``done = 0``; memories keep their contents (control store and map start with
+    ``sim.microcode``).
+    """
+
+    def __init__(self, *, pmem_depth=1024, queue_depth=2, max_outstanding=isa.MAX_OUTSTANDING):
+        for name, value, lo, hi in (("pmem_depth", pmem_depth, 16, 65536),
+                                    ("queue_depth", queue_depth, 1, 16),
+                                    ("max_outstanding", max_outstanding, 1, 64)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an integer, not {value!r}")
+            if not lo <= value <= hi:
+                raise ValueError(f"{name} must be in {lo}..{hi}, not {value}")
+        if pmem_depth & (pmem_depth - 1):
+            raise ValueError(f"pmem_depth must be a power of two, not {pmem_depth}")
+        self._pmem_depth = pmem_depth
+        self._queue_depth = queue_depth
+        self._max_outstanding = max_outstanding
+        pc_bits = ceil_log2(pmem_depth)
+        sig = {
+            "start": In(1), "start_pc": In(32),
+            "busy": Out(1), "done": Out(1), "error": Out(1),
+            "err_status": Out(16), "err_pc": Out(32),
+            "pmem_wr_addr": In(pc_bits), "pmem_wr_data": In(isa.INSTR_BITS),
+            "pmem_wr_en": In(1),
+            "ucode_wr_addr": In(isa.UADDR_BITS), "ucode_wr_data": In(64), "ucode_wr_en": In(1),
+            "map_wr_addr": In(8), "map_wr_data": In(isa.MAP_BITS), "map_wr_en": In(1),
+            "dbg_addr": In(8), "dbg_data": Out(32),
+        }
+        for e in _ENGINES:
+            sig[_NAMES[e]] = Out(stream.Signature(record_layout(e)))
+            sig[_NAMES[e] + "_done"] = In(1)
+        super().__init__(sig)
+
+    pmem_depth = property(lambda self: self._pmem_depth)
+    queue_depth = property(lambda self: self._queue_depth)
+    max_outstanding = property(lambda self: self._max_outstanding)
+
+    def elaborate(self, platform):
+        m = Module()
+        pc_bits = ceil_log2(self._pmem_depth)
+
+        state = Signal(3)
+        pc = Signal(32)
+        npc = Signal(32)
+        ir = Signal(isa.INSTR_BITS)
+        fi = isa.field_offsets(isa.INSTR_FIELDS)
+        op, rd, rs1, rs2, rs3, imm = (ir[fi[n][0]:fi[n][0] + fi[n][1]]
+                                      for n in ("op", "rd", "rs1", "rs2", "rs3", "imm"))
+        in_exec = state == _S_EXEC
+
+        # ---- memories ---------------------------------------------------------------------
+        m.submodules.pmem = pmem = Memory(shape=isa.INSTR_BITS, depth=self._pmem_depth,
+                                          init=[])
+        pw = pmem.write_port()
+        pr = pmem.read_port()
+        m.d.comb += [pw.addr.eq(self.pmem_wr_addr), pw.data.eq(self.pmem_wr_data),
+                     pw.en.eq(self.pmem_wr_en), pr.addr.eq(pc[:pc_bits])]
+
+        m.submodules.ucode = ucode = Memory(shape=64, depth=isa.UCODE_DEPTH,
+                                            init=microcode.control_store())
+        uw_port = ucode.write_port()
+        ur = ucode.read_port()
+        m.d.comb += [uw_port.addr.eq(self.ucode_wr_addr), uw_port.data.eq(self.ucode_wr_data),
+                     uw_port.en.eq(self.ucode_wr_en)]
+
+        m.submodules.opmap = opmap = Memory(shape=isa.MAP_BITS, depth=256,
+                                            init=microcode.opcode_map())
+        mw = opmap.write_port()
+        mr = opmap.read_port()
+        m.d.comb += [mw.addr.eq(self.map_wr_addr), mw.data.eq(self.map_wr_data),
+                     mw.en.eq(self.map_wr_en), mr.addr.eq(pr.data[:8])]
+
+        m.submodules.regfile = regfile = Memory(shape=32, depth=isa.NUM_REGS, init=[])
+        rf_w = regfile.write_port()
+        rf_a = regfile.read_port(domain="comb")
+        rf_b = regfile.read_port(domain="comb")
+        rf_d = regfile.read_port(domain="comb")
+
+        # ---- micro-word -------------------------------------------------------------------
+        mo = isa.field_offsets(isa.MICRO_FIELDS)
+        uword = ur.data
+
+        def uf(name):
+            lo, w = mo[name]
+            return uword[lo:lo + w]
+
+        seq, cond, target = uf("seq"), uf("cond"), uf("target")
+        a_sel, b_sel, alu, dst = uf("a"), uf("b"), uf("alu"), uf("dst")
+        eng, slot, special, const = uf("eng"), uf("slot"), uf("special"), uf("const")
+        k = const[:2]
+
+        upc = Signal(isa.UADDR_BITS)
+        uctr = Signal(16)
+        ustack = Array(Signal(isa.UADDR_BITS, name=f"ustack{i}") for i in range(isa.UCALL_DEPTH))
+        usp = Signal(range(isa.UCALL_DEPTH + 1))
+
+        # ---- architectural state ------------------------------------------------------------
+        flag_eq, flag_lt, flag_ltu = Signal(), Signal(), Signal()
+        sems = Array(Signal(isa.SEM_VALUE_BITS, name=f"sem{i}") for i in range(isa.NUM_SEMS))
+        ls_start = Array(Signal(32, name=f"loop_start{i}") for i in range(isa.LOOP_DEPTH))
+        ls_rem = Array(Signal(32, name=f"loop_rem{i}") for i in range(isa.LOOP_DEPTH))
+        lsp = Signal(range(isa.LOOP_DEPTH + 1))
+        ltop = Signal(range(isa.LOOP_DEPTH))
+        m.d.comb += ltop.eq(lsp - 1)
+        cstack = Array(Signal(32, name=f"call{i}") for i in range(isa.CALL_DEPTH))
+        csp = Signal(range(isa.CALL_DEPTH + 1))
+        ag_level = Array(Signal(3, name=f"ag{i}_level") for i in range(isa.NUM_AG))
+        ag_reg = Array(Signal(6, name=f"ag{i}_reg") for i in range(isa.NUM_AG))
+        ag_stride = Array(Signal(32, name=f"ag{i}_stride") for i in range(isa.NUM_AG))
+        ag_base = Array(Signal(32, name=f"ag{i}_base") for i in range(isa.NUM_AG))
+        t0, t1 = Signal(32), Signal(32)
+        err_status = Signal(16)
+        err_pc = Signal(32)
+
+        # ---- operand selection ------------------------------------------------------------
+        def reg_index(sel, idx):
+            with m.Switch(sel):
+                for s, v in ((USrc.RD, rd), (USrc.RS1, rs1), (USrc.RS2, rs2), (USrc.RS3, rs3),
+                             (USrc.RD1, rd + 1), (USrc.RD2, rd + 2), (USrc.RD3, rd + 3),
+                             (USrc.RS2P1, rs2 + 1), (USrc.AGREG, ag_reg[k])):
+                    with m.Case(s):
+                        m.d.comb += idx.eq(v[:6])
+
+        def operand(sel, port, val):
+            with m.Switch(sel):
+                with m.Case(USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2,
+                            USrc.RD3, USrc.RS2P1, USrc.AGREG):
+                    m.d.comb += val.eq(port.data)
+                with m.Case(USrc.IMM):
+                    m.d.comb += val.eq(imm)
+                with m.Case(USrc.CONST):
+                    m.d.comb += val.eq(const)
+                with m.Case(USrc.T0):
+                    m.d.comb += val.eq(t0)
+                with m.Case(USrc.T1):
+                    m.d.comb += val.eq(t1)
+                with m.Case(USrc.AGSTRIDE):
+                    m.d.comb += val.eq(ag_stride[k])
+                with m.Case(USrc.AGBASE):
+                    m.d.comb += val.eq(ag_base[k])
+
+        a_idx, b_idx = Signal(6), Signal(6)
+        a, b = Signal(32), Signal(32)
+        reg_index(a_sel, a_idx)
+        reg_index(b_sel, b_idx)
+        m.d.comb += [rf_a.addr.eq(a_idx), rf_b.addr.eq(b_idx)]
+        operand(a_sel, rf_a, a)
+        operand(b_sel, rf_b, b)
+
+        res = Signal(32)
+        sh = b[:5]
+        with m.Switch(alu):
+            with m.Case(UAlu.ADD):
+                m.d.comb += res.eq(a + b)
+            with m.Case(UAlu.SUB):
+                m.d.comb += res.eq(a - b)
+            with m.Case(UAlu.AND):
+                m.d.comb += res.eq(a & b)
+            with m.Case(UAlu.OR):
+                m.d.comb += res.eq(a | b)
+            with m.Case(UAlu.XOR):
+                m.d.comb += res.eq(a ^ b)
+            with m.Case(UAlu.SHL):
+                m.d.comb += res.eq(a << sh)
+            with m.Case(UAlu.SHR):
+                m.d.comb += res.eq(a >> sh)
+            with m.Case(UAlu.SRA):
+                m.d.comb += res.eq(a.as_signed() >> sh)
+            with m.Case(UAlu.SLT):
+                m.d.comb += res.eq(a.as_signed() < b.as_signed())
+            with m.Case(UAlu.SLTU):
+                m.d.comb += res.eq(a < b)
+            with m.Case(UAlu.PASSA):
+                m.d.comb += res.eq(a)
+            with m.Case(UAlu.PASSB):
+                m.d.comb += res.eq(b)
+
+        loop_more = Signal()
+        m.d.comb += loop_more.eq((lsp != 0) & (ls_rem[ltop] > 1))
+        cond_true = Signal()
+        with m.Switch(cond):
+            for c, v in ((UCond.ALWAYS, 1), (UCond.Z, res == 0), (UCond.NZ, res != 0),
+                         (UCond.EQ, flag_eq), (UCond.NE, ~flag_eq), (UCond.LT, flag_lt),
+                         (UCond.GE, ~flag_lt), (UCond.LTU, flag_ltu), (UCond.GEU, ~flag_ltu),
+                         (UCond.LOOP_MORE, loop_more)):
+                with m.Case(c):
+                    m.d.comb += cond_true.eq(v)
+
+        # ---- engine queues ----------------------------------------------------------------
+        rec = {}
+        outq, semq = {}, {}
+        can_emit = Array(Signal(name=f"can_emit{e}") for e in range(4))
+        outstanding = Signal(3)   # one bit per engine: a record issued and not completed
+        for e in _ENGINES:
+            lay = isa.RECORDS[e]
+            nslots = isa.RECORD_SLOTS[e]
+            rec[e] = [Signal(32, name=f"rec_{_NAMES[e]}{s}") for s in range(nslots)]
+            q = outq[e] = fifo.SyncFIFO(width=isa.layout_width(lay), depth=self._queue_depth)
+            sq = semq[e] = fifo.SyncFIFO(width=5, depth=self._max_outstanding)
+            m.submodules[f"q_{_NAMES[e]}"] = q
+            m.submodules[f"semq_{_NAMES[e]}"] = sq
+            port = getattr(self, _NAMES[e])
+            m.d.comb += [port.valid.eq(q.r_rdy), port.payload.eq(q.r_data),
+                         q.r_en.eq(port.ready), q.w_data.eq(Cat(*rec[e])),
+                         can_emit[e].eq(q.w_rdy & sq.w_rdy), outstanding[e].eq(sq.r_rdy)]
+            offs = isa.field_offsets(lay)
+            m.d.comb += sq.w_data.eq(Cat(Cat(*rec[e])[offs["sem"][0]:offs["sem"][0] + 4],
+                                         Cat(*rec[e])[offs["sem_en"][0]]))
+            m.d.comb += sq.r_en.eq(getattr(self, _NAMES[e] + "_done"))
+
+        sem_idx = imm[:4]
+        sem_cur = Signal(16)
+        m.d.comb += sem_cur.eq(sems[sem_idx])
+
+        # ---- stall, errors, advance -------------------------------------------------------
+        stall = Signal()
+        wait_stall = Signal()
+        m.d.comb += wait_stall.eq(in_exec & (special == USpecial.WAIT) & (sem_cur < res[:16]))
+        m.d.comb += stall.eq(in_exec & (
+            ((special == USpecial.EMIT) & ~can_emit[eng]) |
+            (special == USpecial.WAIT) & (sem_cur < res[:16]) |
+            (special == USpecial.BARRIER) & (outstanding != 0)))
+
+        err_now = Signal(16)
+        exec_err = Signal(16)
+        m.d.comb += [
+            exec_err[ErrorBit.LOOP_OVERFLOW].eq(
+                (special == USpecial.LOOP_PUSH) & (lsp == isa.LOOP_DEPTH)),
+            exec_err[ErrorBit.LOOP_UNDERFLOW].eq(
+                ((special == USpecial.LOOP_STEP) | (special == USpecial.LOOP_POP)) & (lsp == 0)),
+            exec_err[ErrorBit.CALL_OVERFLOW].eq(
+                (special == USpecial.CALL_PUSH) & (csp == isa.CALL_DEPTH)),
+            exec_err[ErrorBit.CALL_UNDERFLOW].eq((special == USpecial.CALL_POP) & (csp == 0)),
+            exec_err[ErrorBit.UCALL_OVERFLOW].eq((seq == USeq.CALL) & (usp == isa.UCALL_DEPTH)),
+            exec_err[ErrorBit.UCALL_UNDERFLOW].eq((seq == USeq.RET) & (usp == 0)),
+            exec_err[ErrorBit.MICRO_TRAP].eq(seq == USeq.TRAP),
+            exec_err[ErrorBit.DEADLOCK].eq(wait_stall & (outstanding == 0)),
+        ]
+        with m.Switch(state):
+            with m.Case(_S_EXEC):
+                m.d.comb += err_now.eq(exec_err)
+            with m.Case(_S_FETCH):
+                m.d.comb += err_now[ErrorBit.PC_RANGE].eq(pc >= self._pmem_depth)
+            with m.Case(_S_MAP):
+                m.d.comb += err_now[ErrorBit.ILLEGAL_OPCODE].eq(~mr.data[isa.UADDR_BITS])
+        adv = Signal()
+        m.d.comb += adv.eq(in_exec & ~stall & (err_now == 0))
+
+        # ---- semaphores -------------------------------------------------------------------
+        for i in range(isa.NUM_SEMS):
+            incs = [adv & (special == USpecial.SEMINC) & (sem_idx == i)]
+            for e in _ENGINES:
+                sq = semq[e]
+                done = getattr(self, _NAMES[e] + "_done")
+                incs.append(done & sq.r_rdy & sq.r_data[4] & (sq.r_data[:4] == i))
+            total = sum(x.as_unsigned() for x in incs)
+            with m.If(adv & (special == USpecial.SEMSET) & (sem_idx == i)):
+                m.d.sync += sems[i].eq(res[:16])
+            with m.Else():
+                m.d.sync += sems[i].eq(sems[i] + total)
+
+        # ---- register file write port -----------------------------------------------------
+        clr = Signal(6)
+        ag_match = Signal()
+        m.d.comb += ag_match.eq((ag_level[k] != 0) & (ag_level[k] == lsp))
+        with m.If(state == _S_CLEAR):
+            m.d.comb += [rf_w.addr.eq(clr), rf_w.data.eq(0), rf_w.en.eq(1)]
+        with m.Elif(adv & (dst == UDst.RD)):
+            m.d.comb += [rf_w.addr.eq(rd), rf_w.data.eq(res), rf_w.en.eq(rd != 0)]
+        with m.Elif(adv & (dst == UDst.AGREG)):
+            m.d.comb += [rf_w.addr.eq(ag_reg[k]), rf_w.data.eq(res),
+                         rf_w.en.eq(ag_match & (ag_reg[k] != 0))]
+        with m.Elif(adv & (special == USpecial.SEMRD)):
+            m.d.comb += [rf_w.addr.eq(rd), rf_w.data.eq(sem_cur), rf_w.en.eq(rd != 0)]
+
+        # ---- next macro PC ----------------------------------------------------------------
+        npc_next = Signal(32)
+        m.d.comb += npc_next.eq(npc)
+        with m.If(dst == UDst.NPC):
+            m.d.comb += npc_next.eq(res)
+        with m.Switch(special):
+            with m.Case(USpecial.LOOP_STEP):
+                m.d.comb += npc_next.eq(ls_start[ltop])
+            with m.Case(USpecial.CALL_PUSH):
+                m.d.comb += npc_next.eq(res)
+            with m.Case(USpecial.CALL_POP):
+                m.d.comb += npc_next.eq(cstack[csp - 1])
+
+        # ---- micro next address -----------------------------------------------------------
+        unext = Signal(isa.UADDR_BITS)
+        m.d.comb += unext.eq(upc + 1)
+        with m.Switch(seq):
+            with m.Case(USeq.JUMP, USeq.CALL):
+                m.d.comb += unext.eq(target)
+            with m.Case(USeq.RET):
+                m.d.comb += unext.eq(ustack[usp - 1])
+            with m.Case(USeq.BRANCH):
+                with m.If(cond_true):
+                    m.d.comb += unext.eq(target)
+            with m.Case(USeq.ULOOP):
+                with m.If(uctr != 0):
+                    m.d.comb += unext.eq(target)
+        with m.If(state == _S_MAP):
+            m.d.comb += ur.addr.eq(mr.data[:isa.UADDR_BITS])
+        with m.Elif(adv):
+            m.d.comb += ur.addr.eq(unext)
+        with m.Else():
+            m.d.comb += ur.addr.eq(upc)
+
+        # ---- effects of an advancing micro-instruction --------------------------------------
+        with m.If(adv):
+            m.d.sync += [upc.eq(unext), npc.eq(npc_next)]
+            with m.Switch(dst):
+                with m.Case(UDst.T0):
+                    m.d.sync += t0.eq(res)
+                with m.Case(UDst.T1):
+                    m.d.sync += t1.eq(res)
+                with m.Case(UDst.FLAGS):
+                    m.d.sync += [flag_eq.eq(a == b), flag_lt.eq(a.as_signed() < b.as_signed()),
+                                 flag_ltu.eq(a < b)]
+                with m.Case(UDst.UCTR):
+                    m.d.sync += uctr.eq(res[:16])
+                with m.Case(UDst.SLOT):
+                    for e in _ENGINES:
+                        for s, sig in enumerate(rec[e]):
+                            with m.If((eng == e) & (slot == s)):
+                                m.d.sync += sig.eq(res)
+            with m.Switch(seq):
+                with m.Case(USeq.CALL):
+                    m.d.sync += [ustack[usp].eq(upc + 1), usp.eq(usp + 1)]
+                with m.Case(USeq.RET):
+                    m.d.sync += usp.eq(usp - 1)
+                with m.Case(USeq.ULOOP):
+                    with m.If(uctr != 0):
+                        m.d.sync += uctr.eq(uctr - 1)
+                with m.Case(USeq.END):
+                    m.d.sync += [pc.eq(npc_next), state.eq(_S_FETCH), usp.eq(0)]
+                    with m.If(special == USpecial.HALT):
+                        m.d.sync += state.eq(_S_DONE)
+            with m.Switch(special):
+                with m.Case(USpecial.EMIT):
+                    for e in _ENGINES:
+                        with m.If(eng == e):
+                            m.d.comb += [outq[e].w_en.eq(1), semq[e].w_en.eq(1)]
+                            m.d.sync += [s.eq(0) for s in rec[e]]
+                with m.Case(USpecial.LOOP_PUSH):
+                    m.d.sync += [ls_start[lsp[:2]].eq(pc + 1), ls_rem[lsp[:2]].eq(res),
+                                 lsp.eq(lsp + 1)]
+                with m.Case(USpecial.LOOP_STEP):
+                    m.d.sync += ls_rem[ltop].eq(ls_rem[ltop] - 1)
+                with m.Case(USpecial.LOOP_POP):
+                    m.d.sync += lsp.eq(lsp - 1)
+                with m.Case(USpecial.CALL_PUSH):
+                    m.d.sync += [cstack[csp[:3]].eq(pc + 1), csp.eq(csp + 1)]
+                with m.Case(USpecial.CALL_POP):
+                    m.d.sync += csp.eq(csp - 1)
+                with m.Case(USpecial.AG_SET):
+                    ks = imm[:2]
+                    m.d.sync += [ag_level[ks].eq(imm[8:11]), ag_reg[ks].eq(rd),
+                                 ag_stride[ks].eq(res)]
+                with m.Case(USpecial.AG_SNAP):
+                    with m.If(ag_match):
+                        m.d.sync += ag_base[k].eq(res)
+
+        # ---- performance counters ---------------------------------------------------------
+        retired, cycles = Signal(32), Signal(32)
+        perf = {}
+        running = (state == _S_FETCH) | (state == _S_DECODE) | (state == _S_MAP) | in_exec
+        for e in _ENGINES:
+            perf[e] = [Signal(32, name=f"perf_{_NAMES[e]}_{n}")
+                       for n in ("busy", "semwait", "idle", "blocked")]
+            busy_c, semw_c, idle_c, blk_c = perf[e]
+            with m.If(running):
+                with m.If(outstanding[e]):
+                    m.d.sync += busy_c.eq(busy_c + 1)
+                with m.Elif(wait_stall):
+                    m.d.sync += semw_c.eq(semw_c + 1)
+                with m.Else():
+                    m.d.sync += idle_c.eq(idle_c + 1)
+                with m.If(in_exec & (special == USpecial.EMIT) & (eng == e) & ~can_emit[e]):
+                    m.d.sync += blk_c.eq(blk_c + 1)
+        with m.If(running):
+            m.d.sync += cycles.eq(cycles + 1)
+        with m.If(adv & (seq == USeq.END)):
+            m.d.sync += retired.eq(retired + 1)
+
+        # ---- top-level state machine --------------------------------------------------------
+        with m.If(err_now != 0):
+            m.d.sync += [err_status.eq(err_status | err_now), err_pc.eq(pc), state.eq(_S_DONE)]
+        with m.Switch(state):
+            with m.Case(_S_IDLE, _S_DONE):
+                with m.If(self.start):
+                    m.d.sync += [state.eq(_S_CLEAR), clr.eq(0), pc.eq(self.start_pc),
+                                 err_status.eq(0), err_pc.eq(0), lsp.eq(0), csp.eq(0),
+                                 usp.eq(0), flag_eq.eq(0), flag_lt.eq(0), flag_ltu.eq(0),
+                                 retired.eq(0), cycles.eq(0), t0.eq(0), t1.eq(0), uctr.eq(0)]
+                    m.d.sync += [s.eq(0) for s in sems]
+                    m.d.sync += [ag_level[i].eq(0) for i in range(isa.NUM_AG)]
+                    m.d.sync += [ag_stride[i].eq(0) for i in range(isa.NUM_AG)]
+                    m.d.sync += [ag_base[i].eq(0) for i in range(isa.NUM_AG)]
+                    m.d.sync += [ag_reg[i].eq(0) for i in range(isa.NUM_AG)]
+                    for e in _ENGINES:
+                        m.d.sync += [c.eq(0) for c in perf[e]]
+                        m.d.sync += [s.eq(0) for s in rec[e]]
+            with m.Case(_S_CLEAR):
+                m.d.sync += clr.eq(clr + 1)
+                with m.If(clr == isa.NUM_REGS - 1):
+                    m.d.sync += state.eq(_S_FETCH)
+            with m.Case(_S_FETCH):
+                with m.If(err_now == 0):
+                    m.d.sync += state.eq(_S_DECODE)
+            with m.Case(_S_DECODE):
+                m.d.sync += [ir.eq(pr.data), state.eq(_S_MAP)]
+            with m.Case(_S_MAP):
+                with m.If(err_now == 0):
+                    m.d.sync += [upc.eq(mr.data[:isa.UADDR_BITS]), npc.eq(pc + 1),
+                                 state.eq(_S_EXEC)]
+
+        # ---- outputs ----------------------------------------------------------------------
+        m.d.comb += [
+            self.busy.eq((state != _S_IDLE) & (state != _S_DONE)),
+            self.done.eq(state == _S_DONE),
+            self.error.eq(err_status != 0),
+            self.err_status.eq(err_status),
+            self.err_pc.eq(err_pc),
+            rf_d.addr.eq(self.dbg_addr[:6]),
+        ]
+        dbg = {DBG["flags"]: Cat(flag_eq, flag_lt, flag_ltu), DBG["err_status"]: err_status,
+               DBG["err_pc"]: err_pc, DBG["pc"]: pc, DBG["retired"]: retired,
+               DBG["cycles"]: cycles, DBG["loop_depth"]: lsp, DBG["call_depth"]: csp,
+               DBG["status"]: Cat(self.busy, self.done, self.error)}
+        for i in range(isa.NUM_SEMS):
+            dbg[DBG["sem"] + i] = sems[i]
+        for e in _ENGINES:
+            for j in range(3):
+                dbg[DBG["busy"] + 3 * e + j] = perf[e][j]
+            dbg[DBG["blocked"] + e] = perf[e][3]
+        with m.If(self.dbg_addr < isa.NUM_REGS):
+            m.d.comb += self.dbg_data.eq(rf_d.data)
+        with m.Else():
+            with m.Switch(self.dbg_addr):
+                for addr, value in dbg.items():
+                    with m.Case(addr):
+                        m.d.comb += self.dbg_data.eq(value)
+        return m
