@@ -1,0 +1,207 @@
+"""FP32 to narrow-format encoder with RNE, RTZ and stochastic rounding (combinational).
+
+The bit-exact golden model is ``sim.rounding.encode``; the number rules are
+``docs/interfaces.md`` section 2 and the SR algorithm is described in ``docs/rounding.md``.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from sim.dtypes import FORMAT_BITS, Format, RoundMode
+from sim.rounding import (MAX_N_RAND, canonical_nan, encode_params, max_finite_bits,
+                          target_bits)
+
+__all__ = ["FPEncoder", "check_n_rand"]
+
+
+def check_n_rand(n_rand):
+    """Raise ``TypeError``/``ValueError`` unless ``n_rand`` is an integer in 1..32."""
+    if isinstance(n_rand, bool) or not isinstance(n_rand, int):
+        raise TypeError(f"n_rand must be an integer, not {n_rand!r}")
+    if not 1 <= n_rand <= MAX_N_RAND:
+        raise ValueError(f"n_rand must be an integer in 1..{MAX_N_RAND}, not {n_rand}")
+
+
+_FLOATS = (Format.BF16, Format.FP16, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4)
+
+
+class FPEncoder(wiring.Component):
+    """Encode an FP32 value into the format ``fmt`` with rounding mode ``mode``.
+
+    Purely combinational. Supports every ``Format``: the narrow floats (subnormals produced,
+    overflow to Inf or max finite, E4M3 saturating to +-448, canonical NaN), INT8/INT32
+    (rounded with the mode, saturating, NaN gives 0) and FP32 (passed through with DAZ and
+    canonical NaN). FP32 subnormal inputs are treated as zero (DAZ).
+
+    Stochastic rounding: the discarded fraction of the target ULP is rounded to ``n_rand`` bits
+    (round-to-nearest-even), ``rand`` is added to it and the carry out decides the direction;
+    see ``docs/rounding.md``. ``rand`` is ignored in RNE and RTZ.
+
+    Parameters
+    ----------
+    n_rand : int
+        Random bits per SR decision, 1..32.
+
+    Members
+    -------
+    a : In(32)
+        FP32 bit pattern.
+    fmt : In(3)
+        Target ``Format``.
+    mode : In(2)
+        ``RoundMode`` (RNE=0, RTZ=1, SR=2; 3 behaves as RTZ... see note) .
+    rand : In(n_rand)
+        Uniform random bits for SR.
+    o : Out(32)
+        The encoded value, low-aligned, upper bits zero (INT8 two's complement in [7:0]).
+
+    Note: mode code 3 is not a ``RoundMode``; it rounds like RNE here (the golden model
+    rejects it).
+    """
+
+    def __init__(self, n_rand=16):
+        check_n_rand(n_rand)
+        self._n_rand = n_rand
+        super().__init__({
+            "a": In(32),
+            "fmt": In(FORMAT_BITS),
+            "mode": In(2),
+            "rand": In(n_rand),
+            "o": Out(32),
+        })
+
+    @property
+    def n_rand(self):
+        return self._n_rand
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._n_rand
+        width = 24 + n + 2            # significand, n fraction bits, guard, sticky slot
+        cap = width                   # every shift >= width drops the whole significand
+
+        sign = self.a[31]
+        e = self.a[23:31]
+        man = self.a[0:23]
+        is_nan = (e == 0xFF) & (man != 0)
+        is_inf = (e == 0xFF) & (man == 0)
+        is_zero = e == 0
+        sig = Cat(man, Const(1, 1))
+
+        # Per-format right shift from the FP32 LSB to the target LSB (before clamping).
+        shift_raw = Signal(range(256))
+        with m.Switch(self.fmt):
+            for fmt in _FLOATS:
+                man_bits, bias, _, _ = encode_params(fmt)
+                with m.Case(fmt):
+                    # target exponent below the normal range: extra shift 128 - bias - e
+                    m.d.comb += shift_raw.eq((23 - man_bits) + Mux(e < 128 - bias,
+                                                                    (128 - bias) - e, 0))
+            with m.Case(Format.INT8, Format.INT32):
+                m.d.comb += shift_raw.eq(Mux(e < 150, 150 - e, 0))
+            with m.Default():
+                m.d.comb += shift_raw.eq(0)
+        shift = Signal(range(cap + 1))
+        m.d.comb += shift.eq(Mux(shift_raw > cap, cap, shift_raw))
+
+        # Right shift with sticky: y holds the integer part q, n fraction bits, a guard bit and
+        # a sticky slot; sig bits shifted below y are ORed into the sticky.
+        x = Cat(Const(0, n + 2), sig)
+        y = Signal(width)
+        m.d.comb += y.eq(x >> shift)
+        lost = Signal(range(25))
+        m.d.comb += lost.eq(Mux(shift > n + 2, shift - (n + 2), 0))
+        therm = Signal(24)
+        m.d.comb += [therm[i].eq(lost > i) for i in range(24)]
+        sticky = (sig & therm).any() | y[0]
+        q = y[n + 2:]
+        frac = y[2:n + 2]
+        guard = y[1]
+
+        # Round-up decision.
+        up_rne = frac[n - 1] & ((frac[:n - 1] != 0) | guard | sticky | q[0]) if n > 1 else \
+            frac[0] & (guard | sticky | q[0])
+        f_sr = Signal(n + 1)
+        m.d.comb += f_sr.eq(frac + (guard & (sticky | frac[0])))
+        sr_sum = Signal(n + 2)
+        m.d.comb += sr_sum.eq(f_sr + self.rand)
+        up_sr = sr_sum[n:].any()
+        up = Signal()
+        with m.Switch(self.mode):
+            with m.Case(RoundMode.RTZ):
+                m.d.comb += up.eq(0)
+            with m.Case(RoundMode.SR):
+                m.d.comb += up.eq(up_sr)
+            with m.Default():
+                m.d.comb += up.eq(up_rne)
+        k = Signal(25)
+        m.d.comb += k.eq(q + up)
+        rtz = self.mode == RoundMode.RTZ
+
+        # Compose per format.
+        with m.Switch(self.fmt):
+            for fmt in _FLOATS:
+                man_bits, bias, exp_bits, has_inf = encode_params(fmt)
+                bits = target_bits(fmt)
+                with m.Case(fmt):
+                    ebm1 = Mux(e + bias > 127, e + bias - 128, 0)
+                    mag = Signal(8 + man_bits + 2, name=f"mag_{fmt.name.lower()}")
+                    m.d.comb += mag.eq((ebm1 << man_bits) + k)
+                    s = sign << (bits - 1)
+                    if has_inf:
+                        inf_code = ((1 << exp_bits) - 1) << man_bits
+                        with m.If(is_nan):
+                            m.d.comb += self.o.eq(canonical_nan(fmt))
+                        with m.Elif(is_inf):
+                            m.d.comb += self.o.eq(s | inf_code)
+                        with m.Elif(is_zero):
+                            m.d.comb += self.o.eq(s)
+                        with m.Elif(mag >= inf_code):
+                            m.d.comb += self.o.eq(s | Mux(rtz, inf_code - 1, inf_code))
+                        with m.Else():
+                            m.d.comb += self.o.eq(s | mag)
+                    else:
+                        maxf = max_finite_bits(fmt)
+                        with m.If(is_nan):
+                            m.d.comb += self.o.eq(canonical_nan(fmt))
+                        with m.Elif(is_zero):
+                            m.d.comb += self.o.eq(s)
+                        with m.Elif(is_inf | (mag > maxf)):
+                            m.d.comb += self.o.eq(s | maxf)
+                        with m.Else():
+                            m.d.comb += self.o.eq(s | mag)
+            for fmt, bits, lo_mag, hi in ((Format.INT8, 8, 128, 127),
+                                          (Format.INT32, 32, 1 << 31, (1 << 31) - 1)):
+                with m.Case(fmt):
+                    mag = Signal(32, name=f"mag_{fmt.name.lower()}")
+                    if fmt == Format.INT32:
+                        # e in 150..157: exact, shifted left by e - 150 (no rounding)
+                        m.d.comb += mag.eq(Mux(e >= 150, sig << (e - 150)[:3], k))
+                        ovf = (e >= 158) | is_inf
+                    else:
+                        m.d.comb += mag.eq(k)
+                        ovf = (e >= 150) | is_inf
+                    neg = Signal(32, name=f"neg_{fmt.name.lower()}")
+                    m.d.comb += neg.eq(-mag)
+                    mask = (1 << bits) - 1
+                    with m.If(is_nan | is_zero):
+                        m.d.comb += self.o.eq(0)
+                    with m.Elif(sign):
+                        with m.If(ovf | (mag > lo_mag)):
+                            m.d.comb += self.o.eq((-lo_mag) & mask)
+                        with m.Else():
+                            m.d.comb += self.o.eq(neg[:bits])
+                    with m.Else():
+                        with m.If(ovf | (mag > hi)):
+                            m.d.comb += self.o.eq(hi)
+                        with m.Else():
+                            m.d.comb += self.o.eq(mag)
+            with m.Case(Format.FP32):
+                with m.If(is_nan):
+                    m.d.comb += self.o.eq(0x7FC00000)
+                with m.Elif(is_zero):
+                    m.d.comb += self.o.eq(sign << 31)
+                with m.Else():
+                    m.d.comb += self.o.eq(self.a)
+        return m
