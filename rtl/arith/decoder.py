@@ -1,0 +1,143 @@
+"""Format decoder: any supported format to FP32 bits (combinational)."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from sim.dtypes import CANONICAL_NAN_F32, FORMAT_BITS, Format
+from sim.formats import FP8_FORMATS
+from rtl.arith.common import check_formats, check_fp8_bias, leading_zeros
+from rtl.arith.unpack import unpack_float
+
+__all__ = ["FormatDecoder"]
+
+#: Width of the shared normalising path (FP16's 11-bit significand is the widest it serves).
+_SIG_W = 11
+
+
+class FormatDecoder(wiring.Component):
+    """Decode a value of a run-time selected format to FP32, as ``sim.formats.decode``.
+
+    * FP32 passes through unchanged (NaN payloads and subnormals included).
+    * BF16 is the upper half of an FP32 (its subnormals stay FP32 subnormals), except that any
+      NaN becomes the canonical NaN.
+    * FP16, E4M3, E5M2, E3M4 and INT8 share one path: unpack, count leading zeros of the
+      11-bit significand, normalise, pack. Exact; narrow subnormals become FP32 normals; every
+      NaN gives ``0x7FC00000``; +-0 and +-Inf keep their sign. E4M3 has no Inf.
+    * INT32 has its own path: absolute value, 32-bit leading-zero count, round to nearest even
+      to 24 bits (the only inexact decode).
+
+    Combinational: no clock, no latency.
+
+    Parameters
+    ----------
+    formats : collection of Format, default all
+        Formats the instance decodes; logic for the others is not generated. Selecting a format
+        code not in ``formats`` gives ``o == 0``.
+    fp8_bias : mapping of FP8 Format to int, optional
+        Exponent bias of each cFP8 format, fixed at elaboration (default: 7 for E4M3, 15 for
+        E5M2, 3 for E3M4); each within ``sim.formats.bias_range``.
+
+    Members
+    -------
+    a : In(32)
+        The value, low-aligned (bits above the format's width are ignored).
+    fmt : In(3)
+        :class:`sim.dtypes.Format` code of ``a``.
+    o : Out(32)
+        FP32 bits.
+    """
+
+    def __init__(self, formats=tuple(Format), *, fp8_bias=None):
+        self._formats = check_formats(formats, frozenset(Format))
+        self._fp8_bias = check_fp8_bias(fp8_bias)
+        super().__init__({"a": In(32), "fmt": In(FORMAT_BITS), "o": Out(32)})
+
+    @property
+    def formats(self):
+        return self._formats
+
+    @property
+    def fp8_bias(self):
+        return dict(self._fp8_bias)
+
+    def elaborate(self, platform):
+        m = Module()
+        a = self.a
+        shared = [f for f in (Format.FP16, *FP8_FORMATS, Format.INT8) if f in self._formats]
+
+        # -- the shared path: select the unpacked operand, then normalise once --------------
+        sign = Signal()
+        sig = Signal(_SIG_W)
+        exp = Signal(signed(10))       # value = sig * 2**(exp - 10)
+        zero = Signal()
+        inf = Signal()
+        nan = Signal()
+        with m.Switch(self.fmt):
+            for f in shared:
+                with m.Case(f):
+                    if f == Format.INT8:
+                        # |x| <= 128 fits 11 bits placed so that 128 is the top bit (exp 7).
+                        x = a[0:8].as_signed()
+                        mag = Mux(x[7], -x, x)[0:8]
+                        m.d.comb += [sign.eq(x[7]), sig.eq(Cat(Const(0, 3), mag)), exp.eq(7),
+                                     zero.eq(x == 0)]
+                    else:
+                        u = unpack_float(a, f, _SIG_W, self._fp8_bias.get(f))
+                        m.d.comb += [sign.eq(u.sign), sig.eq(u.sig), exp.eq(u.exp),
+                                     zero.eq(u.zero), inf.eq(u.inf), nan.eq(u.nan)]
+        lz, _ = leading_zeros(sig)
+        norm = Signal(_SIG_W)
+        m.d.comb += norm.eq(sig << lz)
+        biased = Signal(signed(11))
+        m.d.comb += biased.eq(exp - lz + 127)
+        shared_out = Signal(32)
+        with m.If(nan):
+            m.d.comb += shared_out.eq(CANONICAL_NAN_F32)
+        with m.Elif(inf):
+            m.d.comb += shared_out.eq(Cat(Const(0, 23), Const(0xFF, 8), sign))
+        with m.Elif(zero):
+            m.d.comb += shared_out.eq(Cat(Const(0, 31), sign))
+        with m.Else():
+            # fp8_bias is limited so that every value is an FP32 normal: no range check.
+            m.d.comb += shared_out.eq(Cat(Const(0, 23 - (_SIG_W - 1)), norm[0:_SIG_W - 1],
+                                          biased[0:8], sign))
+
+        # -- per-format outputs ---------------------------------------------------------------
+        with m.Switch(self.fmt):
+            if Format.FP32 in self._formats:
+                with m.Case(Format.FP32):
+                    m.d.comb += self.o.eq(a)
+            if Format.BF16 in self._formats:
+                with m.Case(Format.BF16):
+                    bf_nan = (a[7:15] == 0xFF) & (a[0:7] != 0)
+                    m.d.comb += self.o.eq(Mux(bf_nan, CANONICAL_NAN_F32, Cat(Const(0, 16),
+                                                                             a[0:16])))
+            if shared:
+                with m.Case(*shared):
+                    m.d.comb += self.o.eq(shared_out)
+            if Format.INT32 in self._formats:
+                with m.Case(Format.INT32):
+                    m.d.comb += self.o.eq(self._int32_to_fp32(m, a))
+            with m.Default():
+                m.d.comb += self.o.eq(0)
+        return m
+
+    @staticmethod
+    def _int32_to_fp32(m, a):
+        x = a.as_signed()
+        mag = Signal(32)
+        m.d.comb += mag.eq(Mux(x < 0, -x, x))       # -2**31 gives 2**31, still 32 bits
+        lz, is_zero = leading_zeros(mag)
+        norm = Signal(32)
+        m.d.comb += norm.eq(mag << lz)               # leading one at bit 31
+        guard = norm[7]
+        sticky = norm[0:7] != 0
+        rounded = Signal(25)
+        m.d.comb += rounded.eq(norm[8:32] + (guard & (sticky | norm[8])))
+        biased = Signal(8)
+        m.d.comb += biased.eq(127 + 31 - lz + rounded[24])
+        out = Signal(32)
+        m.d.comb += out.eq(Mux(is_zero, 0,
+                               Cat(Mux(rounded[24], 0, rounded[0:23]), biased, x < 0)))
+        return out

@@ -1,0 +1,120 @@
+"""FP32 multiplier: round to nearest even, DAZ/FTZ, canonical NaN."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from sim.dtypes import CANONICAL_NAN_F32
+from rtl.arith.common import Pipe, check_stages
+
+__all__ = ["FP32Multiplier"]
+
+
+class FP32Multiplier(wiring.Component):
+    """Full FP32 x FP32 multiplier with round-to-nearest-even, as ``sim.formats.fp32_mul``.
+
+    Number rules (``docs/interfaces.md`` section 2): DAZ on the inputs; a NaN input or 0 x Inf
+    gives the canonical NaN ``0x7FC00000``; the sign is the XOR of the signs (also for zeros and
+    Infs); overflow gives +-Inf. The result is the IEEE 754 result with any subnormal flushed to
+    a zero of the same sign (FTZ). In particular a product just below 2**-126 that IEEE rounding
+    at subnormal precision carries up to 2**-126 stays 2**-126, as numpy float32 with FTZ gives.
+
+    The datapath has three steps with an optional register after each: 1. unpack and
+    classify; 2. the 24 x 24-bit significand product (four MULT18X18D on ECP5); 3. normalise,
+    round, range check, pack. ``stages`` 1 registers after step 3, 2 after steps 2 and 3,
+    3 after every step.
+
+    Parameters
+    ----------
+    stages : int
+        Pipeline registers, 0 to 3; 0 is purely combinational. Latency ``stages`` cycles,
+        throughput one product per cycle.
+
+    Members
+    -------
+    a, b : In(32)
+        FP32 operands.
+    en : In(1), default 1
+        Clock enable of every pipeline register (unused when ``stages == 0``): while low the
+        pipeline holds and ``o`` keeps its value.
+    o : Out(32)
+        FP32 product of the operands presented ``stages`` enabled cycles earlier (+0 after
+        reset until the first operands arrive).
+    """
+
+    MAX_STAGES = 3
+    _CUTS = {0: (), 1: (3,), 2: (2, 3), 3: (1, 2, 3)}
+
+    def __init__(self, stages=2):
+        self._stages = check_stages(stages, self.MAX_STAGES)
+        super().__init__({"a": In(32), "b": In(32), "en": In(1, init=1), "o": Out(32)})
+
+    @property
+    def stages(self):
+        return self._stages
+
+    @property
+    def latency(self):
+        """Cycles from operands to product (equal to ``stages``)."""
+        return self._stages
+
+    def elaborate(self, platform):
+        m = Module()
+        pipe = Pipe(m, self.en, self._CUTS[self._stages])
+
+        # -- step 1: unpack and classify ------------------------------------------------------
+        a, b = self.a, self.b
+        ea, eb = a[23:31], b[23:31]
+        za, zb = ea == 0, eb == 0                    # zero or subnormal (DAZ)
+        inf_a = (ea == 0xFF) & (a[0:23] == 0)
+        inf_b = (eb == 0xFF) & (b[0:23] == 0)
+        nan_a = (ea == 0xFF) & (a[0:23] != 0)
+        nan_b = (eb == 0xFF) & (b[0:23] != 0)
+        special = Signal(2)          # 0 none, 1 NaN, 2 Inf, 3 zero
+        m.d.comb += special.eq(Mux(nan_a | nan_b | ((inf_a | inf_b) & (za | zb)), 1,
+                                   Mux(inf_a | inf_b, 2, Mux(za | zb, 3, 0))))
+        exp_sum = Signal(signed(10))
+        m.d.comb += exp_sum.eq(ea + eb - 127)
+        regs = dict(sig_a=Cat(a[0:23], 1), sig_b=Cat(b[0:23], 1), exp_sum=exp_sum,
+                    sign=a[31] ^ b[31], special=special)
+        r = {k: pipe(1, v, k) for k, v in regs.items()}
+
+        # -- step 2: significand product --------------------------------------------------------
+        prod = Signal(48)
+        m.d.comb += prod.eq(r["sig_a"] * r["sig_b"])
+        regs = dict(prod=prod, exp_sum=r["exp_sum"], sign=r["sign"], special=r["special"])
+        r = {k: pipe(2, v, k) for k, v in regs.items()}
+
+        # -- step 3: normalise, round, range, pack -----------------------------------------------
+        prod = r["prod"]
+        hi = prod[47]                                 # product in [2, 4): one more binade
+        mant = Mux(hi, prod[24:48], prod[23:47])      # 24 bits with the leading one
+        guard = Mux(hi, prod[23], prod[22])
+        sticky = Mux(hi, prod[0:23] != 0, prod[0:22] != 0)
+        exp = Signal(signed(11))
+        m.d.comb += exp.eq(r["exp_sum"] + hi)         # biased exponent before rounding
+        rounded = Signal(25)
+        m.d.comb += rounded.eq(mant + (guard & (sticky | mant[0])))
+        exp_r = Signal(signed(11))
+        m.d.comb += exp_r.eq(exp + rounded[24])
+        frac = Mux(rounded[24], 0, rounded[0:23])
+        sign = r["sign"]
+        result = Signal(32)
+        with m.If(r["special"] == 1):
+            m.d.comb += result.eq(CANONICAL_NAN_F32)
+        with m.Elif(r["special"] == 2):
+            m.d.comb += result.eq(Cat(Const(0, 23), Const(0xFF, 8), sign))
+        with m.Elif(r["special"] == 3):
+            m.d.comb += result.eq(Cat(Const(0, 31), sign))
+        with m.Elif(exp_r >= 255):
+            m.d.comb += result.eq(Cat(Const(0, 23), Const(0xFF, 8), sign))
+        with m.Elif((exp == 0) & (mant[0:23] == 0x7FFFFF)):
+            # In [2**-126 - 2**-150, 2**-126): IEEE rounds this up to the smallest normal.
+            m.d.comb += result.eq(Cat(Const(0, 23), Const(1, 8), sign))
+        with m.Elif(exp_r <= 0):
+            m.d.comb += result.eq(Cat(Const(0, 31), sign))          # FTZ
+        with m.Else():
+            m.d.comb += result.eq(Cat(frac, exp_r[0:8], sign))
+
+        m.d.comb += self.o.eq(pipe(3, result, "o"))
+        return m
