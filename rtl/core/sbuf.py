@@ -127,9 +127,12 @@ class SBUF(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        #: The memories of the last elaboration (simulation back-door: ``mem.data[addr]``).
+        self.memories = []
         for p in range(self._partitions):
             init = [] if self._init is None else list(self._init[p])
             mem = memory.Memory(shape=32, depth=self._depth, init=init)
+            self.memories.append(mem)
             m.submodules[f"part{p}"] = mem
             for name in self._write_ports:
                 req = getattr(self, f"w_{name}")

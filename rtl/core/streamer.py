@@ -1,0 +1,104 @@
+"""Address generator turning a memory read port into a stream (shared by the engine controllers).
+"""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+
+__all__ = ["ReadStreamer", "read_request_layout"]
+
+
+def read_request_layout(addr_bits, n_bits, lanes, tag_bits=1):
+    """One request: ``count`` words at ``addr + j*stride`` (modulo 2**addr_bits), lanes >=
+    ``parts`` zeroed."""
+    return data.StructLayout({
+        "addr": addr_bits,
+        "stride": addr_bits,
+        "count": n_bits,
+        "parts": ceil_log2(lanes + 1),
+        "tag": tag_bits,
+    })
+
+
+class ReadStreamer(wiring.Component):
+    """Streams ``count`` words of a synchronous read port (latency 1, output holds while not
+    enabled) with no bubbles between words or requests.
+
+    Parameters
+    ----------
+    lanes : int
+        Words per read (partitions).
+    addr_bits, n_bits : int
+        Address and count widths.
+    data_width : int
+        Bits kept of each 32-bit word (low bits).
+
+    Members
+    -------
+    req : In(stream.Signature(read_request_layout(...) + {tag}))
+        A request with ``count`` 0 is consumed and produces nothing. ``tag`` travels with
+        every word of the request.
+    s1_tag : Out(tag_bits)
+        Tag of the word now on the read port's output (to select among several memories).
+    rd_addr, rd_en : Out ; rd_data : In(ArrayLayout(32, lanes))
+        The memory read port.
+    o : Out(stream {data: Array(data_width, lanes), last: 1})
+        ``last`` on the final word of each request.
+    busy : Out(1)
+    """
+
+    def __init__(self, lanes, addr_bits, n_bits, data_width=32, tag_bits=1):
+        self.lanes, self.addr_bits, self.n_bits, self.data_width = (lanes, addr_bits, n_bits,
+                                                                     data_width)
+        self.tag_bits = tag_bits
+        req = read_request_layout(addr_bits, n_bits, lanes, tag_bits)
+        super().__init__({
+            "req": In(stream.Signature(req)),
+            "s1_tag": Out(tag_bits),
+            "rd_addr": Out(addr_bits),
+            "rd_en": Out(1),
+            "rd_data": In(data.ArrayLayout(32, lanes)),
+            "o": Out(stream.Signature(data.StructLayout({
+                "data": data.ArrayLayout(data_width, lanes), "last": 1, "tag": tag_bits}))),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self.lanes
+        active = Signal()
+        a = Signal(self.addr_bits)
+        st = Signal(self.addr_bits)
+        left = Signal(self.n_bits)
+        parts = Signal(range(lanes + 1))
+        s1_valid, s1_last = Signal(), Signal()
+        s1_parts = Signal(range(lanes + 1))
+        tag, s1_tag = Signal(self.tag_bits), Signal(self.tag_bits)
+        advance = Signal()
+        m.d.comb += [
+            advance.eq(~s1_valid | self.o.ready),
+            self.o.valid.eq(s1_valid),
+            self.o.p.last.eq(s1_last),
+            self.o.p.tag.eq(s1_tag),
+            self.s1_tag.eq(s1_tag),
+            self.rd_addr.eq(a),
+            self.rd_en.eq(advance),
+            self.busy.eq(active | s1_valid),
+        ]
+        for r in range(lanes):
+            m.d.comb += self.o.p.data[r].eq(
+                Mux(s1_parts > r, self.rd_data[r][:self.data_width], 0))
+        with m.If(advance):
+            m.d.sync += s1_valid.eq(active)
+            with m.If(active):
+                m.d.sync += [s1_last.eq(left == 1), s1_parts.eq(parts), s1_tag.eq(tag),
+                             a.eq(a + st), left.eq(left - 1)]
+                with m.If(left == 1):
+                    m.d.sync += active.eq(0)
+        m.d.comb += self.req.ready.eq(~active | (advance & (left == 1)))
+        with m.If(self.req.valid & self.req.ready):
+            r = self.req.payload
+            m.d.sync += [active.eq(r.count != 0), a.eq(r.addr), st.eq(r.stride),
+                         left.eq(r.count), parts.eq(r.parts), tag.eq(r.tag)]
+        return m

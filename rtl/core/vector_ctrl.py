@@ -1,0 +1,240 @@
+"""The vector engine's controller: executes vector commands against SBUF and PSUM.
+
+A command carries the engine's own instruction word (opaque here: the engine's ``cmd`` payload,
+passed through), the access pattern of operand ``a`` (SBUF or PSUM), of operand ``b`` (SBUF,
+optional) and of the output (SBUF), and a semaphore to increment when the output is written.
+"""
+
+from amaranth.hdl import Module, Mux, Shape, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+
+from .sbuf import SBUFReadSignature, SBUFWriteSignature, check_pow2
+from .streamer import ReadStreamer
+
+__all__ = ["vector_cmd_layout", "PSUMReadSignature", "VectorController"]
+
+
+class PSUMReadSignature(wiring.Signature):
+    """PSUM read port, requester's view: latency 1, output holds while ``en`` is 0."""
+
+    def __init__(self, cols, depth):
+        super().__init__({
+            "addr": Out(range(depth)),
+            "en": Out(1),
+            "data": In(data.ArrayLayout(32, cols)),
+        })
+
+
+def vector_cmd_layout(engine_cmd_bits, lanes, sbuf_depth, psum_depth, n_bits=16, sem_bits=4):
+    """The controller's command.
+
+    Fields
+    ------
+    op : the engine's ``cmd`` payload (``engine_cmd_bits`` wide), passed through unchanged.
+    n : elements (beats) of ``a`` (and of ``b`` when ``b_en``); 0 sends only the instruction.
+    a_psum : ``a`` comes from PSUM (lanes >= cols read as zero) instead of SBUF.
+    a_addr, a_stride : word ``j`` of ``a`` at ``a_addr + j*a_stride``.
+    b_en, b_addr, b_stride : operand ``b`` from SBUF.
+    o_n : output beats the engine produces for this command (0: none, e.g. an accumulate-only
+        instruction); beat ``j`` is written to SBUF word ``o_addr + j*o_stride``.
+    parts : partitions read and written (1..lanes); lanes >= parts read as zero, not written.
+    sem, sem_en : semaphore to increment on completion.
+    """
+    addr = max(ceil_log2(sbuf_depth), ceil_log2(psum_depth))
+    sb = ceil_log2(sbuf_depth)
+    return data.StructLayout({
+        "op": engine_cmd_bits,
+        "n": n_bits,
+        "a_psum": 1,
+        "a_addr": addr,
+        "a_stride": addr,
+        "b_en": 1,
+        "b_addr": sb,
+        "b_stride": sb,
+        "o_n": n_bits,
+        "o_addr": sb,
+        "o_stride": sb,
+        "parts": ceil_log2(lanes + 1),
+        "sem": sem_bits,
+        "sem_en": 1,
+    })
+
+
+class VectorController(wiring.Component):
+    """Drives the vector engine's ``cmd``, ``a``, ``b`` streams and writes ``o`` to SBUF.
+
+    Parameters
+    ----------
+    lanes : int
+        Vector lanes = SBUF partitions.
+    cols : int
+        PSUM partitions (<= lanes).
+    sbuf_depth, psum_depth : int
+        Powers of two.
+    engine_cmd_layout : Layout or int
+        Shape of the engine's ``cmd`` stream payload.
+
+    Members
+    -------
+    cmd : In(stream.Signature(vector_cmd_layout(...)))
+    a_sbuf, b_sbuf : Out(SBUFReadSignature)
+    a_psum : Out(PSUMReadSignature)
+    o_sbuf : Out(SBUFWriteSignature)
+    e_cmd : Out(stream engine_cmd_layout)
+    e_a, e_b : Out(stream Array(32, lanes))
+    e_o : In(stream Array(32, lanes))
+    e_idle : In(1)
+        The engine has nothing in flight. A command with ``o_n`` = 0 completes when its inputs
+        have been sent and ``e_idle`` is 1; no later instruction enters the engine before.
+    done, done_sem : Out
+        Completion pulse and its semaphore (commands with ``sem_en``).
+    busy : Out(1)
+
+    Commands complete in order. The output side never stalls (``e_o.ready`` is 1 while a
+    command with outputs is at the head of the completion queue).
+    """
+
+    def __init__(self, lanes, cols, sbuf_depth, psum_depth, engine_cmd_layout, *, n_bits=16,
+                 sem_bits=4, queue_depth=2):
+        for name, v in (("lanes", lanes), ("cols", cols), ("n_bits", n_bits),
+                        ("sem_bits", sem_bits), ("queue_depth", queue_depth)):
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError(f"{name} must be an integer, not {v!r}")
+            if v < 1:
+                raise ValueError(f"{name} must be a positive integer, not {v}")
+        if cols > lanes:
+            raise ValueError(f"cols must be at most lanes ({lanes}), not {cols}")
+        check_pow2("sbuf_depth", sbuf_depth, 2, 1 << 20)
+        check_pow2("psum_depth", psum_depth, 2, 1 << 20)
+        self.lanes, self.cols = lanes, cols
+        self.sbuf_depth, self.psum_depth = sbuf_depth, psum_depth
+        self.n_bits, self.sem_bits, self.queue_depth = n_bits, sem_bits, queue_depth
+        self.engine_cmd_layout = engine_cmd_layout
+        ecmd_bits = data.Layout.cast(engine_cmd_layout).size if isinstance(
+            engine_cmd_layout, data.Layout) else int(engine_cmd_layout)
+        self.cmd_layout = vector_cmd_layout(ecmd_bits, lanes, sbuf_depth, psum_depth, n_bits,
+                                            sem_bits)
+        vec = data.ArrayLayout(32, lanes)
+        super().__init__({
+            "cmd": In(stream.Signature(self.cmd_layout)),
+            "a_sbuf": Out(SBUFReadSignature(lanes, sbuf_depth)),
+            "b_sbuf": Out(SBUFReadSignature(lanes, sbuf_depth)),
+            "a_psum": Out(PSUMReadSignature(cols, psum_depth)),
+            "o_sbuf": Out(SBUFWriteSignature(lanes, sbuf_depth)),
+            "e_cmd": Out(stream.Signature(engine_cmd_layout)),
+            "e_a": Out(stream.Signature(vec)),
+            "e_b": Out(stream.Signature(vec)),
+            "e_o": In(stream.Signature(vec)),
+            "e_idle": In(1, init=1),
+            "done": Out(1),
+            "done_sem": Out(sem_bits),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes, cols = self.lanes, self.cols
+        L = self.cmd_layout
+        width = L.size
+        abits = Shape.cast(L["a_addr"].shape).width
+
+        queues = {}
+        for qname in ("op", "a", "b", "cpl"):
+            f = fifo.SyncFIFOBuffered(width=width, depth=self.queue_depth)
+            m.submodules[f"{qname}_q"] = f
+            queues[qname] = f
+        all_ready = Signal()
+        m.d.comb += all_ready.eq(queues["op"].w_rdy & queues["a"].w_rdy & queues["b"].w_rdy &
+                                 queues["cpl"].w_rdy)
+        m.d.comb += self.cmd.ready.eq(all_ready)
+        for qname, f in queues.items():
+            en = self.cmd.valid & all_ready
+            if qname == "b":
+                en = en & self.cmd.p.b_en
+            m.d.comb += [f.w_data.eq(self.cmd.payload.as_value()), f.w_en.eq(en)]
+
+        def head(f):
+            return data.View(L, f.r_data)
+
+        # Engine instruction words, in order.
+        # A command without outputs completes when the engine goes idle, so no later command
+        # may start in the engine before it has completed (fence).
+        opq = queues["op"]
+        fence = Signal()
+        m.d.comb += [self.e_cmd.valid.eq(opq.r_rdy & ~fence),
+                     self.e_cmd.payload.eq(head(opq).op),
+                     opq.r_en.eq(self.e_cmd.ready & ~fence)]
+        with m.If(self.e_cmd.valid & self.e_cmd.ready & (head(opq).o_n == 0)):
+            m.d.sync += fence.eq(1)
+
+        # Operand a: SBUF or PSUM through one streamer (tag 1 = PSUM, tag 2 = no output).
+        sa = m.submodules.a_stream = ReadStreamer(lanes, abits, self.n_bits, tag_bits=2)
+        aq = queues["a"]
+        ah = head(aq)
+        m.d.comb += [
+            sa.req.valid.eq(aq.r_rdy), aq.r_en.eq(sa.req.ready),
+            sa.req.p.addr.eq(ah.a_addr), sa.req.p.stride.eq(ah.a_stride),
+            sa.req.p.count.eq(ah.n), sa.req.p.parts.eq(ah.parts),
+            sa.req.p.tag.eq(ah.a_psum | ((ah.o_n == 0) << 1)),
+            self.a_sbuf.addr.eq(sa.rd_addr), self.a_sbuf.en.eq(sa.rd_en),
+            self.a_psum.addr.eq(sa.rd_addr), self.a_psum.en.eq(sa.rd_en),
+        ]
+        with m.If(sa.s1_tag[0]):
+            m.d.comb += [sa.rd_data[r].eq(self.a_psum.data[r]) for r in range(cols)]
+        with m.Else():
+            m.d.comb += sa.rd_data.eq(self.a_sbuf.data)
+        m.d.comb += [self.e_a.valid.eq(sa.o.valid), self.e_a.payload.eq(sa.o.p.data),
+                     sa.o.ready.eq(self.e_a.ready)]
+
+        # Operand b: SBUF.
+        sbs = m.submodules.b_stream = ReadStreamer(lanes, ceil_log2(self.sbuf_depth),
+                                                   self.n_bits)
+        bq = queues["b"]
+        bh = head(bq)
+        m.d.comb += [
+            sbs.req.valid.eq(bq.r_rdy), bq.r_en.eq(sbs.req.ready),
+            sbs.req.p.addr.eq(bh.b_addr), sbs.req.p.stride.eq(bh.b_stride),
+            sbs.req.p.count.eq(bh.n), sbs.req.p.parts.eq(bh.parts),
+            self.b_sbuf.addr.eq(sbs.rd_addr), self.b_sbuf.en.eq(sbs.rd_en),
+            sbs.rd_data.eq(self.b_sbuf.data),
+            self.e_b.valid.eq(sbs.o.valid), self.e_b.payload.eq(sbs.o.p.data),
+            sbs.o.ready.eq(self.e_b.ready),
+        ]
+
+        # Commands without outputs complete once their inputs are in and the engine is idle.
+        noout_sent = Signal(range(2 * self.queue_depth + 2))
+        inc = Signal()
+        dec = Signal()
+        m.d.comb += inc.eq((self.e_a.valid & self.e_a.ready & sa.o.p.last & sa.o.p.tag[1]) |
+                           (sa.req.valid & sa.req.ready & (ah.n == 0) & (ah.o_n == 0)))
+        m.d.sync += noout_sent.eq(noout_sent + inc - dec)
+
+        # Outputs and completion.
+        cq = queues["cpl"]
+        ch = head(cq)
+        started = Signal()
+        left = Signal(self.n_bits)
+        oaddr = Signal(ceil_log2(self.sbuf_depth))
+        fin = Signal()
+        m.d.comb += self.e_o.ready.eq(cq.r_rdy & (ch.o_n != 0))
+        cur_left = Mux(started, left, ch.o_n)
+        cur_addr = Mux(started, oaddr, ch.o_addr)
+        with m.If(self.e_o.valid & self.e_o.ready):
+            m.d.comb += [self.o_sbuf.addr.eq(cur_addr), self.o_sbuf.data.eq(self.e_o.payload)]
+            m.d.comb += [self.o_sbuf.mask[r].eq(ch.parts > r) for r in range(lanes)]
+            m.d.sync += [started.eq(1), left.eq(cur_left - 1), oaddr.eq(cur_addr + ch.o_stride)]
+            with m.If(cur_left == 1):
+                m.d.sync += started.eq(0)
+                m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
+        with m.If(cq.r_rdy & (ch.o_n == 0) & (noout_sent != 0) & fence & self.e_idle):
+            m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en), dec.eq(1)]
+            m.d.sync += fence.eq(0)
+
+        m.d.comb += [
+            self.done.eq(fin),
+            self.done_sem.eq(ch.sem),
+            self.busy.eq(opq.r_rdy | aq.r_rdy | bq.r_rdy | cq.r_rdy | sa.busy | sbs.busy),
+        ]
+        return m
