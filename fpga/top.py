@@ -1,0 +1,170 @@
+"""The board-independent part of every board top: UART bridge -> payload's AXI4-Lite port,
+payload's AXI4 DMA port -> on-chip RAM, status LEDs.
+
+The payload is any :class:`amaranth.lib.wiring.Component` with one AXI4-Lite subordinate port
+(a member ``In(...)`` whose signature has ``awaddr`` but no ``awlen``) and at most one AXI4
+manager port (``Out(...)`` with ``awlen``); the ports are found by their members, not their
+names, so the core and the demo register block fit alike. Other 1-bit outputs named ``irq``,
+``busy`` or ``error`` drive LEDs when the board has enough.
+"""
+
+from amaranth.hdl import ClockDomain, Elaboratable, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import Flow
+
+from rtl.bus.uart import uart_divisor
+from rtl.bus.uart_bridge import UartBridge
+
+from .axi_ram import AxiRam
+
+__all__ = ["RAM_WINDOW", "find_axi_ports", "demux_lite", "BoardTop"]
+
+
+def find_axi_ports(component):
+    """Return ``(lite_name, axi_name or None)`` of a payload; ValueError if it has no AXI4-Lite
+    subordinate port or several candidates."""
+    lite, full = [], []
+    for name, member in component.signature.members.items():
+        if not member.is_signature:
+            continue
+        names = set(member.signature.members.keys())
+        if "awaddr" not in names:
+            continue
+        if "awlen" in names:
+            if member.flow == Flow.Out:
+                full.append(name)
+        elif member.flow == Flow.In:
+            lite.append(name)
+    if len(lite) != 1:
+        raise ValueError(f"the payload must have exactly one AXI4-Lite subordinate port, "
+                         f"found {lite or 'none'}")
+    if len(full) > 1:
+        raise ValueError(f"the payload must have at most one AXI4 manager port, found {full}")
+    return lite[0], (full[0] if full else None)
+
+
+def connect_by_name(m, manager, subordinate):
+    """Connect two AXI interfaces member by member (widths may differ: addresses truncate or
+    zero-extend); members missing on the subordinate side are left unconnected."""
+    for name, member in manager.signature.members.items():
+        if not hasattr(subordinate, name):
+            continue
+        src, dst = getattr(manager, name), getattr(subordinate, name)
+        if member.flow == Flow.Out:
+            m.d.comb += dst.eq(src)
+        else:
+            m.d.comb += src.eq(dst)
+
+
+#: Bridge addresses at and above this go to the on-chip RAM's host port (offset subtracted);
+#: below it, to the payload's AXI4-Lite port.
+RAM_WINDOW = 0x8000_0000
+
+
+def demux_lite(m, manager, targets, select):
+    """Route one AXI4-Lite manager with a single transaction outstanding (the bridge: its
+    address is stable until the response) to ``targets[select]``."""
+    valids = {"awvalid", "wvalid", "arvalid", "bready", "rready"}
+    for name, member in manager.signature.members.items():
+        src = getattr(manager, name)
+        if member.flow == Flow.Out:
+            for k, t in enumerate(targets):
+                if name in valids:
+                    m.d.comb += getattr(t, name).eq(src & (select == k))
+                elif name in ("awaddr", "araddr"):
+                    # Offsets inside the window: the selecting bit is not passed on.
+                    m.d.comb += getattr(t, name).eq(src[:len(src) - 1])
+                else:
+                    m.d.comb += getattr(t, name).eq(src)
+        else:
+            with m.Switch(select):
+                for k, t in enumerate(targets):
+                    with m.Case(k):
+                        m.d.comb += src.eq(getattr(t, name))
+
+
+class BoardTop(Elaboratable):
+    """A board top around ``payload``.
+
+    Parameters
+    ----------
+    payload : wiring.Component
+        The design (see the module docstring).
+    clockgen : callable(platform) -> Elaboratable
+        Creates the ``sync`` domain (a PLL from the board oscillator).
+    freq : float
+        The ``sync`` frequency in Hz (for the UART divisor and the frame time-out).
+    baud : int
+        Serial rate of the host link.
+    ram_bytes : int
+        Size of the on-chip RAM behind the payload's AXI4 manager port (if it has one).
+    leds : sequence of str
+        LED resource names in order of preference (``("led",)`` uses ``led`` 0, 1, ...).
+    """
+
+    def __init__(self, payload, *, clockgen, freq, baud=115200, ram_bytes=16384,
+                 rx_depth=64, tx_depth=64):
+        self.payload = payload
+        self.lite_name, self.axi_name = find_axi_ports(payload)
+        self.clockgen = clockgen
+        self.freq = freq
+        self.baud = baud
+        self.divisor = uart_divisor(freq, baud)
+        self.ram_bytes = ram_bytes
+        self.rx_depth = rx_depth
+        self.tx_depth = tx_depth
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.sync = ClockDomain("sync")
+        m.submodules.clockgen = self.clockgen(platform)
+        m.submodules.payload = payload = self.payload
+        lite = getattr(payload, self.lite_name)
+        addr_width = min(len(lite.awaddr), 32)
+        if self.axi_name is None:
+            m.submodules.bridge = bridge = UartBridge(
+                divisor=self.divisor, addr_width=addr_width, rx_depth=self.rx_depth,
+                tx_depth=self.tx_depth, timeout=int(self.freq // 50))
+            connect_by_name(m, bridge.bus, lite)
+        else:
+            m.submodules.bridge = bridge = UartBridge(
+                divisor=self.divisor, addr_width=32, rx_depth=self.rx_depth,
+                tx_depth=self.tx_depth, timeout=int(self.freq // 50))
+            axi = getattr(payload, self.axi_name)
+            m.submodules.ram = ram = AxiRam(
+                self.ram_bytes, data_width=len(axi.wdata), addr_width=len(axi.awaddr),
+                id_width=len(axi.awid))
+            connect_by_name(m, axi, ram.axi)
+            # The bridge's address is stable for its whole transaction: decode bit 31.
+            select = Signal()
+            with m.If(bridge.bus.awvalid | bridge.bus.arvalid):
+                m.d.sync += select.eq(Mux(bridge.bus.awvalid, bridge.bus.awaddr[31],
+                                          bridge.bus.araddr[31]))
+            sel_now = Mux(bridge.bus.awvalid | bridge.bus.arvalid,
+                          Mux(bridge.bus.awvalid, bridge.bus.awaddr[31], bridge.bus.araddr[31]),
+                          select)
+            demux_lite(m, bridge.bus, [lite, ram.host], sel_now)
+
+        uart = platform.request("uart", 0)
+        m.d.comb += [bridge.rx.eq(uart.rx.i), uart.tx.o.eq(bridge.tx)]
+
+        # LEDs: link activity, sticky overrun/frame error, payload status bits.
+        sticky = Signal()
+        with m.If(bridge.overrun | bridge.frame_error):
+            m.d.sync += sticky.eq(1)
+        status = [bridge.busy, sticky]
+        for name in ("busy", "irq", "error", "done"):
+            member = payload.signature.members[name] if name in \
+                payload.signature.members else None
+            if member is not None and member.is_port and member.flow == Flow.Out:
+                status.append(getattr(payload, name)[0])
+        heartbeat = Signal(26)
+        m.d.sync += heartbeat.eq(heartbeat + 1)
+        status.insert(0, heartbeat[-1])
+        for i, bit in enumerate(status):
+            try:
+                led = platform.request("led", i)
+            except Exception:
+                break
+            m.d.comb += led.o.eq(bit)
+        return m

