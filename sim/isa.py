@@ -145,35 +145,33 @@ class Space(enum.IntEnum):
 
 class VecOp(enum.IntEnum):
     """``op`` field of a VECTOR record (4 bits)."""
-    ACT = 0       # out = func(a * scale + bias); optional accumulate into per-lane accumulators
+    ACT = 0       # out = LUT[func & 1](a * scale + bias); acc=1 also sums out into accumulators
     TT = 1        # out = a <alu> b
     TS = 2        # out = a <alu> scalar
     REDUCE = 3    # out[dst] = <alu>-reduction of a[0..n-1] (alu in ADD, MAX, MIN)
     COPY = 4      # out = a (cast in_fmt -> out_fmt)
-    TABLE = 5     # load function table `func` from SBUF partition 0, words a_addr.., n entries
+    TABLE = 5     # n LUT cfg writes: (address, data) = SBUF[0][a_addr + 2i], SBUF[0][a_addr + 2i + 1]
     SEED = 6      # re-seed the lanes' PRNGs from `scalar`
     ACC_RD = 7    # write each lane's accumulator to SBUF[dst] (encoded to out_fmt), then clear it
 
 
 class VecAlu(enum.IntEnum):
-    """``alu`` field of a VECTOR record (4 bits): binary ops for TT/TS, reductions use
-    ADD/MAX/MIN. Comparisons produce 1.0 or 0.0."""
-    ADD = 0
-    SUB = 1
-    MUL = 2
-    MAX = 3
-    MIN = 4
-    EQ = 5
-    NE = 6
-    LT = 7
-    LE = 8
-    GT = 9
-    GE = 10
-    AND = 11     # bitwise on the FP32 bit patterns
-    OR = 12
-    XOR = 13
-    ABSDIFF = 14  # |a - b|
-    BYPASS = 15   # a (b ignored)
+    """``alu`` field of a VECTOR record (4 bits): ``y = a OP b`` for TT/TS; REDUCE uses
+    ADD (sum), MAX, MIN. Values are identical to ``sim.vector.AluOp`` (the vector engine's
+    op codes), so the core passes the field through. Comparisons give 1.0 or 0.0."""
+    BYPASS = 0
+    ADD = 1
+    SUB = 2
+    RSUB = 3     # b - a
+    MUL = 4
+    MAX = 5
+    MIN = 6
+    EQ = 7
+    NE = 8
+    LT = 9
+    LE = 10
+    GT = 11
+    GE = 12
 
 
 class ErrorBit(enum.IntEnum):

@@ -122,8 +122,7 @@ class RefSim:
         self.trace = {e: [] for e in Engine}     # packed record ints per engine
         self.order = []                          # (engine, packed) in issue order
         self.skipped = []                        # records whose data semantics were not run
-        self.tables = {}
-        self.acc = np.zeros(partitions, dtype=np.uint32)
+        self.vec = None          # sim.vector.VectorEngineModel, created on first use
 
     # -- state helpers -------------------------------------------------------------------
     def r(self, i):
@@ -202,16 +201,68 @@ class RefSim:
             else:
                 self.psum[:, a] = res[:, n]
 
+    def _read_lanes(self, space, addr, count):
+        """``count`` beats of P lanes from SBUF or PSUM (PSUM lanes >= cols read +0.0)."""
+        out = np.zeros((count, self.P), dtype=np.uint32)
+        for i in range(count):
+            if space == isa.Space.SBUF:
+                out[i] = self.sbuf[:, (addr + i) % self.sbuf_depth]
+            else:
+                out[i, :self.cols] = self.psum[:, (addr + i) % self.psum_depth]
+        return out
+
     def _vector(self, r):
-        try:
-            from sim import vector  # noqa: F401  (wired when the golden model provides it)
-            run = getattr(vector, "run_record", None)
-        except ImportError:
-            run = None
-        if run is None:
+        """A VECTOR record on the vector engine's golden model (sim/vector.py)."""
+        from sim import vector as V
+        if self.vec is None:
+            self.vec = V.VectorEngineModel(self.P)
+        op, n = r["op"], r["n"]
+        if op == VecOp.SEED:
+            self.vec.ru.reseed(r["scalar"])
+            return
+        if op == VecOp.TABLE:
+            for i in range(n):
+                self.vec.cfg_write(int(self.sbuf[0, (r["a_addr"] + 2 * i) % self.sbuf_depth]),
+                                   int(self.sbuf[0, (r["a_addr"] + 2 * i + 1)
+                                                 % self.sbuf_depth]))
+            return
+        base = dict(fmt_a=r["in_fmt"], fmt_b=r["in_fmt"], fmt_o=r["out_fmt"], rmode=r["rnd"],
+                    count=n, emit=1)
+        a = self._read_lanes(r["a_space"], r["a_addr"], n)
+        b = np.zeros((0, self.P), dtype=np.uint32)
+        alu = r["alu"]
+        if alu > max(V.AluOp) or r["rnd"] > max(isa_round_modes()):
             self.skipped.append((Engine.VECTOR, r))
             return
-        run(self, r)
+        if op == VecOp.ACT:
+            cmd = V.make_cmd(op0=V.AluOp.MUL, imm0=r["scalar"], op1=V.AluOp.ADD,
+                             imm1=r["bias"], lut=1, bank=r["func"] & 1,
+                             acc_op=V.AccOp.SUM if r["acc"] else V.AccOp.NONE, **base)
+        elif op == VecOp.TT:
+            cmd = V.make_cmd(op0=alu, src0=V.Src.TENSOR, **base)
+            b = self._read_lanes(r["b_space"], r["b_addr"], n)
+        elif op == VecOp.TS:
+            cmd = V.make_cmd(op0=alu, imm0=r["scalar"], **base)
+        elif op == VecOp.COPY:
+            cmd = V.make_cmd(**base)
+        elif op == VecOp.REDUCE:
+            acc_op = {isa.VecAlu.ADD: V.AccOp.SUM, isa.VecAlu.MAX: V.AccOp.MAX,
+                      isa.VecAlu.MIN: V.AccOp.MIN}.get(alu)
+            if acc_op is None:
+                self.skipped.append((Engine.VECTOR, r))
+                return
+            cmd = V.make_cmd(**{**base, "emit": 0}, acc_op=acc_op, acc_reset=1, emit_acc=1)
+        elif op == VecOp.ACC_RD:
+            cmd = V.make_cmd(**{**base, "emit": 0, "count": 0}, emit_acc=1)
+            a = a[:0]
+        else:
+            self.skipped.append((Engine.VECTOR, r))
+            return
+        outs = self.vec.execute(cmd, a, b)
+        for i, o in enumerate(outs):
+            self.sbuf[:, (r["dst_addr"] + i) % self.sbuf_depth] = o
+        if op == VecOp.ACC_RD:
+            self.vec.acc[:] = 0
 
     # -- execution ----------------------------------------------------------------------------
     def run(self, max_steps=1_000_000):
@@ -319,6 +370,11 @@ class RefSim:
                 self.issue(engine, record_fields(engine, op, f, R, self.r))
         self.retired += 1
         self.pc = npc & MASK32
+
+
+def isa_round_modes():
+    from sim.dtypes import RoundMode
+    return [int(m) for m in RoundMode]
 
 
 def _alu(name, a, b):

@@ -1,0 +1,73 @@
+"""The ISA description: field widths, record layouts, shipped microcode and the sequencer's
+parameter checks."""
+
+import pytest
+
+from sim import isa, microcode
+from sim.isa import Opcode
+
+
+def test_widths():
+    assert isa.layout_width(isa.INSTR_FIELDS) == isa.INSTR_BITS == 64
+    assert isa.layout_width(isa.MICRO_FIELDS) == 64
+    for lay in (isa.DMA_IMM, isa.MATMUL_IMM, isa.VEC_IMM, isa.AG_IMM, isa.SEM_IMM):
+        assert isa.layout_width(lay) == 32
+    for e, lay in isa.RECORDS.items():
+        assert isa.layout_width(lay) % 32 == 0
+        names = [n for n, _ in lay]
+        assert "sem" in names and "sem_en" in names
+
+
+def test_imm_layouts_match_record_slots():
+    # The microcode copies these bits unchanged; the layouts must agree field by field.
+    mm = isa.field_offsets(isa.MATMUL_IMM)
+    tr = isa.field_offsets(isa.TENSOR_RECORD)
+    for name in ("k", "m", "fmt", "accumulate", "sem", "sem_en"):
+        assert tr[name] == (mm[name][0] + 96, mm[name][1])
+    vi = isa.field_offsets(isa.VEC_IMM)
+    vr = isa.field_offsets(isa.VECTOR_RECORD)
+    for name in ("alu", "func", "in_fmt", "out_fmt", "rnd", "acc", "sem", "sem_en"):
+        assert vr[name] == vi[name]
+
+
+def test_pack_unpack():
+    w = isa.pack(isa.DMA_RECORD, ext_addr=0xDEADBEEF, n1=3, sem=15, sem_en=1)
+    f = isa.unpack(isa.DMA_RECORD, w)
+    assert f["ext_addr"] == 0xDEADBEEF and f["n1"] == 3 and f["sem"] == 15
+    with pytest.raises(ValueError, match="n0 must be in 0..65535, not 65536"):
+        isa.pack(isa.DMA_RECORD, n0=65536)
+    with pytest.raises(ValueError, match="unknown field 'bogus'"):
+        isa.pack(isa.DMA_RECORD, bogus=1)
+
+
+def test_vec_alu_matches_vector_engine():
+    from sim import vector
+    for a in isa.VecAlu:
+        assert vector.AluOp[a.name] == a
+
+
+def test_shipped_microcode():
+    store = microcode.control_store()
+    assert len(store) == isa.UCODE_DEPTH
+    omap = microcode.opcode_map()
+    for op in Opcode:
+        assert omap[op] >> isa.UADDR_BITS == 1, op
+    for op in isa.USER_OPCODES:
+        assert omap[op] == 0
+    assert microcode.used_words() < isa.UCODE_DEPTH // 2
+    # Unused words trap rather than run off into garbage.
+    assert isa.unpack(isa.MICRO_FIELDS, store[-1])["seq"] == isa.USeq.TRAP
+
+
+@pytest.mark.parametrize("kwargs, exc, message", [
+    ({"pmem_depth": 1000}, ValueError, "pmem_depth must be a power of two, not 1000"),
+    ({"pmem_depth": 8}, ValueError, "pmem_depth must be in 16..65536, not 8"),
+    ({"pmem_depth": "big"}, TypeError, "pmem_depth must be an integer, not 'big'"),
+    ({"queue_depth": 0}, ValueError, "queue_depth must be in 1..16, not 0"),
+    ({"max_outstanding": 65}, ValueError, "max_outstanding must be in 1..64, not 65"),
+])
+def test_sequencer_parameters(kwargs, exc, message):
+    from rtl.control.sequencer import Sequencer
+    with pytest.raises(exc) as e:
+        Sequencer(**kwargs)
+    assert str(e.value) == message
