@@ -13,7 +13,8 @@ cocotb.
 import enum
 from dataclasses import dataclass
 
-__all__ = ["ERROR_CODE_BITS", "ErrorCode", "ErrorInfo", "ERRORS", "describe"]
+__all__ = ["ERROR_CODE_BITS", "ErrorCode", "ErrorInfo", "ERRORS", "SEQUENCER_ERROR_MAP",
+           "describe"]
 
 #: Width in bits of an error code in RTL ports and in the ``ERR_CODE`` register.
 ERROR_CODE_BITS = 4
@@ -32,6 +33,10 @@ class ErrorCode(enum.IntEnum):
     CALL_STACK = 8
     DMA_ALIGN = 9
     SBUF_RANGE = 10
+    LOOP_STACK = 11
+    PC_RANGE = 12
+    DEADLOCK = 13
+    MICRO_TRAP = 14
 
 
 @dataclass(frozen=True)
@@ -56,8 +61,8 @@ ERRORS = {e.code: e for e in [
               "A DMA transfer touches external memory outside every host-programmed window "
               "with the needed permission (read for loads, write for stores). Checked for the "
               "whole transfer before any bus access: no AXI transaction is issued.",
-              "first byte address of the first offending row", "DMA command tag",
-              "DMA"),
+              "first byte address of the first offending row",
+              "1 for a store (write permission needed), 0 for a load", "DMA"),
     ErrorInfo(ErrorCode.DMA_AXI_READ, "AXI read error response",
               "The external memory answered a DMA read with SLVERR or DECERR. The DMA stops "
               "issuing bursts, drains the outstanding ones and discards their data.",
@@ -83,12 +88,40 @@ ERRORS = {e.code: e for e in [
     ErrorInfo(ErrorCode.DMA_ALIGN, "DMA misaligned or malformed command",
               "A DMA command's external address or row stride is not a multiple of its element "
               "storage size, or its format code is invalid. No bus transaction is issued.",
-              "the command's external address", "DMA command tag", "DMA"),
+              "the command's external address", "0", "DMA"),
     ErrorInfo(ErrorCode.SBUF_RANGE, "SBUF range",
               "A DMA command addresses SBUF words or partitions that do not exist. No bus "
               "transaction is issued.",
-              "the command's SBUF address", "DMA command tag", "DMA"),
+              "the command's SBUF address", "part_start + part_count", "DMA"),
+    ErrorInfo(ErrorCode.LOOP_STACK, "loop-stack overflow",
+              "Hardware loops nested deeper than the loop stack, or ENDLOOP without LOOP.",
+              "address of the instruction", "sequencer error bits", "sequencer"),
+    ErrorInfo(ErrorCode.PC_RANGE, "PC out of range",
+              "The sequencer fetched beyond program memory.",
+              "the PC", "sequencer error bits", "sequencer"),
+    ErrorInfo(ErrorCode.DEADLOCK, "deadlock",
+              "Every engine waits (e.g. on a semaphore that nothing will increment); detected "
+              "by the sequencer.",
+              "address of the waiting instruction", "sequencer error bits", "sequencer"),
+    ErrorInfo(ErrorCode.MICRO_TRAP, "microcode trap",
+              "A microroutine executed TRAP.",
+              "address of the instruction", "sequencer error bits", "sequencer"),
 ]}
+
+#: How the core maps the sequencer's sticky error bits (``sim.isa.ErrorBit`` names) to
+#: codes; when several bits are set the lowest bit number decides.
+SEQUENCER_ERROR_MAP = {
+    "ILLEGAL_OPCODE": ErrorCode.ILLEGAL_INSTRUCTION,
+    "CALL_OVERFLOW": ErrorCode.CALL_STACK,
+    "CALL_UNDERFLOW": ErrorCode.CALL_STACK,
+    "LOOP_OVERFLOW": ErrorCode.LOOP_STACK,
+    "LOOP_UNDERFLOW": ErrorCode.LOOP_STACK,
+    "UCALL_OVERFLOW": ErrorCode.CALL_STACK,
+    "UCALL_UNDERFLOW": ErrorCode.CALL_STACK,
+    "PC_RANGE": ErrorCode.PC_RANGE,
+    "DEADLOCK": ErrorCode.DEADLOCK,
+    "MICRO_TRAP": ErrorCode.MICRO_TRAP,
+}
 
 
 def describe(code):

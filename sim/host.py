@@ -30,7 +30,8 @@ from sim.memmap import (MEMORY_MAP, CTRL_START, CTRL_CLEAR, CTRL_ABORT, CTRL_CLE
 __all__ = ["Transport", "BusError", "AcceleratorError", "IllegalInstruction",
            "DmaWindowViolation", "AxiReadError", "AxiWriteError", "WatchdogTimeout",
            "LutIndexError", "SemaphoreError", "CallStackOverflow", "DmaAlignmentError",
-           "SbufRangeError", "ERROR_CLASSES", "Host", "SyncHost", "pack_elements",
+           "SbufRangeError", "LoopStackError", "PcRangeError", "Deadlock",
+           "MicrocodeTrap", "ERROR_CLASSES", "Host", "SyncHost", "pack_elements",
            "unpack_elements", "dma_model"]
 
 
@@ -169,6 +170,10 @@ class SemaphoreError(AcceleratorError): pass
 class CallStackOverflow(AcceleratorError): pass
 class DmaAlignmentError(AcceleratorError): pass
 class SbufRangeError(AcceleratorError): pass
+class LoopStackError(AcceleratorError): pass
+class PcRangeError(AcceleratorError): pass
+class Deadlock(AcceleratorError): pass
+class MicrocodeTrap(AcceleratorError): pass
 
 
 ERROR_CLASSES = {
@@ -182,6 +187,10 @@ ERROR_CLASSES = {
     ErrorCode.CALL_STACK: CallStackOverflow,
     ErrorCode.DMA_ALIGN: DmaAlignmentError,
     ErrorCode.SBUF_RANGE: SbufRangeError,
+    ErrorCode.LOOP_STACK: LoopStackError,
+    ErrorCode.PC_RANGE: PcRangeError,
+    ErrorCode.DEADLOCK: Deadlock,
+    ErrorCode.MICRO_TRAP: MicrocodeTrap,
 }
 
 

@@ -180,8 +180,8 @@ def build_memory_map(dma_windows=4):
                      Field("abort", 2, 1, "abort the running program (engines to idle)"),
                      Field("clear_counters", 3, 1, "zero the performance counters and "
                            "LOCK_REFUSED"))),
-        Register("STATUS", 0x014, "ro", "Status. DONE and ERROR are sticky until CTRL.CLEAR or "
-                 "the next START.", fields=(
+        Register("STATUS", 0x014, "ro", "Status. DONE is sticky until CTRL.CLEAR or the next "
+                 "START; ERROR (and ERR_*) only until CTRL.CLEAR.", fields=(
                      Field("busy", 0, 1, "a program is running"),
                      Field("done", 1, 1, "the last program finished (with or without error)"),
                      Field("error", 2, 1, "an error is latched in ERR_CODE"),

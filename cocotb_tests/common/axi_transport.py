@@ -1,12 +1,13 @@
 """The host driver's transport in a cocotb simulation: a cocotbext-axi ``AxiLiteMaster`` on
 the core's ``axil`` port (``sim/host.py`` runs unchanged on top of it)."""
 
-from cocotb.triggers import ClockCycles, RisingEdge, First, Edge
+import cocotb
+from cocotb.triggers import ClockCycles, RisingEdge, Timer
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from sim.host import Transport, BusError
 
-__all__ = ["AxiLiteTransport"]
+__all__ = ["AxiLiteTransport", "settle_comb"]
 
 
 class AxiLiteTransport(Transport):
@@ -62,3 +63,29 @@ class AxiLiteTransport(Transport):
                 return True
             await RisingEdge(self.clock)
         return bool(int(self.irq.value))
+
+
+async def settle_comb(dut):
+    """Icarus 11 does not run Yosys' ``always @*`` blocks at time 0 (their dummy trigger reg is
+    initialised in its declaration, which raises no event), so combinational outputs that
+    depend only on registers read X until a register changes. Toggle those trigger regs once.
+    (Same workaround as ``cocotb_tests/test_uart.py``; a candidate for ``common/clock.py``.)"""
+    if not cocotb.SIM_NAME.lower().startswith("icarus"):
+        return
+    regs = []
+
+    def walk(handle, depth=0):
+        for sub in handle:
+            name = sub._name
+            if "dump_module" in name:
+                regs.append(sub)
+            elif depth < 8 and hasattr(sub, "__iter__") and not hasattr(sub, "value"):
+                walk(sub, depth + 1)
+
+    walk(dut)
+    for reg in regs:
+        reg.value = 1
+    await Timer(1, unit="ps")
+    for reg in regs:
+        reg.value = 0
+    await Timer(1, unit="ps")

@@ -536,7 +536,7 @@ class DMA(wiring.Component):
                 with m.If(stopping):
                     m.next = "IDLE"
                 with m.Elif(~row_ok):
-                    report(ErrorCode.DMA_WINDOW, chk.addr, 0)
+                    report(ErrorCode.DMA_WINDOW, chk.addr, c.store)
                     m.next = "IDLE"
                 with m.Elif(chk.last):
                     m.d.comb += [iss.start.eq(1), elw.start.eq(1)]
