@@ -408,7 +408,8 @@ def lut_eval(z, st):
     nb = np.where(vs == 1, st.nb_neg, st.nb_pos)
     beyond = ~center & (b >= nb)
     in_range = ~center & ~beyond
-    d = st.desc[np.clip(np.where(vs == 1, MAX_BINADES, 0) + b, 0, 2 * MAX_BINADES - 1)]
+    # Descriptor address {side, b[4:0]}: more than 32 binades per side wrap around.
+    d = st.desc[np.where(vs == 1, MAX_BINADES, 0) + (b & (MAX_BINADES - 1))]
     kk = (d >> 16) & 7
     base = d & ((1 << DESC_BASE_BITS) - 1)
     low = 23 - kk

@@ -1,0 +1,407 @@
+"""cocotb tests of the vector/activation engine (rtl/vector/engine.py) against the golden model
+``sim.vector.VectorEngineModel``, bit for bit.
+
+Every stream has a driver or sink with seeded random idle cycles (``valid`` gaps) and
+back-pressure (``ready`` low); the seed is ``COCOTB_RANDOM_SEED`` and is logged with every
+mismatch. Tables are compiled by ``sim.lut.compile_table`` and loaded through ``cfg`` at run
+time: a function that is not shipped is loaded and used without regenerating the Verilog.
+"""
+
+import math
+import random
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+
+from cocotb_tests.common.clock import reset, start_clock
+from cocotb_tests.common.config import dut_config
+from sim.dtypes import Format, RoundMode
+from sim.lut import TableSpec, compile_table
+from sim.tables import SHIPPED
+from sim.vector import (AccOp, AluOp, Hdr, RangeMode, Src, Status, VectorEngineModel,
+                        coef_addr, desc_addr, hdr_addr, pack_cmd, status_addr, unpack_cmd)
+
+F32_EDGES = [
+    0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x3F000000, 0x40000000, 0x00000001,
+    0x807FFFFF, 0x00800000, 0x80800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000,
+    0x7FC00000, 0x7F800001, 0xFFC00000, 0x40400000, 0x3A83126F, 0x7149F2CA, 0x42C80000,
+    0xC2C80000, 0x42B16666, 0xC2AF0000, 0x42FF0000, 0xC3000000, 0x43000000, 0x3EFFFFFF,
+    0xBF000000, 0x3FC00000, 0x40490FDB, 0xC0490FDB, 0x41800000, 0xC1800000, 0x3C000000,
+    0x34000000, 0x4B000001, 0xCB7FFFFF,
+]
+
+
+def _rng():
+    seed = int(cocotb.RANDOM_SEED)
+    return random.Random(seed), seed
+
+
+def rand_f32(rng, lo_exp=110, hi_exp=140):
+    s = rng.getrandbits(1)
+    e = rng.randint(lo_exp, hi_exp)
+    return (s << 31) | (e << 23) | rng.getrandbits(23)
+
+
+def pack(values, width=32):
+    out = 0
+    for i, v in enumerate(values):
+        out |= (int(v) & ((1 << width) - 1)) << (width * i)
+    return out
+
+
+def unpack(word, lanes, width=32):
+    return [(int(word) >> (width * i)) & ((1 << width) - 1) for i in range(lanes)]
+
+
+def beats_of(values, lanes):
+    values = list(values)
+    while len(values) % lanes:
+        values.append(values[len(values) % lanes])
+    return [values[i:i + lanes] for i in range(0, len(values), lanes)]
+
+
+class Port:
+    """A stream port of the DUT: ``<name>__valid``, ``__ready``, ``__payload``."""
+
+    def __init__(self, dut, name):
+        self.valid = getattr(dut, f"{name}__valid")
+        self.ready = getattr(dut, f"{name}__ready")
+        self.payload = getattr(dut, f"{name}__payload")
+
+
+class Tb:
+    def __init__(self, dut, rng, seed, idle=0.3, stall=0.3):
+        self.dut = dut
+        self.cfg = dut_config()
+        self.lanes = self.cfg["lanes"]
+        self.depth = self.cfg["depth"]
+        self.rng = rng
+        self.seed = seed
+        self.idle = idle
+        self.stall = stall
+        self.model = VectorEngineModel(self.lanes, self.depth, seed=0)
+        self.ports = {n: Port(dut, n) for n in ("cmd", "a", "b", "o", "cfg", "rdata")}
+        for n in ("cmd", "a", "b", "cfg"):
+            self.ports[n].valid.value = 0
+            self.ports[n].payload.value = 0
+        for n in ("o", "rdata"):
+            self.ports[n].ready.value = 0
+        dut.seed.value = 0
+        dut.seed_load.value = 0
+
+    async def source(self, name, beats):
+        p = self.ports[name]
+        for beat in beats:
+            while self.rng.random() < self.idle:
+                p.valid.value = 0
+                await RisingEdge(self.dut.clk)
+            p.valid.value = 1
+            p.payload.value = beat
+            await ReadOnly()
+            assert p.ready.value.is_resolvable, f"{name}.ready is {p.ready.value}"
+            while not p.ready.value:
+                await RisingEdge(self.dut.clk)
+                await ReadOnly()
+            await RisingEdge(self.dut.clk)
+        p.valid.value = 0
+
+    async def sink(self, name, n, out, timeout=20000):
+        p = self.ports[name]
+        waited = 0
+        while len(out) < n:
+            p.ready.value = 0 if self.rng.random() < self.stall else 1
+            await ReadOnly()
+            if p.valid.value and p.ready.value:
+                out.append(int(p.payload.value))
+            await RisingEdge(self.dut.clk)
+            waited += 1
+            assert waited < timeout, f"{name}: timed out after {len(out)} of {n} beats"
+        p.ready.value = 0
+
+    async def cfg_write(self, writes):
+        beats = [(a & 0xFFFF) | ((d & 0xFFFFFFFF) << 16) | (1 << 48) for a, d in writes]
+        await self.source("cfg", beats)
+        for a, d in writes:
+            self.model.cfg_write(a, d)
+
+    async def cfg_read(self, addrs):
+        beats = [a & 0xFFFF for a in addrs]
+        got = []
+        snk = cocotb.start_soon(self.sink("rdata", len(addrs), got))
+        await self.source("cfg", beats)
+        await snk
+        exp = [self.model.cfg_read(a) for a in addrs]
+        return got, exp
+
+    async def load(self, table, bank):
+        await self.cfg_write(table.writes(bank))
+
+    async def run(self, cmd, a_vals=(), b_pro=(), b_vals=(), what=""):
+        """Run one instruction: a_vals / b_vals are flat lists of raw values (lanes-major
+        beats), b_pro a list of prologue beats (lists of lanes values)."""
+        lanes = self.lanes
+        fields = unpack_cmd(pack_cmd(**cmd))
+        a_beats = beats_of(a_vals, lanes) if len(a_vals) else []
+        b_beats = list(b_pro) + (beats_of(b_vals, lanes) if len(b_vals) else [])
+        fields["count"] = len(a_beats)
+        expected = self.model.execute(fields, a_beats, b_beats)
+        got = []
+        snk = cocotb.start_soon(self.sink("o", len(expected), got))
+        tasks = [cocotb.start_soon(self.source("cmd", [pack_cmd(**fields)]))]
+        if a_beats:
+            tasks.append(cocotb.start_soon(self.source("a", [pack(x) for x in a_beats])))
+        if b_beats:
+            tasks.append(cocotb.start_soon(self.source("b", [pack(x) for x in b_beats])))
+        for t in tasks:
+            await t
+        await snk
+        for i, (g, e) in enumerate(zip(got, expected)):
+            g = unpack(g, lanes)
+            e = [int(x) for x in e]
+            if g != e:
+                ins = a_beats[i] if i < len(a_beats) else None
+                raise AssertionError(
+                    f"{what} beat {i} (seed {self.seed}) cmd {fields}\n inputs "
+                    f"{[hex(x) for x in ins] if ins else 'acc'}\n got      "
+                    f"{[hex(x) for x in g]}\n expected {[hex(x) for x in e]}")
+        return got
+
+
+async def setup(dut, **kw):
+    rng, seed = _rng()
+    start_clock(dut)
+    tb = Tb(dut, rng, seed, **kw)
+    await reset(dut)
+    dut._log.info(f"seed {seed}, lanes {tb.lanes}, depth {tb.depth}")
+    return tb
+
+
+def act(bank=0, scale=0x3F800000, bias=0, **kw):
+    d = dict(op0=AluOp.MUL, op1=AluOp.ADD, src0=Src.IMM, src1=Src.IMM, imm0=scale, imm1=bias,
+             lut=1, bank=bank, emit=1, fmt_a=Format.FP32, fmt_b=Format.FP32,
+             fmt_o=Format.FP32, rmode=RoundMode.RNE)
+    d.update(kw)
+    return d
+
+
+def _has_rounding_unit():
+    try:
+        import rtl.round.rounding_unit  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+BUDGET = 48
+
+
+@cocotb.test()
+async def test_shipped_functions(dut):
+    """Every shipped function (small tables), FP32 edge cases and seeded random inputs, bit-exact;
+    alternating banks."""
+    tb = await setup(dut)
+    rng = tb.rng
+    for i, name in enumerate(SHIPPED):
+        tab = compile_table(SHIPPED[name], depth=tb.depth, budget=min(BUDGET, tb.depth))
+        bank = i & 1
+        await tb.load(tab, bank)
+        vals = list(F32_EDGES) + [rand_f32(rng, 100, 136) for _ in range(4 * tb.lanes)]
+        await tb.run(act(bank=bank), vals, what=name)
+
+
+@cocotb.test()
+async def test_activation_scale_bias_formats(dut):
+    """f(in * scale + bias): immediate and per-lane scale, per-lane bias, BF16/FP16/FP8/INT8
+    inputs, BF16/FP16/E4M3/INT8 outputs with RNE and RTZ, accumulate sum/max over several
+    instructions and read out."""
+    tb = await setup(dut)
+    rng = tb.rng
+    lanes = tb.lanes
+    await tb.load(compile_table(SHIPPED["gelu"], depth=tb.depth, budget=BUDGET), 0)
+    await tb.load(compile_table(SHIPPED["exp"], depth=tb.depth, budget=BUDGET), 1)
+    scales = [0x3FC00000, 0xBF000000, 0x40200000, 0x3E800000][:lanes] + [0x3F800000] * 8
+    biases = [0x3F000000, 0xBF800000, 0, 0x40000000][:lanes] + [0] * 8
+    cases = [
+        (Format.BF16, Format.BF16, RoundMode.RNE),
+        (Format.FP16, Format.FP16, RoundMode.RTZ),
+        (Format.FP8_E4M3, Format.FP8_E4M3, RoundMode.RNE),
+        (Format.FP8_E5M2, Format.BF16, RoundMode.RTZ),
+        (Format.FP8_E3M4, Format.FP32, RoundMode.RNE),
+        (Format.INT8, Format.INT8, RoundMode.RNE),
+        (Format.INT32, Format.INT32, RoundMode.RTZ),
+    ]
+    bits = {Format.BF16: 16, Format.FP16: 16, Format.FP8_E4M3: 8, Format.FP8_E5M2: 8,
+            Format.FP8_E3M4: 8, Format.INT8: 8, Format.INT32: 32}
+    for fa, fo, rm in cases:
+        vals = [rng.getrandbits(bits[fa]) for _ in range(3 * lanes)]
+        # immediate scale, per-lane bias (from b, FP32)
+        await tb.run(act(bank=0, scale=0x3FA00000, src1=Src.LANE, fmt_a=fa, fmt_o=fo, rmode=rm),
+                     vals, b_pro=[biases[:lanes]], what=f"gelu {fa.name}->{fo.name}")
+        # per-lane scale and bias, exp, accumulate (softmax denominator) over two instructions
+        for reset_ in (1, 0):
+            await tb.run(act(bank=1, src0=Src.LANE, src1=Src.LANE, fmt_a=fa, fmt_o=fo,
+                             rmode=rm, acc_op=AccOp.SUM, acc_reset=reset_, emit_acc=1),
+                         vals, b_pro=[scales[:lanes], biases[:lanes]], what="exp+sum")
+    # max accumulate, no elementwise output, then a read-out-only instruction
+    vals = [rand_f32(rng, 120, 134) for _ in range(5 * lanes)]
+    await tb.run(act(bank=0, acc_op=AccOp.MAX, acc_reset=1, emit=0), vals, what="max acc")
+    await tb.run(act(bank=0, acc_op=AccOp.MAX, emit=0), vals[::-1], what="max acc 2")
+    await tb.run(dict(emit_acc=1, fmt_o=Format.BF16), [], what="acc read-out")
+
+
+@cocotb.test()
+async def test_alu_ops(dut):
+    """Tensor-tensor (every AluOp), tensor-scalar with two chained ops, reductions (sum, max,
+    min), copy/cast, on edge cases and random values."""
+    tb = await setup(dut)
+    rng = tb.rng
+    lanes = tb.lanes
+    edges = list(F32_EDGES)
+    n = len(edges)
+    a = edges + [rand_f32(rng, 118, 136) for _ in range(2 * lanes)]
+    b = (edges[7:] + edges[:7]) + [rand_f32(rng, 118, 136) for _ in range(2 * lanes)]
+    # equal operands for comparisons
+    for i in range(0, n, 5):
+        b[i] = a[i]
+    for op in AluOp:
+        await tb.run(dict(op0=op, op1=AluOp.BYPASS, src0=Src.TENSOR, emit=1), a, b_vals=b,
+                     what=f"tt {op.name}")
+    # tensor-scalar: two chained ops, immediates and per-lane registers
+    pairs = [(AluOp.SUB, AluOp.MUL), (AluOp.MAX, AluOp.MIN), (AluOp.RSUB, AluOp.GE),
+             (AluOp.MUL, AluOp.ADD), (AluOp.ADD, AluOp.LT)]
+    for op0, op1 in pairs:
+        await tb.run(dict(op0=op0, op1=op1, src0=Src.IMM, src1=Src.IMM, imm0=0x3FC00000,
+                          imm1=0xC0200000, emit=1, fmt_o=Format.BF16), a,
+                     what=f"ts {op0.name},{op1.name}")
+        await tb.run(dict(op0=op0, op1=op1, src0=Src.LANE, src1=Src.LANE, emit=1),
+                     a, b_pro=[[rand_f32(rng) for _ in range(lanes)],
+                               [rand_f32(rng) for _ in range(lanes)]],
+                     what=f"ts lane {op0.name},{op1.name}")
+    # reductions along the free axis
+    for acc in (AccOp.SUM, AccOp.MAX, AccOp.MIN):
+        vals = [rand_f32(rng, 120, 132) for _ in range(6 * lanes)]
+        await tb.run(dict(acc_op=acc, acc_reset=1, emit_acc=1), vals, what=f"reduce {acc.name}")
+        await tb.run(dict(acc_op=acc, acc_reset=1, emit_acc=1, fmt_o=Format.BF16),
+                     edges[:2 * lanes], what=f"reduce edges {acc.name}")
+    # copy / cast
+    for fa, fo in ((Format.FP32, Format.FP32), (Format.BF16, Format.FP32),
+                   (Format.FP32, Format.BF16), (Format.FP32, Format.FP8_E5M2),
+                   (Format.FP16, Format.FP8_E4M3), (Format.FP32, Format.INT8)):
+        vals = edges if fa == Format.FP32 else [rng.getrandbits(16) for _ in range(2 * lanes)]
+        await tb.run(dict(emit=1, fmt_a=fa, fmt_o=fo), vals, what=f"copy {fa.name}->{fo.name}")
+
+
+@cocotb.test()
+async def test_stochastic_rounding(dut):
+    """Outputs through the rounding unit in SR mode (needs rtl/round/rounding_unit.py)."""
+    if not _has_rounding_unit():
+        dut._log.warning("rtl.round.rounding_unit missing: SR not testable, skipped")
+        return
+    tb = await setup(dut)
+    rng = tb.rng
+    await tb.load(compile_table(SHIPPED["silu"], depth=tb.depth, budget=BUDGET), 0)
+    vals = [rand_f32(rng, 118, 134) for _ in range(6 * tb.lanes)]
+    await tb.run(act(bank=0, fmt_o=Format.BF16, rmode=RoundMode.SR), vals, what="silu SR")
+    await tb.run(dict(emit=1, fmt_o=Format.FP8_E4M3, rmode=RoundMode.SR), vals, what="copy SR")
+
+
+@cocotb.test()
+async def test_runtime_new_function(dut):
+    """A function that is not shipped (softsign with a cubic tail, and arctan), compiled in
+    the test and loaded into the idle bank while an instruction runs on the other bank; then
+    used. The Verilog is the same as for every other test."""
+    tb = await setup(dut)
+    rng = tb.rng
+    lanes = tb.lanes
+    softsign = TableSpec("softsign3", lambda v: v / (1.0 + np.abs(v) ** 3) ** (1 / 3),
+                         center=-8, top_neg=3, top_pos=3, under=-1.0, over=1.0)
+    atan = TableSpec("atan", np.arctan, center=-8, top_neg=4, top_pos=4,
+                     under=-math.pi / 2, over=math.pi / 2)
+    assert "softsign3" not in SHIPPED and "atan" not in SHIPPED
+    await tb.load(compile_table(SHIPPED["tanh"], depth=tb.depth, budget=BUDGET), 0)
+    vals = [rand_f32(rng, 118, 134) for _ in range(12 * lanes)]
+    new = compile_table(softsign, depth=tb.depth, budget=BUDGET)
+    # Double buffering: load bank 1 while bank 0 runs.
+    run = cocotb.start_soon(tb.run(act(bank=0), vals, what="tanh during load"))
+    await tb.load(new, 1)
+    await run
+    await tb.run(act(bank=1, fmt_o=Format.BF16), F32_EDGES + vals, what="softsign3")
+    # A write to the bank in use waits for the instruction to finish.
+    await tb.load(compile_table(atan, depth=tb.depth, budget=BUDGET), 1)
+    run = cocotb.start_soon(tb.run(act(bank=1), vals, what="atan"))
+    await ClockCycles(dut.clk, 3)
+    got, exp = await tb.cfg_read([coef_addr(1, 0, 0)])
+    await tb.cfg_write([(coef_addr(1, 3, 0), 0x3F800000)])       # lands after the run
+    await run
+    got, exp = await tb.cfg_read([coef_addr(1, 3, 0)])
+    assert got == exp == [0x3F800000], (got, exp)
+
+
+@cocotb.test()
+async def test_cfg_port(dut):
+    """Read-back of every region, bad indices set the error flag (cleared by a write), the
+    hit/underflow/overflow counters match the model."""
+    tb = await setup(dut)
+    tab = compile_table(SHIPPED["sigmoid"], depth=tb.depth, budget=BUDGET)
+    await tb.load(tab, 0)
+    addrs = [a for a, _ in tab.writes(0)][:40] + [status_addr(Status.DEPTH),
+                                                  status_addr(Status.ERROR)]
+    got, exp = await tb.cfg_read(addrs)
+    assert got == exp, (got, exp)
+    assert not int(dut.error.value)
+    bad = [coef_addr(0, tb.depth, 0), coef_addr(0, 5, 3), desc_addr(0, 1, 31) + 1,
+           hdr_addr(0, Hdr.POST) + 1, 0x3000, status_addr(Status.DEPTH) + 1]
+    for addr in bad:
+        await tb.cfg_write([(addr, 0x12345678)])
+        await RisingEdge(dut.clk)
+        assert int(dut.error.value) == 1 == tb.model.error, hex(addr)
+        got, exp = await tb.cfg_read([status_addr(Status.ERROR)])
+        assert got == exp == [1]
+        await tb.cfg_write([(status_addr(Status.ERROR), 0)])
+        await RisingEdge(dut.clk)
+        assert int(dut.error.value) == 0 == tb.model.error
+    got, exp = await tb.cfg_read([coef_addr(1, tb.depth + 1, 0)])     # bad read
+    assert got == exp == [0] and int(dut.error.value) == 1
+    await tb.cfg_write([(status_addr(Status.DEPTH), 1)])              # read-only
+    await tb.cfg_write([(status_addr(Status.ERROR), 0)])
+    # counters
+    await tb.cfg_write([(status_addr(r), 0) for r in (Status.HITS, Status.UNDERS,
+                                                       Status.OVERS)])
+    vals = list(F32_EDGES) + [rand_f32(tb.rng, 125, 136) for _ in range(3 * tb.lanes)]
+    await tb.run(act(bank=0), vals, what="sigmoid counters")
+    got, exp = await tb.cfg_read([status_addr(r) for r in (Status.HITS, Status.UNDERS,
+                                                            Status.OVERS)])
+    assert got == exp and sum(got) > 0 and got[1] > 0 and got[2] > 0, (got, exp)
+
+
+@cocotb.test()
+async def test_back_pressure_extremes(dut):
+    """Heavy back-pressure with no idle, then no back-pressure with heavy idle."""
+    tb = await setup(dut)
+    await tb.load(compile_table(SHIPPED["sin"], depth=tb.depth, budget=BUDGET), 0)
+    for idle, stall in ((0.0, 0.8), (0.8, 0.0), (0.0, 0.0)):
+        tb.idle, tb.stall = idle, stall
+        vals = [rand_f32(tb.rng, 118, 130) for _ in range(8 * tb.lanes)]
+        await tb.run(act(bank=0, acc_op=AccOp.SUM, acc_reset=1, emit_acc=1), vals,
+                     what=f"idle {idle} stall {stall}")
+
+
+# -- pytest wrapper -------------------------------------------------------------------------
+
+try:
+    import pytest
+except ImportError:  # pragma: no cover - cocotb imports this module without pytest
+    pytest = None
+
+if pytest is not None:
+    from cocotb_tests.common.runner import SIMULATORS, run_cocotb
+
+    CONFIG = {"lanes": 4, "depth": 64}
+
+    @pytest.mark.parametrize("simulator", SIMULATORS)
+    def test_vector_engine(simulator):
+        from rtl.vector.engine import VectorEngine
+        run_cocotb(lambda: VectorEngine(lanes=CONFIG["lanes"], depth=CONFIG["depth"]),
+                   name="vector_engine", config=CONFIG, test_module="cocotb_tests.test_vector",
+                   simulator=simulator)

@@ -1,0 +1,255 @@
+"""The vector/activation engine (``docs/vector.md``; golden model ``sim.vector``)."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.arith.decoder import FormatDecoder
+from rtl.arith.fp32_add import FP32Adder
+from rtl.round.rounding_unit import RoundingUnit
+from rtl.vector.alu import VectorAlu, order_key
+from rtl.vector.lut import CFG_LAYOUT, Lut, check_depth, check_lanes
+from sim.dtypes import CANONICAL_NAN_F32, Format
+from sim.vector import CMD_FIELDS, AccOp, AluOp, Src, acc_identity
+
+__all__ = ["VectorEngine", "CMD_LAYOUT"]
+
+#: The ``cmd`` stream payload (field order and widths from ``sim.vector.CMD_FIELDS``).
+CMD_LAYOUT = data.StructLayout({name: width for name, width in CMD_FIELDS})
+
+
+class _AccUnit(wiring.Component):
+    """``acc OP y`` for the accumulate ops (``sim.vector.acc_update``), combinational."""
+    op: In(2)
+    acc: In(32)
+    y: In(32)
+    o: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.add = add = FP32Adder(stages=0)
+        m.d.comb += [add.a.eq(self.acc), add.b.eq(self.y)]
+        sign = Const(0x80000000, 32)
+        a = Signal(32)
+        y = Signal(32)
+        m.d.comb += [a.eq(Mux(self.acc[23:31] == 0, self.acc & sign, self.acc)),
+                     y.eq(Mux(self.y[23:31] == 0, self.y & sign, self.y))]
+        nan = ((a[23:31] == 0xFF) & (a[0:23] != 0)) | ((y[23:31] == 0xFF) & (y[0:23] != 0))
+        ka = order_key(m, a, "acc")
+        ky = order_key(m, y, "y")
+        nz = a[0:31] != 0
+        both = Mux(a[31] & y[31], sign, 0)
+        either = Mux(a[31] | y[31], sign, 0)
+        mx = Mux(ka > ky, a, Mux(ky > ka, y, Mux(nz, a, both)))
+        mn = Mux(ka < ky, a, Mux(ky < ka, y, Mux(nz, a, either)))
+        with m.Switch(self.op):
+            with m.Case(int(AccOp.SUM)):
+                m.d.comb += self.o.eq(add.o)
+            with m.Case(int(AccOp.MAX)):
+                m.d.comb += self.o.eq(Mux(nan, CANONICAL_NAN_F32, mx))
+            with m.Case(int(AccOp.MIN)):
+                m.d.comb += self.o.eq(Mux(nan, CANONICAL_NAN_F32, mn))
+            with m.Default():
+                m.d.comb += self.o.eq(self.acc)
+        return m
+
+
+class VectorEngine(wiring.Component):
+    """The vector/activation engine: per lane ``y2 = LUT(ALU1(ALU0(decode(a), s0), s1))``,
+    accumulate into per-lane registers, encode through the rounding unit.
+
+    One instruction at a time: a ``cmd`` beat is taken when the engine is idle; the engine
+    then reads the prologue ``b`` beats (per-lane scalars), streams ``count`` elements (``a``,
+    and ``b`` for tensor operands), emits ``o`` beats (one per element if ``emit``, plus the
+    accumulators if ``emit_acc``) and drains its pipeline before the next ``cmd``. Throughput:
+    one element (all lanes) per cycle; instruction overhead about 10 cycles.
+
+    Parameters
+    ----------
+    lanes : int
+        Lanes (1..128).
+    depth : int
+        LUT entries per bank (power of two, 8..1024).
+    formats : collection of Format
+        Input formats the decoders support (``rtl.arith.decoder.FormatDecoder``).
+    n_rand : int
+        Random bits per SR decision of the rounding unit.
+
+    Members
+    -------
+    cmd : In(stream.Signature(CMD_LAYOUT))
+        Instructions (fields in ``sim.vector.CMD_FIELDS``).
+    a, b : In(stream.Signature(ArrayLayout(32, lanes)))
+        Raw elements, formats ``fmt_a`` / ``fmt_b`` of the command, low-aligned.
+    o : Out(stream.Signature(ArrayLayout(32, lanes)))
+        Encoded results (``fmt_o``, ``rmode``), low-aligned.
+    cfg, rdata, error :
+        LUT configuration port (``rtl.vector.lut.Lut``).
+    seed : In(32), seed_load : In(1)
+        Re-seed the rounding unit's generators (a pulse).
+    busy : Out(1)
+        An instruction is in progress.
+    """
+
+    def __init__(self, lanes, depth=512, formats=tuple(Format), n_rand=16):
+        self._lanes = check_lanes(lanes)
+        self._depth = check_depth(depth)
+        self._formats = tuple(formats)
+        self._n_rand = n_rand
+        vec = data.ArrayLayout(32, lanes)
+        super().__init__({
+            "cmd": In(stream.Signature(CMD_LAYOUT)),
+            "a": In(stream.Signature(vec)),
+            "b": In(stream.Signature(vec)),
+            "o": Out(stream.Signature(vec)),
+            "cfg": In(stream.Signature(CFG_LAYOUT)),
+            "rdata": Out(stream.Signature(32)),
+            "error": Out(1),
+            "seed": In(32),
+            "seed_load": In(1),
+            "busy": Out(1),
+        })
+
+    @property
+    def lanes(self):
+        return self._lanes
+
+    @property
+    def depth(self):
+        return self._depth
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self._lanes
+        vec = data.ArrayLayout(32, lanes)
+
+        m.submodules.lut = lut = Lut(lanes, self._depth)
+        wiring.connect(m, wiring.flipped(self.cfg), lut.cfg)
+        wiring.connect(m, lut.rdata, wiring.flipped(self.rdata))
+        m.d.comb += self.error.eq(lut.error)
+
+        m.submodules.ru = ru = RoundingUnit(lanes=lanes, n_rand=self._n_rand, stages=1)
+        m.d.comb += [ru.seed.eq(self.seed), ru.seed_load.eq(self.seed_load),
+                     self.o.valid.eq(ru.o.valid), self.o.payload.eq(ru.o.payload.data),
+                     ru.o.ready.eq(self.o.ready)]
+
+        c = Signal(CMD_LAYOUT)           # the current instruction
+        remaining = Signal(16)
+        lane_reg = [Signal(vec, name="lane_reg0"), Signal(vec, name="lane_reg1")]
+        acc = Signal(vec)
+
+        # -- pipeline valid/kind bits: A0, A1, LUT stages, X -------------------------------
+        lat = Lut.LATENCY
+        x_valid = Signal()
+        x_data = Signal(vec)
+        adv = Signal()
+        m.d.comb += adv.eq(~x_valid | ru.i.ready)
+        a0_valid, a1_valid = Signal(), Signal()
+        a0_emit, a1_emit = Signal(), Signal()       # token kind: 1 = accumulator read-out
+        l_valid = [Signal(name=f"l{i}_valid") for i in range(lat)]
+        l_emit = [Signal(name=f"l{i}_emit") for i in range(lat)]
+        empty = ~(a0_valid | a1_valid | x_valid | Cat(*l_valid).any())
+        inject = Signal()
+        inject_emit = Signal()
+
+        # -- decode and ALU 0 ---------------------------------------------------------------
+        a0_y = Signal(vec)
+        a0_t = Signal(vec)
+        a1_y = Signal(vec)
+        dec_b_o = Signal(vec)
+        need_b = (c.src0 == Src.TENSOR) | (c.src1 == Src.TENSOR)
+        for l in range(lanes):
+            da = m.submodules[f"dec_a{l}"] = FormatDecoder(self._formats)
+            db = m.submodules[f"dec_b{l}"] = FormatDecoder(self._formats)
+            m.d.comb += [da.a.eq(self.a.payload[l]), da.fmt.eq(c.fmt_a),
+                         db.a.eq(self.b.payload[l]), db.fmt.eq(c.fmt_b),
+                         dec_b_o[l].eq(db.o)]
+            alu0 = m.submodules[f"alu0_{l}"] = VectorAlu()
+            s0 = Mux(c.src0 == Src.IMM, c.imm0, Mux(c.src0 == Src.LANE, lane_reg[0][l], db.o))
+            m.d.comb += [alu0.op.eq(c.op0), alu0.x.eq(da.o), alu0.s.eq(s0)]
+            alu1 = m.submodules[f"alu1_{l}"] = VectorAlu()
+            s1 = Mux(c.src1 == Src.IMM, c.imm1, Mux(c.src1 == Src.LANE, lane_reg[1][l], a0_t[l]))
+            m.d.comb += [alu1.op.eq(c.op1), alu1.x.eq(a0_y[l]), alu1.s.eq(s1)]
+            with m.If(adv):
+                m.d.sync += [a0_y[l].eq(alu0.o), a0_t[l].eq(db.o), a1_y[l].eq(alu1.o)]
+        with m.If(adv):
+            m.d.sync += [a0_valid.eq(inject), a0_emit.eq(inject_emit),
+                         a1_valid.eq(a0_valid), a1_emit.eq(a0_emit),
+                         l_valid[0].eq(a1_valid), l_emit[0].eq(a1_emit)]
+            for i in range(1, lat):
+                m.d.sync += [l_valid[i].eq(l_valid[i - 1]), l_emit[i].eq(l_emit[i - 1])]
+
+        # -- LUT ----------------------------------------------------------------------------
+        m.d.comb += [lut.z.eq(a1_y), lut.bank.eq(c.bank), lut.bypass.eq(~c.lut),
+                     lut.count.eq(a1_valid & ~a1_emit & c.lut), lut.en.eq(adv),
+                     lut.lock.eq(self.busy & c.lut)]
+
+        # -- accumulate and output register ---------------------------------------------
+        y_valid, y_emit = l_valid[-1], l_emit[-1]
+        for l in range(lanes):
+            au = m.submodules[f"acc{l}"] = _AccUnit()
+            m.d.comb += [au.op.eq(c.acc_op), au.acc.eq(acc[l]), au.y.eq(lut.y[l])]
+            with m.If(adv & y_valid & ~y_emit):
+                m.d.sync += acc[l].eq(au.o)
+        with m.If(adv):
+            m.d.sync += [x_valid.eq(y_valid & (y_emit | c.emit)),
+                         x_data.eq(Mux(y_emit, acc, lut.y))]
+        m.d.comb += [ru.i.valid.eq(x_valid), ru.i.payload.data.eq(x_data),
+                     ru.i.payload.fmt.eq(c.fmt_o), ru.i.payload.mode.eq(c.rmode)]
+
+        # -- instruction sequencing -------------------------------------------------------
+        # cmd.ready and busy are plain assignments of the state (not set inside the FSM): a
+        # process that only reads a never-changing state is not run at time 0 by Icarus in
+        # SystemVerilog mode, which would leave them X.
+        with m.FSM() as fsm:
+            with m.State("IDLE"):
+                with m.If(self.cmd.valid):
+                    p = self.cmd.payload
+                    m.d.sync += [c.eq(p), remaining.eq(p.count)]
+                    with m.If(p.acc_reset):
+                        for l in range(lanes):
+                            with m.Switch(p.acc_op):
+                                for op in AccOp:
+                                    with m.Case(int(op)):
+                                        m.d.sync += acc[l].eq(acc_identity(op))
+                    with m.If(p.src0 == Src.LANE):
+                        m.next = "PRO0"
+                    with m.Elif(p.src1 == Src.LANE):
+                        m.next = "PRO1"
+                    with m.Else():
+                        m.next = "BODY"
+            with m.State("PRO0"):
+                m.d.comb += self.b.ready.eq(1)
+                with m.If(self.b.valid):
+                    m.d.sync += lane_reg[0].eq(dec_b_o)
+                    with m.If(c.src1 == Src.LANE):
+                        m.next = "PRO1"
+                    with m.Else():
+                        m.next = "BODY"
+            with m.State("PRO1"):
+                m.d.comb += self.b.ready.eq(1)
+                with m.If(self.b.valid):
+                    m.d.sync += lane_reg[1].eq(dec_b_o)
+                    m.next = "BODY"
+            with m.State("BODY"):
+                with m.If(remaining == 0):
+                    with m.If(c.emit_acc):
+                        m.next = "EMIT"
+                    with m.Else():
+                        m.next = "DRAIN"
+                with m.Else():
+                    b_ok = self.b.valid | ~need_b
+                    m.d.comb += [self.a.ready.eq(adv & b_ok),
+                                 self.b.ready.eq(adv & self.a.valid & need_b)]
+                    with m.If(adv & self.a.valid & b_ok):
+                        m.d.comb += inject.eq(1)
+                        m.d.sync += remaining.eq(remaining - 1)
+            with m.State("EMIT"):
+                with m.If(adv):
+                    m.d.comb += [inject.eq(1), inject_emit.eq(1)]
+                    m.next = "DRAIN"
+            with m.State("DRAIN"):
+                with m.If(empty):
+                    m.next = "IDLE"
+        m.d.comb += [self.cmd.ready.eq(fsm.ongoing("IDLE")), self.busy.eq(~fsm.ongoing("IDLE"))]
+        return m

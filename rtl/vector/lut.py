@@ -1,0 +1,470 @@
+"""The run-time programmable LUT of the vector engine: two banks of tables and one evaluation
+pipeline per lane. Golden model: ``sim.vector.lut_eval`` and ``VectorEngineModel.cfg_*``."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from rtl.arith.fp32_add import FP32Adder
+from rtl.arith.fp32_mul import FP32Multiplier
+from sim.dtypes import CANONICAL_NAN_F32
+from sim.vector import (CFG_ADDR_BITS, CFG_BANK_BIT, DESC_BASE_BITS, ENTRY_OVER, ENTRY_UNDER,
+                        MAX_BINADES, ONE_F32, Hdr, RangeMode, Status)
+
+__all__ = ["Lut", "CFG_LAYOUT", "check_lanes", "check_depth", "int_to_f32", "ldexp_ftz"]
+
+#: The cfg stream payload: one 32-bit word written (``write=1``) or read (``write=0``).
+CFG_LAYOUT = data.StructLayout({"addr": CFG_ADDR_BITS, "data": 32, "write": 1})
+
+
+def check_lanes(lanes):
+    if isinstance(lanes, bool) or not isinstance(lanes, int):
+        raise TypeError(f"lanes must be a positive integer, not {lanes!r}")
+    if not 1 <= lanes <= 128:
+        raise ValueError(f"lanes must be a positive integer up to 128, not {lanes}")
+    return lanes
+
+
+def check_depth(depth):
+    if isinstance(depth, bool) or not isinstance(depth, int):
+        raise TypeError(f"depth must be a power of two from 8 to 1024, not {depth!r}")
+    if not 8 <= depth <= 1024 or depth & (depth - 1):
+        raise ValueError(f"depth must be a power of two from 8 to 1024, not {depth}")
+    return depth
+
+
+def int_to_f32(m, value, width):
+    """FP32 bits of a small signed integer ``value`` (``width`` bits incl. sign); exact."""
+    neg = value < 0
+    mag = Signal(width, name=f"{value.name}_mag" if hasattr(value, "name") else None)
+    m.d.comb += mag.eq(Mux(neg, -value, value))
+    out = Signal(32)
+    # Priority from the MSB: the last assignment wins, so iterate upwards.
+    m.d.comb += out.eq(0)
+    for pos in range(width):
+        with m.If(mag[pos]):
+            man = (mag << (23 - pos))[0:23] if pos <= 23 else (mag >> (pos - 23))[0:23]
+            m.d.comb += out.eq(Cat(man, Const(127 + pos, 8), neg))
+    return out
+
+
+def ldexp_ftz(m, y, k):
+    """``y * 2**k`` by exponent arithmetic (see ``sim.vector.ldexp_ftz``); ``k`` signed."""
+    e = y[23:31]
+    e2 = Signal(signed(12))
+    out = Signal(32)
+    m.d.comb += e2.eq(e + k)
+    with m.If(e == 0xFF):
+        m.d.comb += out.eq(y)
+    with m.Elif((e == 0) | (e2 <= 0)):
+        m.d.comb += out.eq(Cat(Const(0, 31), y[31]))
+    with m.Elif(e2 >= 255):
+        m.d.comb += out.eq(Cat(Const(0, 23), Const(0xFF, 8), y[31]))
+    with m.Else():
+        m.d.comb += out.eq(Cat(y[0:23], e2[0:8], y[31]))
+    return out
+
+
+class _Mulz(wiring.Component):
+    """FP32 product where a zero/subnormal ``c`` annihilates (``sim.vector.mulz``)."""
+    c: In(32)
+    d: In(32)
+    o: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mul = mul = FP32Multiplier(stages=0)
+        m.d.comb += [mul.a.eq(self.c), mul.b.eq(self.d)]
+        m.d.comb += self.o.eq(Mux(self.c[23:31] == 0, Cat(Const(0, 31), self.c[31] ^ self.d[31]),
+                                  mul.o))
+        return m
+
+
+class Lut(wiring.Component):
+    """Two banks of LUT tables, written and read through ``cfg``, and ``lanes`` evaluation
+    pipelines (``sim.vector.lut_eval``) with hit/underflow/overflow counters.
+
+    Parameters
+    ----------
+    lanes : int
+        Lanes (1..128).
+    depth : int
+        Entries per bank (power of two, 8..1024). Each entry is three FP32 coefficients.
+
+    Members
+    -------
+    cfg : In(stream.Signature(CFG_LAYOUT))
+        Word writes and reads of the map in ``sim.vector`` (``CFG_*``). A bad address sets
+        ``error`` (a read then returns 0). A write to bank ``bank`` waits (``ready`` low) while
+        ``lock`` is high, so a running instruction never sees its table change; the other bank
+        can be loaded meanwhile (double buffering).
+    rdata : Out(stream.Signature(32))
+        One beat per cfg read, in order; ``cfg`` is not ready while a read result waits.
+    error : Out(1)
+        Sticky; cleared by a write to ``Status.ERROR``.
+    z : In(ArrayLayout(32, lanes))
+        FP32 inputs; ``bank`` selects the table, ``bypass`` passes ``z`` through unchanged.
+    count : In(1)
+        The beat in ``z`` is an element to count in the hit/underflow/overflow counters.
+    en : In(1)
+        Advance the pipeline (stall when low).
+    y : Out(ArrayLayout(32, lanes))
+        Results, ``LATENCY`` enabled cycles after ``z``.
+    lock : In(1)
+        Block cfg writes to bank ``bank`` (an instruction is using it).
+    """
+
+    LATENCY = 6
+
+    def __init__(self, lanes, depth=512):
+        self._lanes = check_lanes(lanes)
+        self._depth = check_depth(depth)
+        super().__init__({
+            "cfg": In(stream.Signature(CFG_LAYOUT)),
+            "rdata": Out(stream.Signature(32)),
+            "error": Out(1),
+            "z": In(data.ArrayLayout(32, lanes)),
+            "bank": In(1),
+            "bypass": In(1),
+            "count": In(1),
+            "en": In(1),
+            "lock": In(1),
+            "y": Out(data.ArrayLayout(32, lanes)),
+        })
+
+    @property
+    def lanes(self):
+        return self._lanes
+
+    @property
+    def depth(self):
+        return self._depth
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes, depth = self._lanes, self._depth
+        abits = depth.bit_length() - 1
+
+        # -- configuration state ------------------------------------------------------------
+        hdr = []
+        for bank in range(2):
+            hdr.append({
+                Hdr.MODE: Signal(3, name=f"b{bank}_mode"),
+                Hdr.E_LO: Signal(8, name=f"b{bank}_e_lo"),
+                Hdr.NB_NEG: Signal(6, name=f"b{bank}_nb_neg"),
+                Hdr.NB_POS: Signal(6, name=f"b{bank}_nb_pos"),
+                Hdr.PRE: Signal(32, name=f"b{bank}_pre", init=ONE_F32),
+                Hdr.POST: Signal(32, name=f"b{bank}_post"),
+            })
+        m.submodules.coef = coef = Memory(shape=96, depth=2 * depth, init=[])
+        m.submodules.desc = desc = Memory(shape=DESC_BASE_BITS + 3, depth=4 * MAX_BINADES,
+                                          init=[])
+        coef_wp = coef.write_port(granularity=32)
+        coef_cfg_rp = coef.read_port(domain="sync")
+        desc_wp = desc.write_port()
+        desc_cfg_rp = desc.read_port(domain="comb")
+        hits = Signal(32)
+        unders = Signal(32)
+        overs = Signal(32)
+        error = Signal()
+        m.d.comb += self.error.eq(error)
+
+        # -- cfg port ---------------------------------------------------------------------
+        p = self.cfg.payload
+        a = p.addr
+        bank_a = a[CFG_BANK_BIT]
+        region = a[12:14]
+        low = a[0:12]
+        is_status = a[15]
+        entry = low[2:12]
+        word = low[0:2]
+        coef_ok = ~is_status & (region == 0) & (word != 3) & (entry < depth)
+        desc_ok = ~is_status & (region == 1) & (low < 2 * MAX_BINADES)
+        hdr_ok = ~is_status & (region == 2) & (low <= Hdr.POST)
+        st_reg = a[0:15]
+        status_ok = is_status & (st_reg <= Status.DEPTH)
+        bad = ~(coef_ok | desc_ok | hdr_ok | status_ok) | \
+            (is_status & self.cfg.payload.write & (st_reg == Status.DEPTH))
+        blocked = self.cfg.payload.write & ~is_status & self.lock & (bank_a == self.bank) & \
+            (coef_ok | desc_ok | hdr_ok)
+        rd_valid = Signal()
+        rd_coef = Signal()
+        rd_word = Signal(2)
+        rd_value = Signal(32)
+        m.d.comb += self.cfg.ready.eq(~(rd_valid & ~self.rdata.ready) & ~blocked)
+        take = self.cfg.valid & self.cfg.ready
+        m.d.comb += [
+            coef_wp.addr.eq(Cat(entry[0:abits], bank_a)),
+            coef_wp.data.eq(Cat(p.data, p.data, p.data)),
+            coef_cfg_rp.addr.eq(Cat(entry[0:abits], bank_a)),
+            coef_cfg_rp.en.eq(take & ~p.write),
+            desc_wp.addr.eq(Cat(low[0:6], bank_a)),
+            desc_wp.data.eq(Cat(p.data[0:DESC_BASE_BITS], p.data[16:19])),
+            desc_cfg_rp.addr.eq(Cat(low[0:6], bank_a)),
+        ]
+        with m.If(take & p.write & coef_ok):
+            m.d.comb += coef_wp.en.eq(1 << word)
+        with m.If(take & p.write & desc_ok):
+            m.d.comb += desc_wp.en.eq(1)
+        with m.If(self.rdata.ready):
+            m.d.sync += rd_valid.eq(0)
+        m.d.comb += [
+            self.rdata.valid.eq(rd_valid),
+            self.rdata.payload.eq(Mux(rd_coef, coef_cfg_rp.data.word_select(rd_word, 32),
+                                      rd_value)),
+        ]
+        # Counter increments; a cfg write to a counter in the same cycle wins.
+        inc = {Status.HITS: Signal(range(lanes + 1), name="inc_hits"),
+               Status.UNDERS: Signal(range(lanes + 1), name="inc_unders"),
+               Status.OVERS: Signal(range(lanes + 1), name="inc_overs")}
+        counters = {Status.HITS: hits, Status.UNDERS: unders, Status.OVERS: overs}
+        for reg, ctr in counters.items():
+            m.d.sync += ctr.eq(ctr + inc[reg])
+        with m.If(take):
+            m.d.sync += [rd_valid.eq(~p.write), rd_coef.eq(coef_ok), rd_word.eq(word),
+                         rd_value.eq(0)]
+            with m.If(bad):
+                m.d.sync += error.eq(1)
+            with m.Elif(p.write):
+                with m.If(hdr_ok):
+                    for bank in range(2):
+                        with m.If(bank_a == bank):
+                            with m.Switch(low[0:3]):
+                                for reg, sig in hdr[bank].items():
+                                    with m.Case(int(reg)):
+                                        m.d.sync += sig.eq(p.data)
+                with m.If(status_ok):
+                    with m.Switch(st_reg):
+                        with m.Case(int(Status.ERROR)):
+                            m.d.sync += error.eq(0)
+                        for reg, ctr in counters.items():
+                            with m.Case(int(reg)):
+                                m.d.sync += ctr.eq(0)
+            with m.Else():
+                with m.If(desc_ok):
+                    m.d.sync += rd_value.eq(Cat(desc_cfg_rp.data[0:DESC_BASE_BITS],
+                                                Const(0, 16 - DESC_BASE_BITS),
+                                                desc_cfg_rp.data[DESC_BASE_BITS:]))
+                with m.If(hdr_ok):
+                    for bank in range(2):
+                        with m.If(bank_a == bank):
+                            with m.Switch(low[0:3]):
+                                for reg, sig in hdr[bank].items():
+                                    with m.Case(int(reg)):
+                                        m.d.sync += rd_value.eq(sig)
+                with m.If(status_ok):
+                    with m.Switch(st_reg):
+                        with m.Case(int(Status.ERROR)):
+                            m.d.sync += rd_value.eq(error)
+                        with m.Case(int(Status.DEPTH)):
+                            m.d.sync += rd_value.eq(depth)
+                        for reg, ctr in counters.items():
+                            with m.Case(int(reg)):
+                                m.d.sync += rd_value.eq(ctr)
+
+        # -- the active bank's header -------------------------------------------------------
+        mode = Signal(3)
+        e_lo = Signal(8)
+        nb_neg = Signal(6)
+        nb_pos = Signal(6)
+        pre = Signal(32)
+        post = Signal(32)
+        for sig, reg in ((mode, Hdr.MODE), (e_lo, Hdr.E_LO), (nb_neg, Hdr.NB_NEG),
+                         (nb_pos, Hdr.NB_POS), (pre, Hdr.PRE), (post, Hdr.POST)):
+            m.d.comb += sig.eq(Mux(self.bank, hdr[1][reg], hdr[0][reg]))
+
+        en = self.en
+        # count flag down the pipeline (stage 1, 2)
+        s1_count = Signal()
+        s2_count = Signal()
+        with m.If(en):
+            m.d.sync += [s1_count.eq(self.count & ~self.bypass), s2_count.eq(s1_count)]
+        regions = []
+
+        for lane in range(lanes):
+            def S(shape, name, init=0):
+                return Signal(shape, name=f"l{lane}_{name}", init=init)
+
+            def sub(name, comp):
+                m.submodules[f"l{lane}_{name}"] = comp
+                return comp
+
+            # -- stage 0 -> 1: w = z * PRE (or z when bypassed) -----------------------------
+            z = self.z[lane]
+            pre_mul = sub("pre_mul", FP32Multiplier(stages=0))
+            m.d.comb += [pre_mul.a.eq(z), pre_mul.b.eq(pre)]
+            s1_w = S(32, "s1_w")
+            s1_byp = S(1, "s1_byp")
+            with m.If(en):
+                m.d.sync += [s1_w.eq(Mux(self.bypass, z, pre_mul.o)), s1_byp.eq(self.bypass)]
+
+            # -- stage 1 -> 2: range reduction ----------------------------------------------
+            w = s1_w
+            s, E, M = w[31], w[23:31], w[0:23]
+            nan = (E == 0xFF) & (M != 0)
+            inf = (E == 0xFF) & (M == 0)
+            zero = E == 0
+            e = S(signed(10), "e")
+            m.d.comb += e.eq(E - 127)
+            v = S(32, "v")
+            k = S(signed(10), "k")
+            special = S(1, "special")
+            sval = S(32, "sval")
+            m.d.comb += [v.eq(w), k.eq(0)]
+
+            # EXP2: n = round half away from zero of w (|w| < 128), v = w - n.
+            t = S(3, "t")
+            m.d.comb += t.eq(E - 126)
+            sh = S(5, "sh")
+            m.d.comb += sh.eq(23 - t)
+            twice = S(9, "twice")      # floor(2|w|) for 0.5 <= |w| < 128
+            m.d.comb += twice.eq(Cat(M, Const(1, 1)) >> sh)
+            n_abs = S(9, "n_abs")
+            m.d.comb += n_abs.eq(Mux(E <= 125, 0, (twice + 1) >> 1))
+            n = S(signed(10), "n")
+            m.d.comb += n.eq(Mux(s, -n_abs, n_abs))
+            n_f = int_to_f32(m, n, 10)
+            exp_sub = sub("exp_sub", FP32Adder(stages=0))
+            m.d.comb += [exp_sub.a.eq(w), exp_sub.b.eq(n_f ^ 0x80000000)]
+            vexp = S(8, "vexp")
+            m.d.comb += vexp.eq(127 + ~E[0])
+            pos_inf = Const(0x7F800000, 32)
+            signed_inf = Cat(Const(0x7F800000, 31), s)
+            signed_zero = Cat(Const(0, 31), s)
+            with m.Switch(mode):
+                with m.Case(int(RangeMode.EXP2)):
+                    m.d.comb += [v.eq(exp_sub.o), k.eq(n)]
+                with m.Case(int(RangeMode.RECIP)):
+                    m.d.comb += [v.eq(Cat(M, Const(127, 8), Const(0, 1))), k.eq(-e)]
+                with m.Case(int(RangeMode.RSQRT)):
+                    m.d.comb += [v.eq(Cat(M, vexp, Const(0, 1))), k.eq(-(e >> 1))]
+                with m.Case(int(RangeMode.SQRT)):
+                    m.d.comb += [v.eq(Cat(M, vexp, Const(0, 1))), k.eq(e >> 1)]
+                with m.Case(int(RangeMode.LOG)):
+                    m.d.comb += v.eq(Cat(M, Const(127, 8), Const(0, 1)))
+            table = {
+                RangeMode.EXP2: [(inf | (E >= 134), Mux(s, 0, pos_inf))],
+                RangeMode.RECIP: [(zero, signed_inf), (inf, signed_zero)],
+                RangeMode.RSQRT: [(zero, signed_inf), (inf & ~s, 0), (s, CANONICAL_NAN_F32)],
+                RangeMode.SQRT: [(zero, signed_zero), (inf & ~s, pos_inf),
+                                 (s, CANONICAL_NAN_F32)],
+                RangeMode.LOG: [(zero, 0xFF800000), (inf & ~s, pos_inf), (s, CANONICAL_NAN_F32)],
+            }
+            m.d.comb += [special.eq(nan), sval.eq(CANONICAL_NAN_F32)]
+            with m.If(~nan):
+                with m.Switch(mode):
+                    for rmode, lst in table.items():
+                        with m.Case(int(rmode)):
+                            for i, (cond, value) in enumerate(lst):
+                                with (m.If(cond) if i == 0 else m.Elif(cond)):
+                                    m.d.comb += [special.eq(1), sval.eq(value)]
+            s2_v = S(32, "s2_v")
+            s2_k = S(signed(10), "s2_k")
+            s2_e = S(signed(10), "s2_e")
+            s2_flip = S(1, "s2_flip")
+            s2_special = S(1, "s2_special")
+            s2_sval = S(32, "s2_sval")
+            with m.If(en):
+                m.d.sync += [s2_v.eq(v), s2_k.eq(k), s2_e.eq(e),
+                             s2_flip.eq(s & (mode == RangeMode.RECIP)),
+                             s2_special.eq(special | s1_byp),
+                             s2_sval.eq(Mux(s1_byp, w, sval))]
+
+            # -- stage 2 -> 3: segment, entry read, dx --------------------------------------
+            v = s2_v
+            vs, vE, vM = v[31], v[23:31], v[0:23]
+            center = vE < e_lo
+            b = S(9, "b")
+            m.d.comb += b.eq(vE - e_lo)
+            nb = Mux(vs, nb_neg, nb_pos)
+            beyond = ~center & (b >= nb)
+            in_range = ~center & ~beyond
+            drp = desc.read_port(domain="comb")
+            m.d.comb += drp.addr.eq(Cat(b[0:5], vs, self.bank))
+            kk = drp.data[DESC_BASE_BITS:]
+            base = drp.data[0:DESC_BASE_BITS]
+            top7 = vM[16:23]
+            mtop = S(7, "mtop")
+            kinv = S(3, "kinv")
+            m.d.comb += kinv.eq(7 - kk)
+            m.d.comb += mtop.eq(top7 >> kinv)
+            idx = S(abits, "idx")
+            with m.If(center):
+                m.d.comb += idx.eq(0)
+            with m.Elif(beyond):
+                m.d.comb += idx.eq(Mux(vs, ENTRY_UNDER, ENTRY_OVER))
+            with m.Else():
+                m.d.comb += idx.eq(base + mtop)
+            mask7 = S(7, "mask7")
+            m.d.comb += mask7.eq(Const(0x7F, 7) << kinv)
+            seg = S(32, "seg")
+            m.d.comb += seg.eq(Mux(in_range, Cat(Const(0, 16), top7 & mask7, vE, vs), 0))
+            dx_add = sub("dx_add", FP32Adder(stages=0))
+            m.d.comb += [dx_add.a.eq(v), dx_add.b.eq(seg ^ 0x80000000)]
+            rp = coef.read_port(domain="sync")
+            m.d.comb += [rp.addr.eq(Cat(idx, self.bank)), rp.en.eq(en)]
+            region = S(2, "region")    # 1 hit, 2 under, 3 over, 0 not counted
+            vnan = (vE == 0xFF) & (vM != 0)
+            m.d.comb += region.eq(Mux(s2_special | vnan | ~s2_count, 0,
+                                      Mux(beyond, Mux(vs, 2, 3), 1)))
+            regions.append(region)
+            s3_dx = S(32, "s3_dx")
+            s3 = {}
+            for name, sig in (("k", s2_k), ("e", s2_e), ("flip", s2_flip),
+                              ("special", s2_special), ("sval", s2_sval)):
+                s3[name] = S(sig.shape(), f"s3_{name}")
+            with m.If(en):
+                m.d.sync += s3_dx.eq(dx_add.o)
+                m.d.sync += [s3["k"].eq(s2_k), s3["e"].eq(s2_e), s3["flip"].eq(s2_flip),
+                             s3["special"].eq(s2_special), s3["sval"].eq(s2_sval)]
+
+            # -- stage 3 -> 4: t2 = c1 + c2 * dx ------------------------------------------
+            c0, c1, c2 = rp.data[0:32], rp.data[32:64], rp.data[64:96]
+            m1 = sub("m1", _Mulz())
+            a1 = sub("a1", FP32Adder(stages=0))
+            m.d.comb += [m1.c.eq(c2), m1.d.eq(s3_dx), a1.a.eq(c1), a1.b.eq(m1.o)]
+            s4 = {n_: S(sig.shape(), f"s4_{n_}") for n_, sig in s3.items()}
+            s4_t2 = S(32, "s4_t2")
+            s4_c0 = S(32, "s4_c0")
+            s4_dx = S(32, "s4_dx")
+            with m.If(en):
+                m.d.sync += [s4_t2.eq(a1.o), s4_c0.eq(c0), s4_dx.eq(s3_dx)]
+                m.d.sync += [s4[n_].eq(s3[n_]) for n_ in s3]
+
+            # -- stage 4 -> 5: y = c0 + t2 * dx; log term -----------------------------------
+            m2 = sub("m2", _Mulz())
+            a2 = sub("a2", FP32Adder(stages=0))
+            m.d.comb += [m2.c.eq(s4_t2), m2.d.eq(s4_dx), a2.a.eq(s4_c0), a2.b.eq(m2.o)]
+            e_f = int_to_f32(m, s4["e"], 10)
+            lmul = sub("lmul", FP32Multiplier(stages=0))
+            m.d.comb += [lmul.a.eq(e_f), lmul.b.eq(post)]
+            s5 = {n_: S(sig.shape(), f"s5_{n_}") for n_, sig in s4.items() if n_ != "e"}
+            s5_y = S(32, "s5_y")
+            s5_lt = S(32, "s5_lt")
+            with m.If(en):
+                m.d.sync += [s5_y.eq(a2.o), s5_lt.eq(lmul.o)]
+                m.d.sync += [s5[n_].eq(s4[n_]) for n_ in s5]
+
+            # -- stage 5 -> 6: finish -------------------------------------------------------
+            ladd = sub("ladd", FP32Adder(stages=0))
+            m.d.comb += [ladd.a.eq(s5_y), ladd.b.eq(s5_lt)]
+            scaled = ldexp_ftz(m, s5_y, s5["k"])
+            fin = S(32, "fin")
+            with m.Switch(mode):
+                with m.Case(int(RangeMode.EXP2), int(RangeMode.RSQRT), int(RangeMode.SQRT)):
+                    m.d.comb += fin.eq(scaled)
+                with m.Case(int(RangeMode.RECIP)):
+                    m.d.comb += fin.eq(scaled ^ Cat(Const(0, 31), s5["flip"]))
+                with m.Case(int(RangeMode.LOG)):
+                    m.d.comb += fin.eq(ladd.o)
+                with m.Default():
+                    m.d.comb += fin.eq(s5_y)
+            with m.If(en):
+                m.d.sync += self.y[lane].eq(Mux(s5["special"], s5["sval"], fin))
+
+        # -- counters ---------------------------------------------------------------------
+        with m.If(en):
+            for code, reg in ((1, Status.HITS), (2, Status.UNDERS), (3, Status.OVERS)):
+                m.d.comb += inc[reg].eq(sum((r == code).as_unsigned() for r in regions))
+        return m
