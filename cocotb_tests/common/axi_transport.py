@@ -7,7 +7,7 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from sim.host import Transport, BusError
 
-__all__ = ["AxiLiteTransport", "settle_comb"]
+__all__ = ["AxiLiteTransport", "CocotbAxiLiteTransport", "settle_comb"]
 
 
 class AxiLiteTransport(Transport):
@@ -21,13 +21,17 @@ class AxiLiteTransport(Transport):
         cocotbext-axi finds with ``"axil_"``.
     irq : str, optional
         Name of the interrupt output, for :meth:`wait_irq`.
+    master : AxiLiteMaster, optional
+        Use this master instead of creating one on ``prefix``.
     """
 
-    def __init__(self, dut, prefix="axil_", clock=None, reset=None, irq=None):
+    def __init__(self, dut, prefix="axil_", clock=None, reset=None, irq=None, master=None):
         self.dut = dut
         self.clock = clock if clock is not None else dut.clk
         reset = reset if reset is not None else dut.rst
-        self.master = AxiLiteMaster(AxiLiteBus.from_prefix(dut, prefix), self.clock, reset)
+        if master is None:
+            master = AxiLiteMaster(AxiLiteBus.from_prefix(dut, prefix), self.clock, reset)
+        self.master = master
         self.irq = getattr(dut, irq) if irq else None
 
     async def read32(self, addr):
@@ -63,6 +67,15 @@ class AxiLiteTransport(Transport):
                 return True
             await RisingEdge(self.clock)
         return bool(int(self.irq.value))
+
+
+class CocotbAxiLiteTransport(AxiLiteTransport):
+    """An :class:`AxiLiteTransport` over an existing ``AxiLiteMaster`` (as
+    ``cocotb_tests/common/core_env.py`` creates it); uses the ``irq`` port when the DUT has
+    one."""
+
+    def __init__(self, master, dut, irq="irq"):
+        super().__init__(dut, master=master, irq=irq if hasattr(dut, irq) else None)
 
 
 async def settle_comb(dut):
