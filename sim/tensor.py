@@ -32,7 +32,9 @@ ENGINE_FORMATS = (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4
 
 
 def _add(a, b, fmt):
-    return formats.int32_add(a, b) if fmt == Format.INT8 else formats.fp32_add(a, b)
+    if fmt in (Format.INT8, Format.INT32):
+        return formats.int32_add(a, b)
+    return formats.fp32_add(a, b)
 
 
 def matmul(stationary, moving, fmt, *, rows=None):
@@ -93,7 +95,8 @@ class PsumModel:
     """PSUM: ``partitions`` lanes x ``depth`` words of FP32/INT32 bits, all zero at start.
 
     ``write(addr, values, accumulate, fmt)`` stores the N beats ``values[:, n]`` (shape
-    (partitions, N)) at words ``addr + n`` (modulo depth), overwriting or accumulating.
+    (partitions, N)) at words ``addr + n`` (modulo depth), overwriting or accumulating: INT32
+    wrapping when ``fmt`` is INT8 or INT32 (the engine's input format or the sum's), else FP32.
     """
 
     def __init__(self, partitions, depth):

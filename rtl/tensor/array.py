@@ -19,7 +19,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .pe import ProcessingElement, check_formats, check_stages, row_delay, weight_width
+from .pe import (MAX_ADD_STAGES, MAX_MUL_STAGES, ProcessingElement, check_formats,
+                 check_stages, row_delay, weight_width)
 
 __all__ = ["check_dim", "SystolicArray"]
 
@@ -68,8 +69,8 @@ class SystolicArray(wiring.Component):
         self._rows = check_dim("rows", rows)
         self._cols = check_dim("cols", cols)
         self._formats = check_formats(formats)
-        self._mul_stages = check_stages("mul_stages", mul_stages)
-        self._add_stages = check_stages("add_stages", add_stages)
+        self._mul_stages = check_stages("mul_stages", mul_stages, MAX_MUL_STAGES)
+        self._add_stages = check_stages("add_stages", add_stages, MAX_ADD_STAGES)
         width = weight_width(self._formats)
         super().__init__({
             "en": In(1, init=1),

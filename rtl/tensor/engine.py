@@ -7,7 +7,8 @@ from amaranth.lib.wiring import In, Out
 from sim.dtypes import Format
 
 from .array import SystolicArray, check_dim
-from .pe import ENGINE_FORMATS, check_formats, check_stages, row_delay, weight_width
+from .pe import (ENGINE_FORMATS, MAX_ADD_STAGES, MAX_MUL_STAGES, check_formats, check_stages,
+                 row_delay, weight_width)
 
 __all__ = ["stationary_layout", "moving_layout", "result_layout", "TensorEngine"]
 
@@ -66,7 +67,7 @@ class TensorEngine(wiring.Component):
         Formats to build logic for (subset of INT8, FP8_E4M3, FP8_E5M2, FP8_E3M4, BF16, FP16;
         default all). A tile with another format gives unspecified (but deterministic) sums.
     mul_stages, add_stages : int
-        Pipeline stages of the multiplier and FP32 adder in each PE (0 to 8).
+        Pipeline stages of the multiplier and FP32 adder in each PE (0 to 3 and 0 to 4).
 
     Members
     -------
@@ -83,8 +84,8 @@ class TensorEngine(wiring.Component):
         self._rows = check_dim("rows", rows)
         self._cols = check_dim("cols", cols)
         self._formats = check_formats(formats)
-        self._mul_stages = check_stages("mul_stages", mul_stages)
-        self._add_stages = check_stages("add_stages", add_stages)
+        self._mul_stages = check_stages("mul_stages", mul_stages, MAX_MUL_STAGES)
+        self._add_stages = check_stages("add_stages", add_stages, MAX_ADD_STAGES)
         super().__init__({
             "stationary": In(stream.Signature(stationary_layout(rows))),
             "moving": In(stream.Signature(moving_layout(rows))),

@@ -6,8 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import Format
 
-__all__ = ["ENGINE_FORMATS", "check_formats", "check_stages", "weight_width", "row_delay",
-           "ProcessingElement"]
+__all__ = ["ENGINE_FORMATS", "MAX_MUL_STAGES", "MAX_ADD_STAGES", "check_formats", "check_stages",
+           "weight_width", "row_delay", "ProcessingElement"]
 
 #: Input formats the tensor engine accepts (16-bit stationary/moving lanes; no FP32/TF32).
 ENGINE_FORMATS = frozenset({Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4,
@@ -31,12 +31,17 @@ def check_formats(formats):
     return frozenset(out)
 
 
-def check_stages(name, value):
-    """Validate a pipeline-stages parameter (an integer from 0 to 8)."""
+#: Limits of ``FPMultiplier.MAX_STAGES`` and ``FP32Adder.MAX_STAGES`` (checked by a test).
+MAX_MUL_STAGES = 3
+MAX_ADD_STAGES = 4
+
+
+def check_stages(name, value, hi):
+    """Validate a pipeline-stages parameter (an integer from 0 to ``hi``)."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{name} must be an integer, not {value!r}")
-    if not 0 <= value <= 8:
-        raise ValueError(f"{name} must be an integer from 0 to 8, not {value}")
+    if not 0 <= value <= hi:
+        raise ValueError(f"{name} must be an integer from 0 to {hi}, not {value}")
     return value
 
 
@@ -87,7 +92,7 @@ class ProcessingElement(wiring.Component):
     formats : collection of Format
         Formats this PE supports (subset of :data:`ENGINE_FORMATS`).
     mul_stages, add_stages : int
-        Pipeline stages of the multiplier and of the FP32 adder (0 to 8).
+        Pipeline stages of the multiplier (0 to 3) and of the FP32 adder (0 to 4).
     top : bool
         Top row: no ``psum_in``, no adder.
 
@@ -110,8 +115,8 @@ class ProcessingElement(wiring.Component):
 
     def __init__(self, formats, *, mul_stages=1, add_stages=1, top=False):
         self._formats = check_formats(formats)
-        self._mul_stages = check_stages("mul_stages", mul_stages)
-        self._add_stages = check_stages("add_stages", add_stages)
+        self._mul_stages = check_stages("mul_stages", mul_stages, MAX_MUL_STAGES)
+        self._add_stages = check_stages("add_stages", add_stages, MAX_ADD_STAGES)
         if not isinstance(top, bool):
             raise TypeError(f"top must be a bool, not {top!r}")
         self._top = top

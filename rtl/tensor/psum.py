@@ -8,7 +8,7 @@ from amaranth.utils import ceil_log2
 
 from sim.dtypes import Format
 
-from .pe import check_stages
+from .pe import MAX_ADD_STAGES, check_stages
 
 __all__ = ["psum_write_layout", "PSUMReadSignature", "PSUM"]
 
@@ -70,7 +70,7 @@ class PSUM(wiring.Component):
     banks : int
         Number of banks, a power of two dividing ``depth``.
     add_stages : int
-        Pipeline stages of the FP32 adders (0 to 8).
+        Pipeline stages of the FP32 adders (0 to 4).
     formats : collection of Format
         Accumulation formats to build: ``Format.FP32`` and/or ``Format.INT32`` (default both).
 
@@ -100,7 +100,7 @@ class PSUM(wiring.Component):
         if not (1 <= banks <= depth and banks & (banks - 1) == 0):
             raise ValueError(f"banks must be a power of two from 1 to depth ({depth}), "
                              f"not {banks}")
-        self._add_stages = check_stages("add_stages", add_stages)
+        self._add_stages = check_stages("add_stages", add_stages, MAX_ADD_STAGES)
         fset = set()
         for f in formats:
             if f not in (Format.FP32, Format.INT32):
