@@ -149,7 +149,7 @@ def _eval_fn(fn, x):
         return np.asarray(fn(np.asarray(x, dtype=np.float64)), dtype=np.float64)
 
 
-def _fit(fn, a, lo, hi, floor, c0=None):
+def _fit(fn, a, lo, hi, floor, c0=None, snap=False):
     """Quadratic in dx = v - a over v in [lo, hi]: c0 = fn(a) (exact at the segment start),
     c1, c2 by relative-weighted least squares. Returns FP32-rounded (c0, c1, c2) and the
     estimated max relative error."""
@@ -178,9 +178,9 @@ def _fit(fn, a, lo, hi, floor, c0=None):
 
     c1, c2 = f32(sol[0]), f32(sol[1])
     err = err_of(c1, c2)
-    # A short c1 (e.g. exactly 1 for tanh, sin near 0) keeps c1 * dx exact, so tiny inputs do
-    # not fall below FP32's normal range by a rounding; take it when it costs no accuracy.
-    if c1 != 0.0:
+    # Centre: a short c1 (e.g. exactly 1 for tanh, sin near 0) keeps c1 * dx exact, so tiny
+    # inputs do not fall below FP32's normal range by a rounding; take it when it costs little.
+    if snap and c1 != 0.0:
         e = math.floor(math.log2(abs(c1)))
         short = round(c1 / 2.0 ** (e - 8)) * 2.0 ** (e - 8)
         if err_of(short, c2) <= max(2 * err, 2.0 ** -16):
@@ -266,7 +266,8 @@ def compile_table(spec, depth=512, budget=None):
     def put(entry, c):
         coef[entry] = [f32_bits(x) for x in c]
 
-    c_center, err_c = _fit(spec.fn, 0.0, -2.0 ** spec.center, 2.0 ** spec.center, spec.floor)
+    c_center, err_c = _fit(spec.fn, 0.0, -2.0 ** spec.center, 2.0 ** spec.center, spec.floor,
+                           snap=True)
     put(ENTRY_CENTER, c_center)
     lo_bound = -2.0 ** (spec.top_neg if spec.top_neg is not None else spec.center)
     hi_bound = 2.0 ** (spec.top_pos if spec.top_pos is not None else spec.center)

@@ -26,7 +26,7 @@ def erf(x):
 
 def sigmoid(x):
     x = np.asarray(x, dtype=np.float64)
-    with np.errstate(over="ignore"):
+    with np.errstate(all="ignore"):
         return np.where(x >= 0, 1.0 / (1.0 + np.exp(-x)), np.exp(x) / (1.0 + np.exp(x)))
 
 
