@@ -9,6 +9,7 @@ from amaranth_boards.icebreaker import ICEBreakerPlatform
 from .boards import Board, Config
 from .demo import DemoRegisters
 from .pll import ICE40ClockGen, ice40_pll
+from .tensor_demo import TensorDemo
 
 __all__ = ["BOARD", "clockgen"]
 
@@ -27,9 +28,34 @@ def clockgen(freq):
     return make
 
 
+def _tensor_int8(rows, cols):
+    def make():
+        from sim.dtypes import Format
+        return TensorDemo(rows, cols, {Format.INT8})
+    return make
+
+
+def _core_int8(**kwargs):
+    def make():
+        from rtl.core.top import NeuronCore
+        from sim.dtypes import Format
+        return NeuronCore(formats=(Format.INT8,), **kwargs)
+    return make
+
+
 CONFIGS = {
     "demo": Config("demo", DemoRegisters, 24e6, pes=1,
                    description="AXI4-Lite register block (link test, one multiplier)"),
+    "tensor4i": Config("tensor4i", _tensor_int8(4, 4), 24e6, pes=16,
+                       description="4x4 tensor engine, INT8 only, behind registers",
+                       params={"rows": 4, "cols": 4, "formats": ["INT8"]}),
+    "core2i": Config("core2i", _core_int8(rows=2, sbuf_depth=256, psum_depth=64,
+                                          lut_entries=16, pmem_depth=64, dma_windows=1),
+                     24e6, pes=4,
+                     description="NeuronCore 2x2, INT8 only, SBUF 2x256, PSUM 2x64, LUT 16",
+                     params={"rows": 2, "cols": 2, "sbuf_depth": 256, "psum_depth": 64,
+                             "formats": ["INT8"], "lut_entries": 16, "pmem_depth": 64,
+                             "dma_windows": 1}),
 }
 
 BOARD = Board(name="icebreaker", platform=ICEBreakerPlatform, family="ice40", fin=FIN,

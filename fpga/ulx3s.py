@@ -8,6 +8,7 @@ from amaranth_boards.ulx3s import ULX3S_85F_Platform
 from .boards import Board, Config
 from .demo import DemoRegisters
 from .pll import ECP5ClockGen, ecp5_pll
+from .tensor_demo import TensorDemo
 
 __all__ = ["BOARD", "clockgen"]
 
@@ -26,9 +27,40 @@ def clockgen(freq):
     return make
 
 
+def _tensor(rows, cols, formats=None):
+    def make():
+        from rtl.tensor.pe import ENGINE_FORMATS
+        return TensorDemo(rows, cols, ENGINE_FORMATS if formats is None else formats)
+    return make
+
+
+def _int8():
+    from sim.dtypes import Format
+    return {Format.INT8}
+
+
+def _core(**kwargs):
+    def make():
+        from rtl.core.top import NeuronCore
+        return NeuronCore(**kwargs)
+    return make
+
+
 CONFIGS = {
     "demo": Config("demo", DemoRegisters, 100e6, pes=1,
                    description="AXI4-Lite register block (link test, one multiplier)"),
+    "tensor8i": Config("tensor8i", lambda: _tensor(8, 8, _int8())(), 100e6, pes=64,
+                       description="8x8 tensor engine, INT8 only, behind registers",
+                       params={"rows": 8, "cols": 8, "formats": ["INT8"]}),
+    "tensor8": Config("tensor8", _tensor(8, 8), 100e6, pes=64,
+                      description="8x8 tensor engine, all formats, behind registers",
+                      params={"rows": 8, "cols": 8, "formats": "all"}),
+    "core4": Config("core4", _core(rows=4, sbuf_depth=1024, psum_depth=256), 100e6, pes=16,
+                    description="NeuronCore 4x4, all formats, SBUF 4x1024, PSUM 4x256",
+                    params={"rows": 4, "cols": 4, "sbuf_depth": 1024, "psum_depth": 256}),
+    "core8": Config("core8", _core(rows=8, sbuf_depth=1024, psum_depth=256), 100e6, pes=64,
+                    description="NeuronCore 8x8, all formats, SBUF 8x1024, PSUM 8x256",
+                    params={"rows": 8, "cols": 8, "sbuf_depth": 1024, "psum_depth": 256}),
 }
 
 BOARD = Board(name="ulx3s", platform=ULX3S_85F_Platform, family="ecp5", fin=FIN,

@@ -16,7 +16,10 @@ from fpga.pll import ecp5_pll, ice40_pll
 from fpga.report import make_report, parse_nextpnr_log, parse_yosys_log
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-BOARD_CONFIGS = [(b, c) for b in fbuild.BOARDS for c in fbuild.get_board(b).configs]
+#: Configurations whose elaboration takes minutes (all formats in every PE): long runs only.
+SLOW_PLANS = {"tensor8", "core4", "core8"}
+BOARD_CONFIGS = [pytest.param(b, c, marks=[pytest.mark.long] if c in SLOW_PLANS else [])
+                 for b in fbuild.BOARDS for c in fbuild.get_board(b).configs]
 
 
 @pytest.fixture(autouse=True)

@@ -89,9 +89,13 @@ class UartTx(wiring.Component):
         bits_left = Signal(range(11))
         timer = Signal(range(self._divisor))
 
+        # tick: the timer is at 0 (the compare is registered one cycle ahead, which keeps it
+        # off the enable path of the shift register).
+        tick = Signal()
+        m.d.sync += tick.eq((timer == 1) & (bits_left != 0))
         # A new byte may start in the last cycle of the previous stop bit, so back-to-back
         # frames are exactly 10 bit times apart.
-        last_cycle = (bits_left == 1) & (timer == 0)
+        last_cycle = (bits_left == 1) & tick
         m.d.comb += [self.i.ready.eq((bits_left == 0) | last_cycle),
                      self.busy.eq(bits_left != 0)]
         with m.If(self.i.valid & self.i.ready):
@@ -100,9 +104,10 @@ class UartTx(wiring.Component):
                 shift.eq(Cat(self.i.payload, Const(1, 1))),
                 bits_left.eq(10),
                 timer.eq(self._divisor - 1),
+                tick.eq(0),
             ]
         with m.Elif(bits_left != 0):
-            with m.If(timer == 0):
+            with m.If(tick):
                 m.d.sync += [
                     timer.eq(self._divisor - 1),
                     bits_left.eq(bits_left - 1),
