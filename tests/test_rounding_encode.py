@@ -309,3 +309,20 @@ def test_parameter_errors():
         encode(x, Format.BF16, RoundMode.SR, rand=1, sr_variant="x")
     with pytest.raises(ValueError):
         encode(x, 9, RoundMode.RNE)
+
+
+@pytest.mark.parametrize("fmt", FLOATS, ids=lambda f: f.name)
+def test_scalar_encode_one_equals_encode(fmt):
+    from sim.rounding import encode_one
+    rng = np.random.default_rng(SEED + 400 + int(fmt))
+    bits = np.concatenate([edge_patterns(fmt), _random_patterns(rng, 20_000)])
+    for mode in RoundMode:
+        for n_rand in (3, 16):
+            rand = rng.integers(0, 1 << n_rand, bits.shape, dtype=np.uint64)
+            ref = encode(bits, fmt, mode, rand=rand if mode == RoundMode.SR else None,
+                         n_rand=n_rand)
+            got = [encode_one(b, fmt, mode, r, n_rand) for b, r in zip(bits.tolist(),
+                                                                         rand.tolist())]
+            bad = np.flatnonzero(np.array(got, dtype=np.uint32) != ref)[:5]
+            assert len(bad) == 0, [(hex(bits[i]), mode.name, hex(got[i]), hex(ref[i]))
+                                   for i in bad]

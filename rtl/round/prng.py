@@ -1,0 +1,152 @@
+"""Per-lane XORWOW random generators with run-time seeding from one 32-bit seed.
+
+The golden model is ``sim/prng.py`` (same generator, same seeding, same reset state); see
+``docs/rounding.md`` for the choice of generator.
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from sim.prng import STATE_WORDS, WEYL_STEP, XORWOW_D_STEP, lane_states
+
+__all__ = ["Prng", "LanePrngs", "check_lanes"]
+
+
+def check_lanes(lanes):
+    """Raise ``TypeError``/``ValueError`` unless ``lanes`` is a positive integer."""
+    if isinstance(lanes, bool) or not isinstance(lanes, int):
+        raise TypeError(f"lanes must be a positive integer, not {lanes!r}")
+    if lanes < 1:
+        raise ValueError(f"lanes must be a positive integer, not {lanes}")
+
+
+class Prng(wiring.Component):
+    """One XORWOW generator (160-bit xorshift state plus a 32-bit Weyl counter).
+
+    Parameters
+    ----------
+    init : sequence of 6 ints
+        Reset value of ``x, y, z, w, v, d``.
+
+    Members
+    -------
+    out : Out(32)
+        The word the next step produces (combinational from the state): ``d + 362437 + v'``.
+    advance : In(1)
+        Take the step at the next rising edge (``out`` then shows the following word).
+    shift : In(1)
+        Seeding: shift the state one word towards ``x`` (``x <- y <- ... <- d <- shift_in``);
+        has priority over ``advance``.
+    shift_in : In(32)
+    shift_out : Out(32)
+        The current ``x``: chain lanes by connecting it to the previous lane's ``shift_in``.
+    """
+
+    out: Out(32)
+    advance: In(1)
+    shift: In(1)
+    shift_in: In(32)
+    shift_out: Out(32)
+
+    def __init__(self, init=None):
+        if init is None:
+            init = lane_states(1, 0)[0]
+        init = [int(v) for v in init]
+        if len(init) != STATE_WORDS or any(not 0 <= v < (1 << 32) for v in init):
+            raise ValueError(f"init must be {STATE_WORDS} 32-bit words, not {init!r}")
+        self._init = init
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        x, y, z, w, v, d = (Signal(32, name=n, init=i) for n, i in zip("xyzwvd", self._init))
+        t = Signal(32)
+        v_new = Signal(32)
+        d_new = Signal(32)
+        m.d.comb += [
+            t.eq(x ^ (x >> 2)),
+            v_new.eq((v ^ (v << 4)[:32]) ^ (t ^ (t << 1)[:32])),
+            d_new.eq(d + XORWOW_D_STEP),
+            self.out.eq(d_new + v_new),
+            self.shift_out.eq(x),
+        ]
+        with m.If(self.shift):
+            m.d.sync += [x.eq(y), y.eq(z), z.eq(w), w.eq(v), v.eq(d), d.eq(self.shift_in)]
+        with m.Elif(self.advance):
+            m.d.sync += [x.eq(y), y.eq(z), z.eq(w), w.eq(v), v.eq(v_new), d.eq(d_new)]
+        return m
+
+
+class LanePrngs(wiring.Component):
+    """``lanes`` XORWOW generators seeded from one 32-bit seed, as ``sim.prng`` defines.
+
+    After reset the lanes hold the states of seed 0. A ``seed_load`` pulse starts re-seeding:
+    one shared MurmurHash3 finaliser produces the words of ``splitmix32(seed)``, one per cycle,
+    shifted into the chained lane states; it takes ``6 * lanes`` cycles, during which ``busy`` is
+    1, ``out`` is meaningless and ``advance`` is ignored. A ``seed_load`` while busy restarts.
+
+    Parameters
+    ----------
+    lanes : int
+
+    Members
+    -------
+    seed : In(32)
+    seed_load : In(1)
+    busy : Out(1)
+    advance : In(lanes)
+        Per-lane step enable.
+    out : Out(ArrayLayout(32, lanes))
+        The word each lane's next step produces.
+    """
+
+    def __init__(self, lanes):
+        check_lanes(lanes)
+        self._lanes = lanes
+        super().__init__({
+            "seed": In(32),
+            "seed_load": In(1),
+            "busy": Out(1),
+            "advance": In(lanes),
+            "out": Out(data.ArrayLayout(32, lanes)),
+        })
+
+    @property
+    def lanes(self):
+        return self._lanes
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes = self._lanes
+        states = lane_states(lanes, 0)
+        gens = []
+        for i in range(lanes):
+            gen = m.submodules[f"prng{i}"] = Prng(states[i])
+            gens.append(gen)
+            m.d.comb += [self.out[i].eq(gen.out), gen.advance.eq(self.advance[i])]
+
+        # Seeding: a Weyl sequence through the MurmurHash3 finaliser, one word per cycle.
+        count = Signal(range(STATE_WORDS * lanes + 1))
+        weyl = Signal(32)
+        weyl_next = Signal(32)
+        h1 = Signal(32)
+        h2 = Signal(32)
+        word = Signal(32)
+        m.d.comb += [
+            weyl_next.eq(weyl + WEYL_STEP),
+            h1.eq(((weyl_next ^ (weyl_next >> 16)) * 0x85EBCA6B)[:32]),
+            h2.eq(((h1 ^ (h1 >> 13)) * 0xC2B2AE35)[:32]),
+            word.eq(h2 ^ (h2 >> 16)),
+            self.busy.eq(count != 0),
+        ]
+        with m.If(self.seed_load):
+            m.d.sync += [weyl.eq(self.seed), count.eq(STATE_WORDS * lanes)]
+        with m.Elif(self.busy):
+            m.d.sync += [weyl.eq(weyl_next), count.eq(count - 1)]
+        for i, gen in enumerate(gens):
+            m.d.comb += [
+                gen.shift.eq(self.busy & ~self.seed_load),
+                gen.shift_in.eq(word if i == lanes - 1 else gens[i + 1].shift_out),
+            ]
+        return m

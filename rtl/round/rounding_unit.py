@@ -1,0 +1,140 @@
+"""The rounding unit: ``lanes`` FP32-to-narrow encoders with per-lane stochastic rounding.
+
+The golden model is ``sim.rounding.RoundingUnitModel``; the algorithm and the generator are
+described in ``docs/rounding.md``.
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from sim.dtypes import FORMAT_BITS, RoundMode
+from rtl.round.encoder import FPEncoder, check_n_rand
+from rtl.round.prng import LanePrngs, check_lanes
+
+__all__ = ["RoundingUnit"]
+
+
+class RoundingUnit(wiring.Component):
+    """Convert a vector of FP32 values to a narrow format with RNE, RTZ or SR.
+
+    Parameters
+    ----------
+    lanes : int
+        Number of lanes (positive).
+    n_rand : int
+        Random bits per SR decision (1..32): the top ``n_rand`` bits of the lane's XORWOW word.
+    stages : int
+        Pipeline registers (0..8). 0: combinational from ``i`` to ``o`` (``i.ready`` follows
+        ``o.ready``). 1: one output register. 2 or more: an input register before the encoders
+        and an output register after them, then ``stages - 2`` delay registers.
+
+    Members
+    -------
+    i : In(stream.Signature({data: ArrayLayout(32, lanes), fmt: 3, mode: 2}))
+        FP32 patterns, the target ``Format`` and the ``RoundMode`` of the beat.
+    o : Out(stream.Signature({data: ArrayLayout(32, lanes)}))
+        Encoded values, low-aligned. Latency ``stages`` cycles, one beat per cycle.
+    seed : In(32)
+    seed_load : In(1)
+        A pulse re-seeds every lane from ``seed`` (``sim.prng.lane_states``); this takes
+        ``6 * lanes`` cycles, during which ``i.ready`` is 0. A beat accepted in the cycle of the
+        pulse still uses the old streams. After reset the lanes hold the streams of seed 0.
+
+    A lane draws one random word per element only for beats in mode SR, so the results depend
+    only on the seed and the sequence of SR beats. Back-pressure: the pipeline advances when
+    ``o`` is empty or accepted (``~o.valid | o.ready``); nothing is lost or duplicated.
+    """
+
+    def __init__(self, lanes=4, n_rand=16, stages=2):
+        check_lanes(lanes)
+        check_n_rand(n_rand)
+        if isinstance(stages, bool) or not isinstance(stages, int):
+            raise TypeError(f"stages must be an integer, not {stages!r}")
+        if not 0 <= stages <= 8:
+            raise ValueError(f"stages must be an integer in 0..8, not {stages}")
+        self._lanes = lanes
+        self._n_rand = n_rand
+        self._stages = stages
+        super().__init__({
+            "i": In(stream.Signature(data.StructLayout({
+                "data": data.ArrayLayout(32, lanes),
+                "fmt": FORMAT_BITS,
+                "mode": 2,
+            }))),
+            "o": Out(stream.Signature(data.StructLayout({
+                "data": data.ArrayLayout(32, lanes),
+            }))),
+            "seed": In(32),
+            "seed_load": In(1),
+        })
+
+    @property
+    def lanes(self):
+        return self._lanes
+
+    @property
+    def n_rand(self):
+        return self._n_rand
+
+    @property
+    def stages(self):
+        return self._stages
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes, n, stages = self._lanes, self._n_rand, self._stages
+        prngs = m.submodules.prngs = LanePrngs(lanes)
+        m.d.comb += [prngs.seed.eq(self.seed), prngs.seed_load.eq(self.seed_load)]
+
+        en = Signal()                 # the whole pipeline moves
+        accept = Signal()
+        m.d.comb += [
+            # stages=0 has no registers: the input is ready exactly when the output is.
+            en.eq(self.o.ready if stages == 0 else (~self.o.valid | self.o.ready)),
+            self.i.ready.eq(en & ~prngs.busy),
+            accept.eq(self.i.valid & self.i.ready),
+            prngs.advance.eq((accept & (self.i.p.mode == RoundMode.SR)).replicate(lanes)),
+        ]
+
+        # Stage 0: the beat as accepted, with its random bits.
+        s0_data = self.i.p.data
+        s0_fmt = self.i.p.fmt
+        s0_mode = self.i.p.mode
+        s0_rand = [prngs.out[j][32 - n:] for j in range(lanes)]
+        s0_valid = self.i.valid & ~prngs.busy
+
+        if stages >= 2:
+            s1_data = Signal.like(self.i.p.data, name="s1_data")
+            s1_fmt = Signal(FORMAT_BITS, name="s1_fmt")
+            s1_mode = Signal(2, name="s1_mode")
+            s1_rand = [Signal(n, name=f"s1_rand{j}") for j in range(lanes)]
+            s1_valid = Signal(name="s1_valid")
+            with m.If(en):
+                m.d.sync += [s1_data.eq(s0_data), s1_fmt.eq(s0_fmt), s1_mode.eq(s0_mode),
+                             s1_valid.eq(accept)]
+                m.d.sync += [r1.eq(r0) for r1, r0 in zip(s1_rand, s0_rand)]
+            e_data, e_fmt, e_mode, e_rand, e_valid = s1_data, s1_fmt, s1_mode, s1_rand, s1_valid
+        else:
+            e_data, e_fmt, e_mode, e_rand, e_valid = s0_data, s0_fmt, s0_mode, s0_rand, s0_valid
+
+        enc_out = Signal(data.ArrayLayout(32, lanes))
+        for j in range(lanes):
+            enc = m.submodules[f"enc{j}"] = FPEncoder(n)
+            m.d.comb += [enc.a.eq(e_data[j]), enc.fmt.eq(e_fmt), enc.mode.eq(e_mode),
+                         enc.rand.eq(e_rand[j]), enc_out[j].eq(enc.o)]
+
+        if stages == 0:
+            m.d.comb += [self.o.p.data.eq(enc_out), self.o.valid.eq(e_valid)]
+            return m
+
+        # Output register(s) after the encoders.
+        data_q, valid_q = enc_out, (e_valid if stages >= 2 else accept)
+        for k in range(stages - 1 if stages >= 2 else 1):
+            d_reg = Signal(data.ArrayLayout(32, lanes), name=f"s{k + 2 if stages >= 2 else 1}_o")
+            v_reg = Signal(name=f"s{k + 2 if stages >= 2 else 1}_valid")
+            with m.If(en):
+                m.d.sync += [d_reg.eq(data_q), v_reg.eq(valid_q)]
+            data_q, valid_q = d_reg, v_reg
+        m.d.comb += [self.o.p.data.eq(data_q), self.o.valid.eq(valid_q)]
+        return m
