@@ -387,6 +387,52 @@ async def test_back_pressure_extremes(dut):
                      what=f"idle {idle} stall {stall}")
 
 
+@cocotb.test()
+async def test_random_instructions(dut):
+    """Seeded random instruction stream: random ops, sources, LUT on/off and bank, accumulate
+    ops, formats and rounding modes (SR included), counts 0..8, random tables reloaded now and
+    then. ``VECTOR_SWEEP`` (environment) sets the number of instructions (default 16)."""
+    import os
+    tb = await setup(dut)
+    rng = tb.rng
+    lanes = tb.lanes
+    n_instr = int(os.environ.get("VECTOR_SWEEP", "16"))
+    names = list(SHIPPED)
+    fmt_bits = {Format.FP32: 32, Format.BF16: 16, Format.FP16: 16, Format.FP8_E4M3: 8,
+                Format.FP8_E5M2: 8, Format.FP8_E3M4: 8, Format.INT8: 8, Format.INT32: 32}
+
+    def raw(fmt):
+        if fmt == Format.FP32 and rng.random() < 0.7:
+            return rand_f32(rng, 112, 140) if rng.random() < 0.9 else rng.choice(F32_EDGES)
+        return rng.getrandbits(fmt_bits[fmt])
+
+    for bank in (0, 1):
+        await tb.load(compile_table(SHIPPED[rng.choice(names)], depth=tb.depth,
+                                    budget=BUDGET), bank)
+    for i in range(n_instr):
+        if rng.random() < 0.1:
+            bank = rng.getrandbits(1)
+            name = rng.choice(names)
+            await tb.load(compile_table(SHIPPED[name], depth=tb.depth, budget=BUDGET), bank)
+        cmd = dict(op0=rng.choice(list(AluOp)), op1=rng.choice(list(AluOp)),
+                   src0=rng.choice(list(Src)), src1=rng.choice([Src.IMM, Src.LANE]),
+                   lut=rng.getrandbits(1), bank=rng.getrandbits(1),
+                   acc_op=rng.choice(list(AccOp)), acc_reset=int(rng.random() < 0.5),
+                   emit=int(rng.random() < 0.8), emit_acc=rng.getrandbits(1),
+                   fmt_a=rng.choice(list(Format)), fmt_b=rng.choice(list(Format)),
+                   fmt_o=rng.choice(list(Format)), rmode=rng.choice(list(RoundMode)),
+                   imm0=rand_f32(rng, 120, 132), imm1=rand_f32(rng, 110, 132))
+        count = rng.randint(0, 8)
+        a = [raw(cmd["fmt_a"]) for _ in range(count * lanes)]
+        pro = [[raw(cmd["fmt_b"]) for _ in range(lanes)]
+               for s in (cmd["src0"], cmd["src1"]) if s == Src.LANE]
+        bv = [raw(cmd["fmt_b"]) for _ in range(count * lanes)] if cmd["src0"] == Src.TENSOR \
+            else []
+        if count == 0:
+            cmd["count"] = 0
+        await tb.run(cmd, a, b_pro=pro, b_vals=bv, what=f"random instruction {i}")
+
+
 # -- pytest wrapper -------------------------------------------------------------------------
 
 try:
@@ -405,3 +451,13 @@ if pytest is not None:
         run_cocotb(lambda: VectorEngine(lanes=CONFIG["lanes"], depth=CONFIG["depth"]),
                    name="vector_engine", config=CONFIG, test_module="cocotb_tests.test_vector",
                    simulator=simulator)
+
+    @pytest.mark.long
+    @pytest.mark.parametrize("simulator", SIMULATORS)
+    def test_vector_engine_random_sweep(simulator):
+        """400 random instructions (same Verilog as the default run)."""
+        from rtl.vector.engine import VectorEngine
+        run_cocotb(lambda: VectorEngine(lanes=CONFIG["lanes"], depth=CONFIG["depth"]),
+                   name="vector_engine", config=CONFIG, test_module="cocotb_tests.test_vector",
+                   simulator=simulator, testcase="test_random_instructions",
+                   extra_env={"VECTOR_SWEEP": "400"})
