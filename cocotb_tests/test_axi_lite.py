@@ -257,8 +257,8 @@ async def test_host_driver(dut):
     assert (ident["rows"], ident["cols"], ident["dma_windows"], ident["formats"]) == \
         (8, 8, 4, 0x7F)
     words = [0x0123456789ABCDEF, 0x1111, 0xFFFFFFFF00000000]
-    await host.load_program(words, base=4)
-    assert await host.read_program(5, base=4) == [0x89ABCDEF, 0x01234567, 0x1111, 0,
+    await host.load_program(words, base=2)
+    assert await host.read_program(6, base=4) == [0x89ABCDEF, 0x01234567, 0x1111, 0, 0,
                                                    0xFFFFFFFF]
     await host.load_microcode([5, 6, 7])
     assert await host.read_microcode(3) == [5, 6, 7]

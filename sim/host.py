@@ -271,15 +271,18 @@ class Host:
         win = self.mm.window(window)
         return await self.t.read_block(win.base + 4 * base, nwords)
 
-    async def load_program(self, words, base=0):
-        """Write program memory. 64-bit instructions are split low word first."""
+    async def load_program(self, instructions, base=0):
+        """Write 64-bit instructions (``sim.asm.assemble`` output) into program memory from
+        instruction index ``base``: instruction i is window words 2i (bits 31..0) and 2i+1
+        (bits 63..32), low word first (the core commits an instruction on its high word)."""
         flat = []
-        for w in words:
-            w = int(w)
-            flat += [w & 0xFFFFFFFF, (w >> 32) & 0xFFFFFFFF] if w >> 32 else [w]
-        await self._load_window("PROG", flat, base)
+        for w in instructions:
+            w = int(w) & ((1 << 64) - 1)
+            flat += [w & 0xFFFFFFFF, w >> 32]
+        await self._load_window("PROG", flat, 2 * base)
 
     async def load_program_words(self, words32, base=0):
+        """Write raw 32-bit words into the PROG window from word ``base``."""
         await self._load_window("PROG", words32, base)
 
     async def load_microcode(self, words32, base=0):

@@ -287,7 +287,9 @@ def test_driver_identify_and_loads():
         ident = call("identify")
         assert (ident["rows"], ident["cols"], ident["dma_windows"]) == (8, 4, 4)
         call("load_program", [0x1122334455667788, 7], base=2)
-        assert call("read_program", 3, base=2) == [0x55667788, 0x11223344, 7]
+        assert call("read_program", 5, base=4) == [0x55667788, 0x11223344, 7, 0, 0]
+        call("load_program_words", [9], base=3)
+        assert call("read_program", 1, base=3) == [9]
         call("load_lut", [1, 2, 3], base=10)
         assert call("read_lut", 3, base=10) == [1, 2, 3]
         with pytest.raises(ValueError, match="do not fit the LUT window"):
