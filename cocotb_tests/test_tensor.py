@@ -219,6 +219,10 @@ async def test_every_format(dut):
             prog.append(make_instr(rng, cfg, fmt=fmt, K=rows, M=cols, N=int(rng.integers(1, 9)),
                                    mode=mode))
         prog.append(make_instr(rng, cfg, fmt=fmt, K=1, M=1, N=1, mode="normal"))
+    if Format.INT8 in cfg["formats"]:
+        # Largest column sums: (-128) x (-128) and (-128) x 127 in every row.
+        prog.append(Instr(Format.INT8, np.full((rows, cols), 0x80, np.uint64),
+                          np.array([[0x80, 0x7F, 0x80, 0x01]] * rows, np.uint64)))
     prog.append(make_instr(rng, cfg, K=rows, M=cols, N=cfg.get("n_long", 300), mode="normal"))
     await run_program(dut, cfg, prog, seed, st_idle=0.1, mv_idle=0.1, ready_p=0.8)
 

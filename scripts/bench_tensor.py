@@ -20,9 +20,11 @@ Resources: ``scripts.synth.ecp5_resources`` (yosys ``synth_ecp5``) of the whole 
 whole engine divided by rows x cols (skew, de-skew and control included) and the lone PE.
 """
 
+import contextlib
 import json
 import os
 import pathlib
+import sys
 import tempfile
 import time
 
@@ -46,22 +48,37 @@ def add_arguments(parser):
     parser.add_argument("--no-resources", action="store_true", help="skip yosys synthesis")
 
 
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """The simulator's log goes to stderr so that ``--json`` output stays parseable."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _throughput(name, simulator, tiles, n_sweep):
     from cocotb_tests.common.runner import run_cocotb
     from cocotb_tests.test_tensor import engine_factory
     rows, cols, formats, ms, as_, fmt = CONFIGS[name]
     cfg = {"rows": rows, "cols": cols, "formats": formats, "mul_stages": ms, "add_stages": as_}
     sweep = [{"tiles": tiles, "N": n, "fmt": fmt} for n in n_sweep]
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, _stdout_to_stderr():
         out = pathlib.Path(tmp) / "bench.json"
         run_cocotb(engine_factory(rows, cols, formats, ms, as_), name=f"tensor_bench_{name}",
                    config=cfg, test_module="cocotb_tests.test_tensor", simulator=simulator,
                    testcase="bench", extra_env={"TENSOR_BENCH_OUT": str(out),
                                                 "TENSOR_BENCH_SWEEP": json.dumps(sweep)})
         points = json.loads(out.read_text())
-    from rtl.tensor.engine import TensorEngine
+    from rtl.tensor.pe import row_delay
     from sim.dtypes import Format
-    e = TensorEngine(rows, cols, {Format[f] for f in formats}, mul_stages=ms, add_stages=as_)
+    D = row_delay({Format[f] for f in formats}, as_)
+    latency, drain = ms + rows * D + cols, (rows - 1) * D + cols   # as TensorEngine documents
     rows_out = []
     for p in points:
         ideal = p["tiles"] * p["N"]
@@ -78,8 +95,8 @@ def _throughput(name, simulator, tiles, n_sweep):
             "bit_exact": p["checked"],
         })
     return {"rows": rows, "cols": cols, "formats": formats, "mul_stages": ms,
-            "add_stages": as_, "row_delay": e.row_delay, "documented_latency": e.latency,
-            "drain_before_reload": e.drain, "no_bubble_when_N_ge": e.drain + cols,
+            "add_stages": as_, "row_delay": D, "documented_latency": latency,
+            "drain_before_reload": drain, "no_bubble_when_N_ge": drain + cols,
             "simulator": simulator, "points": rows_out}
 
 

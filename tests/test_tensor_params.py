@@ -50,6 +50,10 @@ def test_pe_parameter_errors():
         ProcessingElement(ALL, top=1)
     with pytest.raises(ValueError, match="mul_stages must be an integer from 0 to 3, not 9"):
         ProcessingElement(ALL, mul_stages=9)
+    with pytest.raises(ValueError, match="int_bits must be an integer from 16 to 32, not 33"):
+        ProcessingElement(ALL, int_bits=33)
+    with pytest.raises(TypeError, match="int_bits must be an integer, not None"):
+        ProcessingElement(ALL, int_bits=None)
 
 
 @pytest.mark.parametrize("kwargs,exc,msg", [
@@ -166,18 +170,25 @@ def run_engine(dut, prog, rows, cols, seed, ready_p=0.7, idle_p=0.2):
     return i
 
 
-@pytest.mark.parametrize("ms,as_", [(0, 0), (0, 1), (1, 0), (2, 1), (3, 4), (1, 3)])
-def test_engine_stages_amaranth_sim(ms, as_):
-    """2x3 BF16+INT8 array: bit-exact for every pipeline depth pair, with stalls and idles."""
-    rows, cols = 2, 3
+@pytest.mark.parametrize("ms,as_,int_only", [(0, 0, False), (0, 1, False), (1, 0, False),
+                                            (2, 1, False), (3, 4, False), (1, 3, False),
+                                            (0, 0, True), (2, 3, True)])
+def test_engine_stages_amaranth_sim(ms, as_, int_only):
+    """2x3 BF16+INT8 array (and a 3x2 INT8-only one): bit-exact for every pipeline depth pair,
+    with stalls and idles."""
+    rows, cols = (3, 2) if int_only else (2, 3)
     seed = int(os.environ.get("TEST_SEED", 1234)) + 10 * ms + as_
     rng = np.random.default_rng(seed)
     prog = []
     for i in range(5):
-        fmt = [Format.BF16, Format.INT8][i % 2]
+        fmt = Format.INT8 if int_only else [Format.BF16, Format.INT8][i % 2]
         K, M, N = int(rng.integers(1, rows + 1)), int(rng.integers(1, cols + 1)), \
             int(rng.integers(1, 9))
         prog.append((fmt, random_operands(rng, fmt, (K, M), "special"),
                      random_operands(rng, fmt, (K, N), "special")))
-    dut = TensorEngine(rows, cols, {Format.BF16, Format.INT8}, mul_stages=ms, add_stages=as_)
+    # Extremes: (-128) x (-128) in every row (largest column sum), and (-128) x 127.
+    prog.append((Format.INT8, np.full((rows, cols), 0x80, np.uint64),
+                 np.array([[0x80, 0x7F, 0x80]] * rows, np.uint64)))
+    formats = {Format.INT8} if int_only else {Format.BF16, Format.INT8}
+    dut = TensorEngine(rows, cols, formats, mul_stages=ms, add_stages=as_)
     assert run_engine(dut, prog, rows, cols, seed) == sum(mv.shape[1] for _, _, mv in prog)

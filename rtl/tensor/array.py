@@ -18,6 +18,7 @@ products, which leave the sum unchanged except that a ``-0`` sum becomes ``+0``.
 from amaranth.hdl import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
 
 from .pe import (MAX_ADD_STAGES, MAX_MUL_STAGES, ProcessingElement, check_formats,
                  check_stages, row_delay, weight_width)
@@ -105,7 +106,8 @@ class SystolicArray(wiring.Component):
         for r in range(self._rows):
             for c in range(self._cols):
                 p = ProcessingElement(self._formats, mul_stages=self._mul_stages,
-                                      add_stages=self._add_stages, top=(r == 0))
+                                      add_stages=self._add_stages, top=(r == 0),
+                                      int_bits=min(32, 16 + ceil_log2(r + 1)))
                 m.submodules[f"pe_r{r}_c{c}"] = pe[r][c] = p
                 m.d.comb += [
                     p.en.eq(self.en),

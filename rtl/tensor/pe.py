@@ -1,6 +1,6 @@
 """One processing element of the weight-stationary systolic array."""
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -95,6 +95,11 @@ class ProcessingElement(wiring.Component):
         Pipeline stages of the multiplier (0 to 3) and of the FP32 adder (0 to 4).
     top : bool
         Top row: no ``psum_in``, no adder.
+    int_bits : int
+        INT8-only builds: width of this PE's partial sum (16 to 32). The array gives row ``r``
+        ``16 + ceil(log2(r + 1))`` bits, enough for ``r + 1`` products of at most 2**14 in
+        magnitude; ``psum_out`` is that value sign-extended to 32 bits. Ignored when a
+        floating-point format is built.
 
     Members
     -------
@@ -113,13 +118,18 @@ class ProcessingElement(wiring.Component):
         Partial sum (FP32 or INT32 bits), registered.
     """
 
-    def __init__(self, formats, *, mul_stages=1, add_stages=1, top=False):
+    def __init__(self, formats, *, mul_stages=1, add_stages=1, top=False, int_bits=32):
         self._formats = check_formats(formats)
         self._mul_stages = check_stages("mul_stages", mul_stages, MAX_MUL_STAGES)
         self._add_stages = check_stages("add_stages", add_stages, MAX_ADD_STAGES)
         if not isinstance(top, bool):
             raise TypeError(f"top must be a bool, not {top!r}")
         self._top = top
+        if not isinstance(int_bits, int) or isinstance(int_bits, bool):
+            raise TypeError(f"int_bits must be an integer, not {int_bits!r}")
+        if not 16 <= int_bits <= 32:
+            raise ValueError(f"int_bits must be an integer from 16 to 32, not {int_bits}")
+        self._int_bits = int_bits
         self._width = weight_width(self._formats)
         sig = {
             "en": In(1, init=1),
@@ -137,6 +147,7 @@ class ProcessingElement(wiring.Component):
     add_stages = property(lambda self: self._add_stages)
     top = property(lambda self: self._top)
     width = property(lambda self: self._width)
+    int_bits = property(lambda self: self._int_bits)
 
     @property
     def row_delay(self):
@@ -183,9 +194,18 @@ class ProcessingElement(wiring.Component):
                 m.d.comb += mul.en.eq(en)
         else:
             # INT8 only: a signed 8x8 multiply (one MULT18X18D), then the pipeline registers.
-            p = Signal(32)
+            # The registers hold 16 bits (and the partial sums int_bits); the upper bits of
+            # the 32-bit ports are sign extension, so they cost no flip-flops.
+            p = Signal(signed(16))
             m.d.comb += p.eq(weight[:8].as_signed() * x[:8].as_signed())
-            m.d.comb += product.eq(_delay(m, p, Sm, en, "mul"))
+            p = _delay(m, p, Sm, en, "mul")
+            if self._top:
+                m.d.comb += self.psum_out.eq(_delay(m, p, D, en, "psum"))
+                return m
+            s = Signal(signed(self._int_bits))
+            m.d.comb += s.eq(self.psum_in[:self._int_bits].as_signed() + p)
+            m.d.comb += self.psum_out.eq(_delay(m, s, D, en, "isum"))
+            return m
 
         if self._top:
             m.d.comb += self.psum_out.eq(_delay(m, product, D, en, "psum"))
