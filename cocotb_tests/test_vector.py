@@ -13,6 +13,7 @@ import random
 import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotb.utils import get_sim_time
 
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
@@ -153,9 +154,11 @@ class Tb:
             tasks.append(cocotb.start_soon(self.source("a", [pack(x) for x in a_beats])))
         if b_beats:
             tasks.append(cocotb.start_soon(self.source("b", [pack(x) for x in b_beats])))
+        t0 = get_sim_time(unit="ns")
         for t in tasks:
             await t
         await snk
+        self.cycles = round((get_sim_time(unit="ns") - t0) / PERIOD_NS)
         for i, (g, e) in enumerate(zip(got, expected)):
             g = unpack(g, lanes)
             e = [int(x) for x in e]
@@ -194,6 +197,11 @@ def _has_rounding_unit():
 
 
 BUDGET = 48
+PERIOD_NS = 10
+#: Cycles of one instruction beyond one per element, without idle or back-pressure: take the
+#: cmd, ALU0, ALU1, 6 LUT stages, accumulator/output register, rounding unit register, and the
+#: sink's closing edge (a design change that adds a stage or a bubble fails the test).
+THROUGH_LATENCY = 12
 
 
 @cocotb.test()
@@ -382,9 +390,13 @@ async def test_back_pressure_extremes(dut):
     await tb.load(compile_table(SHIPPED["sin"], depth=tb.depth, budget=BUDGET), 0)
     for idle, stall in ((0.0, 0.8), (0.8, 0.0), (0.0, 0.0)):
         tb.idle, tb.stall = idle, stall
-        vals = [rand_f32(tb.rng, 118, 130) for _ in range(8 * tb.lanes)]
+        vals = [rand_f32(tb.rng, 118, 130) for _ in range(32 * tb.lanes)]
         await tb.run(act(bank=0, acc_op=AccOp.SUM, acc_reset=1, emit_acc=1), vals,
                      what=f"idle {idle} stall {stall}")
+        dut._log.info(f"idle {idle} stall {stall}: 32 elements + accumulator in {tb.cycles} "
+                      "cycles")
+    # Throughput one element per cycle, latency cmd -> last o beat = count + LATENCY.
+    assert tb.cycles == 32 + 1 + THROUGH_LATENCY, tb.cycles
 
 
 @cocotb.test()
