@@ -76,3 +76,14 @@ def test_engine_parameter_checks():
         Lut(lanes=4, depth=8.0)
     assert VectorEngine(lanes=4, depth=64).depth == 64
     assert Lut(lanes=2).lanes == 2
+
+
+def test_rtl_cmd_layout_matches_sim():
+    from rtl.vector.engine import CMD_LAYOUT
+    from sim.vector import CMD_BITS, CMD_FIELDS
+    assert CMD_LAYOUT.size == CMD_BITS
+    pos = 0
+    for name, width in CMD_FIELDS:
+        f = CMD_LAYOUT[name]
+        assert (f.offset, f.width) == (pos, width), name
+        pos += width
