@@ -17,27 +17,45 @@ import os
 import pathlib
 import sys
 
+from amaranth.hdl import Value
+
 from sim.dtypes import Format
 
 __all__ = ["COMPONENTS", "build_component", "describe_ports", "main"]
 
-#: name -> (module, class, one-line description). Imported lazily so that one unit's absence or
-#: breakage does not stop the others from being emitted.
+_TENSOR_FORMATS = (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4, Format.BF16,
+                   Format.FP16)
+
+#: name -> (module, class, one-line description, default constructor arguments). Imported
+#: lazily so that one unit's absence or breakage does not stop the others from being emitted.
 COMPONENTS = {
-    "core": ("rtl.core.top", "NeuronCore", "the whole core: engines, SBUF/PSUM, sequencer, AXI"),
-    "tensor": ("rtl.tensor.engine", "TensorEngine", "weight-stationary systolic array + skew"),
-    "psum": ("rtl.tensor.psum", "PSUM", "PSUM accumulator banks"),
-    "vector": ("rtl.vector.engine", "VectorEngine", "vector/activation engine with LUT"),
-    "rounding": ("rtl.round.rounding_unit", "RoundingUnit", "multi-lane RNE/RTZ/SR rounding"),
-    "encoder": ("rtl.round.encoder", "FPEncoder", "FP32 to narrow format encoder"),
-    "decoder": ("rtl.arith.decoder", "FormatDecoder", "narrow format to FP32 decoder"),
-    "fp_mul": ("rtl.arith.fp_mul", "FPMultiplier", "exact narrow-format multiplier"),
-    "fp32_add": ("rtl.arith.fp32_add", "FP32Adder", "FP32 adder, RNE"),
-    "fp32_mul": ("rtl.arith.fp32_mul", "FP32Multiplier", "FP32 multiplier, RNE"),
-    "sequencer": ("rtl.control.sequencer", "Sequencer", "microcoded control sequencer"),
-    "axi_lite": ("rtl.bus.axi_lite", "AXILiteRegisters", "AXI4-Lite register slave"),
-    "dma": ("rtl.dma.dma", "DMA", "AXI4 master DMA with address windows"),
-    "uart_bridge": ("rtl.bus.uart_bridge", "UARTBridge", "UART to AXI4-Lite bridge"),
+    "core": ("rtl.core.top", "NeuronCore", "the whole core: engines, SBUF/PSUM, sequencer, AXI", {}),
+    "tensor": ("rtl.tensor.engine", "TensorEngine", "weight-stationary systolic array + skew",
+               {"rows": 8, "cols": 8}),
+    "array": ("rtl.tensor.array", "SystolicArray", "the PE grid alone",
+              {"rows": 8, "cols": 8, "formats": _TENSOR_FORMATS}),
+    "pe": ("rtl.tensor.pe", "ProcessingElement", "one double-buffered processing element",
+           {"formats": _TENSOR_FORMATS}),
+    "psum": ("rtl.tensor.psum", "PSUM", "PSUM accumulator banks", {"cols": 8, "depth": 512}),
+    "vector": ("rtl.vector.engine", "VectorEngine", "vector/activation engine with LUT",
+               {"lanes": 8}),
+    "lut": ("rtl.vector.lut", "Lut", "the programmable activation LUT", {"lanes": 8}),
+    "rounding": ("rtl.round.rounding_unit", "RoundingUnit", "multi-lane RNE/RTZ/SR rounding", {}),
+    "encoder": ("rtl.round.encoder", "FPEncoder", "FP32 to narrow format encoder", {}),
+    "prng": ("rtl.round.prng", "Prng", "one lane's XORWOW generator", {}),
+    "decoder": ("rtl.arith.decoder", "FormatDecoder", "narrow format to FP32 decoder", {}),
+    "fp_mul": ("rtl.arith.fp_mul", "FPMultiplier", "exact narrow-format multiplier", {}),
+    "fp32_add": ("rtl.arith.fp32_add", "FP32Adder", "FP32 adder, RNE", {}),
+    "fp32_mul": ("rtl.arith.fp32_mul", "FP32Multiplier", "FP32 multiplier, RNE", {}),
+    "int_mac": ("rtl.arith.int_mac", "IntMAC", "INT8 multiply, INT32 accumulate", {}),
+    "sequencer": ("rtl.control.sequencer", "Sequencer", "microcoded control sequencer", {}),
+    "sbuf": ("rtl.core.sbuf", "SBUF", "state buffer partitions", {"partitions": 8, "depth": 256}),
+    "axi_lite": ("rtl.bus.axi_lite", "AXI4LiteRegisters", "AXI4-Lite register slave", {}),
+    "dma": ("rtl.dma.dma", "DMA", "AXI4 master DMA with address windows",
+            {"partitions": 8, "sbuf_depth": 256}),
+    "watchdog": ("rtl.core.watchdog", "Watchdog", "programmable cycle-limit watchdog", {}),
+    "uart_bridge": ("rtl.bus.uart_bridge", "UartBridge", "UART to AXI4-Lite bridge",
+                    {"divisor": 217}),
 }
 
 #: CLI option -> constructor parameter names it may fill (first match wins).
@@ -47,10 +65,12 @@ OPTIONS = {
     "lanes": ("lanes", "partitions"),
     "sbuf_depth": ("sbuf_depth",),
     "psum_depth": ("psum_depth",),
+    "depth": ("depth",),
+    "pmem_depth": ("pmem_depth",),
     "stages": ("stages",),
     "n_rand": ("n_rand",),
     "formats": ("formats",),
-    "lut_entries": ("lut_entries", "entries"),
+    "divisor": ("divisor",),
 }
 
 
@@ -89,7 +109,7 @@ def _formats(text):
 
 
 def _load(name):
-    module, cls, _ = COMPONENTS[name]
+    module, cls, _, _ = COMPONENTS[name]
     try:
         return getattr(importlib.import_module(module), cls)
     except (ImportError, AttributeError) as exc:
@@ -103,7 +123,7 @@ def build_component(name, options):
         raise GenerateError(f"component must be one of {', '.join(COMPONENTS)}, not {name!r}")
     cls = _load(name)
     params = inspect.signature(cls.__init__).parameters
-    kwargs = {}
+    kwargs = dict(COMPONENTS[name][3])
     for option, value in options.items():
         if value is None:
             continue
@@ -126,7 +146,7 @@ def describe_ports(component):
     for path, member, value in component.signature.flatten(component):
         name = "__".join(str(p) for p in path)
         ports.append({"name": name, "dir": "in" if member.flow.value == "In" else "out",
-                      "width": len(value)})
+                      "width": len(Value.cast(value))})
     return ports
 
 
@@ -146,14 +166,16 @@ def main(argv=None):
     parser.add_argument("--psum-depth", type=_positive, help="PSUM words per partition")
     parser.add_argument("--stages", type=_positive, help="pipeline stages of an arithmetic unit")
     parser.add_argument("--n-rand", type=_positive, help="random bits for stochastic rounding")
-    parser.add_argument("--lut-entries", type=_positive, help="activation LUT entries")
+    parser.add_argument("--depth", type=_positive, help="memory depth of a unit (psum, lut, sbuf)")
+    parser.add_argument("--pmem-depth", type=_positive, help="sequencer program memory words")
+    parser.add_argument("--divisor", type=_positive, help="UART clock divisor (uart_bridge)")
     parser.add_argument("--formats", type=_formats,
                         help="comma-separated formats, e.g. int8,bf16,fp8_e4m3")
     # One-line errors, no traceback: argparse already exits 2 with "prog: error: ...".
     args = parser.parse_args(argv)
     if args.list:
         width = max(map(len, COMPONENTS))
-        for name, (module, cls, doc) in COMPONENTS.items():
+        for name, (module, cls, doc, _) in COMPONENTS.items():
             try:
                 importlib.import_module(module)
                 state = ""
@@ -170,6 +192,7 @@ def main(argv=None):
         if not name.isidentifier():
             raise GenerateError(f"name must be a Verilog identifier, not {name!r}")
         text = verilog.convert(component, name=name, emit_src=False)
+        ports = describe_ports(component)
     except GenerateError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
@@ -180,7 +203,7 @@ def main(argv=None):
             "class": f"{COMPONENTS[args.component][0]}.{COMPONENTS[args.component][1]}",
             "config": {k: (v if not isinstance(v, list) else [f.name.lower() for f in v])
                        for k, v in kwargs.items()},
-            "ports": describe_ports(component)}
+            "ports": ports}
     if hasattr(component, "describe"):
         desc.update(component.describe())
     (out / f"{name}.json").write_text(json.dumps(desc, indent=2, default=str))
