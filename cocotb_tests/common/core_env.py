@@ -13,7 +13,7 @@ tests can check that nothing outside the allowed windows is touched.
 import random
 
 import cocotb
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, RisingEdge, Timer
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from .clock import reset as _reset
@@ -31,6 +31,37 @@ def pause_pattern(rng, probability):
     pattern for a cocotbext-axi channel)."""
     while True:
         yield rng.random() < probability
+
+
+async def kick_comb(dut):
+    """Icarus only: re-evaluate every ``always @*`` block once.
+
+    Yosys gives each module a dummy register (``...dump_module$N``) in the sensitivity list of
+    its combinational blocks so that they run at time 0, but with Icarus that initialisation
+    races with the blocks' start, and a block whose inputs then never change (a command
+    register that stays 0 during reset) keeps X outputs; X on a ready/valid makes the
+    cocotbext-axi models fail. Toggling the dummy registers runs every block.
+    """
+    if "icarus" not in cocotb.SIM_NAME.lower():
+        return
+    found = []
+
+    def walk(h, depth=0):
+        for sub in h:
+            name = sub._name
+            if "dump_module" in name:
+                found.append(sub)
+            elif depth < 8 and hasattr(sub, "__iter__") and sub._type in (
+                    "GPI_MODULE", "GPI_STRUCTURE"):
+                walk(sub, depth + 1)
+    walk(dut)
+    for h in found:
+        h.value = 1
+    await Timer(1, "ps")
+    for h in found:
+        h.value = 0
+    await Timer(1, "ps")
+    dut._log.info("kicked %d combinational dummies", len(found))
 
 
 class CoreEnv:
@@ -57,13 +88,23 @@ class CoreEnv:
         self.latency = latency
         self.error_ranges = []
         self.accesses = []
+        self.mem_size = mem_size
+        self.pause = pause
+        self.axil = None
+        self.ram = None
         start_clock(dut)
         dut.rst.value = 1
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, AXIL_PREFIX), dut.clk, dut.rst)
-        self.ram = AxiRam(AxiBus.from_prefix(dut, AXI_PREFIX), dut.clk, dut.rst, size=mem_size)
-        self._hook_ram()
-        self.set_pause(pause)
         dut._log.info("CoreEnv seed=%d latency=%s pause=%s", seed, latency, pause)
+
+    def _make_models(self):
+        # Created while reset is visibly asserted, so that the models wait for its release
+        # instead of sampling the not-yet-reset (X) outputs.
+        dut = self.dut
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, AXIL_PREFIX), dut.clk, dut.rst)
+        self.ram = AxiRam(AxiBus.from_prefix(dut, AXI_PREFIX), dut.clk, dut.rst,
+                          size=self.mem_size)
+        self._hook_ram()
+        self.set_pause(self.pause)
 
     def set_pause(self, probability):
         """Random back-pressure / idle cycles on every channel of the AXI RAM."""
@@ -110,17 +151,25 @@ class CoreEnv:
         ram.write_if._write = write
 
     async def reset(self, cycles=4):
-        """Synchronous reset of the core (the AXI models reset with it)."""
+        """Synchronous reset of the core (the AXI models reset with it; created on the first
+        call)."""
+        if self.ram is None:
+            self.dut.rst.value = 1
+            await kick_comb(self.dut)
+            await ClockCycles(self.dut.clk, 2)
+            self._make_models()
         await _reset(self.dut, cycles)
 
     async def cycles(self, n):
         await ClockCycles(self.dut.clk, n)
 
     def host(self, **kwargs):
-        """The host driver (``sim.host``) over the cocotb AXI-Lite transport."""
+        """The host driver (``sim.host``) over the cocotb AXI-Lite transport; external memory
+        is the AXI RAM."""
         from sim.host import Host
-        from .axi_transport import CocotbAxiLiteTransport
-        return Host(CocotbAxiLiteTransport(self.axil, self.dut), **kwargs)
+        from .axi_transport import AxiLiteTransport
+        return Host(AxiLiteTransport(self.dut, master=self.axil, irq="irq"), memory=self.ram,
+                    **kwargs)
 
     # External memory helpers (byte addresses, little-endian).
     def write_mem(self, addr, data):
@@ -128,3 +177,69 @@ class CoreEnv:
 
     def read_mem(self, addr, length):
         return self.ram.read(addr, length)
+
+
+# ---------------------------------------------------------------------------------------------
+# Programs (assembly text for sim.asm) shared by the core tests, the benchmark and the profiler
+# ---------------------------------------------------------------------------------------------
+
+def _li(reg, value):
+    return f"li r{reg}, {int(value) & 0xFFFFFFFF:#x}"
+
+
+def gemm_program(*, P, C, KT, MT, N, fmt="bf16", eb=2, w_ext, x_ext, o_ext, w_sb=0,
+                 x_sb=None, o_sb=None):
+    """``O[MT*C, N] = W[KT*P, MT*C].T @ X[KT*P, N]`` on a ``P x C`` array, tiled: K tiles
+    accumulate in PSUM (first overwrites), M tiles go to separate PSUM regions.
+
+    External memory (row-major, ``eb`` bytes per element): W at ``w_ext``, X at ``x_ext``,
+    O (FP32) at ``o_ext``. SBUF: W tile t at ``w_sb + t*MT*C`` (partition = row within the
+    tile), X tile t at ``x_sb + t*N``, O at ``o_sb + mt*N``. The loads of all tiles are issued
+    first; each matmul waits only for the tiles it needs, so DMA and matmuls overlap; each
+    copy waits for its M tile's matmuls, each store for its copy.
+    """
+    M = MT * C
+    x_sb = KT * M if x_sb is None else x_sb
+    o_sb = x_sb + KT * N if o_sb is None else o_sb
+    L = [_li(2, eb), _li(3, 0), _li(20, N)]
+    # Loads: W tile t then X tile t (sem 0 counts both), so tile t is in after 2(t+1).
+    for t in range(KT):
+        L += [_li(1, M | 1 << 16), _li(4, M * eb), _li(10, w_ext + t * P * M * eb),
+              _li(11, w_sb + t * M),
+              f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt={fmt}, sem=0, sem_en=1"]
+        L += [_li(1, N | 1 << 16), _li(4, N * eb), _li(10, x_ext + t * P * N * eb),
+              _li(11, x_sb + t * N),
+              f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt={fmt}, sem=0, sem_en=1"]
+    for mt in range(MT):
+        for t in range(KT):
+            if mt == 0:
+                L.append(f"waiti 0, {2 * (t + 1)}")
+            L += [_li(12, w_sb + t * M + mt * C), _li(13, x_sb + t * N), _li(14, mt * N),
+                  f"matmul r14, r12, r13, r20, k={P}, m={C}, fmt={fmt}, "
+                  f"accumulate={int(t > 0)}, sem=1, sem_en=1"]
+    L += [_li(1, N | 1 << 16), _li(2, 4), _li(4, N * 4)]
+    for mt in range(MT):
+        L += [f"waiti 1, {(mt + 1) * KT}", _li(15, mt * N), _li(16, o_sb + mt * N),
+              "copy r16, r15, r0, r20, a_space=psum, in_fmt=fp32, out_fmt=fp32, sem=2, sem_en=1",
+              f"waiti 2, {mt + 1}", _li(10, o_ext + mt * C * N * 4), _li(11, o_sb + mt * N),
+              f"dma_st r1, r10, r11, part_start=0, part_count={C}, fmt=fp32, sem=3, sem_en=1"]
+    L += [f"waiti 3, {MT}", "halt"]
+    return "\n".join(L) + "\n"
+
+
+def split_words(program):
+    """64-bit instruction words to the PROG window's 32-bit words (low word first)."""
+    out = []
+    for w in program:
+        out += [int(w) & 0xFFFFFFFF, (int(w) >> 32) & 0xFFFFFFFF]
+    return out
+
+
+async def run_program(env, host, words, *, timeout=200_000, windows=((0, None, True, True),)):
+    """Load ``words`` (64-bit), open the DMA windows, start, wait; returns the cycle count."""
+    for i, (base, limit, rd, wr) in enumerate(windows):
+        await host.set_window(i, base, env.ram.size - 1 if limit is None else limit, rd, wr)
+    await host.load_program_words(split_words(words))
+    await host.start(0)
+    st = await host.wait(timeout_cycles=timeout, poll_cycles=32)
+    return st

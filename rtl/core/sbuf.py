@@ -130,7 +130,9 @@ class SBUF(wiring.Component):
         #: The memories of the last elaboration (simulation back-door: ``mem.data[addr]``).
         self.memories = []
         for p in range(self._partitions):
-            init = [] if self._init is None else list(self._init[p])
+            # Zero contents rather than none: simulators start an uninitialised memory at X,
+            # and X read data would reach handshake logic of the engines in simulation.
+            init = [0] * self._depth if self._init is None else list(self._init[p])
             mem = memory.Memory(shape=32, depth=self._depth, init=init)
             self.memories.append(mem)
             m.submodules[f"part{p}"] = mem

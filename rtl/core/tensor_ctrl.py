@@ -90,6 +90,8 @@ class TensorController(wiring.Component):
     moving : Out(stream {data: Array(data_width, rows), last: 1})
     result : In(stream {data: Array(32, cols), last: 1})
     psum_wr : Out(stream psum_write_layout(cols, psum_depth))
+    psum_wr_int : Out(1)
+        With each ``psum_wr`` beat: the command's format is INT8 (PSUM accumulates INT32).
     done : Out(1)
         One-cycle pulse per completed command with ``sem_en`` set.
     done_sem : Out(sem_bits)
@@ -132,6 +134,7 @@ class TensorController(wiring.Component):
             "result": In(stream.Signature(data.StructLayout({
                 "data": data.ArrayLayout(32, cols), "last": 1}))),
             "psum_wr": Out(stream.Signature(psum_write_layout(cols, psum_depth))),
+            "psum_wr_int": Out(1),
             "done": Out(1),
             "done_sem": Out(sem_bits),
             "busy": Out(1),
@@ -225,6 +228,7 @@ class TensorController(wiring.Component):
             self.psum_wr.p.addr.eq(cpl.payload.psum_addr + beat),
             self.psum_wr.p.accumulate.eq(cpl.payload.accumulate),
             self.psum_wr.p.last.eq(self.result.p.last),
+            self.psum_wr_int.eq(cpl.payload.fmt == 6),
             self.result.ready.eq(self.psum_wr.ready & cpl.valid),
         ]
         fin = Signal()

@@ -13,7 +13,13 @@ from amaranth.utils import ceil_log2
 from .sbuf import SBUFReadSignature, SBUFWriteSignature, check_pow2
 from .streamer import ReadStreamer
 
-__all__ = ["vector_cmd_layout", "PSUMReadSignature", "VectorController"]
+__all__ = ["vector_cmd_layout", "PSUMReadSignature", "VectorController", "KIND_ENGINE",
+           "KIND_TABLE", "KIND_SEED", "KIND_NOP"]
+
+#: Command kinds: an engine instruction; LUT configuration writes from SBUF partition 0
+#: (``n`` beats alternating address, data); a re-seed of the rounding generators from
+#: ``scalar``; nothing (completes in order).
+KIND_ENGINE, KIND_TABLE, KIND_SEED, KIND_NOP = range(4)
 
 
 class PSUMReadSignature(wiring.Signature):
@@ -32,6 +38,10 @@ def vector_cmd_layout(engine_cmd_bits, lanes, sbuf_depth, psum_depth, n_bits=16,
 
     Fields
     ------
+    kind : ``KIND_*``. TABLE, SEED and NOP wait until every earlier command has completed and
+        the engine is idle; TABLE streams ``n`` words of partition 0 (address, data, address,
+        data...) into the engine's ``cfg`` port instead of ``a``.
+    scalar : the seed of a SEED command.
     op : the engine's ``cmd`` payload (``engine_cmd_bits`` wide), passed through unchanged.
     n : elements (beats) of ``a`` (and of ``b`` when ``b_en``); 0 sends only the instruction.
     a_psum : ``a`` comes from PSUM (lanes >= cols read as zero) instead of SBUF.
@@ -45,6 +55,8 @@ def vector_cmd_layout(engine_cmd_bits, lanes, sbuf_depth, psum_depth, n_bits=16,
     addr = max(ceil_log2(sbuf_depth), ceil_log2(psum_depth))
     sb = ceil_log2(sbuf_depth)
     return data.StructLayout({
+        "kind": 2,
+        "scalar": 32,
         "op": engine_cmd_bits,
         "n": n_bits,
         "a_psum": 1,
@@ -85,6 +97,10 @@ class VectorController(wiring.Component):
     e_cmd : Out(stream engine_cmd_layout)
     e_a, e_b : Out(stream Array(32, lanes))
     e_o : In(stream Array(32, lanes))
+    cfg : Out(stream {addr: 16, data: 32, write: 1})
+        LUT configuration writes of TABLE commands.
+    seed : Out(32), seed_load : Out(1)
+        Re-seed pulse of SEED commands.
     e_idle : In(1)
         The engine has nothing in flight. A command with ``o_n`` = 0 completes when its inputs
         have been sent and ``e_idle`` is 1; no later instruction enters the engine before.
@@ -128,6 +144,10 @@ class VectorController(wiring.Component):
             "e_b": Out(stream.Signature(vec)),
             "e_o": In(stream.Signature(vec)),
             "e_idle": In(1, init=1),
+            "cfg": Out(stream.Signature(data.StructLayout({"addr": 16, "data": 32,
+                                                           "write": 1}))),
+            "seed": Out(32),
+            "seed_load": Out(1),
             "done": Out(1),
             "done_sem": Out(sem_bits),
             "busy": Out(1),
@@ -162,22 +182,37 @@ class VectorController(wiring.Component):
         # A command without outputs completes when the engine goes idle, so no later command
         # may start in the engine before it has completed (fence).
         opq = queues["op"]
+        oh = head(opq)
         fence = Signal()
-        m.d.comb += [self.e_cmd.valid.eq(opq.r_rdy & ~fence),
-                     self.e_cmd.payload.eq(head(opq).op),
-                     opq.r_en.eq(self.e_cmd.ready & ~fence)]
-        with m.If(self.e_cmd.valid & self.e_cmd.ready & (head(opq).o_n == 0)):
+        op_engine = oh.kind == KIND_ENGINE
+        m.d.comb += [self.e_cmd.valid.eq(opq.r_rdy & ~fence & op_engine),
+                     self.e_cmd.payload.eq(oh.op)]
+        with m.If(op_engine):
+            m.d.comb += opq.r_en.eq(self.e_cmd.ready & ~fence)
+        with m.Elif(oh.kind == KIND_TABLE):
+            m.d.comb += opq.r_en.eq(1)
+        with m.If(self.e_cmd.valid & self.e_cmd.ready & (oh.o_n == 0)):
             m.d.sync += fence.eq(1)
+        cq = queues["cpl"]
+        ch = head(cq)
+        # Every earlier command has completed and the engine has nothing in flight.
+        quiet = Signal()
+        m.d.comb += quiet.eq(cq.r_rdy & self.e_idle & ~fence)
 
-        # Operand a: SBUF or PSUM through one streamer (tag 1 = PSUM, tag 2 = no output).
-        sa = m.submodules.a_stream = ReadStreamer(lanes, abits, self.n_bits, tag_bits=2)
+        # Operand a: SBUF or PSUM through one streamer (tag bits: PSUM, no output, table).
+        sa = m.submodules.a_stream = ReadStreamer(lanes, abits, self.n_bits, tag_bits=3)
         aq = queues["a"]
         ah = head(aq)
+        a_table = ah.kind == KIND_TABLE
+        a_go = Signal()
+        m.d.comb += a_go.eq(aq.r_rdy & (~a_table | (quiet & (ch.kind == KIND_TABLE))))
         m.d.comb += [
-            sa.req.valid.eq(aq.r_rdy), aq.r_en.eq(sa.req.ready),
+            sa.req.valid.eq(a_go), aq.r_en.eq(sa.req.ready & a_go),
             sa.req.p.addr.eq(ah.a_addr), sa.req.p.stride.eq(ah.a_stride),
-            sa.req.p.count.eq(ah.n), sa.req.p.parts.eq(ah.parts),
-            sa.req.p.tag.eq(ah.a_psum | ((ah.o_n == 0) << 1)),
+            sa.req.p.count.eq(Mux(ah.kind == KIND_ENGINE, ah.n, Mux(a_table, ah.n, 0))),
+            sa.req.p.parts.eq(ah.parts),
+            sa.req.p.tag.eq(ah.a_psum | ((ah.o_n == 0) & (ah.kind == KIND_ENGINE)) << 1 |
+                            a_table << 2),
             self.a_sbuf.addr.eq(sa.rd_addr), self.a_sbuf.en.eq(sa.rd_en),
             self.a_psum.addr.eq(sa.rd_addr), self.a_psum.en.eq(sa.rd_en),
         ]
@@ -185,8 +220,25 @@ class VectorController(wiring.Component):
             m.d.comb += [sa.rd_data[r].eq(self.a_psum.data[r]) for r in range(cols)]
         with m.Else():
             m.d.comb += sa.rd_data.eq(self.a_sbuf.data)
-        m.d.comb += [self.e_a.valid.eq(sa.o.valid), self.e_a.payload.eq(sa.o.p.data),
-                     sa.o.ready.eq(self.e_a.ready)]
+        # TABLE words go to cfg: even beats are addresses (held), odd beats data.
+        phase = Signal()
+        cfg_addr = Signal(16)
+        table_fin = Signal()
+        with m.If(sa.o.p.tag[2]):
+            with m.If(~phase):
+                m.d.comb += sa.o.ready.eq(1)
+                with m.If(sa.o.valid):
+                    m.d.sync += [cfg_addr.eq(sa.o.p.data[0]), phase.eq(1)]
+            with m.Else():
+                m.d.comb += [self.cfg.valid.eq(sa.o.valid), sa.o.ready.eq(self.cfg.ready),
+                             self.cfg.p.addr.eq(cfg_addr), self.cfg.p.data.eq(sa.o.p.data[0]),
+                             self.cfg.p.write.eq(1)]
+                with m.If(sa.o.valid & self.cfg.ready):
+                    m.d.sync += phase.eq(0)
+            m.d.comb += table_fin.eq(sa.o.valid & sa.o.ready & sa.o.p.last)
+        with m.Else():
+            m.d.comb += [self.e_a.valid.eq(sa.o.valid), self.e_a.payload.eq(sa.o.p.data),
+                         sa.o.ready.eq(self.e_a.ready)]
 
         # Operand b: SBUF.
         sbs = m.submodules.b_stream = ReadStreamer(lanes, ceil_log2(self.sbuf_depth),
@@ -208,17 +260,16 @@ class VectorController(wiring.Component):
         inc = Signal()
         dec = Signal()
         m.d.comb += inc.eq((self.e_a.valid & self.e_a.ready & sa.o.p.last & sa.o.p.tag[1]) |
-                           (sa.req.valid & sa.req.ready & (ah.n == 0) & (ah.o_n == 0)))
+                           (sa.req.valid & sa.req.ready & (ah.n == 0) & (ah.o_n == 0) &
+                            (ah.kind == KIND_ENGINE)))
         m.d.sync += noout_sent.eq(noout_sent + inc - dec)
 
         # Outputs and completion.
-        cq = queues["cpl"]
-        ch = head(cq)
         started = Signal()
         left = Signal(self.n_bits)
         oaddr = Signal(ceil_log2(self.sbuf_depth))
         fin = Signal()
-        m.d.comb += self.e_o.ready.eq(cq.r_rdy & (ch.o_n != 0))
+        m.d.comb += self.e_o.ready.eq(cq.r_rdy & (ch.o_n != 0) & (ch.kind == KIND_ENGINE))
         cur_left = Mux(started, left, ch.o_n)
         cur_addr = Mux(started, oaddr, ch.o_addr)
         with m.If(self.e_o.valid & self.e_o.ready):
@@ -228,9 +279,18 @@ class VectorController(wiring.Component):
             with m.If(cur_left == 1):
                 m.d.sync += started.eq(0)
                 m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
-        with m.If(cq.r_rdy & (ch.o_n == 0) & (noout_sent != 0) & fence & self.e_idle):
+        with m.If(cq.r_rdy & (ch.kind == KIND_ENGINE) & (ch.o_n == 0) & (noout_sent != 0) &
+                  fence & self.e_idle):
             m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en), dec.eq(1)]
             m.d.sync += fence.eq(0)
+        with m.If(table_fin):
+            m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
+        with m.If(quiet & ((ch.kind == KIND_SEED) | (ch.kind == KIND_NOP) |
+                           ((ch.kind == KIND_TABLE) & (ch.n == 0)))):
+            # The op queue's head is this command too (all earlier ones have been issued).
+            m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en),
+                         opq.r_en.eq(ch.kind != KIND_TABLE),
+                         self.seed_load.eq(ch.kind == KIND_SEED), self.seed.eq(ch.scalar)]
 
         m.d.comb += [
             self.done.eq(fin),

@@ -1,0 +1,568 @@
+"""The NeuronCore-style core: sequencer, DMA, tensor engine + PSUM, vector engine, SBUF, the
+AXI4-Lite register block, error status, watchdog and interrupt, wired into one component.
+
+    core = NeuronCore(rows=4, cols=4, sbuf_depth=256, psum_depth=64)
+    core.describe()        # JSON-able configuration, ports and memory map
+
+See ``docs/core.md`` for the block diagram, the window layouts and the abort protocol.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, ResetInserter, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2
+
+from sim import isa
+from sim.dtypes import Format
+from sim.errors import ErrorCode
+from sim.memmap import (CTRL_ABORT, CTRL_CLEAR, CTRL_CLEAR_COUNTERS, CTRL_START,
+                        build_memory_map)
+
+from .sbuf import SBUF, check_pow2
+from .tensor_ctrl import TensorController
+from .vector_ctrl import (KIND_ENGINE, KIND_NOP, KIND_SEED, KIND_TABLE, VectorController)
+
+__all__ = ["NeuronCore", "ACTIVITY_LAYOUT", "UCODE_MAP_BASE"]
+
+#: Per-cycle activity of the engines (for the profiler): the ``activity`` port
+#: (not ``trace``, which Verilator reserves).
+ACTIVITY_LAYOUT = data.StructLayout({
+    "running": 1,       # a program runs (START .. end of the program or of an abort)
+    "seq_busy": 1,      # the sequencer is executing (not done)
+    "dma": 1,           # the DMA engine has work
+    "tensor": 1,        # the tensor controller or array has work
+    "vector": 1,        # the vector controller or engine has work
+    "aborting": 1,
+})
+
+#: UCODE window word address of opcode-map entry 0 (entries 0..255 follow).
+UCODE_MAP_BASE = 2048
+
+_ENGINE_FORMATS = (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4, Format.BF16,
+                   Format.FP16)
+
+
+def _int(name, value, lo, hi):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer from {lo} to {hi}, not {value}")
+    return value
+
+
+class NeuronCore(wiring.Component):
+    """One core.
+
+    Parameters
+    ----------
+    rows : int
+        Tensor-array rows = SBUF partitions = vector lanes (P), 2 to 128.
+    cols : int
+        Tensor-array columns = PSUM partitions, 2 to ``rows``.
+    partitions, lanes : int, optional
+        Must equal ``rows`` when given (the architecture ties them together).
+    sbuf_depth : int
+        Words per SBUF partition, a power of two from 16 to 65536.
+    psum_depth : int
+        Words per PSUM partition, a power of two from 16 to 65536.
+    formats : collection of Format
+        Tensor-engine input formats (subset of INT8, FP8_E4M3, FP8_E5M2, FP8_E3M4, BF16, FP16).
+    lut_entries : int
+        Vector-engine LUT entries per bank, a power of two from 8 to 1024.
+    n_rand : int
+        Random bits per stochastic-rounding decision, 1 to 23.
+    pmem_depth : int
+        Program-memory instructions (64-bit), a power of two from 16 to 2048 (the PROG window
+        holds 4096 32-bit words).
+    dma_windows : int
+        DMA address windows, 1 to 8.
+    max_burst : int
+        Longest AXI burst of the DMA in beats (power of two, 1 to 256).
+
+    Members
+    -------
+    axil : In(AXI4LiteSignature(addr_width=16, data_width=32))
+        Host port: registers and windows of ``sim.memmap.build_memory_map(dma_windows)``.
+    axi : Out(AXI4Signature(addr_width=32, data_width=32, id_width=1))
+        DMA master to external memory.
+    irq : Out(1)
+        Interrupt (level): DONE and/or ERROR per ``IRQ_ENABLE``.
+    activity : Out(ACTIVITY_LAYOUT)
+        Per-cycle engine activity for the profiler.
+
+    Abort: ``CTRL.abort``, a watchdog timeout or any latched error stop the program: the
+    sequencer, the engine controllers, the tensor and vector engines and PSUM's pipeline are
+    held in reset while the DMA drains its bursts in flight (AXI transactions are always
+    completed), then the core is idle with DONE set. Memories keep their contents.
+    """
+
+    def __init__(self, rows=4, cols=None, *, partitions=None, lanes=None, sbuf_depth=256,
+                 psum_depth=64, formats=_ENGINE_FORMATS, lut_entries=64, n_rand=8,
+                 pmem_depth=256, dma_windows=4, max_burst=16):
+        _int("rows", rows, 2, 128)
+        cols = rows if cols is None else cols
+        _int("cols", cols, 2, rows)
+        for name, value in (("partitions", partitions), ("lanes", lanes)):
+            if value is not None:
+                _int(name, value, 1, 1024)
+                if value != rows:
+                    raise ValueError(f"{name} must equal rows ({rows}), not {value}")
+        check_pow2("sbuf_depth", sbuf_depth, 16, 65536)
+        check_pow2("psum_depth", psum_depth, 16, 65536)
+        if isinstance(formats, (Format, int, str)) or not hasattr(formats, "__iter__"):
+            raise TypeError(f"formats must be a collection of Format, not {formats!r}")
+        formats = tuple(formats)
+        if not formats:
+            raise ValueError("formats must contain at least one format, not be empty")
+        for f in formats:
+            if not isinstance(f, Format):
+                raise TypeError(f"formats must contain Format members, not {f!r}")
+            if f not in _ENGINE_FORMATS:
+                allowed = ", ".join(x.name for x in _ENGINE_FORMATS)
+                raise ValueError(f"formats must be a subset of {{{allowed}}}, not containing "
+                                 f"{f.name}")
+        check_pow2("lut_entries", lut_entries, 8, 1024)
+        _int("n_rand", n_rand, 1, 23)
+        check_pow2("pmem_depth", pmem_depth, 16, 2048)
+        _int("dma_windows", dma_windows, 1, 8)
+        check_pow2("max_burst", max_burst, 1, 256)
+        self._rows, self._cols = rows, cols
+        self._sbuf_depth, self._psum_depth = sbuf_depth, psum_depth
+        self._formats = tuple(sorted(set(formats)))
+        self._lut_entries, self._n_rand = lut_entries, n_rand
+        self._pmem_depth, self._dma_windows, self._max_burst = pmem_depth, dma_windows, max_burst
+        self._mm = build_memory_map(dma_windows)
+
+        from rtl.bus.axi import AXI4LiteSignature, AXI4Signature
+        super().__init__({
+            "axil": In(AXI4LiteSignature(addr_width=self._mm.addr_width, data_width=32)),
+            "axi": Out(AXI4Signature(addr_width=32, data_width=32, id_width=1)),
+            "irq": Out(1),
+            "activity": Out(ACTIVITY_LAYOUT),
+        })
+
+    rows = property(lambda self: self._rows)
+    cols = property(lambda self: self._cols)
+    partitions = property(lambda self: self._rows)
+    sbuf_depth = property(lambda self: self._sbuf_depth)
+    psum_depth = property(lambda self: self._psum_depth)
+    formats = property(lambda self: self._formats)
+    lut_entries = property(lambda self: self._lut_entries)
+    n_rand = property(lambda self: self._n_rand)
+    pmem_depth = property(lambda self: self._pmem_depth)
+    dma_windows = property(lambda self: self._dma_windows)
+    memory_map = property(lambda self: self._mm)
+
+    def config(self):
+        """The constructor arguments (JSON-able)."""
+        return {"rows": self._rows, "cols": self._cols, "sbuf_depth": self._sbuf_depth,
+                "psum_depth": self._psum_depth,
+                "formats": [f.name.lower() for f in self._formats],
+                "lut_entries": self._lut_entries, "n_rand": self._n_rand,
+                "pmem_depth": self._pmem_depth, "dma_windows": self._dma_windows,
+                "max_burst": self._max_burst}
+
+    def describe(self):
+        """A JSON-able description: configuration, top-level ports, memory map, windows."""
+        ports = []
+        for path, member, value in self.signature.flatten(self):
+            ports.append({"name": "__".join(str(p) for p in path),
+                          "dir": "in" if member.flow.value == "In" else "out",
+                          "width": len(value)})
+        return {
+            "config": self.config(),
+            "ports": ports,
+            "memory_map": self._mm.to_dict(),
+            "windows": {
+                "PROG": "instruction i = words 2i (bits 31..0) and 2i+1 (bits 63..32); the "
+                        "instruction is written when word 2i+1 is written; reads return 0",
+                "UCODE": f"control-store word u = words 2u (low) and 2u+1 (high, commits); "
+                         f"opcode-map entry o at word {UCODE_MAP_BASE} + o (bits 9..0); "
+                         f"reads return 0",
+                "LUT": "vector-engine cfg address: word a -> region a[9:8] (0 coef, 1 desc, "
+                       "2 hdr, 3 status), bank a[10], index a[7:0]",
+            },
+            "sbuf_bytes": self._rows * self._sbuf_depth * 4,
+            "psum_bytes": self._cols * self._psum_depth * 4,
+        }
+
+    # -------------------------------------------------------------------------------------
+    def elaborate(self, platform):
+        from rtl.bus.axi_lite import AXI4LiteRegisters
+        from rtl.control.sequencer import DBG, Sequencer
+        from rtl.core.status import ErrorStatus
+        from rtl.core.watchdog import Watchdog
+        from rtl.dma.dma import DMA
+        from rtl.tensor.engine import TensorEngine
+        from rtl.tensor.psum import PSUM
+        from rtl.vector.engine import CMD_LAYOUT, VectorEngine
+        from sim.vector import AccOp, AluOp, Src
+
+        m = Module()
+        P, C = self._rows, self._cols
+        mm = self._mm
+
+        # Soft reset of everything that must return to idle on an abort.
+        soft = Signal()
+
+        def soft_reset(name, comp):
+            m.submodules[name] = ResetInserter(soft)(comp)
+            return comp
+
+        regs = m.submodules.regs = AXI4LiteRegisters(mm)
+        seq = soft_reset("seq", Sequencer(pmem_depth=self._pmem_depth))
+        dma = m.submodules.dma = DMA(partitions=P, sbuf_depth=self._sbuf_depth,
+                                     max_burst=self._max_burst, windows=self._dma_windows)
+        sbuf = m.submodules.sbuf = SBUF(P, self._sbuf_depth)
+        te = soft_reset("tensor", TensorEngine(P, C, self._formats))
+        psum = soft_reset("psum", PSUM(C, self._psum_depth))
+        tctrl = soft_reset("tensor_ctrl", TensorController(
+            P, C, self._sbuf_depth, self._psum_depth, data_width=16,
+            done_delay=psum.latency, queue_depth=2))
+        ve = soft_reset("vector", VectorEngine(P, depth=self._lut_entries, n_rand=self._n_rand))
+        vctrl = soft_reset("vector_ctrl", VectorController(
+            P, C, self._sbuf_depth, self._psum_depth, CMD_LAYOUT, queue_depth=2))
+        status = m.submodules.status = ErrorStatus(sources=4)
+        wd = m.submodules.watchdog = Watchdog(32)
+
+        wiring.connect(m, wiring.flipped(self.axil), regs.axil)
+        wiring.connect(m, wiring.flipped(self.axi), dma.axi)
+
+        # ---- SBUF ports -------------------------------------------------------------------
+        wiring.connect(m, dma.sbuf_r, sbuf.r_dma)
+        wiring.connect(m, dma.sbuf_w, sbuf.w_dma)
+        wiring.connect(m, tctrl.stat_rd, sbuf.r_tensor_stat)
+        wiring.connect(m, tctrl.mov_rd, sbuf.r_tensor_mov)
+        wiring.connect(m, vctrl.a_sbuf, sbuf.r_vector_a)
+        wiring.connect(m, vctrl.b_sbuf, sbuf.r_vector_b)
+        wiring.connect(m, vctrl.o_sbuf, sbuf.w_vector)
+
+        # ---- tensor path ------------------------------------------------------------------
+        wiring.connect(m, tctrl.stationary, te.stationary)
+        wiring.connect(m, tctrl.moving, te.moving)
+        wiring.connect(m, te.result, tctrl.result)
+        m.d.comb += [
+            psum.wr.valid.eq(tctrl.psum_wr.valid),
+            psum.wr.payload.eq(tctrl.psum_wr.payload),
+            tctrl.psum_wr.ready.eq(psum.wr.ready),
+            psum.wr_int.eq(tctrl.psum_wr_int),
+        ]
+        trec = seq.tensor.payload
+        tc = tctrl.cmd.payload
+        m.d.comb += [
+            tctrl.cmd.valid.eq(seq.tensor.valid),
+            seq.tensor.ready.eq(tctrl.cmd.ready),
+            tc.fmt.eq(trec.fmt), tc.k.eq(trec.k), tc.m.eq(trec.m), tc.n.eq(trec.n),
+            tc.stat_addr.eq(trec.stat_addr), tc.stat_stride.eq(trec.stat_stride),
+            tc.mov_addr.eq(trec.mov_addr), tc.mov_stride.eq(trec.mov_stride),
+            tc.psum_addr.eq(trec.psum_addr), tc.accumulate.eq(trec.accumulate),
+            tc.sem.eq(trec.sem),
+            tc.sem_en.eq(1),        # the sequencer wants one done pulse per record
+            seq.tensor_done.eq(tctrl.done),
+        ]
+
+        # ---- vector path ------------------------------------------------------------------
+        wiring.connect(m, vctrl.e_cmd, ve.cmd)
+        wiring.connect(m, vctrl.e_a, ve.a)
+        wiring.connect(m, vctrl.e_b, ve.b)
+        wiring.connect(m, ve.o, vctrl.e_o)
+        m.d.comb += [
+            vctrl.e_idle.eq(~ve.busy),
+            vctrl.a_psum.data.eq(psum.rd.data),
+            psum.rd.addr.eq(vctrl.a_psum.addr),
+            psum.rd.en.eq(vctrl.a_psum.en),
+        ]
+        self._vector_adapter(m, seq, vctrl, CMD_LAYOUT, AccOp, AluOp, Src)
+        m.d.comb += seq.vector_done.eq(vctrl.done)
+
+        # ---- DMA --------------------------------------------------------------------------
+        m.d.comb += [
+            dma.cmd.valid.eq(seq.dma.valid),
+            # Zero while invalid: the queue memory's output is X in simulation until written,
+            # and the DMA decodes the payload combinationally (X would reach the AXI ports).
+            dma.cmd.payload.eq(Mux(seq.dma.valid, seq.dma.payload, 0)),
+            seq.dma.ready.eq(dma.cmd.ready),
+            seq.dma_done.eq(dma.done),
+        ]
+        for i in range(self._dma_windows):
+            m.d.comb += [
+                dma.windows[i].base.eq(getattr(regs, f"dma_win{i}_base")),
+                dma.windows[i].limit.eq(getattr(regs, f"dma_win{i}_limit")),
+                dma.windows[i].perm.eq(getattr(regs, f"dma_win{i}_perm")),
+            ]
+
+        # ---- program control, abort, status -------------------------------------------------
+        ctrl = regs.ctrl
+        ctrl_we = regs.ctrl_we
+        running = Signal()
+        aborting = Signal()
+        start = Signal()
+        finish = Signal()
+        engines_idle = Signal()
+        m.d.comb += [
+            engines_idle.eq(~dma.busy & ~tctrl.busy & ~te.busy & psum.idle & ~vctrl.busy &
+                            ~ve.busy),
+            start.eq(ctrl_we & ctrl[0] & ~running),
+        ]
+        # Errors: sequencer traps, DMA errors, watchdog, LUT configuration errors.
+        seq_err_prev = Signal()
+        lut_err_prev = Signal()
+        m.d.sync += [seq_err_prev.eq(seq.error), lut_err_prev.eq(ve.error)]
+        seq_code = Signal(4)
+        es = seq.err_status
+        illegal = (1 << isa.ErrorBit.ILLEGAL_OPCODE) | (1 << isa.ErrorBit.PC_RANGE) | \
+            (1 << isa.ErrorBit.MICRO_TRAP)
+        with m.If(es & illegal):
+            m.d.comb += seq_code.eq(ErrorCode.ILLEGAL_INSTRUCTION)
+        with m.Elif(es[isa.ErrorBit.DEADLOCK]):
+            m.d.comb += seq_code.eq(ErrorCode.SEMAPHORE)
+        with m.Else():
+            m.d.comb += seq_code.eq(ErrorCode.CALL_STACK)
+        rep = status.report
+        m.d.comb += [
+            rep[0].valid.eq(seq.error & ~seq_err_prev & running),
+            rep[0].code.eq(seq_code), rep[0].addr.eq(seq.err_pc), rep[0].info.eq(es),
+            rep[1].valid.eq(dma.err_valid), rep[1].code.eq(dma.err_code),
+            rep[1].addr.eq(dma.err_addr), rep[1].info.eq(dma.err_info),
+            rep[2].valid.eq(wd.timeout), rep[2].code.eq(ErrorCode.WATCHDOG),
+            rep[2].addr.eq(wd.count), rep[2].info.eq(regs.watchdog_limit),
+            rep[3].valid.eq(ve.error & ~lut_err_prev), rep[3].code.eq(ErrorCode.LUT_INDEX),
+        ]
+        abort_req = Signal()
+        m.d.comb += abort_req.eq(running & ~aborting & (
+            (ctrl_we & (ctrl & CTRL_ABORT).any()) | wd.timeout | status.error |
+            rep[0].valid | rep[1].valid | rep[3].valid))
+        with m.If(start):
+            m.d.sync += running.eq(1)
+        with m.If(abort_req):
+            m.d.sync += aborting.eq(1)
+        # The program ends when the sequencer is done and every engine has drained, or when
+        # an abort has drained the DMA (the rest is held in reset meanwhile).
+        with m.If(running & ~start & ((~aborting & seq.done & ~seq.busy & engines_idle) |
+                                      (aborting & ~dma.busy))):
+            m.d.comb += finish.eq(1)
+            m.d.sync += [running.eq(0), aborting.eq(0)]
+        m.d.comb += [
+            soft.eq(aborting),
+            dma.abort.eq(aborting),
+            seq.start.eq(start),
+            seq.start_pc.eq(regs.start_pc),
+            status.done.eq(finish),
+            status.start.eq(start),
+            status.clear.eq(ctrl_we & (ctrl & CTRL_CLEAR).any()),
+            status.busy.eq(running),
+            status.irq_enable.eq(regs.irq_enable),
+            wd.limit.eq(regs.watchdog_limit),
+            wd.start.eq(start),
+            wd.running.eq(running & ~aborting),
+            wd.clear.eq(ctrl_we & (ctrl & CTRL_CLEAR).any()),
+            regs.busy.eq(running),
+            regs.status.eq(status.status),
+            regs.err_code.eq(status.code),
+            regs.err_addr.eq(status.addr),
+            regs.err_info.eq(status.info),
+            regs.err_count.eq(status.count),
+            self.irq.eq(status.irq),
+        ]
+
+        # ---- configuration registers ------------------------------------------------------
+        fmask = sum(1 << int(f) for f in self._formats)
+        m.d.comb += [
+            regs.config0.eq(P | (C << 8) | (self._dma_windows << 16) | (fmask << 24)),
+            regs.config1.eq(ceil_log2(self._sbuf_depth) | (ceil_log2(self._psum_depth) << 8) |
+                            (ceil_log2(2 * self._pmem_depth) << 16) |
+                            (ceil_log2(2 * isa.UCODE_DEPTH) << 24)),
+        ]
+
+        # ---- performance counters -----------------------------------------------------------
+        clear_cnt = Signal()
+        m.d.comb += [clear_cnt.eq(ctrl_we & (ctrl & CTRL_CLEAR_COUNTERS).any()),
+                     dma.clear_counters.eq(clear_cnt)]
+        cycles = Signal(64)
+        counters = {n: Signal(32, name=f"perf_{n}") for n in ("tensor_busy", "vector_busy",
+                                                              "dma_busy")}
+        busy_now = {"tensor_busy": tctrl.busy | te.busy | ~psum.idle,
+                    "vector_busy": vctrl.busy | ve.busy, "dma_busy": dma.busy}
+        with m.If(start | clear_cnt):
+            m.d.sync += cycles.eq(0)
+            m.d.sync += [c.eq(0) for c in counters.values()]
+        with m.Elif(running):
+            m.d.sync += cycles.eq(cycles + 1)
+            for n, c in counters.items():
+                with m.If(busy_now[n]):
+                    m.d.sync += c.eq(c + 1)
+        # Sequencer counters through its debug port, one address per cycle in turn.
+        dbg_list = [DBG["retired"], DBG["semwait"] + 0, DBG["semwait"] + 3, DBG["semwait"] + 6]
+        dsel = Signal(2)
+        m.d.sync += dsel.eq(dsel + 1)
+        dvals = [Signal(32, name=f"dbg_val{i}") for i in range(4)]
+        with m.Switch(dsel):
+            for i, a in enumerate(dbg_list):
+                with m.Case(i):
+                    m.d.comb += seq.dbg_addr.eq(a)
+                    m.d.sync += dvals[i].eq(seq.dbg_data)
+        m.d.comb += [
+            regs.perf_cycles_lo.eq(cycles[:32]),
+            regs.perf_cycles_hi.eq(cycles[32:]),
+            regs.perf_tensor_busy.eq(counters["tensor_busy"]),
+            regs.perf_vector_busy.eq(counters["vector_busy"]),
+            regs.perf_dma_busy.eq(counters["dma_busy"]),
+            regs.perf_dma_rd_bytes.eq(dma.rd_bytes),
+            regs.perf_dma_wr_bytes.eq(dma.wr_bytes),
+            regs.perf_instret.eq(dvals[0]),
+            regs.perf_sem_wait.eq(dvals[1] + dvals[2] + dvals[3]),
+            regs.perf_lut_saturated.eq(0),
+        ]
+
+        # ---- windows: program memory, control store + opcode map, LUT ---------------------
+        prog = regs.prog
+        lo = Signal(32)
+        with m.If(prog.we & ~prog.addr[0]):
+            m.d.sync += lo.eq(prog.wdata)
+        m.d.comb += [
+            seq.pmem_wr_addr.eq(prog.addr[1:]),
+            seq.pmem_wr_data.eq(Cat(lo, prog.wdata)),
+            seq.pmem_wr_en.eq(prog.we & prog.addr[0] &
+                              (prog.addr[1:] < self._pmem_depth)),
+            prog.rdata.eq(0),
+        ]
+        uc = regs.ucode
+        ulo = Signal(32)
+        is_map = uc.addr >= UCODE_MAP_BASE
+        with m.If(uc.we & ~uc.addr[0]):
+            m.d.sync += ulo.eq(uc.wdata)
+        m.d.comb += [
+            seq.ucode_wr_addr.eq(uc.addr[1:]),
+            seq.ucode_wr_data.eq(Cat(ulo, uc.wdata)),
+            seq.ucode_wr_en.eq(uc.we & uc.addr[0] & (uc.addr < 2 * isa.UCODE_DEPTH)),
+            seq.map_wr_addr.eq(uc.addr[:8]),
+            seq.map_wr_data.eq(uc.wdata),
+            seq.map_wr_en.eq(uc.we & is_map & (uc.addr < UCODE_MAP_BASE + 256)),
+            uc.rdata.eq(0),
+        ]
+        # LUT window -> vector engine cfg (shared with TABLE commands; the window is locked
+        # while a program runs, so the two never compete in practice: TABLE has priority).
+        lut = regs.lut
+        pend = Signal()
+        pend_addr = Signal(16)
+        pend_data = Signal(32)
+        pend_write = Signal()
+        la = lut.addr
+        region = la[8:10]
+        cfg_addr = Mux(region == 3, 0x8000 | la[:8],
+                       (region << 12) | (la[10] << 14) | la[:8])
+        with m.If((lut.we | lut.re) & ~pend):
+            m.d.sync += [pend.eq(1), pend_addr.eq(cfg_addr), pend_data.eq(lut.wdata),
+                         pend_write.eq(lut.we)]
+        lut_rdata = Signal(32)
+        with m.If(vctrl.cfg.valid):
+            m.d.comb += [ve.cfg.valid.eq(1), ve.cfg.payload.eq(vctrl.cfg.payload),
+                         vctrl.cfg.ready.eq(ve.cfg.ready)]
+        with m.Else():
+            m.d.comb += [ve.cfg.valid.eq(pend), ve.cfg.p.addr.eq(pend_addr),
+                         ve.cfg.p.data.eq(pend_data), ve.cfg.p.write.eq(pend_write)]
+            with m.If(pend & ve.cfg.ready):
+                m.d.sync += pend.eq(0)
+        m.d.comb += ve.rdata.ready.eq(1)
+        with m.If(ve.rdata.valid):
+            m.d.sync += lut_rdata.eq(ve.rdata.payload)
+        m.d.comb += lut.rdata.eq(lut_rdata)
+
+        # Seeds: the SEED register or SEED records.
+        m.d.comb += [
+            ve.seed.eq(Mux(vctrl.seed_load, vctrl.seed, regs.seed)),
+            ve.seed_load.eq(vctrl.seed_load | regs.seed_we),
+        ]
+
+        # ---- trace --------------------------------------------------------------------------
+        m.d.comb += [
+            self.activity.running.eq(running),
+            self.activity.seq_busy.eq(seq.busy),
+            self.activity.dma.eq(dma.busy),
+            self.activity.tensor.eq(busy_now["tensor_busy"]),
+            self.activity.vector.eq(busy_now["vector_busy"]),
+            self.activity.aborting.eq(aborting),
+        ]
+        return m
+
+    def _vector_adapter(self, m, seq, vctrl, cmd_layout, AccOp, AluOp, Src):
+        """VECTOR records (``sim.isa.VECTOR_RECORD``) to controller commands, as
+        ``sim/refsim.py`` executes them on the engine model. ACC_RD becomes two commands:
+        read the accumulators out, then reset them to +0.
+
+        The translation is written into a one-entry command register (sync domain): a
+        combinational translation would drive some command bits with constants only, which
+        Icarus never evaluates (``always @*`` without sensitivities stays X).
+        """
+        r = seq.vector.payload
+        buf = Signal(vctrl.cmd.payload.shape(), name="vec_cmd")
+        buf_valid = Signal(name="vec_cmd_valid")
+        c = buf
+        e = data.View(cmd_layout, c.op)
+        second = Signal()
+        op = r.op
+        skip = (r.alu > max(AluOp)) | (r.rnd > 2)
+        acc_rd = (op == isa.VecOp.ACC_RD) & ~skip
+        take = Signal()
+        m.d.comb += [
+            vctrl.cmd.valid.eq(buf_valid),
+            vctrl.cmd.payload.eq(buf),
+            take.eq(seq.vector.valid & ~buf_valid),
+            seq.vector.ready.eq(take & (~acc_rd | second)),
+        ]
+        with m.If(vctrl.cmd.valid & vctrl.cmd.ready):
+            m.d.sync += buf_valid.eq(0)
+        with m.If(take):
+            m.d.sync += buf_valid.eq(1)
+            with m.If(acc_rd):
+                m.d.sync += second.eq(~second)
+            m.d.sync += [
+                c.eq(0),
+                c.kind.eq(KIND_ENGINE), c.scalar.eq(r.scalar),
+                c.n.eq(r.n), c.a_psum.eq(r.a_space), c.a_addr.eq(r.a_addr), c.a_stride.eq(1),
+                c.b_en.eq(0), c.b_addr.eq(r.b_addr), c.b_stride.eq(1),
+                c.o_n.eq(r.n), c.o_addr.eq(r.dst_addr), c.o_stride.eq(1),
+                c.parts.eq(self._rows), c.sem.eq(r.sem), c.sem_en.eq(1),
+                e.fmt_a.eq(r.in_fmt), e.fmt_b.eq(r.in_fmt), e.fmt_o.eq(r.out_fmt),
+                e.rmode.eq(r.rnd), e.count.eq(r.n), e.emit.eq(1),
+            ]
+            with m.Switch(op):
+                with m.Case(isa.VecOp.ACT):
+                    m.d.sync += [e.op0.eq(AluOp.MUL), e.imm0.eq(r.scalar),
+                                 e.op1.eq(AluOp.ADD), e.imm1.eq(r.bias), e.lut.eq(1),
+                                 e.bank.eq(r.func[0]),
+                                 e.acc_op.eq(Mux(r.acc, AccOp.SUM, AccOp.NONE))]
+                with m.Case(isa.VecOp.TT):
+                    m.d.sync += [e.op0.eq(r.alu), e.src0.eq(Src.TENSOR), c.b_en.eq(1)]
+                with m.Case(isa.VecOp.TS):
+                    m.d.sync += [e.op0.eq(r.alu), e.imm0.eq(r.scalar)]
+                with m.Case(isa.VecOp.COPY):
+                    pass
+                with m.Case(isa.VecOp.REDUCE):
+                    m.d.sync += [e.emit.eq(0), e.acc_reset.eq(1), e.emit_acc.eq(1),
+                                 c.o_n.eq(1)]
+                    with m.Switch(r.alu):
+                        with m.Case(isa.VecAlu.ADD):
+                            m.d.sync += e.acc_op.eq(AccOp.SUM)
+                        with m.Case(isa.VecAlu.MAX):
+                            m.d.sync += e.acc_op.eq(AccOp.MAX)
+                        with m.Case(isa.VecAlu.MIN):
+                            m.d.sync += e.acc_op.eq(AccOp.MIN)
+                        with m.Default():
+                            m.d.sync += [c.kind.eq(KIND_NOP), c.n.eq(0), c.o_n.eq(0)]
+                with m.Case(isa.VecOp.TABLE):
+                    m.d.sync += [c.kind.eq(KIND_TABLE), c.n.eq(r.n << 1), c.a_psum.eq(0),
+                                 c.o_n.eq(0), c.parts.eq(1)]
+                with m.Case(isa.VecOp.SEED):
+                    m.d.sync += [c.kind.eq(KIND_SEED), c.n.eq(0), c.o_n.eq(0)]
+                with m.Case(isa.VecOp.ACC_RD):
+                    with m.If(~second):
+                        m.d.sync += [e.emit.eq(0), e.count.eq(0), e.emit_acc.eq(1),
+                                     c.n.eq(0), c.o_n.eq(1), c.sem_en.eq(0)]
+                    with m.Else():
+                        m.d.sync += [e.emit.eq(0), e.count.eq(0), e.acc_op.eq(AccOp.SUM),
+                                     e.acc_reset.eq(1), c.n.eq(0), c.o_n.eq(0)]
+                with m.Default():
+                    m.d.sync += [c.kind.eq(KIND_NOP), c.n.eq(0), c.o_n.eq(0)]
+            with m.If(skip & (op != isa.VecOp.SEED) & (op != isa.VecOp.TABLE)):
+                m.d.sync += [c.kind.eq(KIND_NOP), c.n.eq(0), c.o_n.eq(0)]
