@@ -14,7 +14,8 @@ import ml_dtypes
 import numpy as np
 
 from cocotb_tests.common.config import dut_config
-from cocotb_tests.common.core_env import CoreEnv, gemm_program, run_program
+from cocotb_tests.common.core_env import (CoreEnv, f32_bits, gemm_program, mlp_program,
+                                          run_program, table_words)
 from sim.asm import assemble
 from sim.refsim import RefSim
 
@@ -96,10 +97,60 @@ async def test_gemm_axi_latency(dut):
     await _gemm(dut, env, KT=2, MT=1, N=8, seed=seed)
 
 
+async def _mlp(dut, env, KT, MT, N, seed):
+    cfg = dut_config()
+    P, C = cfg["rows"], cfg["cols"]
+    rng = np.random.default_rng(seed)
+    K, M = KT * P, MT * C
+    w = _bf16_bits(rng.standard_normal((K, M)) / np.sqrt(K))
+    xt = _bf16_bits(rng.standard_normal((K, N)))
+    b = (rng.standard_normal(M) * 0.5).astype(np.float32)
+    tw = np.array(table_words("gelu", 0, cfg["lut_entries"]), dtype=np.uint32)
+    T_EXT, W_EXT, X_EXT, B_EXT, Y_EXT = 0x8000, 0x1000, 0x3000, 0x5000, 0x6000
+    text = mlp_program(P=P, C=C, KT=KT, MT=MT, N=N, t_ext=T_EXT, t_words=len(tw), w_ext=W_EXT,
+                       x_ext=X_EXT, b_ext=B_EXT, y_ext=Y_EXT, seed=seed & 0xFFFFFFFF,
+                       sbuf_depth=cfg["sbuf_depth"])
+    words = assemble(text)
+    ext = bytearray(MEM)
+    for addr, arr in ((T_EXT, tw), (W_EXT, w), (X_EXT, xt), (B_EXT, b)):
+        ext[addr:addr + arr.nbytes] = arr.tobytes()
+    ref = _refsim(cfg, words, ext)
+    env.write_mem(0, bytes(ext))
+    host = env.host()
+    await run_program(env, host, words)
+    cycles = await host.read("PERF_CYCLES_LO")
+    got = np.frombuffer(env.read_mem(Y_EXT, M * N * 2), dtype=np.uint16).reshape(M, N)
+    exp = ref.ext[Y_EXT:Y_EXT + M * N * 2].view(np.uint16).reshape(M, N)
+    bad = np.argwhere(got != exp)
+    assert len(bad) == 0, (f"seed {seed}: {len(bad)} mismatches vs refsim, first at "
+                           f"{bad[0].tolist()}: got {got[tuple(bad[0])]:#x} exp "
+                           f"{exp[tuple(bad[0])]:#x}")
+    # float64: gelu(W^T X^T + b); tolerance = 1 BF16 ulp (SR) + the table's error.
+    from math import erf
+    h = _bf16_value(w).T @ _bf16_value(xt) + b.astype(np.float64)[:, None]
+    ref64 = 0.5 * h * (1 + np.vectorize(erf)(h / np.sqrt(2)))
+    gotf = _bf16_value(got)
+    err = np.abs(gotf - ref64)
+    tol = 2.0 ** -7 * np.abs(ref64) + 2e-3
+    assert np.all(err <= tol), f"seed {seed}: max error {err.max():.3g} beyond tolerance"
+    dut._log.info("MLP K=%d M=%d N=%d: bit-exact vs refsim, max |err| vs float64 %.3g, "
+                  "%d cycles", K, M, N, err.max(), cycles)
+    return cycles
+
+
+@cocotb.test()
+async def test_mlp_gelu_bf16_sr(dut):
+    """gelu(X @ W + b) in BF16 with stochastic rounding (table loaded by TABLE_LD)."""
+    seed = _seed() + 2
+    env = CoreEnv(dut, seed=seed, latency=(0, 2), pause=0.1)
+    await env.reset()
+    await _mlp(dut, env, KT=2, MT=1, N=16, seed=seed)
+
+
 # ------------------------------------------------------------------------------------------
 # pytest wrapper
 # ------------------------------------------------------------------------------------------
-CORE_CONFIG = {"rows": 4, "cols": 4, "sbuf_depth": 256, "psum_depth": 64,
+CORE_CONFIG = {"rows": 4, "cols": 4, "sbuf_depth": 1024, "psum_depth": 64,
                "formats": ["bf16"], "lut_entries": 64}
 
 

@@ -243,3 +243,82 @@ async def run_program(env, host, words, *, timeout=200_000, windows=((0, None, T
     await host.start(0)
     st = await host.wait(timeout_cycles=timeout, poll_cycles=32)
     return st
+
+
+def f32_bits(x):
+    import struct
+    return struct.unpack("<I", struct.pack("<f", float(x)))[0]
+
+
+def table_words(name, bank, depth):
+    """The (address, data) cfg writes of a shipped LUT table for ``bank``, flattened as the
+    TABLE record reads them from SBUF partition 0 (address, data, address, data...)."""
+    from sim.tables import table
+    out = []
+    for a, d in table(name, depth).writes(bank):
+        out += [int(a), int(d) & 0xFFFFFFFF]
+    return out
+
+
+def _load_table(L, *, ext, sb, nwords, sem):
+    """DMA ``nwords`` 32-bit words from ``ext`` into SBUF partition 0 at ``sb``, then TABLE."""
+    L += [_li(1, nwords | 1 << 16), _li(2, 4), _li(3, 0), _li(4, 0), _li(10, ext), _li(11, sb),
+          f"dma_ld r1, r10, r11, part_start=0, part_count=1, fmt=int32, sem={sem}, sem_en=1",
+          f"waiti {sem}, 1", _li(30, sb), _li(31, nwords // 2),
+          f"table_ld r30, r31, sem={sem}, sem_en=1", f"waiti {sem}, 2", f"semset {sem}, 0"]
+
+
+def mlp_program(*, P, C, KT, MT, N, t_ext, t_words, w_ext, x_ext, b_ext, y_ext, seed,
+                sbuf_depth):
+    """``Y^T = gelu(W^T X^T + b)``: W [KT*P, MT*C] BF16, X^T [KT*P, N] BF16, b [MT*C] FP32,
+    Y^T [MT*C, N] BF16 with stochastic rounding (seeded). The gelu table (``t_words`` words at
+    ``t_ext``) is loaded into LUT bank 0 by TABLE_LD; the bias is broadcast along N by a DMA
+    with a zero inner stride, added by TT, then ACT applies gelu and rounds to BF16 (SR).
+
+    SBUF: table at the top of partition 0, W/X tiles from 0, then bias, H (FP32), Y.
+    """
+    M = MT * C
+    t_sb = sbuf_depth - t_words
+    w_sb, x_sb = 0, KT * M
+    b_sb = x_sb + KT * N
+    h_sb = b_sb + MT * N
+    y_sb = h_sb + MT * N
+    assert y_sb + MT * N <= t_sb, "SBUF too small for this MLP"
+    L = []
+    _load_table(L, ext=t_ext, sb=t_sb, nwords=t_words, sem=4)
+    L += [_li(30, seed), "seed_ld r30, sem=4, sem_en=1"]
+    L += [_li(2, 2), _li(3, 0), _li(20, N)]
+    for t in range(KT):
+        L += [_li(1, M | 1 << 16), _li(4, M * 2), _li(10, w_ext + t * P * M * 2),
+              _li(11, w_sb + t * M),
+              f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt=bf16, sem=0, sem_en=1"]
+        L += [_li(1, N | 1 << 16), _li(4, N * 2), _li(10, x_ext + t * P * N * 2),
+              _li(11, x_sb + t * N),
+              f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt=bf16, sem=0, sem_en=1"]
+    # Bias tile mt: SBUF[m][b_sb + mt*N + n] = b[mt*C + m] (inner stride 0 broadcasts).
+    L += [_li(1, N | 1 << 16), _li(2, 0), _li(4, 4)]
+    for mt in range(MT):
+        L += [_li(10, b_ext + mt * C * 4), _li(11, b_sb + mt * N),
+              f"dma_ld r1, r10, r11, part_start=0, part_count={C}, fmt=fp32, sem=5, sem_en=1"]
+    for mt in range(MT):
+        for t in range(KT):
+            if mt == 0:
+                L.append(f"waiti 0, {2 * (t + 1)}")
+            L += [_li(12, w_sb + t * M + mt * C), _li(13, x_sb + t * N), _li(14, mt * N),
+                  f"matmul r14, r12, r13, r20, k={P}, m={C}, fmt=bf16, "
+                  f"accumulate={int(t > 0)}, sem=1, sem_en=1"]
+    L += [_li(1, N | 1 << 16), _li(2, 2), _li(4, N * 2), _li(26, f32_bits(1.0)), _li(27, 0),
+          f"waiti 5, {MT}", "waiti 4, 1"]
+    for mt in range(MT):
+        # AluOp.ADD = 1 (sim.vector.AluOp; the vector engine's code, see docs/isa.md).
+        L += [f"waiti 1, {(mt + 1) * KT}", _li(15, mt * N), _li(16, h_sb + mt * N),
+              _li(17, b_sb + mt * N),
+              "tt r16, r15, r17, r20, alu=1, a_space=psum, b_space=sbuf, in_fmt=fp32, "
+              "out_fmt=fp32, sem=2, sem_en=1",
+              f"waiti 2, {2 * mt + 1}", _li(18, y_sb + mt * N),
+              "act r18, r16, r26, r20, func=0, in_fmt=fp32, out_fmt=bf16, rnd=sr, sem=2, "
+              "sem_en=1",
+              f"waiti 2, {2 * mt + 2}", _li(10, y_ext + mt * C * N * 2), _li(11, y_sb + mt * N),
+              f"dma_st r1, r10, r11, part_start=0, part_count={C}, fmt=bf16, sem=3, sem_en=1"]
+    L += [f"waiti 3, {MT}", "halt"]
+    return "\n".join(L) + "\n"
