@@ -71,6 +71,8 @@ OPTIONS = {
     "n_rand": ("n_rand",),
     "formats": ("formats",),
     "divisor": ("divisor",),
+    "lut_entries": ("lut_entries",),
+    "dma_windows": ("dma_windows",),
 }
 
 
@@ -168,6 +170,8 @@ def main(argv=None):
     parser.add_argument("--n-rand", type=_positive, help="random bits for stochastic rounding")
     parser.add_argument("--depth", type=_positive, help="memory depth of a unit (psum, lut, sbuf)")
     parser.add_argument("--pmem-depth", type=_positive, help="sequencer program memory words")
+    parser.add_argument("--lut-entries", type=_positive, help="activation LUT entries per bank")
+    parser.add_argument("--dma-windows", type=_positive, help="DMA address windows (core)")
     parser.add_argument("--divisor", type=_positive, help="UART clock divisor (uart_bridge)")
     parser.add_argument("--formats", type=_formats,
                         help="comma-separated formats, e.g. int8,bf16,fp8_e4m3")
