@@ -36,8 +36,11 @@ class Harness:
     ``ready`` per cycle per engine (back-pressure and idle patterns).
     """
 
-    def __init__(self, dut, rng, latency=(1, 12), ready_p=0.6):
+    def __init__(self, dut, rng, latency=(1, 12), ready_p=0.6, cost=None):
         self.dut = dut
+        #: ``cost(engine, record_fields) -> cycles``: serial engines (ready only when idle,
+        #: completion ``cost`` cycles after acceptance), as ``sim.cycles.MicroSim`` models them.
+        self.cost = cost
         self.rng = rng
         self.latency = {e: latency for e in Engine}
         self.ready_p = {e: ready_p for e in Engine}
@@ -68,14 +71,21 @@ class Harness:
                     self.done_at[e].append(self.cycle)
                 getattr(dut, name + "_done").value = int(fire)
                 valid = getattr(dut, name + "__valid").value
-                ready = int(self.rng.random() < self.ready_p[e])
+                if self.cost is None:
+                    ready = int(self.rng.random() < self.ready_p[e])
+                else:
+                    ready = int(not due or due[-1] <= self.cycle)
                 getattr(dut, name + "__ready").value = ready
                 if ready and valid == 1:
                     word = getattr(dut, name + "__payload").value.to_unsigned()
                     self.log[e].append(word)
                     self.accepted_at[e].append(self.cycle)
-                    lo, hi = self.latency[e]
-                    t = self.cycle + self.rng.randint(lo, hi)
+                    if self.cost is None:
+                        lo, hi = self.latency[e]
+                        t = self.cycle + self.rng.randint(lo, hi)
+                    else:
+                        t = self.cycle + max(1, int(self.cost(
+                            e, isa.unpack(isa.RECORDS[e], word))))
                     if due:
                         t = max(t, due[-1] + 1)
                     due.append(t)
@@ -177,7 +187,8 @@ def compare(h, hw, ref, label):
 
 
 async def _setup(dut, seed_offset=0):
-    seed = int(os.environ.get("COCOTB_RANDOM_SEED", "1")) + seed_offset
+    seed = int(getattr(cocotb, "RANDOM_SEED", os.environ.get("COCOTB_RANDOM_SEED", 1))) \
+        + seed_offset
     dut._log.info("seed %d", seed)
     rng = random.Random(seed)
     start_clock(dut)

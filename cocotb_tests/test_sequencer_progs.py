@@ -217,7 +217,18 @@ def random_program(seed, length=40, errors=True):
                 lab = new_label()
                 reg = _r(rng)
                 out.append(f"li {reg}, {rng.choice([0, 1, 2, 3])}")
+                ag_reg = None
+                if rng.random() < 0.6:
+                    # An affine generator for this loop level, used inside the body.
+                    ag_reg, stride = _r(rng), _r(rng)
+                    out.append(f"li {stride}, {rng.choice([1, 4, 100, rng.randrange(2**32)])}")
+                    out.append(f"ag {rng.randrange(isa.NUM_AG)}, {ag_reg}, {stride}, {depth + 1}")
                 out.append(f"loop {reg}, {lab}")
+                if ag_reg:
+                    acc = _r(rng)
+                    out.append(f"add {acc}, {acc}, {ag_reg}")
+                    out.append(f"ts {_r(rng, 0)}, {ag_reg}, {_r(rng, 0)}, {_r(rng, 0)}, "
+                               f"{_vec_opts(rng, 0)}")
                 out += block(rng.randrange(1, 4), depth + 1)
                 out.append(f"{lab}: endloop")
             elif kind == "ag":

@@ -1,0 +1,375 @@
+"""Cycle model of the sequencer and the engine timeline.
+
+:class:`MicroSim` executes a program the way ``rtl/control/sequencer.py`` does: fetch, decode
+and map (3 cycles), then one cycle per micro-instruction read from the control store
+(``sim/microcode.py`` or any words loaded at run time), with the same stall rules (EMIT waits
+for queue space, WAIT for a semaphore, BARRIER for completions). Engines are modelled as serial
+servers: record ``i`` of an engine is accepted at ``max(valid_i, done_{i-1})`` and completes
+``cost(record)`` cycles later. The result is the timeline of every record (emit, accept, done
+cycles), the sequencer's cycle count and per-engine busy / semaphore-wait / idle cycles.
+
+Being a second, independent executor of the microcode, it is also checked against the
+instruction-level ``sim/refsim.py`` (architectural state and record traces) in
+``tests/test_refsim_cycles.py``, and its cycle counts against the RTL's performance counters in
+``cocotb_tests/test_sequencer_timing.py``.
+
+Timing convention (cycle ``c`` = the cycle that ends with rising edge ``c + 1``):
+a record emitted in cycle ``e`` is valid on the stream from ``e + 1``; accepted in cycle ``a``
+(valid and ready), it completes in cycle ``a + cost`` (the done pulse is sampled at the end of
+that cycle; its semaphore increment is visible from ``a + cost + 1``).
+"""
+
+from dataclasses import dataclass, field
+
+from sim import isa, microcode
+from sim.dtypes import STORAGE_BITS, Format
+from sim.isa import Engine, ErrorBit, UAlu, UCond, UDst, USeq, USpecial, USrc
+
+__all__ = ["EngineCost", "MicroSim", "RecordTiming"]
+
+MASK32 = 0xFFFFFFFF
+_UNPACKED = {}
+
+
+def _s32(x):
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
+@dataclass
+class EngineCost:
+    """Cycles an engine spends on one record (estimates of the engines' throughput; the core's
+    engines document their own). ``rows``/``cols`` are the tensor array size."""
+    rows: int = 8
+    cols: int = 8
+    dma_bus_bytes: int = 8       # bytes per cycle
+    dma_setup: int = 6
+    vector_pipeline: int = 8
+
+    def __call__(self, engine, r):
+        if engine == Engine.DMA:
+            nbytes = STORAGE_BITS[Format(r["fmt"])] // 8
+            total = r["part_count"] * r["n0"] * r["n1"] * nbytes
+            return self.dma_setup + -(-total // self.dma_bus_bytes)
+        if engine == Engine.TENSOR:
+            # Stationary load overlaps the previous tile; the moving stream and the array's
+            # skew (rows + cols) dominate.
+            return max(r["m"], 1) + max(r["n"], 1) + self.rows + self.cols
+        n = r["n"]
+        if r["op"] in (isa.VecOp.SEED,):
+            return 1
+        if r["op"] == isa.VecOp.ACC_RD:
+            return 1 + self.vector_pipeline
+        return n + self.vector_pipeline
+
+
+@dataclass
+class RecordTiming:
+    engine: Engine
+    word: int
+    emit: int
+    accept: int = 0
+    done: int = 0
+    fields: dict = field(default_factory=dict)
+
+
+class MicroSim:
+    """Micro-level, cycle-level model of the sequencer.
+
+    Parameters
+    ----------
+    program : list of int
+    pmem_depth, queue_depth, max_outstanding :
+        As the RTL's parameters.
+    control_store, opcode_map : list of int, optional
+        Default: the shipped ``sim.microcode`` contents.
+    cost : callable ``(engine, record_fields) -> cycles``
+        Default :class:`EngineCost`.
+    """
+
+    def __init__(self, program, *, pmem_depth=1024, queue_depth=2,
+                 max_outstanding=isa.MAX_OUTSTANDING, control_store=None, opcode_map=None,
+                 cost=None):
+        self.program = [int(w) for w in program]
+        self.pmem_depth = pmem_depth
+        self.queue_depth = queue_depth
+        self.max_outstanding = max_outstanding
+        self.ucode = list(control_store or microcode.control_store())
+        self.omap = list(opcode_map or microcode.opcode_map())
+        self.cost = cost or EngineCost()
+        self.regs = [0] * isa.NUM_REGS
+        self.flags = {"EQ": 0, "LT": 0, "LTU": 0}
+        self.sems = [0] * isa.NUM_SEMS
+        self.loops, self.calls, self.ustack = [], [], []
+        self.ags = [dict(level=0, reg=0, stride=0, base=0) for _ in range(isa.NUM_AG)]
+        self.t = [0, 0]
+        self.uctr = 0
+        self.rec = {e: [0] * isa.RECORD_SLOTS[e] for e in Engine}
+        self.pc = 0
+        self.error = 0
+        self.err_pc = 0
+        self.retired = 0
+        self.cycle = 0
+        self.timeline = {e: [] for e in Engine}
+        self.trace = {e: [] for e in Engine}
+        self.perf = {e: {"busy": 0, "semwait": 0, "idle": 0, "blocked": 0} for e in Engine}
+        self._pending_incs = []        # (done_cycle, sem)
+
+    # -- engine queue state at cycle c ---------------------------------------------------------
+    def _queued(self, e, c):
+        """Records in the output queue (emitted before c, not yet accepted before c)."""
+        tail = self.timeline[e][-(self.max_outstanding + self.queue_depth + 1):]
+        return sum(1 for r in tail if r.emit < c and not r.accept < c)
+
+    def _outstanding(self, e, c):
+        tail = self.timeline[e][-(self.max_outstanding + self.queue_depth + 1):]
+        return sum(1 for r in tail if r.emit < c and not r.done < c)
+
+    def _apply_incs(self, c, dropped=None):
+        """Apply the semaphore increments of done pulses sampled at the end of cycle c - 1."""
+        keep = []
+        for t, s in self._pending_incs:
+            if t < c:
+                if dropped is None or (t, s) not in dropped:
+                    self.sems[s] = (self.sems[s] + 1) & 0xFFFF
+            else:
+                keep.append((t, s))
+        self._pending_incs = keep
+
+    def _emit(self, e, c):
+        word = 0
+        for i, v in enumerate(self.rec[e]):
+            word |= (v & MASK32) << (32 * i)
+        f = isa.unpack(isa.RECORDS[e], word)
+        tl = self.timeline[e]
+        prev = tl[-1] if tl else None
+        accept = c + 1
+        if prev is not None:
+            accept = max(accept, prev.accept + 1, prev.done)
+        r = RecordTiming(e, word, c, accept, accept + max(int(self.cost(e, f)), 1), f)
+        tl.append(r)
+        self.trace[e].append(word)
+        if f["sem_en"]:
+            self._pending_incs.append((r.done, f["sem"]))
+        self.rec[e] = [0] * isa.RECORD_SLOTS[e]
+
+    # -- micro-instruction execution ------------------------------------------------------------
+    def _reg(self, i):
+        return self.regs[i & 63]
+
+    def _src(self, sel, f, k):
+        rd, rs1, rs2, rs3 = f["rd"], f["rs1"], f["rs2"], f["rs3"]
+        table = {USrc.RD: rd, USrc.RS1: rs1, USrc.RS2: rs2, USrc.RS3: rs3, USrc.RD1: rd + 1,
+                 USrc.RD2: rd + 2, USrc.RD3: rd + 3, USrc.RS2P1: rs2 + 1,
+                 USrc.AGREG: self.ags[k]["reg"]}
+        if sel in table:
+            return self._reg(table[sel])
+        return {USrc.ZERO: 0, USrc.IMM: f["imm"], USrc.T0: self.t[0], USrc.T1: self.t[1],
+                USrc.AGSTRIDE: self.ags[k]["stride"], USrc.AGBASE: self.ags[k]["base"]
+                }.get(sel, None)
+
+    @staticmethod
+    def _alu(op, a, b):
+        sh = b & 31
+        return {
+            UAlu.ADD: (a + b) & MASK32, UAlu.SUB: (a - b) & MASK32, UAlu.AND: a & b,
+            UAlu.OR: a | b, UAlu.XOR: a ^ b, UAlu.SHL: (a << sh) & MASK32, UAlu.SHR: a >> sh,
+            UAlu.SRA: (_s32(a) >> sh) & MASK32, UAlu.SLT: int(_s32(a) < _s32(b)),
+            UAlu.SLTU: int(a < b), UAlu.PASSA: a, UAlu.PASSB: b,
+        }.get(op, 0)
+
+    def run(self, max_cycles=1 << 60):
+        """Run to HALT or an error; returns self. ``cycle`` then equals the RTL's ``cycles``
+        performance counter."""
+        c = 0
+        while True:
+            # FETCH
+            self._account(c, wait=False)
+            if self.pc >= self.pmem_depth:
+                return self._fail(ErrorBit.PC_RANGE, c + 1)
+            word = self.program[self.pc] if self.pc < len(self.program) else 0
+            f = isa.decode(word)
+            self._account(c + 1, wait=False)        # DECODE
+            self._account(c + 2, wait=False)        # MAP
+            c += 3
+            entry = self.omap[f["op"]]
+            if not entry >> isa.UADDR_BITS:
+                return self._fail(ErrorBit.ILLEGAL_OPCODE, c)
+            upc = entry & ((1 << isa.UADDR_BITS) - 1)
+            npc = self.pc + 1
+            self.ustack = []
+            while True:
+                if c > max_cycles:
+                    raise RuntimeError(f"no HALT within {max_cycles} cycles")
+                self._apply_incs(c)
+                out = self._micro(self.ucode[upc], f, c, upc, npc)
+                kind = out[0]
+                if kind == "stall":
+                    # Nothing changes until the next engine event: skip to it.
+                    nxt = self._next_event(c)
+                    self._account(c, wait=out[1], count=nxt - c)
+                    if out[2] is not None:
+                        self.perf[out[2]]["blocked"] += nxt - c
+                    c = nxt
+                    continue
+                self._account(c, wait=kind == "error" and out[1] == ErrorBit.DEADLOCK)
+                c += 1
+                if kind == "error":
+                    return self._fail(out[1], c)
+                _, upc, npc, end, halt = out
+                if end:
+                    self.retired += 1
+                    self.pc = npc & MASK32
+                    if halt:
+                        self.cycle = c
+                        self._finish(c)
+                        return self
+                    break
+
+    def _finish(self, c):
+        self._apply_incs(1 << 62)
+
+    def _fail(self, bit, c):
+        self.error |= 1 << bit
+        self.err_pc = self.pc
+        self.cycle = c
+        self._finish(c)
+        return self
+
+    def _next_event(self, c):
+        """The first cycle after c at which a queue level or a semaphore changes."""
+        times = [t + 1 for tl in self.timeline.values() for r in tl[-(self.max_outstanding
+                                                                     + self.queue_depth + 1):]
+                 for t in (r.accept, r.done) if t + 1 > c]
+        return min(times) if times else c + 1
+
+    def _account(self, c, wait, count=1):
+        for e in Engine:
+            p = self.perf[e]
+            if self._outstanding(e, c):
+                p["busy"] += count
+            elif wait:
+                p["semwait"] += count
+            else:
+                p["idle"] += count
+
+    def _micro(self, w, f, c, upc, npc):
+        u = _UNPACKED.get(w)
+        if u is None:
+            u = _UNPACKED[w] = isa.unpack(isa.MICRO_FIELDS, w)
+        k = u["const"] & 3
+        a = self._src(u["a"], f, k)
+        b = self._src(u["b"], f, k)
+        a = u["const"] if a is None else a
+        b = u["const"] if b is None else b
+        res = self._alu(u["alu"], a, b)
+        special, seq, dst, eng = u["special"], u["seq"], u["dst"], u["eng"]
+        sem_idx = f["imm"] & 15
+        depth = len(self.loops)
+        # stalls
+        if special == USpecial.EMIT:
+            e = Engine(eng) if eng < 3 else None
+            if e is None or self._queued(e, c) >= self.queue_depth or \
+                    self._outstanding(e, c) >= self.max_outstanding:
+                return ("stall", False, e)
+        if special == USpecial.WAIT and self.sems[sem_idx] < (res & 0xFFFF):
+            if not any(self._outstanding(e, c) for e in Engine):
+                return ("error", ErrorBit.DEADLOCK)
+            return ("stall", True, None)
+        if special == USpecial.BARRIER and any(self._outstanding(e, c) for e in Engine):
+            return ("stall", False, None)
+        # errors
+        if special == USpecial.LOOP_PUSH and depth == isa.LOOP_DEPTH:
+            return ("error", ErrorBit.LOOP_OVERFLOW)
+        if special in (USpecial.LOOP_STEP, USpecial.LOOP_POP) and depth == 0:
+            return ("error", ErrorBit.LOOP_UNDERFLOW)
+        if special == USpecial.CALL_PUSH and len(self.calls) == isa.CALL_DEPTH:
+            return ("error", ErrorBit.CALL_OVERFLOW)
+        if special == USpecial.CALL_POP and not self.calls:
+            return ("error", ErrorBit.CALL_UNDERFLOW)
+        if seq == USeq.CALL and len(self.ustack) == isa.UCALL_DEPTH:
+            return ("error", ErrorBit.UCALL_OVERFLOW)
+        if seq == USeq.RET and not self.ustack:
+            return ("error", ErrorBit.UCALL_UNDERFLOW)
+        if seq == USeq.TRAP:
+            return ("error", ErrorBit.MICRO_TRAP)
+        # condition (before any state changes)
+        top = self.loops[-1] if self.loops else None
+        cond = {UCond.ALWAYS: 1, UCond.Z: res == 0, UCond.NZ: res != 0,
+                UCond.EQ: self.flags["EQ"], UCond.NE: not self.flags["EQ"],
+                UCond.LT: self.flags["LT"], UCond.GE: not self.flags["LT"],
+                UCond.LTU: self.flags["LTU"], UCond.GEU: not self.flags["LTU"],
+                UCond.LOOP_MORE: top is not None and top[1] > 1}.get(u["cond"], 0)
+        ag = self.ags[k]
+        ag_match = ag["level"] != 0 and ag["level"] == depth
+        # next macro PC
+        new_npc = npc
+        if dst == UDst.NPC:
+            new_npc = res
+        if special == USpecial.LOOP_STEP:
+            new_npc = top[0]
+        elif special == USpecial.CALL_PUSH:
+            new_npc = res
+        elif special == USpecial.CALL_POP:
+            new_npc = self.calls[-1]
+        # register file (one write port, RTL priority)
+        if dst == UDst.RD:
+            if f["rd"]:
+                self.regs[f["rd"]] = res
+        elif dst == UDst.AGREG:
+            if ag_match and ag["reg"]:
+                self.regs[ag["reg"]] = res
+        elif special == USpecial.SEMRD:
+            if f["rd"]:
+                self.regs[f["rd"]] = self.sems[sem_idx]
+        if dst == UDst.T0:
+            self.t[0] = res
+        elif dst == UDst.T1:
+            self.t[1] = res
+        elif dst == UDst.FLAGS:
+            self.flags = {"EQ": int(a == b), "LT": int(_s32(a) < _s32(b)), "LTU": int(a < b)}
+        elif dst == UDst.UCTR:
+            self.uctr = res & 0xFFFF
+        elif dst == UDst.SLOT and eng < 3 and u["slot"] < isa.RECORD_SLOTS[Engine(eng)]:
+            self.rec[Engine(eng)][u["slot"]] = res
+        # specials
+        if special == USpecial.EMIT:
+            self._emit(Engine(eng), c)
+        elif special == USpecial.SEMINC:
+            self.sems[sem_idx] = (self.sems[sem_idx] + 1) & 0xFFFF
+        elif special == USpecial.SEMSET:
+            # The RTL's SEMSET wins over completions sampled in the same cycle.
+            self._pending_incs = [(t, s) for t, s in self._pending_incs
+                                  if not (t == c and s == sem_idx)]
+            self.sems[sem_idx] = res & 0xFFFF
+        elif special == USpecial.LOOP_PUSH:
+            self.loops.append([self.pc + 1, res])
+        elif special == USpecial.LOOP_STEP:
+            top[1] = (top[1] - 1) & MASK32
+        elif special == USpecial.LOOP_POP:
+            self.loops.pop()
+        elif special == USpecial.CALL_PUSH:
+            self.calls.append((self.pc + 1) & MASK32)
+        elif special == USpecial.CALL_POP:
+            self.calls.pop()
+        elif special == USpecial.AG_SET:
+            g = self.ags[f["imm"] & 3]
+            g.update(level=(f["imm"] >> 8) & 7, reg=f["rd"], stride=res)
+        elif special == USpecial.AG_SNAP:
+            if ag_match:
+                ag["base"] = res
+        # sequencing
+        unext = upc + 1
+        if seq in (USeq.JUMP, USeq.CALL):
+            unext = u["target"]
+        if seq == USeq.CALL:
+            self.ustack.append(upc + 1)
+        elif seq == USeq.RET:
+            unext = self.ustack.pop()
+        elif seq == USeq.BRANCH and cond:
+            unext = u["target"]
+        elif seq == USeq.ULOOP and self.uctr != 0:
+            self.uctr -= 1
+            unext = u["target"]
+        unext &= (1 << isa.UADDR_BITS) - 1
+        return ("ok", unext, new_npc, seq == USeq.END, seq == USeq.END and
+                special == USpecial.HALT)
