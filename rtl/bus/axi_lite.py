@@ -192,8 +192,12 @@ class AXI4LiteRegisters(wiring.Component):
                                 m.d.sync += getattr(self, f"{reg.port}_we").eq(1)
                                 target = getattr(self, reg.port)
                                 if reg.access == "rw":
-                                    new = (target & ~byte_mask) | (w_data & byte_mask)
-                                    m.d.sync += target.eq(new[:reg.width])
+                                    # Byte enables become flip-flop clock enables (no
+                                    # read-modify-write multiplexers).
+                                    for b in range((reg.width + 7) // 8):
+                                        hi = min(8 * b + 8, reg.width)
+                                        with m.If(w_strb[b]):
+                                            m.d.sync += target[8 * b:hi].eq(w_data[8 * b:hi])
                                 else:
                                     m.d.sync += target.eq(w_data & byte_mask)
                                 if reg.name == "CTRL":
