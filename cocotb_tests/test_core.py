@@ -14,8 +14,8 @@ import ml_dtypes
 import numpy as np
 
 from cocotb_tests.common.config import dut_config
-from cocotb_tests.common.core_env import (CoreEnv, f32_bits, gemm_program, mlp_program,
-                                          run_program, table_words)
+from cocotb_tests.common.core_env import (CoreEnv, attention_program, f32_bits,
+                                          gemm_program, mlp_program, run_program, table_words)
 from sim.asm import assemble
 from sim.refsim import RefSim
 
@@ -145,6 +145,60 @@ async def test_mlp_gelu_bf16_sr(dut):
     env = CoreEnv(dut, seed=seed, latency=(0, 2), pause=0.1)
     await env.reset()
     await _mlp(dut, env, KT=2, MT=1, N=16, seed=seed)
+
+
+async def _attention(dut, env, KT, seed):
+    cfg = dut_config()
+    P, C = cfg["rows"], cfg["cols"]
+    d, Sq, Sk = C, C, KT * P
+    rng = np.random.default_rng(seed)
+    q = _bf16_bits(rng.standard_normal((Sq, d)))
+    k = _bf16_bits(rng.standard_normal((Sk, d)))
+    v = _bf16_bits(rng.standard_normal((Sk, d)))
+    ew = np.array(table_words("exp", 0, cfg["lut_entries"]), dtype=np.uint32)
+    rw = np.array(table_words("reciprocal", 1, cfg["lut_entries"]), dtype=np.uint32)
+    E_EXT, R_EXT, Q_EXT, K_EXT, V_EXT, TMP, O_EXT = (0x8000, 0x9000, 0x1000, 0x1400, 0x1800,
+                                                     0x2000, 0x4000)
+    text = attention_program(P=P, C=C, KT=KT, d=d, e_ext=E_EXT, e_words=len(ew), r_ext=R_EXT,
+                             r_words=len(rw), qt_ext=Q_EXT, kt_ext=K_EXT, v_ext=V_EXT,
+                             tmp_ext=TMP, o_ext=O_EXT, sbuf_depth=cfg["sbuf_depth"])
+    words = assemble(text)
+    ext = bytearray(MEM)
+    for addr, arr in ((E_EXT, ew), (R_EXT, rw), (Q_EXT, np.ascontiguousarray(q.T)),
+                      (K_EXT, np.ascontiguousarray(k.T)), (V_EXT, v)):
+        ext[addr:addr + arr.nbytes] = arr.tobytes()
+    ref = _refsim(cfg, words, ext)
+    env.write_mem(0, bytes(ext))
+    host = env.host()
+    await run_program(env, host, words)
+    cycles = await host.read("PERF_CYCLES_LO")
+    got = np.frombuffer(env.read_mem(O_EXT, d * Sq * 4), dtype=np.uint32).reshape(d, Sq)
+    exp = ref.ext[O_EXT:O_EXT + d * Sq * 4].view(np.uint32).reshape(d, Sq)
+    bad = np.argwhere(got != exp)
+    assert len(bad) == 0, (f"seed {seed}: {len(bad)} mismatches vs refsim, first at "
+                           f"{bad[0].tolist()}: got {got[tuple(bad[0])]:#x} exp "
+                           f"{exp[tuple(bad[0])]:#x}")
+    # float64 reference; tolerance: P rounded to BF16 (2^-8 relative), table errors ~1e-5.
+    qf, kf, vf = _bf16_value(q), _bf16_value(k), _bf16_value(v)
+    s = qf @ kf.T / np.sqrt(d)
+    pr = np.exp(s) / np.exp(s).sum(axis=1, keepdims=True)
+    ref64 = (pr @ vf).T
+    gotf = got.view(np.float32).astype(np.float64)
+    err = np.abs(gotf - ref64)
+    tol = 2.0 ** -7 * (np.abs(pr) @ np.abs(vf)).T + 1e-4
+    assert np.all(err <= tol), f"seed {seed}: max error {err.max():.3g} beyond tolerance"
+    dut._log.info("attention Sq=%d Sk=%d d=%d: bit-exact vs refsim, max |err| vs float64 "
+                  "%.3g, %d cycles", Sq, Sk, d, err.max(), cycles)
+    return cycles
+
+
+@cocotb.test()
+async def test_attention_head(dut):
+    """One attention head: QK^T, softmax (exp table, row sums, reciprocal table), times V."""
+    seed = _seed() + 3
+    env = CoreEnv(dut, seed=seed)
+    await env.reset()
+    await _attention(dut, env, KT=2, seed=seed)
 
 
 # ------------------------------------------------------------------------------------------

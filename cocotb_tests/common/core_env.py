@@ -12,6 +12,8 @@ tests can check that nothing outside the allowed windows is touched.
 
 import random
 
+import numpy as np
+
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge, Timer
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
@@ -321,4 +323,86 @@ def mlp_program(*, P, C, KT, MT, N, t_ext, t_words, w_ext, x_ext, b_ext, y_ext, 
               f"waiti 2, {2 * mt + 2}", _li(10, y_ext + mt * C * N * 2), _li(11, y_sb + mt * N),
               f"dma_st r1, r10, r11, part_start=0, part_count={C}, fmt=bf16, sem=3, sem_en=1"]
     L += [f"waiti 3, {MT}", "halt"]
+    return "\n".join(L) + "\n"
+
+
+def attention_program(*, P, C, KT, d, e_ext, e_words, r_ext, r_words, qt_ext, kt_ext, v_ext,
+                      tmp_ext, o_ext, sbuf_depth):
+    """One attention head, ``O = softmax(Q K^T / sqrt(d)) V``, S_q = C queries, S_k = KT*P
+    keys, head size d (<= C). Inputs in external memory (BF16): Q^T [d, S_q], K^T [d, S_k],
+    V [S_k, d]; output O^T [d, S_q] in FP32.
+
+    Scores land in PSUM with one query per partition; ACT applies exp (LUT bank 0) with the
+    1/sqrt(d) scale and accumulates the row sums; ACC_RD reads them, ACT with the reciprocal
+    table (bank 1) inverts them; the per-query factor is broadcast along the keys by a DMA
+    round trip through ``tmp_ext`` (zero inner stride), TT multiplies, rounding P to BF16;
+    a DMA round trip transposes P so the keys are on partitions for ``P @ V`` (K tiles
+    accumulate in PSUM); COPY and DMA store O^T.
+    """
+    Sq, Sk = C, KT * P
+    e_sb = sbuf_depth - e_words
+    r_sb = e_sb - r_words
+    qt_sb, kt_sb = 0, C
+    v_sb = kt_sb + Sk
+    ex_sb = v_sb + KT * d
+    sum_sb = ex_sb + Sk
+    rc_sb = sum_sb + 1
+    rb_sb = rc_sb + 1
+    p_sb = rb_sb + Sk
+    pt_sb = p_sb + Sk
+    o_sb = pt_sb + KT * Sq
+    assert o_sb + Sq <= r_sb, "SBUF too small for this attention head"
+    P_TMP, R_TMP = tmp_ext, tmp_ext + 0x1000
+    L = []
+    _load_table(L, ext=e_ext, sb=e_sb, nwords=e_words, sem=4)
+    _load_table(L, ext=r_ext, sb=r_sb, nwords=r_words, sem=4)
+    L += [_li(2, 2), _li(3, 0)]
+    L += [_li(1, Sq | 1 << 16), _li(4, Sq * 2), _li(10, qt_ext), _li(11, qt_sb),
+          f"dma_ld r1, r10, r11, part_start=0, part_count={d}, fmt=bf16, sem=0, sem_en=1",
+          _li(1, Sk | 1 << 16), _li(4, Sk * 2), _li(10, kt_ext), _li(11, kt_sb),
+          f"dma_ld r1, r10, r11, part_start=0, part_count={d}, fmt=bf16, sem=0, sem_en=1",
+          _li(1, d | 1 << 16), _li(4, d * 2)]
+    for t in range(KT):
+        L += [_li(10, v_ext + t * P * d * 2), _li(11, v_sb + t * d),
+              f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt=bf16, sem=0, sem_en=1"]
+    L += [f"waiti 0, {2 + KT}",
+          _li(12, qt_sb), _li(13, kt_sb), _li(14, 0), _li(20, Sk),
+          f"matmul r14, r12, r13, r20, k={d}, m={Sq}, fmt=bf16, accumulate=0, sem=1, sem_en=1",
+          "waiti 1, 1",
+          _li(26, f32_bits(1.0 / np.sqrt(d))), _li(27, 0), _li(16, ex_sb),
+          "act r16, r14, r26, r20, func=0, a_space=psum, in_fmt=fp32, out_fmt=fp32, acc=1, "
+          "sem=2, sem_en=1",
+          "waiti 2, 1", _li(17, sum_sb),
+          "acc_rd r17, out_fmt=fp32, sem=2, sem_en=1", "waiti 2, 2",
+          _li(26, f32_bits(1.0)), _li(18, rc_sb), _li(21, 1),
+          "act r18, r17, r26, r21, func=1, in_fmt=fp32, out_fmt=fp32, sem=2, sem_en=1",
+          "waiti 2, 3",
+          # Broadcast 1/sum along the keys through external memory.
+          _li(1, 1 | 1 << 16), _li(2, 4), _li(4, 4), _li(10, R_TMP), _li(11, rc_sb),
+          f"dma_st r1, r10, r11, part_start=0, part_count={Sq}, fmt=fp32, sem=3, sem_en=1",
+          "waiti 3, 1",
+          _li(1, Sk | 1 << 16), _li(2, 0), _li(11, rb_sb),
+          f"dma_ld r1, r10, r11, part_start=0, part_count={Sq}, fmt=fp32, sem=3, sem_en=1",
+          "waiti 3, 2", _li(19, p_sb), _li(22, rb_sb),
+          # AluOp.MUL = 4 (sim.vector.AluOp).
+          "tt r19, r16, r22, r20, alu=4, in_fmt=fp32, out_fmt=bf16, rnd=rne, sem=2, sem_en=1",
+          "waiti 2, 4",
+          # Transpose P through external memory: keys onto partitions.
+          _li(1, Sk | 1 << 16), _li(2, 2), _li(4, Sk * 2), _li(10, P_TMP), _li(11, p_sb),
+          f"dma_st r1, r10, r11, part_start=0, part_count={Sq}, fmt=bf16, sem=3, sem_en=1",
+          "waiti 3, 3", _li(1, Sq | 1 << 16), _li(2, Sk * 2), _li(4, 2)]
+    for t in range(KT):
+        L += [_li(10, P_TMP + t * P * 2), _li(11, pt_sb + t * Sq),
+              f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt=bf16, sem=3, sem_en=1"]
+    L += [f"waiti 3, {3 + KT}", _li(14, Sk), _li(20, Sq)]
+    for t in range(KT):
+        L += [_li(12, v_sb + t * d), _li(13, pt_sb + t * Sq),
+              f"matmul r14, r12, r13, r20, k={P}, m={d}, fmt=bf16, accumulate={int(t > 0)}, "
+              f"sem=1, sem_en=1"]
+    L += [f"waiti 1, {1 + KT}", _li(16, o_sb),
+          "copy r16, r14, r0, r20, a_space=psum, in_fmt=fp32, out_fmt=fp32, sem=2, sem_en=1",
+          "waiti 2, 5",
+          _li(1, Sq | 1 << 16), _li(2, 4), _li(4, Sq * 4), _li(10, o_ext), _li(11, o_sb),
+          f"dma_st r1, r10, r11, part_start=0, part_count={d}, fmt=fp32, sem=3, sem_en=1",
+          f"waiti 3, {4 + KT}", "halt"]
     return "\n".join(L) + "\n"
