@@ -286,7 +286,8 @@ try:
         from rtl.round.rounding_unit import RoundingUnit
         return RoundingUnit(lanes, n_rand, stages)
 
-    @pytest.mark.parametrize("lanes,n_rand,stages", [(4, 16, 2), (2, 5, 0), (3, 16, 1)])
+    @pytest.mark.parametrize("lanes,n_rand,stages", [
+        (4, 16, 2), (2, 5, 0), pytest.param(3, 16, 1, marks=pytest.mark.long)])
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_round_unit(simulator, lanes, n_rand, stages):
         main = (lanes, n_rand, stages) == (4, 16, 2)

@@ -1,7 +1,7 @@
 """Train a small model with BF16 weights updated through the golden rounding unit: FP32 vs
 BF16-RNE vs BF16-SR. Saves the loss curves to ``results/sr_training.png``.
 
-    python -m scripts.sr_training [--steps 3000] [--lr 0.02] [--out results/sr_training.png]
+    python -m scripts.sr_training [--steps 1500] [--lr 0.02] [--out results/sr_training.png]
 
 Model: a two-layer MLP (16 inputs, 32 tanh hidden units, 1 logistic output) trained with
 full-batch gradient descent on a synthetic binary task (4096 Gaussian inputs labelled by a
@@ -97,7 +97,7 @@ def train(mode, steps, lr, seed=1, data_seed=0):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--lr", type=float, default=0.02)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default=str(ROOT / "results" / "sr_training.png"))

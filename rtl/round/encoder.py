@@ -50,13 +50,13 @@ class FPEncoder(wiring.Component):
     fmt : In(3)
         Target ``Format``.
     mode : In(2)
-        ``RoundMode`` (RNE=0, RTZ=1, SR=2; 3 behaves as RTZ... see note) .
+        ``RoundMode`` (RNE=0, RTZ=1, SR=2).
     rand : In(n_rand)
         Uniform random bits for SR.
     o : Out(32)
         The encoded value, low-aligned, upper bits zero (INT8 two's complement in [7:0]).
 
-    Note: mode code 3 is not a ``RoundMode``; it rounds like RNE here (the golden model
+    Mode code 3 is not a ``RoundMode``; the encoder rounds it like RNE (the golden model
     rejects it).
     """
 
