@@ -6,7 +6,7 @@ and return one completion pulse per record after a random latency, in order. Aft
 the test compares, with the reference simulator: registers, semaphores, flags, error status,
 error PC, PC, retired count and the record trace of every engine.
 
-Environment: ``SEQ_RANDOM_N`` random programs (default 40), ``COCOTB_RANDOM_SEED``.
+Environment: ``SEQ_RANDOM_N`` random programs (default 25), ``COCOTB_RANDOM_SEED``.
 """
 
 import os
@@ -401,7 +401,7 @@ async def test_runtime_microcode(dut):
 async def test_random_programs(dut):
     """Differential test: random valid programs, hardware vs reference simulator."""
     h, rng = await _setup(dut, 5)
-    n = int(os.environ.get("SEQ_RANDOM_N", "40"))
+    n = int(os.environ.get("SEQ_RANDOM_N", "25"))
     base = rng.randrange(1 << 30)
     errors = 0
     for i in range(n):
