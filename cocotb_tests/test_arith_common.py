@@ -20,8 +20,14 @@ from cocotb.triggers import FallingEdge, Timer
 
 from cocotb_tests.common.clock import reset, start_clock
 
-__all__ = ["seed", "pack_rows", "check_vectors", "F32_EDGES", "edge_pairs", "add_stimulus",
+__all__ = ["LANES", "seed", "pack_rows", "check_vectors", "F32_EDGES", "edge_pairs", "add_stimulus",
            "mul_stimulus"]
+
+
+#: Lanes of the test wrapper per simulator. Icarus spends its time evaluating logic, so lanes
+#: only amortise the Python per cycle; Verilator's C++ build time grows with the design, and it
+#: runs a few lanes faster than Icarus runs many.
+LANES = {"icarus": 16, "verilator": 4}
 
 
 def seed():

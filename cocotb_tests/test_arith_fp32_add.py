@@ -11,7 +11,7 @@ import numpy as np
 import cocotb
 
 from cocotb_tests.common.config import dut_config
-from cocotb_tests.test_arith_common import add_stimulus, check_vectors, edge_pairs, seed
+from cocotb_tests.test_arith_common import LANES, add_stimulus, check_vectors, edge_pairs, seed
 from sim.formats import fp32_add
 
 
@@ -52,21 +52,27 @@ try:
 
     from cocotb_tests.common.runner import SIMULATORS, run_cocotb
 
-    def _test(simulator, stages, n_random, en_prob, lanes=32):
+    def _test(simulator, stages, n_random, en_prob):
+        lanes = LANES[simulator]
         cfg = {"lanes": lanes, "stages": stages, "n_random": n_random, "en_prob": en_prob}
         run_cocotb(lambda: _wrapper(lanes, stages), name=f"fp32_add_l{lanes}_s{stages}",
                    config=cfg, test_module="cocotb_tests.test_arith_fp32_add",
                    simulator=simulator)
 
-    @pytest.mark.parametrize("stages,en_prob", [(0, 1.0), (2, 0.75), (3, 0.6)])
     @pytest.mark.parametrize("simulator", SIMULATORS)
-    def test_fp32_add(simulator, stages, en_prob):
-        _test(simulator, stages, 100_000 if stages == 2 else 20_000, en_prob)
+    def test_fp32_add(simulator):
+        """Edge pairs and 100,000 seeded random pairs, 2 stages, en low 25% of cycles."""
+        _test(simulator, 2, 100_000, 0.75)
+
+    @pytest.mark.parametrize("simulator", SIMULATORS)
+    def test_fp32_add_s3(simulator):
+        """The 3-stage cut placement: edge pairs and 5,000 random pairs, en low half the time."""
+        _test(simulator, 3, 5_000, 0.5)
 
     @pytest.mark.long
-    @pytest.mark.parametrize("stages", [1, 4])
+    @pytest.mark.parametrize("stages", [0, 1, 4])
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_fp32_add_long(simulator, stages):
-        _test(simulator, stages, 2_000_000, 0.8, lanes=64)
+        _test(simulator, stages, 1_000_000, 0.8)
 except ImportError:  # pragma: no cover - cocotb imports this module without pytest
     pass

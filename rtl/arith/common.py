@@ -1,7 +1,7 @@
 """Helpers shared by the arithmetic blocks: parameter checks, pipeline cuts and a tree
 leading-zero counter."""
 
-from amaranth.hdl import Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Mux, Signal, Value
 
 from sim.dtypes import Format
 from sim.formats import FP8_FORMATS, bias_range
@@ -86,28 +86,45 @@ class Pipe:
         return reg
 
 
-def leading_zeros(value):
-    """Number of leading zeros of ``value`` (its full width if zero), as a logarithmic tree of
-    multiplexers: returns ``(count, is_zero)``."""
+def leading_zeros(m, value, name="lz"):
+    """Number of leading zeros of ``value`` (meaningless if it is zero) as a logarithmic tree of
+    multiplexers whose every node is a named signal (shared, not re-computed per use, which
+    also keeps the generated Verilog small and fast to simulate): returns ``(count,
+    is_zero)``."""
     value = Value.cast(value)
     width = len(value)
     size = 1
     while size < width:
         size *= 2
-    # Pad on the right with ones so the count never exceeds the real width (and a zero input
-    # counts exactly `width`).
-    padded = value if size == width else \
-        Value.cast(value).as_unsigned() << (size - width) | ((1 << (size - width)) - 1)
-
-    def tree(v, n):
-        if n == 1:
-            return ~v[0], ~v[0]
-        hi_cnt, hi_zero = tree(v[n // 2:n], n // 2)
-        lo_cnt, lo_zero = tree(v[0:n // 2], n // 2)
-        # Counts of the halves are < n // 2 unless the half is all zero.
-        count = Mux(hi_zero, (n // 2) + lo_cnt, hi_cnt)
-        return count, hi_zero & lo_zero
-
-    count, _ = tree(padded, size)
-    is_zero = value == 0
-    return count, is_zero
+    # Pad on the right with ones so that a zero input counts exactly `width`.
+    padded = Signal(size, name=f"{name}_in")
+    m.d.comb += padded.eq(Cat(Const((1 << (size - width)) - 1, size - width), value)
+                          if size > width else value)
+    # Level 0: per bit "is zero". Each node of a level covers 2**k bits: (all zero, count).
+    zeros = [~padded[i] for i in range(size)]
+    counts = [None] * size
+    span = 1
+    level = 0
+    while span < size:
+        span *= 2
+        level += 1
+        nz, nc = [], []
+        for j in range(0, len(zeros), 2):
+            lo_z, hi_z = zeros[j], zeros[j + 1]
+            lo_c, hi_c = counts[j], counts[j + 1]
+            z = Signal(name=f"{name}_z{level}_{j // 2}")
+            c = Signal(range(span), name=f"{name}_c{level}_{j // 2}")
+            m.d.comb += z.eq(lo_z & hi_z)
+            if span == 2:
+                # hi bit set: 0; hi clear: 1 (lo set) or 2 -> only needed when not all zero
+                m.d.comb += c.eq(hi_z)
+            else:
+                m.d.comb += c.eq(Mux(hi_z, Cat(lo_c, Const(1, 1)), Cat(hi_c, Const(0, 1))))
+            nz.append(z)
+            nc.append(c)
+        zeros, counts = nz, nc
+    is_zero = Signal(name=f"{name}_zero")
+    m.d.comb += is_zero.eq(value == 0)
+    if size == 1:
+        return zeros[0], is_zero
+    return counts[0], is_zero

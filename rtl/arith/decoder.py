@@ -86,7 +86,7 @@ class FormatDecoder(wiring.Component):
                         u = unpack_float(a, f, _SIG_W, self._fp8_bias.get(f))
                         m.d.comb += [sign.eq(u.sign), sig.eq(u.sig), exp.eq(u.exp),
                                      zero.eq(u.zero), inf.eq(u.inf), nan.eq(u.nan)]
-        lz, _ = leading_zeros(sig)
+        lz, _ = leading_zeros(m, sig, "sh_lz")
         norm = Signal(_SIG_W)
         m.d.comb += norm.eq(sig << lz)
         biased = Signal(signed(11))
@@ -128,7 +128,7 @@ class FormatDecoder(wiring.Component):
         x = a.as_signed()
         mag = Signal(32)
         m.d.comb += mag.eq(Mux(x < 0, -x, x))       # -2**31 gives 2**31, still 32 bits
-        lz, is_zero = leading_zeros(mag)
+        lz, is_zero = leading_zeros(m, mag, "i32_lz")
         norm = Signal(32)
         m.d.comb += norm.eq(mag << lz)               # leading one at bit 31
         guard = norm[7]

@@ -18,16 +18,28 @@ class FP32Adder(wiring.Component):
     input or Inf - Inf gives the canonical NaN ``0x7FC00000``; an exact zero sum is +0 except
     (-0) + (-0) = -0; overflow gives +-Inf.
 
-    The datapath has four steps, with an optional register after each:
+    Two-path design, so that no cycle holds both a full alignment shift and a full
+    normalisation (the long paths of a textbook adder; ``docs/formats.md`` has the figures):
 
-    1. unpack, DAZ, special cases, order the operands by magnitude, exponent difference;
-    2. align the smaller significand (guard, round and sticky bits) and add or subtract;
-    3. count leading zeros and normalise;
-    4. round, check the exponent range, pack.
+    * far path (an addition, or a subtraction of operands more than one binade apart): align
+      the smaller significand with guard/round/sticky bits, add or subtract, then normalise by
+      at most one bit either way and round;
+    * near path (a subtraction with exponents at most one apart, which may cancel many bits):
+      align by at most one bit, subtract exactly, count leading zeros, normalise; the result is
+      exact, no rounding. It is used when it cancelled at least one bit, the far path otherwise.
 
-    ``stages`` picks the registers: 1: after step 4; 2: after steps 2 and 4; 3: after steps 1,
-    2 and 4; 4: after every step. The cuts of 2 and 3 split the two longest paths (the
-    compare-shift-add of steps 1-2 and the count-shift-round of steps 3-4).
+    Rounding adds the round bit to the packed exponent-and-mantissa, so a mantissa carry moves
+    into the exponent and a carry out of the largest binade produces exactly the Inf pattern.
+
+    Steps and the registers ``stages`` puts between them:
+
+    1. unpack, DAZ, specials, order the operands by magnitude, exponent difference;
+    2. far path: alignment shift and sticky bit; near path: one-bit alignment;
+    3. far path: add/subtract; near path: subtract and count leading zeros;
+    4. normalise, round, select the path and the special cases, pack.
+
+    ``stages`` 1: a register after step 4; 2: after steps 3 and 4; 3: after steps 1, 3 and 4;
+    4: after every step.
 
     Parameters
     ----------
@@ -48,9 +60,9 @@ class FP32Adder(wiring.Component):
     """
 
     MAX_STAGES = 4
-    _CUTS = {0: (), 1: (4,), 2: (2, 4), 3: (1, 2, 4), 4: (1, 2, 3, 4)}
+    _CUTS = {0: (), 1: (4,), 2: (3, 4), 3: (1, 3, 4), 4: (1, 2, 3, 4)}
 
-    def __init__(self, stages=2):
+    def __init__(self, stages=3):
         self._stages = check_stages(stages, self.MAX_STAGES)
         super().__init__({"a": In(32), "b": In(32), "en": In(1, init=1), "o": Out(32)})
 
@@ -75,88 +87,123 @@ class FP32Adder(wiring.Component):
         inf_b = (eb == 0xFF) & (b[0:23] == 0)
         nan_a = (ea == 0xFF) & (a[0:23] != 0)
         nan_b = (eb == 0xFF) & (b[0:23] != 0)
-        # Magnitudes after DAZ, compared as integers (exponent above mantissa).
-        mag_a = Mux(za, 0, a[0:31])
-        mag_b = Mux(zb, 0, b[0:31])
-        swap = mag_a < mag_b
-        big = Mux(swap, mag_b, mag_a)
-        small = Mux(swap, mag_a, mag_b)
-        s_big = Mux(swap, b[31], a[31])
-        s_small = Mux(swap, a[31], b[31])
-        e_big = big[23:31]
-        e_small = small[23:31]
-        diff = e_big - e_small                          # >= 0 since |big| >= |small|
-        # Past 27 binades the smaller operand only contributes its sticky bit.
-        shift = Signal(range(28))
-        m.d.comb += shift.eq(Mux(diff > 27, 27, diff))
-        sig_big = Cat(big[0:23], e_big != 0)            # hidden bit unless zero
-        sig_small = Cat(small[0:23], e_small != 0)
-        special = Signal(2)          # 0 none, 1 NaN, 2 Inf (result = the infinite operand)
-        inf_sign = Signal()
-        m.d.comb += [
-            inf_sign.eq(Mux(inf_a, a[31], b[31])),
-            special.eq(Mux(nan_a | nan_b | (inf_a & inf_b & (a[31] != b[31])), 1,
-                           Mux(inf_a | inf_b, 2, 0))),
-        ]
-        zero_sign = a[31] & b[31] & za & zb    # both zero: -0 only for (-0) + (-0)
+        # Order by magnitude: the raw 31-bit patterns compare like the values (DAZ only
+        # matters when both are zero or subnormal, which `both_zero` handles). Everything that
+        # depends on the order is computed for both orders beside the comparison, then
+        # selected by it, so the comparison's carry chain is followed by one mux level only.
+        swap = Signal()
+        m.d.comb += swap.eq(a[0:31] < b[0:31])
+        d_ab = Signal(8)
+        d_ba = Signal(8)
+        m.d.comb += [d_ab.eq(ea - eb), d_ba.eq(eb - ea)]
 
-        regs = dict(sig_big=sig_big, sig_small=sig_small, shift=shift, e_big=e_big,
-                    s_big=s_big, sub=s_big ^ s_small, special=special, inf_sign=inf_sign,
-                    zero_sign=zero_sign)
-        r = {k: pipe(1, v, k) for k, v in regs.items()}
+        def clamp(d):          # beyond 27 binades only the sticky bit is left
+            return Mux(d > 27, 27, d[0:5])
+        shift = Mux(swap, clamp(d_ba), clamp(d_ab))
+        d_le1 = Mux(swap, d_ba <= 1, d_ab <= 1)
+        d_one = Mux(swap, d_ba == 1, d_ab == 1)
+        sig_a = Mux(za, 0, Cat(a[0:23], 1))             # DAZ: no mantissa, no hidden bit
+        sig_b = Mux(zb, 0, Cat(b[0:23], 1))
+        s1 = dict(
+            sig_big=Mux(swap, sig_b, sig_a),
+            sig_small=Mux(swap, sig_a, sig_b),
+            e_big=Mux(swap, eb, ea),
+            s_big=Mux(swap, b[31], a[31]),
+            sub=a[31] ^ b[31],
+            shift=shift,
+            d_le1=d_le1,
+            d_one=d_one,
+            both_zero=za & zb,
+            zero_sign=a[31] & b[31],                    # (-0) + (-0) = -0, otherwise +0
+            nan=nan_a | nan_b | (inf_a & inf_b & (a[31] != b[31])),
+            inf=inf_a | inf_b,
+            inf_sign=Mux(inf_a, a[31], b[31]),
+        )
+        r = {k: pipe(1, v, k) for k, v in s1.items()}
 
-        # -- step 2: align with guard/round/sticky, add or subtract -------------------------
-        # The small significand sits 3 bits up (G, R, S) and is shifted right by `shift`
-        # inside a 54-bit field whose low 27 bits collect what falls off (the sticky bit).
-        wide = Signal(54)
-        m.d.comb += wide.eq(Cat(Const(0, 30), r["sig_small"]) >> r["shift"])
-        sticky = wide[0:27] != 0
-        y = Cat(wide[27] | sticky, wide[28:54])          # 27 bits
-        big3 = Cat(Const(0, 3), r["sig_big"])            # 27 bits
+        # -- step 2: alignment ----------------------------------------------------------------
+        # Far path: the small significand, 3 bits up (guard, round, sticky), shifted right.
+        # The sticky bit (anything shifted below the round bit) comes from a mask of the low
+        # `shift - 3` bits, beside the shifter rather than after it.
+        aligned = Signal(27)
+        m.d.comb += aligned.eq(Cat(Const(0, 3), r["sig_small"]) >> r["shift"])
+        mask = Cat(*[r["shift"] > i + 3 for i in range(24)])
+        sticky = (r["sig_small"] & mask) != 0
+        s2 = dict(r)
+        del s2["sig_small"], s2["shift"]
+        s2.update(
+            far_y=Cat(aligned[0] | sticky, aligned[1:27]),
+            # Near path: one guard bit below the big significand; the small one is shifted by
+            # the exponent difference (0 or 1), nothing is lost.
+            near_y=Mux(r["d_one"], r["sig_small"], Cat(Const(0, 1), r["sig_small"])),
+        )
+        r = {k: pipe(2, v, k) for k, v in s2.items()}
+
+        # -- step 3: add/subtract; near path: subtract and count leading zeros -----------------
+        big3 = Cat(Const(0, 3), r["sig_big"])               # 27 bits, hidden bit at 26
+        # One carry chain for both: big + y, or big + ~y + 1 whose carry out (no borrow, as
+        # |big| >= |small|) is dropped.
         total = Signal(28)
-        m.d.comb += total.eq(Mux(r["sub"], big3 - y, big3 + y))
+        m.d.comb += total.eq(big3 + Mux(r["sub"], ~r["far_y"], r["far_y"]) + r["sub"])
+        far_sum = Cat(total[0:27], total[27] & ~r["sub"])
+        near_diff = Signal(25)                               # hidden bit of big at 24
+        m.d.comb += near_diff.eq(Cat(Const(0, 1), r["sig_big"]) - r["near_y"])
+        near_lz, near_zero = leading_zeros(m, near_diff, "near_lz")
+        s3 = {k: r[k] for k in ("e_big", "s_big", "sub", "d_le1", "both_zero", "zero_sign",
+                                "nan", "inf", "inf_sign")}
+        s3.update(far_sum=far_sum, near_diff=near_diff, near_lz=near_lz,
+                  near_zero=near_zero)
+        r = {k: pipe(3, v, k) for k, v in s3.items()}
 
-        regs = dict(total=total, e_big=r["e_big"], s_big=r["s_big"], special=r["special"],
-                    inf_sign=r["inf_sign"], zero_sign=r["zero_sign"])
-        r = {k: pipe(2, v, k) for k, v in regs.items()}
-
-        # -- step 3: normalise so the leading one is at bit 27 --------------------------------
-        lz, is_zero = leading_zeros(r["total"])
-        norm = Signal(28)
-        m.d.comb += norm.eq(r["total"] << lz)
-        # The big operand's hidden bit sat at bit 26, so the exponent moves by 1 - lz.
-        exp = Signal(signed(10))
-        m.d.comb += exp.eq(r["e_big"] + 1 - lz)
-
-        regs = dict(norm=norm, exp=exp, is_zero=is_zero, s_big=r["s_big"],
-                    special=r["special"], inf_sign=r["inf_sign"], zero_sign=r["zero_sign"])
-        r = {k: pipe(3, v, k) for k, v in regs.items()}
-
-        # -- step 4: round to nearest even, range, pack ---------------------------------------
-        norm = r["norm"]
-        mant = norm[4:28]                      # 24 bits with the leading one
-        guard = norm[3]
-        sticky = norm[0:3] != 0
-        round_up = guard & (sticky | mant[0])
-        rounded = Signal(25)
-        m.d.comb += rounded.eq(mant + round_up)
-        exp_r = Signal(signed(11))
-        m.d.comb += exp_r.eq(r["exp"] + rounded[24])
-        frac = Mux(rounded[24], 0, rounded[0:23])   # a carry leaves 1.000... (mantissa 0)
-        result = Signal(32)
-        with m.If(r["special"] == 1):
-            m.d.comb += result.eq(CANONICAL_NAN_F32)
-        with m.Elif(r["special"] == 2):
-            m.d.comb += result.eq(Cat(Const(0, 23), Const(0xFF, 8), r["inf_sign"]))
-        with m.Elif(r["is_zero"]):
-            m.d.comb += result.eq(Cat(Const(0, 31), r["zero_sign"]))
-        with m.Elif(exp_r >= 255):
-            m.d.comb += result.eq(Cat(Const(0, 23), Const(0xFF, 8), r["s_big"]))
-        with m.Elif(exp_r <= 0):
-            # Sums of normals below 2**-126 are exact subnormals: flushed (FTZ).
-            m.d.comb += result.eq(Cat(Const(0, 31), r["s_big"]))
+        # -- step 4: normalise, round, select, pack -------------------------------------------
+        # Far path: the sum has its leading one at bit 27 (carry), 26, or 25 (a subtraction
+        # with exponents at least 2 apart loses at most one bit).
+        fs = r["far_sum"]
+        far_m = Signal(23)
+        far_g = Signal()
+        far_s = Signal()
+        far_e = Signal(signed(10))
+        with m.If(fs[27]):
+            m.d.comb += [far_m.eq(fs[4:27]), far_g.eq(fs[3]), far_s.eq(fs[0:3] != 0),
+                         far_e.eq(r["e_big"] + 1)]
+        with m.Elif(fs[26]):
+            m.d.comb += [far_m.eq(fs[3:26]), far_g.eq(fs[2]), far_s.eq(fs[0:2] != 0),
+                         far_e.eq(r["e_big"])]
         with m.Else():
-            m.d.comb += result.eq(Cat(frac, exp_r[0:8], r["s_big"]))
+            m.d.comb += [far_m.eq(fs[2:25]), far_g.eq(fs[1]), far_s.eq(fs[0]),
+                         far_e.eq(r["e_big"] - 1)]
+        round_up = far_g & (far_s | far_m[0])
+        # Exponent and mantissa as one number: the round carry propagates into the exponent,
+        # and out of exponent 254 it yields exactly the Inf pattern 0x7F800000.
+        far_mag = Signal(31)
+        m.d.comb += far_mag.eq(Cat(far_m, far_e[0:8]) + round_up)
+        # Near path: exact; the leading one moves from bit 24 - lz to bit 24.
+        near_n = Signal(25)
+        m.d.comb += near_n.eq(r["near_diff"] << r["near_lz"])
+        near_e = Signal(signed(10))
+        m.d.comb += near_e.eq(r["e_big"] - r["near_lz"])
+        use_near = r["sub"] & r["d_le1"] & ~r["near_diff"][24]
+        s = r["s_big"]
+        result = Signal(32)
+        with m.If(r["nan"]):
+            m.d.comb += result.eq(CANONICAL_NAN_F32)
+        with m.Elif(r["inf"]):
+            m.d.comb += result.eq(Cat(Const(0, 23), Const(0xFF, 8), r["inf_sign"]))
+        with m.Elif(r["both_zero"]):
+            m.d.comb += result.eq(Cat(Const(0, 31), r["zero_sign"]))
+        with m.Elif(use_near):
+            with m.If(r["near_zero"]):
+                m.d.comb += result.eq(0)                     # exact cancellation: +0
+            with m.Elif(near_e <= 0):
+                m.d.comb += result.eq(Cat(Const(0, 31), s))  # FTZ
+            with m.Else():
+                m.d.comb += result.eq(Cat(near_n[1:24], near_e[0:8], s))
+        with m.Elif(far_e >= 255):
+            m.d.comb += result.eq(Cat(Const(0, 23), Const(0xFF, 8), s))
+        with m.Elif(far_e <= 0):
+            m.d.comb += result.eq(Cat(Const(0, 31), s))      # FTZ (an exact subnormal sum)
+        with m.Else():
+            m.d.comb += result.eq(Cat(far_mag, s))
 
         m.d.comb += self.o.eq(pipe(4, result, "o"))
         return m

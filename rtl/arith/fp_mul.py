@@ -147,7 +147,7 @@ class FPMultiplier(wiring.Component):
         fprod = r["prod"][0:pw]
         if any(f in self._formats for f in (Format.FP16, Format.FP8_E4M3, Format.FP8_E5M2,
                                             Format.FP8_E3M4)):
-            lz, _ = leading_zeros(fprod)                # subnormal operands: any position
+            lz, _ = leading_zeros(m, fprod, "lz")               # subnormal operands: any position
         else:
             lz = ~fprod[pw - 1]                         # normal x normal: top or next bit
         norm = Signal(pw)

@@ -1,0 +1,65 @@
+"""INT8 multiply with INT32 accumulate (wrap-around)."""
+
+from amaranth.hdl import Module, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.arith.common import Pipe, check_stages
+
+__all__ = ["IntMAC"]
+
+
+class IntMAC(wiring.Component):
+    """``o = c + a * b`` on INT8 ``a``, ``b`` and INT32 ``c``, modulo 2**32, as
+    ``sim.formats.int32_add(c, mul_exact(a, b, INT8))``.
+
+    The 8 x 8 signed product uses one MULT18X18D on ECP5; the 32-bit add is a carry chain.
+    ``stages`` 1 registers the output, 2 also the product (and ``c`` beside it).
+
+    Parameters
+    ----------
+    stages : int
+        Pipeline registers, 0 to 2; 0 is purely combinational. Latency ``stages`` cycles,
+        throughput one per cycle.
+
+    Members
+    -------
+    a, b : In(8)
+        INT8 operands (two's complement).
+    c : In(32)
+        INT32 addend (the accumulator).
+    en : In(1), default 1
+        Clock enable of every pipeline register (unused when ``stages == 0``): while low the
+        pipeline holds and ``o`` keeps its value.
+    o : Out(32)
+        INT32 result for the operands presented ``stages`` enabled cycles earlier (0 after
+        reset until then).
+    """
+
+    MAX_STAGES = 2
+    _CUTS = {0: (), 1: (2,), 2: (1, 2)}
+
+    def __init__(self, stages=1):
+        self._stages = check_stages(stages, self.MAX_STAGES)
+        super().__init__({"a": In(8), "b": In(8), "c": In(32), "en": In(1, init=1),
+                          "o": Out(32)})
+
+    @property
+    def stages(self):
+        return self._stages
+
+    @property
+    def latency(self):
+        return self._stages
+
+    def elaborate(self, platform):
+        m = Module()
+        pipe = Pipe(m, self.en, self._CUTS[self._stages])
+        prod = Signal(signed(16))
+        m.d.comb += prod.eq(self.a.as_signed() * self.b.as_signed())
+        prod = pipe(1, prod, "prod")
+        c = pipe(1, self.c, "c")
+        total = Signal(32)
+        m.d.comb += total.eq(c + prod)          # truncation to 32 bits is the wrap-around
+        m.d.comb += self.o.eq(pipe(2, total, "o"))
+        return m
