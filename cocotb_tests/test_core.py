@@ -201,6 +201,63 @@ async def test_attention_head(dut):
     await _attention(dut, env, KT=2, seed=seed)
 
 
+@cocotb.test()
+async def test_axi_error_then_correct_run(dut):
+    """An AXI SLVERR on a DMA read ends the program with DMA_AXI_READ (a Python exception
+    naming it and the address); after CTRL.clear the same GEMM runs bit-exact. Then the same
+    with a write error on the result store."""
+    from sim.errors import ErrorCode
+    from sim.host import AcceleratorError
+    seed = _seed() + 4
+    env = CoreEnv(dut, seed=seed)
+    await env.reset()
+    cfg = dut_config()
+    P, C = cfg["rows"], cfg["cols"]
+    for kind, lo, code in (("read", 0x3000, ErrorCode.DMA_AXI_READ),
+                           ("write", 0x6000, ErrorCode.DMA_AXI_WRITE)):
+        words = assemble(gemm_program(P=P, C=C, KT=1, MT=1, N=8, w_ext=0x1000, x_ext=0x3000,
+                                      o_ext=0x6000))
+        env.error_ranges = [(lo, lo + 0x100)]
+        host = env.host()
+        try:
+            await run_program(env, host, words, timeout=50_000)
+        except AcceleratorError as exc:
+            assert exc.code == code, f"{kind}: got {exc!r}"
+            dut._log.info("%s error reported as: %s", kind, exc)
+        else:
+            raise AssertionError(f"{kind} error response not reported")
+        st = await host.status()
+        assert not st["busy"], "core still busy after the error"
+        await host.clear()
+        env.error_ranges = []
+        await _gemm(dut, env, KT=1, MT=1, N=8, seed=seed)
+
+
+@cocotb.test()
+async def test_reset_mid_program(dut):
+    """Reset asserted while a GEMM runs (DMA bursts and matmuls in flight), then a correct
+    run of the full GEMM."""
+    seed = _seed() + 5
+    env = CoreEnv(dut, seed=seed, latency=(0, 3), pause=0.2)
+    await env.reset()
+    cfg = dut_config()
+    words = assemble(gemm_program(P=cfg["rows"], C=cfg["cols"], KT=2, MT=2, N=16,
+                                  w_ext=0x1000, x_ext=0x3000, o_ext=0x6000))
+    host = env.host()
+    for i, (base, limit) in enumerate([(0, MEM - 1)]):
+        await host.set_window(i, base, limit)
+    from cocotb_tests.common.core_env import split_words
+    await host.load_program_words(split_words(words))
+    await host.start(0)
+    await env.cycles(300 + seed % 200)
+    st = await host.status()
+    assert st["busy"], "program finished before the reset: make it longer"
+    await env.reset()
+    st = await host.status()
+    assert not st["busy"] and not st["done"], f"status after reset: {st}"
+    await _gemm(dut, env, KT=2, MT=2, N=16, seed=seed)
+
+
 # ------------------------------------------------------------------------------------------
 # pytest wrapper
 # ------------------------------------------------------------------------------------------
