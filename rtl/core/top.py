@@ -7,7 +7,7 @@ AXI4-Lite register block, error status, watchdog and interrupt, wired into one c
 See ``docs/core.md`` for the block diagram, the window layouts and the abort protocol.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, ResetInserter, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, ResetInserter, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -168,7 +168,7 @@ class NeuronCore(wiring.Component):
         for path, member, value in self.signature.flatten(self):
             ports.append({"name": "__".join(str(p) for p in path),
                           "dir": "in" if member.flow.value == "In" else "out",
-                          "width": len(value)})
+                          "width": Value.cast(value).shape().width})
         return {
             "config": self.config(),
             "ports": ports,
