@@ -109,8 +109,9 @@ def _resources(quick):
     sizes = ((4, 4),) if quick else ((4, 4), (8, 8))
     for fmt in (Format.INT8, Format.BF16):
         key = fmt.name.lower()
-        pe = ecp5_resources(lambda: ProcessingElement({fmt}, mul_stages=1, add_stages=2),
-                            f"tensor_pe_{key}")
+        pe = ecp5_resources(
+            lambda: ProcessingElement({fmt}, mul_stages=1, add_stages=2, int_bits=19),
+            f"tensor_pe_{key}")
         out[f"pe_{key}"] = {k: pe.get(k, 0) for k in ("LUT4", "TRELLIS_FF", "CCU2C",
                                                         "MULT18X18D")}
         for rows, cols in sizes:
@@ -129,7 +130,8 @@ def _resources(quick):
                 "synth_s": round(time.time() - t0, 1),
             }
     out["note"] = ("mul_stages=1, add_stages=2; per-PE = whole engine / (rows x cols), "
-                   "skew/de-skew/control included; pe_* = one PE with an adder")
+                   "skew/de-skew/control included; pe_* = one PE with an adder "
+                   "(INT8: as in row 7, a 19-bit partial sum)")
     return out
 
 

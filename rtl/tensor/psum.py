@@ -54,9 +54,9 @@ class PSUM(wiring.Component):
     convention for software (one accumulation group per bank), the hardware is one memory.
 
     Throughput: one beat per cycle. The only stall: an accumulating beat whose address is still
-    being written by one of the ``add_stages`` beats before it (a read-after-write hazard, only
-    possible when a group of fewer than ``add_stages`` beats is followed by one accumulating into
-    the same words). Latency: a beat accepted at cycle ``t`` is written at the end of
+    being written by one of the ``1 + add_stages`` beats before it (a read-after-write hazard,
+    only possible when a group of at most ``1 + add_stages`` beats is followed by one
+    accumulating into the same words). Latency: a beat accepted at cycle ``t`` is written at the end of
     cycle ``t + latency``, ``latency = 1 + add_stages``; a ``rd`` request (``en``) at cycle
     ``t + latency`` or later returns it (the read port is transparent to the write). The
     memory is not cleared by reset (contents start at zero after configuration).
@@ -138,7 +138,9 @@ class PSUM(wiring.Component):
         layout = data.ArrayLayout(32, cols)
         m.submodules.mem = mem = Memory(shape=layout, depth=self._depth, init=[])
         wp = mem.write_port()
-        rmw = mem.read_port(transparent_for=(wp,))
+        # A plain synchronous read port (old data on a same-address write), as block RAM does;
+        # the hazard check below covers the write stage too.
+        rmw = mem.read_port()
         ext = mem.read_port(transparent_for=(wp,))
         m.d.comb += [ext.addr.eq(self.rd.addr), ext.en.eq(self.rd.en),
                      self.rd.data.eq(ext.data)]
@@ -153,11 +155,10 @@ class PSUM(wiring.Component):
 
         wr = self.wr
         hazard = Signal()
-        # Beats in stages 1 .. Sa write after this read; stage 1+Sa writes at the same edge and
-        # the read port is transparent to it.
-        clash = [v[k] & (a[k] == wr.p.addr) for k in range(Sa)]
+        # Beats in stages 1 .. 1+Sa write at or after the edge that ends this read.
+        clash = [v[k] & (a[k] == wr.p.addr) for k in range(n)]
         m.d.comb += [
-            hazard.eq(wr.p.accumulate & (Cat(*clash).any() if clash else 0)),
+            hazard.eq(wr.p.accumulate & Cat(*clash).any()),
             wr.ready.eq(~hazard),
             rmw.addr.eq(wr.p.addr),
             rmw.en.eq(1),
