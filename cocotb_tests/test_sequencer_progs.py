@@ -221,6 +221,8 @@ def random_program(seed, length=40, errors=True):
                 if rng.random() < 0.6:
                     # An affine generator for this loop level, used inside the body.
                     ag_reg, stride = _r(rng), _r(rng)
+                    while stride == reg:     # the stride must not overwrite the loop count
+                        stride = _r(rng)
                     out.append(f"li {stride}, {rng.choice([1, 4, 100, rng.randrange(2**32)])}")
                     out.append(f"ag {rng.randrange(isa.NUM_AG)}, {ag_reg}, {stride}, {depth + 1}")
                 out.append(f"loop {reg}, {lab}")
