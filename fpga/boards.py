@@ -4,6 +4,8 @@ named configurations of the payload that fit it. The boards themselves: ``fpga/u
 
 from dataclasses import dataclass, field
 
+from rtl.bus.uart import uart_divisor
+
 from .top import BoardTop
 
 __all__ = ["Config", "Board"]
@@ -45,5 +47,6 @@ class Board:
         cfg = self.config(config) if isinstance(config, str) else config
         freq = cfg.freq if freq is None else freq
         clockgen = self.make_clockgen(freq)
+        uart_divisor(clockgen.freq, baud)         # fail before building the payload
         return BoardTop(cfg.make(), clockgen=clockgen, freq=clockgen.freq, baud=baud,
                         ram_bytes=self.ram_bytes)

@@ -139,7 +139,7 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, root=None, plan
     target_mhz = top.freq / 1e6
     meta = {"board": board_name, "config": config, "target_mhz": target_mhz, "baud": baud,
             "uart_divisor": top.divisor, "seed": seed, "params": dict(cfg.params),
-            "description": cfg.description}
+            "description": cfg.description, "ram_bytes": board.ram_bytes}
     (dest / "build.json").write_text(json.dumps(meta, indent=2))
     if plan_only:
         return {"plan": sorted(build_plan.files), "dir": str(dest), **meta}

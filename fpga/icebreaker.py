@@ -46,9 +46,10 @@ def _core_int8(**kwargs):
 CONFIGS = {
     "demo": Config("demo", DemoRegisters, 24e6, pes=1,
                    description="AXI4-Lite register block (link test, one multiplier)"),
-    "tensor4i": Config("tensor4i", _tensor_int8(4, 4), 24e6, pes=16,
-                       description="4x4 tensor engine, INT8 only, behind registers",
-                       params={"rows": 4, "cols": 4, "formats": ["INT8"]}),
+    # The UP5K has 8 SB_MAC16: at one DSP per PE, 8 PEs at most.
+    "tensor4x2i": Config("tensor4x2i", _tensor_int8(4, 2), 24e6, pes=8,
+                         description="4x2 tensor engine, INT8 only, behind registers",
+                         params={"rows": 4, "cols": 2, "formats": ["INT8"]}),
     "core2i": Config("core2i", _core_int8(rows=2, sbuf_depth=256, psum_depth=64,
                                           lut_entries=16, pmem_depth=64, dma_windows=1),
                      24e6, pes=4,
@@ -60,4 +61,4 @@ CONFIGS = {
 
 BOARD = Board(name="icebreaker", platform=ICEBreakerPlatform, family="ice40", fin=FIN,
               configs=CONFIGS, default_config="demo", make_clockgen=clockgen,
-              synth_opts="-dsp", ram_bytes=8192)
+              synth_opts="-dsp", ram_bytes=4096)
