@@ -8,7 +8,7 @@ plus a Weyl counter ``d``. One step::
     v = (v ^ (v << 4)) ^ (t ^ (t << 1)); d += 362437
     output = d + v                                   (all mod 2**32)
 
-Period 2**192 - 2**32; passes the Diehard tests and most of BigCrush, far above an LFSR (the
+Period 2**192 - 2**32; reported to pass Diehard and most of BigCrush, far above an LFSR (the
 Weyl add breaks the GF(2)-linearity of the output).
 
 Seeding (one 32-bit seed for all lanes): the words ``w_0, w_1, ...`` of ``splitmix32(seed)``
