@@ -288,7 +288,7 @@ try:
 
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_core_protection(simulator):
-        run_cocotb(_core, name="core_protection", config=dict(CORE, programs=18),
+        run_cocotb(_core, name="core_protection", config=dict(CORE, programs=12),
                    test_module="cocotb_tests.test_watchdog_fuzz", simulator=simulator)
 
     @pytest.mark.long
