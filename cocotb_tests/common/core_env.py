@@ -277,6 +277,8 @@ def mlp_program(*, P, C, KT, MT, N, t_ext, t_words, w_ext, x_ext, b_ext, y_ext, 
     ``t_ext``) is loaded into LUT bank 0 by TABLE_LD; the bias is broadcast along N by a DMA
     with a zero inner stride, added by TT, then ACT applies gelu and rounds to BF16 (SR).
 
+    Order for overlap: the operand loads go first, then the table's DMA; every matmul only
+    waits for its own tiles, and the table is written into the LUT while the matmuls run.
     SBUF: table at the top of partition 0, W/X tiles from 0, then bias, H (FP32), Y.
     """
     M = MT * C
@@ -286,10 +288,7 @@ def mlp_program(*, P, C, KT, MT, N, t_ext, t_words, w_ext, x_ext, b_ext, y_ext, 
     h_sb = b_sb + MT * N
     y_sb = h_sb + MT * N
     assert y_sb + MT * N <= t_sb, "SBUF too small for this MLP"
-    L = []
-    _load_table(L, ext=t_ext, sb=t_sb, nwords=t_words, sem=4)
-    L += [_li(30, seed), "seed_ld r30, sem=4, sem_en=1"]
-    L += [_li(2, 2), _li(3, 0), _li(20, N)]
+    L = [_li(2, 2), _li(3, 0), _li(20, N)]
     for t in range(KT):
         L += [_li(1, M | 1 << 16), _li(4, M * 2), _li(10, w_ext + t * P * M * 2),
               _li(11, w_sb + t * M),
@@ -302,6 +301,8 @@ def mlp_program(*, P, C, KT, MT, N, t_ext, t_words, w_ext, x_ext, b_ext, y_ext, 
     for mt in range(MT):
         L += [_li(10, b_ext + mt * C * 4), _li(11, b_sb + mt * N),
               f"dma_ld r1, r10, r11, part_start=0, part_count={C}, fmt=fp32, sem=5, sem_en=1"]
+    L += [_li(1, t_words | 1 << 16), _li(2, 4), _li(4, 0), _li(10, t_ext), _li(11, t_sb),
+          "dma_ld r1, r10, r11, part_start=0, part_count=1, fmt=int32, sem=4, sem_en=1"]
     for mt in range(MT):
         for t in range(KT):
             if mt == 0:
@@ -309,8 +310,10 @@ def mlp_program(*, P, C, KT, MT, N, t_ext, t_words, w_ext, x_ext, b_ext, y_ext, 
             L += [_li(12, w_sb + t * M + mt * C), _li(13, x_sb + t * N), _li(14, mt * N),
                   f"matmul r14, r12, r13, r20, k={P}, m={C}, fmt=bf16, "
                   f"accumulate={int(t > 0)}, sem=1, sem_en=1"]
-    L += [_li(1, N | 1 << 16), _li(2, 2), _li(4, N * 2), _li(26, f32_bits(1.0)), _li(27, 0),
-          f"waiti 5, {MT}", "waiti 4, 1"]
+    L += ["waiti 4, 1", _li(30, t_sb), _li(31, t_words // 2), "table_ld r30, r31",
+          _li(30, seed), "seed_ld r30",
+          _li(1, N | 1 << 16), _li(2, 2), _li(4, N * 2), _li(26, f32_bits(1.0)), _li(27, 0),
+          f"waiti 5, {MT}"]
     for mt in range(MT):
         # AluOp.ADD = 1 (sim.vector.AluOp; the vector engine's code, see docs/isa.md).
         L += [f"waiti 1, {(mt + 1) * KT}", _li(15, mt * N), _li(16, h_sb + mt * N),
