@@ -33,6 +33,8 @@ ACTIVITY_LAYOUT = data.StructLayout({
     "tensor": 1,        # the tensor controller or array has work
     "vector": 1,        # the vector controller or engine has work
     "aborting": 1,
+    "seq_wait": 1,      # the sequencer waited on a semaphore in the last 4 cycles (with an
+                        # engine idle): sampled from its performance counters in turn
 })
 
 #: UCODE window word address of opcode-map entry 0 (entries 0..255 follow).
@@ -396,11 +398,15 @@ class NeuronCore(wiring.Component):
         dsel = Signal(2)
         m.d.sync += dsel.eq(dsel + 1)
         dvals = [Signal(32, name=f"dbg_val{i}") for i in range(4)]
+        seq_wait = Signal()
         with m.Switch(dsel):
             for i, a in enumerate(dbg_list):
                 with m.Case(i):
                     m.d.comb += seq.dbg_addr.eq(a)
                     m.d.sync += dvals[i].eq(seq.dbg_data)
+                    if i:
+                        # A semaphore-wait counter moved since its last sample (4 cycles ago).
+                        m.d.sync += seq_wait.eq(seq.dbg_data != dvals[i])
         m.d.comb += [
             regs.perf_cycles_lo.eq(cycles[:32]),
             regs.perf_cycles_hi.eq(cycles[32:]),
@@ -482,6 +488,7 @@ class NeuronCore(wiring.Component):
             self.activity.tensor.eq(busy_now["tensor_busy"]),
             self.activity.vector.eq(busy_now["vector_busy"]),
             self.activity.aborting.eq(aborting),
+            self.activity.seq_wait.eq(seq_wait),
         ]
         return m
 
