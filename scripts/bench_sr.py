@@ -11,16 +11,14 @@ model (``sim.rounding``, ``sim.prng``).
 * Bias of SR in ULPs for each N: the mean and the worst of (E[SR(x)] - x) / ULP over 4096 FP32
   values with uniformly random mantissas in [1, 2) rounded to BF16 (16 discarded bits) and to
   FP8 E4M3 (20 discarded bits); E[SR(x)] is exact (every random word enumerated for N <= 10,
-  bisection on the monotone decision above). Both the unbiased variant used by the RTL ("rne") and plain
-  truncation ("trunc") are measured.
+  bisection on the monotone decision above). Both the unbiased variant used by the RTL
+  ("rne") and plain truncation ("trunc") are measured.
 
 Sequential sums use ``sim.rounding.encode_one`` (the scalar golden path, tested equal to
 ``encode``) and numpy float32 scalar adds, which equal ``sim.formats.fp32_add`` for normal
 operands and results (checked on a sample of steps below; the sums never leave FP32's normal
 range).
 """
-
-import math
 
 import numpy as np
 
@@ -30,9 +28,6 @@ from sim.prng import lane_states, xorwow_step
 from sim.rounding import DEFAULT_N_RAND, encode, encode_one
 
 __all__ = ["add_arguments", "run", "serial_sum", "sr_bias"]
-
-_NP = {Format.FP16: np.float16}
-
 
 def add_arguments(parser):
     parser.add_argument("--n-rand", type=int, default=DEFAULT_N_RAND,
