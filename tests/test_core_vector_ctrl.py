@@ -14,7 +14,8 @@ from amaranth.lib import memory, wiring
 from amaranth.sim import Simulator
 
 from rtl.core.sbuf import SBUF
-from rtl.core.vector_ctrl import VectorController
+from rtl.core.vector_ctrl import (KIND_ENGINE, KIND_NOP, KIND_SEED, KIND_TABLE,
+                                  VectorController)
 
 LANES, COLS, DEPTH, PDEPTH = 4, 2, 64, 32
 OPBITS = 24  # n[15:0] | b_en << 16 | mode << 17 (0: elementwise, 1: sum, 2: none)
@@ -56,10 +57,20 @@ def _rand_cmd(rng):
              o_addr=rng.randrange(DEPTH // 2, DEPTH - 20), o_stride=rng.choice([1, 3]),
              parts=rng.randint(1, LANES), sem=rng.randrange(16), sem_en=rng.randint(0, 1))
     c["op"] = n | (c["b_en"] << 16) | (mode << 17)
+    c["kind"] = KIND_ENGINE
+    c["scalar"] = 0
+    r = rng.random()
+    if r < 0.15:      # TABLE: n words of partition 0 as (address, data) pairs
+        c.update(kind=KIND_TABLE, n=2 * rng.randint(1, 3), a_psum=0, a_stride=1, b_en=0,
+                 o_n=0, op=0)
+    elif r < 0.25:
+        c.update(kind=KIND_SEED, n=0, o_n=0, b_en=0, scalar=rng.randrange(1 << 32), op=0)
+    elif r < 0.3:
+        c.update(kind=KIND_NOP, n=0, o_n=0, b_en=0, op=0)
     return c
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
 def test_vector_ctrl_random(seed):
     rng = random.Random(seed)
     init = [[rng.randrange(1 << 32) for _ in range(DEPTH)] for _ in range(LANES)]
@@ -88,7 +99,7 @@ def test_vector_ctrl_random(seed):
                 return d
 
     async def engine(ctx):
-        for _ in cmds:
+        for _ in [c for c in cmds if c["kind"] == KIND_ENGINE]:
             op = int(await take(ctx, ctrl.e_cmd))
             n, b_en, mode = op & 0xFFFF, (op >> 16) & 1, op >> 17
             ctx.set(ctrl.e_idle, 0)
@@ -113,16 +124,31 @@ def test_vector_ctrl_random(seed):
                 await ctx.tick()
             ctx.set(ctrl.e_idle, 1)
 
+    got["cfg"], got["seed"] = [], []
+
     async def mon(ctx):
-        async for _, _, done, sem in ctx.tick().sample(ctrl.done, ctrl.done_sem):
+        async for _, _, done, sem, sl, sd in ctx.tick().sample(ctrl.done, ctrl.done_sem,
+                                                                ctrl.seed_load, ctrl.seed):
             if done:
                 got["done"].append(sem)
+            if sl:
+                got["seed"].append(sd)
+
+    async def cfg_sink(ctx):
+        while True:
+            ctx.set(ctrl.cfg.ready, rng.random() < 0.6)
+            _, _, v, r, a, d, w = await ctx.tick().sample(
+                ctrl.cfg.valid, ctrl.cfg.ready, ctrl.cfg.p.addr, ctrl.cfg.p.data,
+                ctrl.cfg.p.write)
+            if v and r:
+                got["cfg"].append((a, d, w))
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(feed, background=True)
     sim.add_testbench(engine, background=True)
     sim.add_testbench(mon, background=True)
+    sim.add_testbench(cfg_sink, background=True)
 
     async def wait(ctx):
         for _ in range(2000):
@@ -135,7 +161,17 @@ def test_vector_ctrl_random(seed):
             await ctx.tick()
         # Model: apply every command in order on a copy of SBUF.
         sb = [list(r) for r in init]
+        exp_cfg, exp_seed = [], []
         for c in cmds:
+            if c["kind"] == KIND_TABLE:
+                words = [sb[0][(c["a_addr"] + j) % DEPTH] for j in range(c["n"])]
+                exp_cfg += [(words[j] & 0xFFFF, words[j + 1], 1)
+                            for j in range(0, len(words), 2)]
+                continue
+            if c["kind"] == KIND_SEED:
+                exp_seed.append(c["scalar"])
+            if c["kind"] != KIND_ENGINE:
+                continue
             src = pinit if c["a_psum"] else sb
             depth = PDEPTH if c["a_psum"] else DEPTH
             rows = COLS if c["a_psum"] else LANES
@@ -157,8 +193,11 @@ def test_vector_ctrl_random(seed):
         got["sbuf"] = [[ctx.get(dut.sbuf.memories[p].data[a]) for a in range(DEPTH)]
                        for p in range(LANES)]
         got["expect_sbuf"] = sb
+        got["expect_cfg"], got["expect_seed"] = exp_cfg, exp_seed
     sim.add_testbench(wait)
     sim.run()
 
     assert got["sbuf"] == got["expect_sbuf"], f"seed {seed}"
+    assert got["cfg"] == got["expect_cfg"], f"seed {seed}"
+    assert got["seed"] == got["expect_seed"], f"seed {seed}"
     assert got["done"] == [c["sem"] for c in cmds if c["sem_en"]], f"seed {seed}"
