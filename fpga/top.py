@@ -144,14 +144,11 @@ class HostLink(wiring.Component):
                 connect_by_name(m, axi, ram.axi)
             else:
                 m.submodules.ram = ram = AxiRam(self.ram_bytes)
-            # The bridge's address is stable for its whole transaction: decode bit 31.
-            select = Signal()
-            with m.If(bridge.bus.awvalid | bridge.bus.arvalid):
-                m.d.sync += select.eq(Mux(bridge.bus.awvalid, bridge.bus.awaddr[31],
-                                          bridge.bus.araddr[31]))
-            sel_now = Mux(bridge.bus.awvalid | bridge.bus.arvalid,
-                          Mux(bridge.bus.awvalid, bridge.bus.awaddr[31], bridge.bus.araddr[31]),
-                          select)
+            # The bridge drives awaddr and araddr from one register that holds the frame's
+            # address from its last byte until the reply: bit 31 selects, with no path from
+            # the handshake signals (they were the iCE40 critical path when the selection
+            # looked at awvalid/arvalid).
+            sel_now = bridge.bus.awaddr[31]
             demux_lite(m, bridge.bus, [lite, ram.host], sel_now)
 
         m.d.comb += [bridge.rx.eq(self.rx), self.tx.eq(bridge.tx),

@@ -66,7 +66,10 @@ class StreamBridge(wiring.Component):
         Reply bytes, one per cycle when ``ready`` allows.
     bus : Out(AXI4LiteSignature(addr_width=addr_width))
         The AXI4-Lite master. A write raises ``awvalid`` and ``wvalid`` together (``wstrb``
-        all ones, ``awprot = arprot = 0``); one transaction is outstanding at a time. A slave
+        all ones, ``awprot = arprot = 0``); one transaction is outstanding at a time.
+        ``awaddr`` and ``araddr`` are the same register, stable from a frame's last byte until
+        its reply has been handed to ``o`` (an address decoder may use it without looking at
+        the valids). A slave
         that never responds stalls the bridge (there is no AXI time-out).
     busy : Out(1)
         High from the first byte of a frame until its reply has been handed to ``o``.
