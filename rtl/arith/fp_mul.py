@@ -33,9 +33,11 @@ class FPMultiplier(wiring.Component):
     MULT18X18D on ECP5. Unpacking logic is generated only for the formats in ``formats``.
 
     The datapath has three steps, each optionally followed by a register: 1. unpack the
-    selected format; 2. multiply the significands (the DSP); 3. normalise (leading-zero count,
-    only needed with FP16/FP8 subnormals) and pack. ``stages`` 1 registers after step 3, 2
-    after steps 2 and 3 (the DSP's output register), 3 after every step.
+    selected format, count the leading zeros of both significands (FP16/FP8 subnormals; the
+    product has their sum or one more) and form the exponent sums; 2. multiply the
+    significands (the DSP); 3. shift by the known count, normalise by at most one bit, check
+    the exponent range, pack. ``stages`` 1 registers after step 3, 2 after steps 2 and 3 (the
+    DSP's output register), 3 after every step (also the DSP's inputs).
 
     Parameters
     ----------
@@ -100,13 +102,17 @@ class FPMultiplier(wiring.Component):
         pipe = Pipe(m, self.en, self._CUTS[self._stages])
         floats = sorted(f for f in self._formats if f != Format.INT8)
         has_int = Format.INT8 in self._formats
+        has_sub = any(f in self._formats for f in (Format.FP16, Format.FP8_E4M3,
+                                                   Format.FP8_E5M2, Format.FP8_E3M4))
         sig_w = max((SIG_BITS[f] for f in floats), default=1)
         mw = self.multiplier_width
+        pw = 2 * sig_w                                  # float product width
 
         # -- step 1: unpack both operands of the selected format ---------------------------
-        op_a = Signal(signed(mw) if has_int else mw)
-        op_b = Signal(signed(mw) if has_int else mw)
-        exp_sum = Signal(signed(11))  # float product = P * 2**(exp_sum - 2 * (sig_w - 1))
+        sig_a = Signal(sig_w)
+        sig_b = Signal(sig_w)
+        exp_a = Signal(signed(10))    # a = sig_a * 2**(exp_a - (sig_w - 1))
+        exp_b = Signal(signed(10))
         sign = Signal()
         special = Signal(2)           # 0 finite nonzero, 1 NaN, 2 Inf, 3 zero
         is_int = Signal()
@@ -119,8 +125,8 @@ class FPMultiplier(wiring.Component):
                     zero = ua.zero | ub.zero
                     inf = ua.inf | ub.inf
                     m.d.comb += [
-                        op_a.eq(ua.sig), op_b.eq(ub.sig),
-                        exp_sum.eq(ua.exp + ub.exp),
+                        sig_a.eq(ua.sig), sig_b.eq(ub.sig),
+                        exp_a.eq(ua.exp), exp_b.eq(ub.exp),
                         sign.eq(ua.sign ^ ub.sign),
                         special.eq(Mux(ua.nan | ub.nan | (zero & inf), 1,
                                        Mux(inf, 2, Mux(zero, 3, 0)))),
@@ -128,45 +134,71 @@ class FPMultiplier(wiring.Component):
                     ]
             if has_int:
                 with m.Case(Format.INT8):
-                    m.d.comb += [op_a.eq(self.a[0:8].as_signed()),
-                                 op_b.eq(self.b[0:8].as_signed()),
-                                 is_int.eq(1), supported.eq(1)]
-        regs = dict(op_a=op_a, op_b=op_b, exp_sum=exp_sum, sign=sign, special=special,
-                    is_int=is_int, supported=supported)
+                    m.d.comb += [is_int.eq(1), supported.eq(1)]
+        # The multiplier's operands: the significands, or the signed bytes for INT8.
+        op_a = Signal(signed(mw) if has_int else mw)
+        op_b = Signal(signed(mw) if has_int else mw)
+        if has_int:
+            m.d.comb += [op_a.eq(Mux(is_int, self.a[0:8].as_signed(), sig_a)),
+                         op_b.eq(Mux(is_int, self.b[0:8].as_signed(), sig_b))]
+        else:
+            m.d.comb += [op_a.eq(sig_a), op_b.eq(sig_b)]
+        # Subnormal FP16/FP8 operands have leading zeros; the product then has lz_a + lz_b or
+        # one more. Counting them here, beside the multiplier, leaves step 3 a known shift
+        # and a one-bit normalisation instead of a count of the product's leading zeros.
+        if has_sub:
+            lz_a, _ = leading_zeros(m, sig_a, "lz_a")
+            lz_b, _ = leading_zeros(m, sig_b, "lz_b")
+            lz = Signal(range(2 * sig_w))
+            m.d.comb += lz.eq(lz_a + lz_b)
+        else:
+            lz = Const(0, 1)
+        # The biased FP32 exponent is exp_a + exp_b + 128 - lz if the normalised product's
+        # leading one is its top bit, one less otherwise. The subtraction of lz and the range
+        # checks wait for step 3; here, beside the multiplier, only lz-free sums are formed:
+        # the exponent and the thresholds it is compared with (e <= 0, e <= 1, e >= 255,
+        # e >= 256 become comparisons of these sums with lz).
+        xsum = exp_a + exp_b
+        sums = {}
+        for name, k in (("x128", 128), ("x127", 127), ("xm127", 128 - 255), ("xm128", 128 - 256)):
+            sums[name] = Signal(signed(12), name=name)
+            m.d.comb += sums[name].eq(xsum + k)
+        regs = dict(op_a=op_a, op_b=op_b, lz=lz, sign=sign, special=special, is_int=is_int,
+                    supported=supported, **sums)
         r = {k: pipe(1, v, k) for k, v in regs.items()}
 
         # -- step 2: the one hardware multiplier --------------------------------------------
         prod = Signal(signed(2 * mw) if has_int else 2 * mw)
         m.d.comb += prod.eq(r["op_a"] * r["op_b"])
-        regs = dict(prod=prod, exp_sum=r["exp_sum"], sign=r["sign"], special=r["special"],
-                    is_int=r["is_int"], supported=r["supported"])
+        regs = dict(r)
+        del regs["op_a"], regs["op_b"]
+        regs["prod"] = prod
         r = {k: pipe(2, v, k) for k, v in regs.items()}
 
         # -- step 3: normalise and pack -------------------------------------------------------
-        pw = 2 * sig_w                                  # float product width
-        fprod = r["prod"][0:pw]
-        if any(f in self._formats for f in (Format.FP16, Format.FP8_E4M3, Format.FP8_E5M2,
-                                            Format.FP8_E3M4)):
-            lz, _ = leading_zeros(m, fprod, "lz")               # subnormal operands: any position
-        else:
-            lz = ~fprod[pw - 1]                         # normal x normal: top or next bit
         norm = Signal(pw)
-        m.d.comb += norm.eq(fprod << lz)
-        # Leading one at bit pw - 1 - lz, weight 2**(exp_sum - 2 * (sig_w - 1)).
-        biased = Signal(signed(12))
-        m.d.comb += biased.eq(r["exp_sum"] + 1 - lz + 127)
+        m.d.comb += norm.eq(r["prod"][0:pw] << r["lz"])
+        top = norm[pw - 1]                              # else the leading one is at pw - 2
+        lz = r["lz"]
+        e_top = Signal(8)
+        e_low = Signal(8)
+        m.d.comb += [e_top.eq(r["x128"] - lz), e_low.eq(r["x127"] - lz)]   # packed bits only
+        exp = Mux(top, e_top, e_low)
+        underflow = Mux(top, r["x128"] <= lz, r["x127"] <= lz)       # e <= 0
+        overflow = Mux(top, r["xm127"] >= lz, r["xm128"] >= lz)      # e >= 255
+        mant = Mux(top, norm[0:pw - 1], Cat(Const(0, 1), norm[0:pw - 2]))
         s = r["sign"]
         fp_out = Signal(32)
         with m.If(r["special"] == 1):
             m.d.comb += fp_out.eq(CANONICAL_NAN_F32)
         with m.Elif(r["special"] == 2):
             m.d.comb += fp_out.eq(Cat(Const(0, 23), Const(0xFF, 8), s))
-        with m.Elif((r["special"] == 3) | (biased <= 0)):
+        with m.Elif((r["special"] == 3) | underflow):
             m.d.comb += fp_out.eq(Cat(Const(0, 31), s))              # zero, or FTZ
-        with m.Elif(biased >= 255):
+        with m.Elif(overflow):
             m.d.comb += fp_out.eq(Cat(Const(0, 23), Const(0xFF, 8), s))
         with m.Else():
-            m.d.comb += fp_out.eq(Cat(Const(0, 23 - (pw - 1)), norm[0:pw - 1], biased[0:8], s))
+            m.d.comb += fp_out.eq(Cat(Const(0, 23 - (pw - 1)), mant, exp[0:8], s))
         out = Signal(32)
         if has_int:
             m.d.comb += out.eq(Mux(r["is_int"], r["prod"].as_signed(), fp_out))

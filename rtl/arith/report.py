@@ -42,6 +42,7 @@ def _units():
         "fp_mul_all_s2": lambda: FPMultiplier(MUL_FORMATS, 2),
         "fp_mul_pe_s1": lambda: FPMultiplier(_PE, 1),
         "fp_mul_pe_s2": lambda: FPMultiplier(_PE, 2),
+        "fp_mul_pe_s3": lambda: FPMultiplier(_PE, 3),
         "fp_mul_bf16_fp8_s2": lambda: FPMultiplier(
             (Format.BF16, Format.FP8_E4M3, Format.FP8_E5M2), 2),
         "fp_mul_int8_s1": lambda: FPMultiplier((Format.INT8,), 1),
