@@ -116,6 +116,8 @@ try:
         "pe_s2": (PE, 2, 0.75, {}),
         # everything (FP32 as TF32), combinational
         "all_s0": (ALL, 0, 1.0, {}),
+        # the tensor engine's default (mul_stages=1), stalling
+        "pe_s1": (PE, 1, 0.7, {}),
         # cFP8 biases, 3 stages, no FP16 (8-bit significand path, no INT8: unsigned)
         "cfp8_s3": ([Format.BF16, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4], 3, 0.6,
                     {Format.FP8_E4M3: 3, Format.FP8_E5M2: 20, Format.FP8_E3M4: 6}),
