@@ -29,6 +29,19 @@ WAIVERS = {
     "UNUSEDPARAM": "Amaranth emits localparams for enum decoding that a design may not use.",
     "PINCONNECTEMPTY": "Amaranth leaves unused outputs of memory/submodule instances unconnected.",
     "GENUNNAMED": "Amaranth does not name generate blocks.",
+    "WIDTHEXPAND": "yosys writes operands at their natural widths and relies on Verilog's "
+                   "context-determined extension (`a + 1'h1` into a wider sum); Amaranth has "
+                   "already fixed every width, and each unit is checked bit-exactly on both "
+                   "simulators.",
+    "WIDTHTRUNC": "the same idiom on the other side: `!x` of a multi-bit `x` and assignments "
+                  "of wider expressions whose upper bits Amaranth defines as discarded.",
+    "CASEINCOMPLETE": "`casez` from an Amaranth Switch without a default: every output is "
+                      "assigned its default before the case, so uncovered values keep it "
+                      "(no latch).",
+    "SYMRSVDWORD": "the port `abort` matches a C++ library name; Verilator only renames its C++ "
+                   "symbol, the Verilog is unaffected.",
+    "ASCRANGE": "SyncFIFOBuffered(depth=2) keeps a one-entry inner FIFO whose zero-width "
+                "pointers are written [-1:0]; never read.",
 }
 
 
