@@ -390,22 +390,8 @@ if pytest is not None:
         return {"rows": rows, "cols": cols, "formats": formats, "mul_stages": ms,
                 "add_stages": as_, **extra}
 
-    # Known defect (open): the floating-point engine configurations mismatch the golden model
-    # on Verilator only (Icarus and Amaranth's simulator are bit-exact; FPMultiplier and
-    # FP32Adder alone pass on Verilator). Expected to fail there, and kept out of the default
-    # run because the failing build costs minutes; INT8-only engines pass on both.
-    _VERILATOR_FP = (pytest.mark.long, pytest.mark.xfail(
-        reason="FP tensor engine mismatches on Verilator (open defect, see docs/tensor.md)",
-        strict=False))
-
-    def _cases():
-        for n, c in CONFIGS.items():
-            for sim in SIMULATORS:
-                fp = any(f != "INT8" for f in c[2])
-                marks = tuple(c[5]) + (_VERILATOR_FP if sim == "verilator" and fp else ())
-                yield pytest.param(sim, n, marks=marks, id=f"{n}-{sim}")
-
-    @pytest.mark.parametrize("simulator, name", list(_cases()))
+    @pytest.mark.parametrize("simulator", SIMULATORS)
+    @pytest.mark.parametrize("name", [pytest.param(n, marks=c[5]) for n, c in CONFIGS.items()])
     def test_tensor_engine(simulator, name):
         rows, cols, formats, ms, as_, _ = CONFIGS[name]
         cfg = config_of(name)

@@ -149,8 +149,12 @@ def run_cocotb(component, *, name, test_module, simulator, config=None, testcase
     waves = os.environ.get("WAVES", "0") not in ("", "0")
     build_args = []
     if simulator == "verilator":
+        # x-assign/x-initial 0: yosys writes `'x` where Amaranth's netlist leaves a value
+        # undefined (e.g. an out-of-range part select); Amaranth's own semantics and Icarus
+        # runs agree with 0, while Verilator's "fast" picks arbitrary values (it made the FP
+        # tensor engine mismatch on Verilator only).
         build_args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-style", "-O2",
-                      "--x-assign", "fast", "--x-initial", "fast"]
+                      "--x-assign", "0", "--x-initial", "0"]
         if waves:
             build_args += ["--trace-fst", "--trace-structs"]
     runner = get_runner(simulator)
