@@ -9,6 +9,7 @@ The line driver and monitor here (:class:`UartLine`) are also used by
 import random
 
 import cocotb
+from cocotb_tests.common.clock import settle_comb
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
@@ -79,31 +80,6 @@ class UartLine:
             waited += self.divisor
         out, self.received = self.received[:n], self.received[n:]
         return bytes(out)
-
-
-async def settle_comb(dut):
-    """Icarus 11 does not run Yosys' ``always @*`` blocks at time 0 (their dummy trigger reg is
-    initialised in its declaration, which raises no event), so combinational outputs of an FSM
-    read X until one of their inputs changes. Toggle those trigger regs once."""
-    if not cocotb.SIM_NAME.lower().startswith("icarus"):
-        return
-    regs = []
-
-    def walk(handle, depth=0):
-        for sub in handle:
-            name = sub._name
-            if "dump_module" in name:
-                regs.append(sub)
-            elif depth < 8 and hasattr(sub, "__iter__") and not hasattr(sub, "value"):
-                walk(sub, depth + 1)
-
-    walk(dut)
-    for reg in regs:
-        reg.value = 1
-    await Timer(1, unit="ps")
-    for reg in regs:
-        reg.value = 0
-    await Timer(1, unit="ps")
 
 
 def gap_pattern(name):

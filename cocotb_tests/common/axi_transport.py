@@ -78,27 +78,4 @@ class CocotbAxiLiteTransport(AxiLiteTransport):
         super().__init__(dut, master=master, irq=irq if hasattr(dut, irq) else None)
 
 
-async def settle_comb(dut):
-    """Icarus 11 does not run Yosys' ``always @*`` blocks at time 0 (their dummy trigger reg is
-    initialised in its declaration, which raises no event), so combinational outputs that
-    depend only on registers read X until a register changes. Toggle those trigger regs once.
-    (Same workaround as ``cocotb_tests/test_uart.py``; a candidate for ``common/clock.py``.)"""
-    if not cocotb.SIM_NAME.lower().startswith("icarus"):
-        return
-    regs = []
-
-    def walk(handle, depth=0):
-        for sub in handle:
-            name = sub._name
-            if "dump_module" in name:
-                regs.append(sub)
-            elif depth < 8 and hasattr(sub, "__iter__") and not hasattr(sub, "value"):
-                walk(sub, depth + 1)
-
-    walk(dut)
-    for reg in regs:
-        reg.value = 1
-    await Timer(1, unit="ps")
-    for reg in regs:
-        reg.value = 0
-    await Timer(1, unit="ps")
+from cocotb_tests.common.clock import settle_comb  # noqa: E402,F401 (re-exported)
