@@ -2,7 +2,9 @@
 
 Each benchmark is a module ``scripts/bench_<name>.py`` with ``run(args) -> dict`` (and optionally
 ``add_arguments(parser)``). ``all`` runs every benchmark whose module exists, writes one JSON per
-benchmark to ``results/<name>.json`` and prints a progress line per benchmark. Speed and area are
+benchmark to ``results/<name>.json``, prints a progress line per benchmark, then draws the plots
+and the results table (``scripts.report``: ``results/*.png``, ``results/RESULTS.md`` and the table
+in ``README.md``). Speed and area are
 measured here, never asserted by tests.
 """
 
@@ -81,6 +83,12 @@ def main(argv=None):
         else:
             for key, value in result.items():
                 print(f"{key}: {value}")
+    if known.name == "all":
+        # Plots, results/RESULTS.md and (for the project's own results/) the README table.
+        from scripts import report
+        print("[report] plots and results table ...", file=sys.stderr, flush=True)
+        report.main(["--results", str(out)]
+                    + (["--readme"] if out.resolve() == RESULTS.resolve() else []))
     return 1 if failures else 0
 
 

@@ -6,6 +6,10 @@
 
 A warning of a rule not in :data:`WAIVERS` fails the lint (exit status 1). The per-rule counts of
 waived warnings are printed, so a waiver never hides a growing problem silently.
+
+Besides Verilator's rules the lint reports ``UNDEFINED``: an ``x`` literal (``'x``, ``4'bxx01``,
+``8'hx``) anywhere in the generated Verilog, i.e. a value the netlist leaves undefined, which a
+simulator's X-handling or a synthesis tool may resolve to anything. It is never waived.
 """
 
 import argparse
@@ -50,6 +54,21 @@ def _verilator():
     return str(pathlib.Path(verilator.__file__).parent / "bin" / "verilator")
 
 
+#: An x literal in yosys's Verilog output: a sized or unsized constant with an x digit.
+X_LITERAL = re.compile(r"\d*'[bBhHoOdD]?[0-9a-fA-F_xXzZ?]*[xX][0-9a-fA-F_xXzZ?]*\b|'[xX]\b")
+
+
+def undefined_values(text):
+    """``[(line_number, line)]`` of every line holding an x literal (comments excluded)."""
+    hits = []
+    for number, line in enumerate(text.splitlines(), 1):
+        code = line.split("//", 1)[0]
+        code = re.sub(r'"[^"]*"', '""', code)           # string literals (attributes)
+        if X_LITERAL.search(code):
+            hits.append((number, line.strip()))
+    return hits
+
+
 def lint_file(path, top):
     """Lint one Verilog file; return (counts_by_rule, unwaived_messages)."""
     env = dict(os.environ)
@@ -71,6 +90,9 @@ def lint_file(path, top):
         counts[rule] += 1
         if rule not in WAIVERS:
             bad.append(line)
+    for number, line in undefined_values(pathlib.Path(path).read_text()):
+        counts["UNDEFINED"] += 1
+        bad.append(f"%Warning-UNDEFINED: {path}:{number}: x literal: {line}")
     return dict(counts), bad
 
 

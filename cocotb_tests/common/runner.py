@@ -20,6 +20,10 @@ One helper for every testbench::
 * ``WAVES=1`` in the environment dumps waveforms (FST for Verilator, VCD for Icarus) into the
   build directory and prints where.
 * ``COCOTB_RANDOM_SEED`` (or ``seed=``) fixes the seed; the seed used is in the cocotb log.
+* ``VERILATOR_ARGS`` adds Verilator build arguments (a separate build directory per set) and
+  ``SIM_PLUSARGS`` run-time plusargs, e.g. ``VERILATOR_ARGS="--x-assign unique --x-initial
+  unique" SIM_PLUSARGS="+verilator+rand+reset+2"`` to check that no result depends on an
+  undefined or uninitialised value.
 """
 
 import fcntl
@@ -145,18 +149,27 @@ def run_cocotb(component, *, name, test_module, simulator, config=None, testcase
     tool_env()
     config = dict(config or {})
     vpath = generate_verilog(component, name=name, config=config, ports=ports)
+    extra_args = os.environ.get("VERILATOR_ARGS", "").split() if simulator == "verilator" else []
     build_dir = vpath.parent / simulator
+    if extra_args:
+        build_dir = vpath.parent / (simulator + "-" + hashlib.sha256(
+            " ".join(extra_args).encode()).hexdigest()[:8])
     waves = os.environ.get("WAVES", "0") not in ("", "0")
+    if waves and simulator == "verilator":
+        build_dir = build_dir.with_name(build_dir.name + "-waves")   # tracing is a build option
     build_args = []
     if simulator == "verilator":
-        # x-assign/x-initial 0: yosys writes `'x` where Amaranth's netlist leaves a value
-        # undefined (e.g. an out-of-range part select); Amaranth's own semantics and Icarus
-        # runs agree with 0, while Verilator's "fast" picks arbitrary values (it made the FP
-        # tensor engine mismatch on Verilator only).
+        # x-assign/x-initial 0: registers start at their Amaranth reset values anyway (yosys
+        # writes them as declaration initialisers) and the generated Verilog holds no x
+        # literal (scripts/lint.py UNDEFINED, tests/test_lint.py), so this only makes runs
+        # reproducible. To hunt for X dependence: VERILATOR_ARGS="--x-assign unique
+        # --x-initial unique" SIM_PLUSARGS="+verilator+rand+reset+2" (see docs/tensor.md).
         build_args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-style", "-O2",
                       "--x-assign", "0", "--x-initial", "0"]
         if waves:
             build_args += ["--trace-fst", "--trace-structs"]
+        # VERILATOR_ARGS: extra build arguments (later ones win, e.g. "--x-assign unique").
+        build_args += extra_args
     runner = get_runner(simulator)
     with _Lock(vpath.parent / f".{simulator}.lock"):
         runner.build(
@@ -187,6 +200,7 @@ def run_cocotb(component, *, name, test_module, simulator, config=None, testcase
         extra_env=env,
         waves=waves,
         timescale=timescale,
+        plusargs=os.environ.get("SIM_PLUSARGS", "").split(),
     )
     if waves:
         print(f"waveforms in {test_dir}")
