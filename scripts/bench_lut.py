@@ -8,7 +8,10 @@ maximum error in BF16 ULPs, fraction exact, fraction within 1 ULP and within 2 U
 relative error of the FP32 result, and whether the goal (>= 99% within 1 ULP, 100% within 2)
 is met. Subnormal inputs are excluded: FP32 arithmetic is DAZ (docs/interfaces.md).
 
-``--resources`` adds ECP5 cell counts of an 8-lane engine (``scripts.synth.ecp5_resources``).
+``--resources`` adds ECP5 cell counts of a 1-lane and an 8-lane engine (``depth=512``, all
+formats; ``scripts.synth.ecp5_resources``: yosys ``synth_ecp5``, no place and route, cached in
+``build/synth``; the 8-lane synthesis takes tens of minutes the first time) and how they compare
+with an LFE5U-85F.
 """
 
 import json
@@ -16,9 +19,12 @@ import json
 import ml_dtypes
 import numpy as np
 
-__all__ = ["run", "add_arguments", "measure"]
+__all__ = ["run", "add_arguments", "measure", "resources"]
 
 SIZES = (128, 256, 512)
+
+#: LFE5U-85F capacity: LUT4 sites (a CCU2C takes two), multipliers, 18 kbit block RAMs.
+ECP5_85F = {"LUT4": 83640, "MULT18X18D": 156, "DP16KD": 208, "TRELLIS_FF": 83640}
 
 
 def add_arguments(parser):
@@ -27,6 +33,24 @@ def add_arguments(parser):
     parser.add_argument("--functions", default="", help="comma-separated subset")
     parser.add_argument("--resources", action="store_true",
                         help="also synthesize an 8-lane engine for ECP5 (slow)")
+
+
+def resources(lanes=(1, 8)):
+    """ECP5 cell counts of ``VectorEngine(lanes=n)`` for each ``n``, with the fraction of an
+    LFE5U-85F they take (``LUT4 + 2 * CCU2C`` against its LUT4 sites)."""
+    from rtl.vector.engine import VectorEngine
+    from scripts.synth import ecp5_resources
+    out = {}
+    for n in lanes:
+        counts = ecp5_resources(lambda: VectorEngine(lanes=n), f"vector{n}")
+        luts = counts.get("LUT4", 0) + 2 * counts.get("CCU2C", 0)
+        use = {"LUT4+2*CCU2C": luts / ECP5_85F["LUT4"]}
+        for cell in ("MULT18X18D", "DP16KD", "TRELLIS_FF"):
+            use[cell] = counts.get(cell, 0) / ECP5_85F[cell]
+        out[f"ecp5_{n}_lane" + ("s" if n > 1 else "")] = {
+            "cells": counts, "lfe5u_85f_fraction": {k: round(v, 4) for k, v in use.items()},
+            "fits_lfe5u_85f": all(v <= 1 for v in use.values())}
+    return out
 
 
 def _bf16_inputs(domain):
@@ -111,9 +135,7 @@ def run(args):
         "goal_missed": [n for n, r in best.items() if not r.get("goal_met")],
     }
     if getattr(args, "resources", False):
-        from rtl.vector.engine import VectorEngine
-        from scripts.synth import ecp5_resources
-        out["ecp5_8_lanes"] = ecp5_resources(lambda: VectorEngine(lanes=8), "vector8")
+        out.update(resources())
     if not getattr(args, "json", False):
         for name, per in results.items():
             for size, r in per.items():

@@ -6,13 +6,16 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from rtl.arith.common import leading_zeros
 from rtl.arith.fp32_add import FP32Adder
 from rtl.arith.fp32_mul import FP32Multiplier
+from rtl.vector.mul import LaneMultiplier
 from sim.dtypes import CANONICAL_NAN_F32
 from sim.vector import (CFG_ADDR_BITS, CFG_BANK_BIT, DESC_BASE_BITS, ENTRY_OVER, ENTRY_UNDER,
                         MAX_BINADES, ONE_F32, Hdr, RangeMode, Status)
 
-__all__ = ["Lut", "CFG_LAYOUT", "check_lanes", "check_depth", "int_to_f32", "ldexp_ftz"]
+__all__ = ["Lut", "CFG_LAYOUT", "check_lanes", "check_depth", "int_to_f32", "ldexp_ftz",
+           "exp2_reduce", "segment_offset"]
 
 #: The cfg stream payload: one 32-bit word written (``write=1``) or read (``write=0``).
 CFG_LAYOUT = data.StructLayout({"addr": CFG_ADDR_BITS, "data": 32, "write": 1})
@@ -66,15 +69,85 @@ def ldexp_ftz(m, y, k):
     return out
 
 
+def exp2_reduce(m, w, name="x2"):
+    """EXP2 range reduction without an adder: ``(v, n)`` with ``n`` = ``w`` rounded half away
+    from zero and ``v = fp32_add(w, -float(n))`` (``sim.vector.lut_eval``), for every ``w`` with
+    a biased exponent up to 133 (``|w| < 128``; larger ``w`` and NaN are specials there).
+
+    For ``|w| >= 0.5`` the fixed-point value ``X = |w| * 2**24`` (31 bits) splits into
+    ``n = X[24:] + X[23]`` and ``w - n = sign * X[0:24]`` read as a signed 24-bit number:
+    exact, so normalising it (leading-zero count, shift) is what the adder would return; an
+    exact zero is +0 as in IEEE RNE. Below 0.5, ``n = 0`` and ``w + (-0)`` is ``w`` with DAZ.
+    """
+    s, E, M = w[31], w[23:31], w[0:23]
+    t = Signal(3, name=f"{name}_t")
+    m.d.comb += t.eq(E - 126)
+    x = Signal(31, name=f"{name}_fix")
+    m.d.comb += x.eq(Cat(M, Const(1, 1)) << t)
+    frac = x[0:24]
+    small = E <= 125
+    n_abs = Signal(9, name=f"{name}_n_abs")
+    m.d.comb += n_abs.eq(Mux(small, 0, x[24:31] + x[23]))
+    n = Signal(signed(10), name=f"{name}_n")
+    m.d.comb += n.eq(Mux(s, -n_abs, n_abs))
+    mag = Signal(24, name=f"{name}_mag")          # |w - n| * 2**24, at most 2**23
+    m.d.comb += mag.eq(Mux(frac[23], -frac, frac))
+    lz, is_zero = leading_zeros(m, mag, f"{name}_lz")
+    norm = Signal(24, name=f"{name}_norm")
+    m.d.comb += norm.eq(mag << lz)
+    v = Signal(32, name=f"{name}_v")
+    with m.If(small):
+        m.d.comb += v.eq(Mux(E == 0, Cat(Const(0, 31), s), w))
+    with m.Elif(is_zero):
+        m.d.comb += v.eq(0)
+    with m.Else():
+        m.d.comb += v.eq(Cat(norm[0:23], (126 - lz)[0:8], s ^ frac[23]))
+    return v, n
+
+
+def segment_offset(m, v, in_range, low_bits, name="dx"):
+    """``dx = fp32_add(v, -seg_start)`` (``sim.vector.lut_eval``) without an adder.
+
+    ``seg_start`` is ``v`` with the low mantissa bits selected by ``low_bits`` (23 bits, a mask)
+    cleared when ``in_range``, else +0. In range the difference of two numbers of the same
+    sign and exponent is exact: the masked bits, normalised (FTZ below 2**-126, +0 when they are
+    zero). Out of range ``v + (-0)`` is ``v`` with DAZ. Inf/NaN/zero ``v`` follow IEEE: in range
+    Inf - Inf is NaN and a zero (DAZ) gives +0.
+    """
+    vs, vE, vM = v[31], v[23:31], v[0:23]
+    r = Signal(24, name=f"{name}_r")
+    m.d.comb += r.eq(vM & low_bits)
+    lz, is_zero = leading_zeros(m, r, f"{name}_lz")
+    norm = Signal(24, name=f"{name}_norm")
+    m.d.comb += norm.eq(r << lz)
+    e2 = Signal(signed(10), name=f"{name}_e")
+    m.d.comb += e2.eq(vE - lz)
+    dx = Signal(32, name=name)
+    with m.If((vE == 0xFF) & ((vM != 0) | in_range)):
+        m.d.comb += dx.eq(CANONICAL_NAN_F32)
+    with m.Elif(vE == 0):
+        m.d.comb += dx.eq(Cat(Const(0, 31), vs & ~in_range))
+    with m.Elif(~in_range):
+        m.d.comb += dx.eq(v)
+    with m.Elif(is_zero):
+        m.d.comb += dx.eq(0)
+    with m.Elif(e2 <= 0):
+        m.d.comb += dx.eq(Cat(Const(0, 31), vs))
+    with m.Else():
+        m.d.comb += dx.eq(Cat(norm[0:23], e2[0:8], vs))
+    return dx
+
+
 class _Mulz(wiring.Component):
-    """FP32 product where a zero/subnormal ``c`` annihilates (``sim.vector.mulz``)."""
+    """FP32 product where a zero/subnormal ``c`` annihilates (``sim.vector.mulz``); two
+    MULT18X18D (``LaneMultiplier(logic_bits=6)``)."""
     c: In(32)
     d: In(32)
     o: Out(32)
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.mul = mul = FP32Multiplier(stages=0)
+        m.submodules.mul = mul = LaneMultiplier(logic_bits=6)
         m.d.comb += [mul.a.eq(self.c), mul.b.eq(self.d)]
         m.d.comb += self.o.eq(Mux(self.c[23:31] == 0, Cat(Const(0, 31), self.c[31] ^ self.d[31]),
                                   mul.o))
@@ -313,20 +386,8 @@ class Lut(wiring.Component):
             sval = S(32, "sval")
             m.d.comb += [v.eq(w), k.eq(0)]
 
-            # EXP2: n = round half away from zero of w (|w| < 128), v = w - n.
-            t = S(3, "t")
-            m.d.comb += t.eq(E - 126)
-            sh = S(5, "sh")
-            m.d.comb += sh.eq(23 - t)
-            twice = S(9, "twice")      # floor(2|w|) for 0.5 <= |w| < 128
-            m.d.comb += twice.eq(Cat(M, Const(1, 1)) >> sh)
-            n_abs = S(9, "n_abs")
-            m.d.comb += n_abs.eq(Mux(E <= 125, 0, (twice + 1) >> 1))
-            n = S(signed(10), "n")
-            m.d.comb += n.eq(Mux(s, -n_abs, n_abs))
-            n_f = int_to_f32(m, n, 10)
-            exp_sub = sub("exp_sub", FP32Adder(stages=0))
-            m.d.comb += [exp_sub.a.eq(w), exp_sub.b.eq(n_f ^ 0x80000000)]
+            # EXP2: n = round half away from zero of w (|w| < 128), v = w - n (exact).
+            v_exp, n = exp2_reduce(m, w, f"l{lane}_x2")
             vexp = S(8, "vexp")
             m.d.comb += vexp.eq(127 + ~E[0])
             pos_inf = Const(0x7F800000, 32)
@@ -334,7 +395,7 @@ class Lut(wiring.Component):
             signed_zero = Cat(Const(0, 31), s)
             with m.Switch(mode):
                 with m.Case(int(RangeMode.EXP2)):
-                    m.d.comb += [v.eq(exp_sub.o), k.eq(n)]
+                    m.d.comb += [v.eq(v_exp), k.eq(n)]
                 with m.Case(int(RangeMode.RECIP)):
                     m.d.comb += [v.eq(Cat(M, Const(127, 8), Const(0, 1))), k.eq(-e)]
                 with m.Case(int(RangeMode.RSQRT)):
@@ -396,12 +457,9 @@ class Lut(wiring.Component):
                 m.d.comb += idx.eq(Mux(vs, ENTRY_UNDER, ENTRY_OVER))
             with m.Else():
                 m.d.comb += idx.eq(base + mtop)
-            mask7 = S(7, "mask7")
-            m.d.comb += mask7.eq(Const(0x7F, 7) << kinv)
-            seg = S(32, "seg")
-            m.d.comb += seg.eq(Mux(in_range, Cat(Const(0, 16), top7 & mask7, vE, vs), 0))
-            dx_add = sub("dx_add", FP32Adder(stages=0))
-            m.d.comb += [dx_add.a.eq(v), dx_add.b.eq(seg ^ 0x80000000)]
+            low_bits = S(23, "low_bits")   # mantissa bits below the segment start
+            m.d.comb += low_bits.eq(Cat(Const(0xFFFF, 16), ~(Const(0x7F, 7) << kinv)))
+            dx = segment_offset(m, v, in_range, low_bits, f"l{lane}_dx")
             rp = coef.read_port(domain="sync")
             m.d.comb += [rp.addr.eq(Cat(idx, self.bank)), rp.en.eq(en)]
             region = S(2, "region")    # 1 hit, 2 under, 3 over, 0 not counted
@@ -415,7 +473,7 @@ class Lut(wiring.Component):
                               ("special", s2_special), ("sval", s2_sval)):
                 s3[name] = S(sig.shape(), f"s3_{name}")
             with m.If(en):
-                m.d.sync += s3_dx.eq(dx_add.o)
+                m.d.sync += s3_dx.eq(dx)
                 m.d.sync += [s3["k"].eq(s2_k), s3["e"].eq(s2_e), s3["flip"].eq(s2_flip),
                              s3["special"].eq(s2_special), s3["sval"].eq(s2_sval)]
 
@@ -436,8 +494,10 @@ class Lut(wiring.Component):
             m2 = sub("m2", _Mulz())
             a2 = sub("a2", FP32Adder(stages=0))
             m.d.comb += [m2.c.eq(s4_t2), m2.d.eq(s4_dx), a2.a.eq(s4_c0), a2.b.eq(m2.o)]
-            e_f = int_to_f32(m, s4["e"], 10)
-            lmul = sub("lmul", FP32Multiplier(stages=0))
+            # e * POST: e is in [-127, 128], so int_to_f32 (9 bits) leaves the low 15 bits of
+            # the significand zero and a 9 x 24-bit product in logic is exact (no DSP).
+            e_f = int_to_f32(m, s4["e"], 9)
+            lmul = sub("lmul", LaneMultiplier(a_bits=9, logic_bits=24))
             m.d.comb += [lmul.a.eq(e_f), lmul.b.eq(post)]
             s5 = {n_: S(sig.shape(), f"s5_{n_}") for n_, sig in s4.items() if n_ != "e"}
             s5_y = S(32, "s5_y")

@@ -1,0 +1,176 @@
+"""The vector engine's adder-free and DSP-lean datapath pieces (``rtl/vector/mul.py``,
+``rtl.vector.lut.exp2_reduce`` / ``segment_offset``) against the FP32 operations of
+``sim.formats`` that the golden model ``sim.vector.lut_eval`` uses in their place, on the
+Amaranth simulator: edge cases plus seeded random operands."""
+
+import gc
+import warnings
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module, Signal, UnusedElaboratable
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.sim import Simulator
+
+from rtl.vector.lut import exp2_reduce, int_to_f32, segment_offset
+from rtl.vector.mul import LaneMultiplier
+from sim.formats import fp32_add, fp32_mul
+from sim.vector import _int_to_f32
+
+SEED = 20261122
+EDGES = [0, 0x80000000, 0x3F800000, 0xBF800000, 0x00000001, 0x807FFFFF, 0x00800000, 0x80800000,
+         0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0x40490FDB,
+         0x3F7FFFFF, 0x3FFFFFFF, 0x00FFFFFF, 0x1F800000, 0x20000000, 0x5F800000, 0x3F000000]
+
+
+def simulate(dut, inputs, outputs, vectors):
+    """Drive ``inputs`` (port names) with each row of ``vectors``; collect ``outputs``."""
+    got = []
+
+    async def bench(ctx):
+        for row in vectors:
+            for name, value in zip(inputs, row):
+                ctx.set(getattr(dut, name), int(value))
+            got.append([ctx.get(getattr(dut, name)) for name in outputs])
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+    return np.array(got, dtype=np.uint64)
+
+
+def near_underflow(rng, n):
+    """Operand pairs whose product lands around 2**-126 (FTZ and round-up boundary)."""
+    ea = rng.integers(1, 127, n)
+    eb = 127 + 127 - 1 - ea + rng.integers(-1, 2, n) - 126
+    eb = np.clip(eb, 1, 254)
+    ma = rng.integers(0, 1 << 23, n) | np.where(rng.random(n) < 0.3, 0x7FFFF0, 0)
+    mb = rng.integers(0, 1 << 23, n) | np.where(rng.random(n) < 0.3, 0x7FFFF0, 0)
+    a = (ea << 23) | (ma & 0x7FFFFF)
+    b = (eb << 23) | (mb & 0x7FFFFF)
+    return a, b
+
+
+@pytest.mark.parametrize("logic_bits", [0, 6, 24])
+def test_lane_multiplier_vs_fp32_mul(logic_bits):
+    rng = np.random.default_rng(SEED + logic_bits)
+    ea, eb = np.meshgrid(EDGES, EDGES)
+    ra = rng.integers(0, 2 ** 32, 1500, dtype=np.uint64)
+    rb = rng.integers(0, 2 ** 32, 1500, dtype=np.uint64)
+    ua, ub = near_underflow(rng, 1000)
+    a = np.concatenate([ea.ravel(), ra, ua]).astype(np.uint32)
+    b = np.concatenate([eb.ravel(), rb, ub]).astype(np.uint32)
+    got = simulate(LaneMultiplier(logic_bits=logic_bits), ["a", "b"], ["o"],
+                   zip(a, b))[:, 0]
+    exp = fp32_mul(a, b)
+    bad = np.nonzero(got != exp)[0]
+    assert len(bad) == 0, [(hex(a[i]), hex(b[i]), hex(got[i]), hex(exp[i])) for i in bad[:5]]
+
+
+class _LogTerm(wiring.Component):
+    e: In(10)
+    post: In(32)
+    o: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mul = mul = LaneMultiplier(a_bits=9, logic_bits=24)
+        e = Signal(range(-512, 512))
+        m.d.comb += [e.eq(self.e.as_signed()), mul.a.eq(int_to_f32(m, e, 9)),
+                     mul.b.eq(self.post), self.o.eq(mul.o)]
+        return m
+
+
+def test_log_term_vs_fp32_mul():
+    """``float(e) * POST`` for every exponent the LUT's LOG mode produces (-127..128)."""
+    rng = np.random.default_rng(SEED)
+    posts = np.concatenate([EDGES, [0x3F317218, 0xBF317218],
+                            rng.integers(0, 2 ** 32, 14, dtype=np.uint64)]).astype(np.uint32)
+    es = np.arange(-127, 129)
+    e, post = (x.ravel() for x in np.meshgrid(es, posts))
+    got = simulate(_LogTerm(), ["e", "post"], ["o"], zip(e & 0x3FF, post))[:, 0]
+    exp = fp32_mul(_int_to_f32(e), post)
+    bad = np.nonzero(got != exp)[0]
+    assert len(bad) == 0, [(int(e[i]), hex(post[i]), hex(got[i]), hex(exp[i])) for i in bad[:5]]
+
+
+class _Exp2(wiring.Component):
+    w: In(32)
+    v: Out(32)
+    n: Out(10)
+
+    def elaborate(self, platform):
+        m = Module()
+        v, n = exp2_reduce(m, self.w)
+        m.d.comb += [self.v.eq(v), self.n.eq(n)]
+        return m
+
+
+def test_exp2_reduce_vs_fp32_add():
+    """Every w with |w| < 128 that matters (biased exponent <= 133), NaN/Inf excluded."""
+    rng = np.random.default_rng(SEED + 1)
+    exps = rng.integers(0, 134, 4000)
+    exps[:600] = rng.integers(120, 134, 600)
+    man = rng.integers(0, 1 << 23, 4000)
+    man[:200] = 0                                       # integers and halves
+    man[200:400] &= ~((1 << 16) - 1)
+    w = ((rng.integers(0, 2, 4000) << 31) | (exps << 23) | man).astype(np.uint32)
+    w = np.concatenate([w, [0, 0x80000000, 0x3F000000, 0xBF000000, 0x3EFFFFFF, 0x42FF0000,
+                            0xC2FF0000, 0x42FEFFFF, 0x00000001, 0x80000001]]).astype(np.uint32)
+    got = simulate(_Exp2(), ["w"], ["v", "n"], ([x] for x in w))
+    E = (w.astype(np.int64) >> 23) & 0xFF
+    M = w.astype(np.int64) & 0x7FFFFF
+    s = w.astype(np.int64) >> 31
+    sh = np.clip(150 - E, 17, 24)
+    n_abs = np.where(E <= 125, 0, ((M | (1 << 23)) + (1 << (sh - 1))) >> sh)
+    n = np.where(s == 1, -n_abs, n_abs)
+    v = fp32_add(w, _int_to_f32(n) ^ np.uint32(0x80000000))
+    bad = np.nonzero((got[:, 0] != v) | (got[:, 1] != (n & 0x3FF)))[0]
+    assert len(bad) == 0, [(hex(w[i]), hex(got[i, 0]), hex(v[i]), int(got[i, 1]), int(n[i]))
+                           for i in bad[:5]]
+
+
+class _Seg(wiring.Component):
+    v: In(32)
+    in_range: In(1)
+    kk: In(3)
+    dx: Out(32)
+
+    def elaborate(self, platform):
+        m = Module()
+        low = Signal(23)
+        m.d.comb += low.eq((1 << 23) - 1 >> self.kk)
+        m.d.comb += self.dx.eq(segment_offset(m, self.v, self.in_range, low))
+        return m
+
+
+def test_segment_offset_vs_fp32_add():
+    rng = np.random.default_rng(SEED + 2)
+    n = 4000
+    v = rng.integers(0, 2 ** 32, n, dtype=np.uint64).astype(np.uint32)
+    small = rng.integers(0, 30, n)
+    v[:800] = ((v[:800] & 0x807FFFFF) | (small[:800] << 23)).astype(np.uint32)   # FTZ region
+    v = np.concatenate([v, np.repeat(EDGES, 4)]).astype(np.uint32)
+    n = len(v)
+    in_range = rng.integers(0, 2, n)
+    kk = rng.integers(0, 8, n)
+    got = simulate(_Seg(), ["v", "in_range", "kk"], ["dx"], zip(v, in_range, kk))[:, 0]
+    low = (1 << (23 - kk)) - 1
+    seg = np.where(in_range == 1, v.astype(np.int64) & ~low, 0).astype(np.uint32)
+    exp = fp32_add(v, seg ^ np.uint32(0x80000000))
+    bad = np.nonzero(got != exp)[0]
+    assert len(bad) == 0, [(hex(v[i]), int(in_range[i]), int(kk[i]), hex(got[i]), hex(exp[i]))
+                           for i in bad[:5]]
+
+
+def test_lane_multiplier_params():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        with pytest.raises(ValueError, match="a_bits must be an integer from 1 to 24, not 0"):
+            LaneMultiplier(a_bits=0)
+        with pytest.raises(ValueError, match="logic_bits must be an integer from 0 to 24, not 25"):
+            LaneMultiplier(logic_bits=25)
+        with pytest.raises(TypeError, match="logic_bits must be an integer"):
+            LaneMultiplier(logic_bits=1.5)
+        gc.collect()
