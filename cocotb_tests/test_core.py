@@ -34,9 +34,15 @@ def _bf16_value(bits):
     return np.asarray(bits, dtype=np.uint16).view(ml_dtypes.bfloat16).astype(np.float64)
 
 
+def _formats(cfg):
+    from sim.dtypes import Format
+    return [Format[f.upper()] for f in cfg["formats"]]
+
+
 def _refsim(cfg, words, ext):
     ref = RefSim(words, partitions=cfg["rows"], cols=cfg["cols"], sbuf_depth=cfg["sbuf_depth"],
-                 psum_depth=cfg["psum_depth"], ext_bytes=MEM)
+                 psum_depth=cfg["psum_depth"], ext_bytes=MEM, check=True,
+                 formats=_formats(cfg))
     ref.ext[:len(ext)] = np.frombuffer(bytes(ext), dtype=np.uint8)
     ref.run()
     assert not ref.error, f"reference simulator trapped: {ref.error:#x} at pc {ref.err_pc}"
@@ -256,6 +262,69 @@ async def test_reset_mid_program(dut):
     st = await host.status()
     assert not st["busy"] and not st["done"], f"status after reset: {st}"
     await _gemm(dut, env, KT=2, MT=2, N=16, seed=seed)
+
+
+def illegal_programs(rows, cols, formats):
+    """``(what, program text, pc of the offending instruction)``: engine instructions whose
+    record the core must refuse with ILLEGAL_INSTRUCTION (sequencer bit ILLEGAL_FIELD)."""
+    from sim.dtypes import Format
+    other = next(f for f in ("fp16", "int8", "fp8_e4m3", "bf16")
+                 if Format[f.upper()] not in formats)
+    head = "li r20, 4\nli r21, 0\nnop\n"
+    return [
+        (f"matmul k={rows + 1} > rows", head + f"matmul r21, r21, r21, r20, k={rows + 1}, "
+         f"m=1, fmt=bf16\nhalt\n", 3),
+        ("matmul k=0", head + "matmul r21, r21, r21, r20, k=0, m=1, fmt=bf16\nhalt\n", 3),
+        (f"matmul m={cols + 1} > cols", head + f"matmul r21, r21, r21, r20, k=1, "
+         f"m={cols + 1}, fmt=bf16\nhalt\n", 3),
+        ("matmul n=0", head + "matmul r21, r21, r21, r0, k=1, m=1, fmt=bf16\nhalt\n", 3),
+        (f"matmul fmt={other} (not a format of this core)", head +
+         f"matmul r21, r21, r21, r20, k=1, m=1, fmt={other}\nhalt\n", 3),
+        ("tt b_space=psum", head + "tt r21, r21, r21, r20, alu=add, a_space=sbuf, "
+         "b_space=psum, in_fmt=fp32, out_fmt=fp32\nhalt\n", 3),
+        ("reduce alu=sub", head + "reduce r21, r21, r0, r20, alu=sub, in_fmt=fp32, "
+         "out_fmt=fp32\nhalt\n", 3),
+        ("ts alu=13", head + "ts r21, r21, r0, r20, alu=13, in_fmt=fp32, out_fmt=fp32\n"
+         "halt\n", 3),
+        ("copy rnd=3", head + "copy r21, r21, r0, r20, in_fmt=fp32, out_fmt=bf16, rnd=3\n"
+         "halt\n", 3),
+    ]
+
+
+@cocotb.test()
+async def test_illegal_records_then_correct_run(dut):
+    """Invalid TENSOR/VECTOR fields (k, m, n, fmt; TT with b_space=psum, REDUCE with a
+    non-reduction alu, alu/rnd out of range) end the program with ILLEGAL_INSTRUCTION at the
+    instruction's PC and ERR_INFO = the ILLEGAL_FIELD bit, as the reference simulator
+    (check=True) traps; the DMA issued before still completes; then a correct GEMM."""
+    from sim import isa
+    from sim.errors import ErrorCode
+    from sim.host import IllegalInstruction
+    seed = _seed() + 6
+    env = CoreEnv(dut, seed=seed)
+    await env.reset()
+    cfg = dut_config()
+    host = env.host()
+    for what, text, pc in illegal_programs(cfg["rows"], cfg["cols"], _formats(cfg)):
+        words = assemble(text)
+        ref = RefSim(words, partitions=cfg["rows"], cols=cfg["cols"],
+                     sbuf_depth=cfg["sbuf_depth"], psum_depth=cfg["psum_depth"], check=True,
+                     formats=_formats(cfg)).run()
+        assert ref.error == 1 << isa.ErrorBit.ILLEGAL_FIELD and ref.err_pc == pc, \
+            f"{what}: refsim error {ref.error:#x} at {ref.err_pc}"
+        try:
+            await run_program(env, host, words, timeout=20_000)
+        except IllegalInstruction as exc:
+            assert (exc.code, exc.address, exc.info) == (
+                ErrorCode.ILLEGAL_INSTRUCTION, pc, 1 << isa.ErrorBit.ILLEGAL_FIELD), \
+                f"{what}: {exc!r}"
+            dut._log.info("%s: %s (refsim: %s)", what, exc, ref.illegal)
+        else:
+            raise AssertionError(f"{what}: not rejected")
+        st = await host.status()
+        assert not st["busy"], f"{what}: core still busy after the error"
+        await host.clear()
+    await _gemm(dut, env, KT=1, MT=1, N=8, seed=seed)
 
 
 # ------------------------------------------------------------------------------------------

@@ -1,54 +1,115 @@
-"""Benchmark of the whole core: the MLP layer and the attention head on an 8x8 core.
+"""Benchmark of the whole core on an 8x8 core: the MLP layer, the attention head and a large
+software-pipelined GEMM.
 
     python -m scripts.bench core [--json] [--quick] [--simulator icarus|verilator]
+                                 [--workloads mlp,attention,gemm_stream]
 
 For each workload: total cycles of the program (``PERF_CYCLES``), the tensor engine's busy
-fraction (``PERF_TENSOR_BUSY / PERF_CYCLES``: cycles with a matmul in its controller, array or
-PSUM pipeline), and DMA bytes per cycle (``(PERF_DMA_RD_BYTES + PERF_DMA_WR_BYTES) /
-PERF_CYCLES``). The programs are the ones of ``cocotb_tests/test_core.py`` (bit-exact against
-the reference simulator in the same run), written for clarity (each phase waits for the
-previous one), not yet software-pipelined for overlap.
+fraction (``PERF_TENSOR_BUSY / PERF_CYCLES``: cycles with a matmul anywhere in its controller,
+array or PSUM pipeline), the array's streaming fraction (moving columns of all matmul records /
+cycles: the cycles in which the array takes a new column, a stricter measure), and DMA bytes
+per cycle (``(PERF_DMA_RD_BYTES + PERF_DMA_WR_BYTES) / PERF_CYCLES``).
+
+* ``mlp`` and ``attention`` are the programs of ``cocotb_tests/test_core.py`` (bit-exact
+  against the reference simulator in the same run), written for clarity: each phase waits
+  for the previous one. They are small (K = 32, M = 16, N = 32; S_k = 16) and DMA-bound.
+* ``gemm_stream`` (``cocotb_tests/test_core_profile.py``): K = M = 192, N = 768, BF16 in, FP32
+  out, W resident in SBUF, X streamed in double-buffered 32-column chunks, PSUM
+  double-buffered, DMA / tensor / vector overlapped. It needs a larger core configuration
+  (``stream_config``: SBUF 8192 words, PSUM 2048 words per partition, 2048 instructions).
 """
 
-from scripts.profile import run_workload, summary
+import json
+
+from scripts.profile import ROOT, core_config, run_workload, summary
 
 #: Workload shapes on an 8x8 core (``--quick``: the 4x4 test core).
 SHAPES = {
-    8: {"mlp": {"KT": 4, "MT": 2, "N": 32}, "attention": {"KT": 2}},
-    4: {"mlp": {"KT": 2, "MT": 1, "N": 16}, "attention": {"KT": 2}},
+    8: {"mlp": {"KT": 4, "MT": 2, "N": 32}, "attention": {"KT": 2},
+        "gemm_stream": {"KT": 24, "MT": 24, "NC": 32, "NCH": 24, "G": 4}},
+    4: {"mlp": {"KT": 2, "MT": 1, "N": 16}, "attention": {"KT": 2},
+        "gemm_stream": {"KT": 4, "MT": 4, "NC": 16, "NCH": 4, "G": 2}},
 }
 
 
 def add_arguments(parser):
     parser.add_argument("--simulator", default="icarus", choices=("icarus", "verilator"))
+    parser.add_argument("--workloads", default="mlp,attention,gemm_stream",
+                        help="comma-separated subset of mlp, attention, gemm_stream")
+    parser.add_argument("--shape", default="{}",
+                        help='JSON overriding gemm_stream\'s tiling, e.g. \'{"NCH": 8}\'')
+    parser.add_argument("--reuse", action="store_true",
+                        help="use the run records already in build/ (profile-<workload>-<rows>-"
+                             "<simulator>.json, same shape) instead of simulating again")
+
+
+def busy_windows(rec, length):
+    """Tensor busy fraction in consecutive windows of ``length`` cycles of the program (from
+    the per-cycle activity samples; the last, partial window is dropped)."""
+    bit = rec["fields"].index("tensor")
+    s = rec["samples"]
+    return [round(sum(x >> bit & 1 for x in s[i:i + length]) / length, 4)
+            for i in range(0, len(s) - length + 1, length)]
 
 
 def _describe(rows, workload, shape):
     if workload == "mlp":
         return (f"gelu(X @ W + b): K={shape['KT'] * rows}, M={shape['MT'] * rows}, "
                 f"N={shape['N']}, BF16 in, FP32 accumulate, BF16 out with SR")
+    if workload == "gemm_stream":
+        return (f"W.T @ X: K={shape['KT'] * rows}, M={shape['MT'] * rows}, "
+                f"N={shape['NCH'] * shape['NC']}, BF16 in, FP32 out, software-pipelined "
+                f"({shape['NC']}-column chunks, double-buffered SBUF and PSUM)")
     return (f"attention head: Sq={rows}, Sk={shape['KT'] * rows}, d={rows}, BF16, "
             f"softmax via exp/reciprocal tables")
+
+
+def moving_columns(rows, workload, shape):
+    """Moving columns streamed by all matmul records of the workload's program (one array
+    cycle each): from the programs' tiling."""
+    if workload == "mlp":
+        return shape["KT"] * shape["MT"] * shape["N"]
+    if workload == "attention":           # S = Q K^T (N = S_k), then KT tiles of P V (N = S_q)
+        return shape["KT"] * rows + shape["KT"] * rows
+    return shape["KT"] * shape["MT"] * shape["NC"] * shape["NCH"]
 
 
 def run(args):
     rows = 4 if getattr(args, "quick", False) else 8
     sim = getattr(args, "simulator", "icarus")
+    wanted = getattr(args, "workloads", "mlp,attention,gemm_stream").split(",")
     out = {"core": f"{rows}x{rows}", "simulator": sim, "workloads": {}}
-    for workload, shape in SHAPES[rows].items():
-        rec = run_workload(workload, rows, sim, shape)
+    for workload in wanted:
+        shape = dict(SHAPES[rows][workload])
+        if workload == "gemm_stream":
+            shape.update(json.loads(getattr(args, "shape", "{}")))
+        saved = ROOT / "build" / f"profile-{workload}-{rows}-{sim}.json"
+        rec = json.loads(saved.read_text()) if getattr(args, "reuse", False) and \
+            saved.exists() else None
+        if rec is None or {**SHAPES[rows][workload], **rec.get("shape", {})} != shape:
+            rec = run_workload(workload, rows, sim, shape)
         p = rec["perf"]
         cyc = max(p["cycles_lo"], 1)
+        cols = moving_columns(rows, workload, shape)
         out["workloads"][workload] = {
             "what": _describe(rows, workload, shape),
+            "config": core_config(rows, workload, shape),
             "cycles": p["cycles_lo"],
             "tensor_busy_fraction": round(p["tensor_busy"] / cyc, 4),
+            "array_streaming_fraction": round(cols / cyc, 4),
             "vector_busy_fraction": round(p["vector_busy"] / cyc, 4),
             "dma_busy_fraction": round(p["dma_busy"] / cyc, 4),
             "dma_bytes_per_cycle": round((p["dma_rd_bytes"] + p["dma_wr_bytes"]) / cyc, 4),
             "dma_bytes": p["dma_rd_bytes"] + p["dma_wr_bytes"],
             "instructions": p["instret"],
+            "sim_wall_s": round(rec["wall_s"], 1),
             "timeline_fractions": summary(rec),
-            "bit_exact_vs_refsim": True,
+            **({"tensor_busy_per_chunk_window": busy_windows(
+                rec, shape["KT"] * shape["MT"] * shape["NC"])}
+               if workload == "gemm_stream" else {}),
+            "checked": (f"FAILED: {rec['check_failed']}" if rec.get("check_failed") else
+                        "bit-exact vs the float32 emulation (itself bit-exact vs refsim on "
+                        "small shapes: tests/test_core_stream.py)" if workload == "gemm_stream"
+                        else "bit-exact vs refsim"),
         }
     return out

@@ -1,6 +1,7 @@
 """Per-engine timeline of a program run on the core (simulation).
 
-    python -m scripts.profile [--workload mlp|attention|gemm] [--rows 4] [--simulator icarus]
+    python -m scripts.profile [--workload mlp|attention|gemm|gemm_stream] [--rows 4]
+                              [--simulator icarus] [--shape '{"NCH": 8}']
 
 Runs the workload on the core under cocotb (bit-exact against the reference simulator, as in
 the tests), samples the core's ``activity`` port every cycle and writes:
@@ -28,8 +29,14 @@ COLOURS = {"busy": "#2b8a3e", "waiting": "#f08c00", "idle": "#dee2e6"}
 __all__ = ["run_workload", "intervals", "chrome_trace", "plot", "main", "core_config"]
 
 
-def core_config(rows):
-    """The core configuration used by the profiler and benchmarks for ``rows x rows``."""
+def core_config(rows, workload=None, shape=None):
+    """The core configuration used by the profiler and benchmarks for ``rows x rows``; the
+    streaming GEMM needs a larger SBUF/PSUM and program memory
+    (``cocotb_tests.test_core_profile.stream_config``)."""
+    if workload == "gemm_stream":
+        sys.path.insert(0, str(ROOT))
+        from cocotb_tests.test_core_profile import stream_config
+        return stream_config(rows, shape)
     return {"rows": rows, "cols": rows, "sbuf_depth": 1024, "psum_depth": 128 if rows > 4
             else 64, "formats": ["bf16"], "lut_entries": 64}
 
@@ -49,13 +56,18 @@ def run_workload(workload, rows=4, simulator="icarus", shape=None, out=None):
     sys.path.insert(0, str(ROOT))
     from cocotb_tests.common.runner import run_cocotb
     from cocotb_tests.test_core import core_factory
-    cfg = core_config(rows)
+    cfg = core_config(rows, workload, shape)
     out = pathlib.Path(out or ROOT / "build" / f"profile-{workload}-{rows}-{simulator}.json")
     env = {"PROFILE_WORKLOAD": workload, "PROFILE_OUT": str(out),
            "PROFILE_SHAPE": json.dumps(shape or {})}
-    run_cocotb(core_factory(cfg), name=f"core{rows}x{rows}", config=cfg,
+    name = f"core{rows}x{rows}" + ("s" if workload == "gemm_stream" else "")
+    out.unlink(missing_ok=True)       # never report a stale record of an earlier run
+    run_cocotb(core_factory(cfg), name=name, config=cfg,
                test_module="cocotb_tests.test_core_profile", simulator=simulator,
                extra_env=env)
+    if not out.exists():
+        raise RuntimeError(f"{workload} on {simulator} failed (no record written; see the "
+                           f"cocotb log above)")
     rec = json.loads(out.read_text())
     rec["config"] = cfg
     rec["simulator"] = simulator
@@ -151,12 +163,14 @@ def plot(rec, path):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m scripts.profile", description=__doc__.split(
         "\n")[0])
-    p.add_argument("--workload", default="mlp", choices=("gemm", "mlp", "attention"))
+    p.add_argument("--workload", default="mlp",
+                   choices=("gemm", "mlp", "attention", "gemm_stream"))
     p.add_argument("--rows", type=int, default=4, choices=(4, 8))
     p.add_argument("--simulator", default="icarus", choices=("icarus", "verilator"))
     p.add_argument("--out", default=str(ROOT / "results"))
+    p.add_argument("--shape", default="{}", help="JSON dict overriding the workload's tiling")
     args = p.parse_args(argv)
-    rec = run_workload(args.workload, args.rows, args.simulator)
+    rec = run_workload(args.workload, args.rows, args.simulator, json.loads(args.shape) or None)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "timeline.json").write_text(json.dumps(chrome_trace(rec)))

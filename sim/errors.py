@@ -53,10 +53,13 @@ class ErrorInfo:
 ERRORS = {e.code: e for e in [
     ErrorInfo(ErrorCode.NONE, "none", "No error.", "0", "0", "-"),
     ErrorInfo(ErrorCode.ILLEGAL_INSTRUCTION, "illegal instruction",
-              "The sequencer fetched an instruction word whose opcode has no microroutine, "
-              "or a field is out of range.",
-              "program-memory word address of the instruction", "the instruction word",
-              "sequencer"),
+              "The sequencer fetched an instruction word whose opcode has no microroutine "
+              "(ErrorBit ILLEGAL_OPCODE), or an engine instruction built a TENSOR/VECTOR "
+              "record the core cannot run (ILLEGAL_FIELD: k, m, n, fmt out of range; vector "
+              "alu/rnd/op out of range, REDUCE with another alu than ADD/MAX/MIN, TT with "
+              "b_space=psum; docs/isa.md section 6). Nothing of the record is issued.",
+              "program-memory word address of the instruction",
+              "sequencer error bits (sim.isa.ErrorBit)", "sequencer"),
     ErrorInfo(ErrorCode.DMA_WINDOW, "DMA window violation",
               "A DMA transfer touches external memory outside every host-programmed window "
               "with the needed permission (read for loads, write for stores). Checked for the "
@@ -121,6 +124,7 @@ SEQUENCER_ERROR_MAP = {
     "PC_RANGE": ErrorCode.PC_RANGE,
     "DEADLOCK": ErrorCode.DEADLOCK,
     "MICRO_TRAP": ErrorCode.MICRO_TRAP,
+    "ILLEGAL_FIELD": ErrorCode.ILLEGAL_INSTRUCTION,
 }
 
 

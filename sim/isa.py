@@ -187,6 +187,8 @@ class ErrorBit(enum.IntEnum):
     PC_RANGE = 7
     DEADLOCK = 8
     MICRO_TRAP = 9
+    ILLEGAL_FIELD = 10    # a TENSOR/VECTOR record the core's engines cannot run (see
+                          # tensor_record_error / vector_record_error); raised at its EMIT
 
 
 # --------------------------------------------------------------------------------------------
@@ -328,6 +330,59 @@ def layout_width(layout):
 
 
 RECORD_SLOTS = {e: layout_width(l) // 32 for e, l in RECORDS.items()}
+
+# --------------------------------------------------------------------------------------------
+# Record validity (the core's engines): the one rule set the RTL check (``rtl/core/top.py``)
+# and the reference simulator (``sim/refsim.py``, ``check=True``) implement. An invalid record
+# raises ``ErrorBit.ILLEGAL_FIELD`` when the microroutine EMITs it (nothing is queued).
+# --------------------------------------------------------------------------------------------
+
+#: Largest valid ``alu`` (``VecAlu.GE``) and ``rnd`` (``RoundMode.SR``) field values.
+VEC_ALU_MAX = 12
+VEC_RND_MAX = 2
+#: ``alu`` values REDUCE accepts.
+VEC_REDUCE_ALUS = (1, 5, 6)      # VecAlu.ADD, MAX, MIN
+#: Vector ops whose ``alu``/``rnd`` fields are checked (TABLE and SEED ignore them).
+VEC_CHECKED_OPS = (0, 1, 2, 3, 4, 7)   # ACT, TT, TS, REDUCE, COPY, ACC_RD
+
+
+def tensor_record_error(rec, rows, cols, formats):
+    """Why a TENSOR record (field dict) is illegal on a ``rows x cols`` core whose tensor
+    engine takes ``formats`` (ints), or ``None`` when it is legal: ``1 <= k <= rows``,
+    ``1 <= m <= cols``, ``n >= 1``, ``fmt`` in ``formats``."""
+    if not 1 <= rec["k"] <= rows:
+        return f"k must be in 1..{rows}, not {rec['k']}"
+    if not 1 <= rec["m"] <= cols:
+        return f"m must be in 1..{cols}, not {rec['m']}"
+    if rec["n"] < 1:
+        return "n must be at least 1, not 0"
+    if int(rec["fmt"]) not in [int(f) for f in formats]:
+        return f"fmt {rec['fmt']} is not a tensor-engine format of this core"
+    return None
+
+
+def vector_record_error(rec):
+    """Why a VECTOR record (field dict) is illegal, or ``None``: ``op`` beyond ACC_RD; for
+    ACT, TT, TS, REDUCE, COPY, ACC_RD an ``alu`` beyond GE or ``rnd`` beyond SR; REDUCE with
+    an ``alu`` other than ADD/MAX/MIN; TT with ``b_space = PSUM`` (the core has one PSUM read
+    path, used by ``a``)."""
+    op = rec["op"]
+    if op > VecOp.ACC_RD:
+        return f"op must be in 0..{int(VecOp.ACC_RD)}, not {op}"
+    if op in VEC_CHECKED_OPS:
+        if rec["alu"] > VEC_ALU_MAX:
+            return f"alu must be in 0..{VEC_ALU_MAX}, not {rec['alu']}"
+        if rec["rnd"] > VEC_RND_MAX:
+            return f"rnd must be in 0..{VEC_RND_MAX}, not {rec['rnd']}"
+    if op == VecOp.REDUCE and rec["alu"] not in VEC_REDUCE_ALUS:
+        return f"REDUCE alu must be ADD, MAX or MIN, not {rec['alu']}"
+    if op == VecOp.TT and rec["b_space"] == Space.PSUM:
+        return "TT b_space must be SBUF (the core reads only a from PSUM)"
+    return None
+
+
+__all__ += ["VEC_ALU_MAX", "VEC_RND_MAX", "VEC_REDUCE_ALUS", "VEC_CHECKED_OPS",
+            "tensor_record_error", "vector_record_error"]
 
 
 def field_offsets(layout):

@@ -62,8 +62,9 @@ PERF_COUNTERS = [
     ("dma_wr_bytes", "Bytes the DMA wrote to external memory."),
     ("instret", "Instructions the sequencer retired."),
     ("sem_wait", "Cycles engines spent waiting on a semaphore (summed over engines)."),
-    ("lut_saturated", "Elements the LUT saturated/extrapolated outside its table range."),
 ]
+# (The LUT's under/over-range counters are read through the LUT window's status region,
+# ``sim.vector.Status``; there is no separate saturation counter here.)
 
 
 @dataclass(frozen=True)

@@ -95,16 +95,31 @@ class RefSim:
         ``{opcode: fn(sim, fields)}``: semantics of run-time microcoded instructions.
     execute : bool
         Apply records to the memories with the golden models (False: trace only).
+    check : bool
+        Validate TENSOR and VECTOR records as the core does (``sim.isa.tensor_record_error``,
+        ``vector_record_error``): an invalid record traps ``ILLEGAL_FIELD`` at the issuing
+        instruction and is not issued (``illegal`` holds the reason). False (the bare
+        sequencer, which issues any record): invalid records are traced and their data
+        semantics skipped (listed in ``skipped``).
+    formats : collection of Format, optional
+        The core's tensor-engine formats for ``check`` (default: every engine format).
     """
 
     def __init__(self, program, *, partitions=8, cols=8, sbuf_depth=1024, psum_depth=1024,
-                 ext_bytes=1 << 16, pmem_depth=1024, extensions=None, execute=True):
+                 ext_bytes=1 << 16, pmem_depth=1024, extensions=None, execute=True,
+                 check=False, formats=None):
         self.program = [int(w) for w in program]
         self.P, self.cols = partitions, cols
         self.sbuf_depth, self.psum_depth = sbuf_depth, psum_depth
         self.pmem_depth = pmem_depth
         self.extensions = dict(extensions or {})
         self.execute = execute
+        self.check = check
+        if formats is None:
+            from sim import tensor
+            formats = tensor.ENGINE_FORMATS
+        self.formats = tuple(int(f) for f in formats)
+        self.illegal = None
         self.ext = np.zeros(ext_bytes, dtype=np.uint8)
         self.sbuf = np.zeros((partitions, sbuf_depth), dtype=np.uint32)
         self.psum = np.zeros((cols, psum_depth), dtype=np.uint32)
@@ -142,6 +157,13 @@ class RefSim:
     def issue(self, engine, fields):
         """Issue one record: trace it, execute it, apply its semaphore."""
         word = isa.pack(isa.RECORDS[engine], **fields)
+        if self.check and engine != Engine.DMA:
+            rec = isa.unpack(isa.RECORDS[engine], word)
+            why = (isa.tensor_record_error(rec, self.P, self.cols, self.formats)
+                   if engine == Engine.TENSOR else isa.vector_record_error(rec))
+            if why is not None:
+                self.illegal = why
+                self._trap(ErrorBit.ILLEGAL_FIELD)
         self.trace[engine].append(word)
         self.order.append((engine, word))
         if self.execute:

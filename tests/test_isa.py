@@ -71,3 +71,34 @@ def test_sequencer_parameters(kwargs, exc, message):
     with pytest.raises(exc) as e:
         Sequencer(**kwargs)
     assert str(e.value) == message
+
+
+def test_record_check_constants_match_the_engines():
+    """The record-check limits (sim.isa, used by the core's RTL check and refsim) follow the
+    vector engine's op codes and the rounding modes."""
+    from sim import vector
+    from sim.dtypes import RoundMode
+    assert isa.VEC_ALU_MAX == max(vector.AluOp) == isa.VecAlu.GE
+    assert isa.VEC_RND_MAX == max(RoundMode)
+    assert isa.VEC_REDUCE_ALUS == (vector.AluOp.ADD, vector.AluOp.MAX, vector.AluOp.MIN)
+    assert set(isa.VEC_CHECKED_OPS) == set(isa.VecOp) - {isa.VecOp.TABLE, isa.VecOp.SEED}
+
+
+def test_assembler_alu_names_are_the_engine_codes():
+    from sim import asm, vector
+    word = asm.assemble("tt r1, r2, r3, r4, alu=add")[0]
+    imm = isa.unpack(isa.VEC_IMM, isa.decode(word)["imm"])
+    assert imm["alu"] == vector.AluOp.ADD == 1
+
+
+def test_record_errors():
+    t = dict(k=8, m=8, n=1, fmt=4)
+    assert isa.tensor_record_error(t, 8, 8, [4]) is None
+    assert "k must be in 1..8, not 9" in isa.tensor_record_error({**t, "k": 9}, 8, 8, [4])
+    assert "m must be in 1..4, not 8" in isa.tensor_record_error(t, 8, 4, [4])
+    assert "fmt" in isa.tensor_record_error(t, 8, 8, [0])
+    v = dict(op=isa.VecOp.TT, alu=1, rnd=0, b_space=0)
+    assert isa.vector_record_error(v) is None
+    assert "b_space" in isa.vector_record_error({**v, "b_space": 1})
+    assert isa.vector_record_error({**v, "op": isa.VecOp.TABLE, "alu": 15, "rnd": 3}) is None
+    assert "op must be" in isa.vector_record_error({**v, "op": 8})

@@ -164,3 +164,33 @@ def test_random_programs_terminate():
         assert s.done
         errors += bool(s.error)
     assert errors < 50
+
+
+def test_check_traps_illegal_records_at_the_instruction():
+    """check=True: every invalid TENSOR/VECTOR record of cocotb_tests/test_core.py's list traps
+    ILLEGAL_FIELD at its instruction, nothing is issued; check=False issues and skips it."""
+    from cocotb_tests.test_core import illegal_programs
+    from sim.dtypes import Format
+    progs = illegal_programs(4, 4, [Format.BF16])
+    assert len(progs) == 9
+    for what, text, pc in progs:
+        s = RefSim(assemble(text), partitions=4, cols=4, check=True,
+                   formats=[Format.BF16]).run()
+        assert s.error == 1 << ErrorBit.ILLEGAL_FIELD and s.err_pc == pc, what
+        assert s.illegal and not s.trace[Engine.TENSOR] and not s.trace[Engine.VECTOR], what
+        s = RefSim(assemble(text), partitions=4, cols=4).run()
+        assert s.error == 0 and len(s.order) == 1, what
+
+
+def test_check_accepts_the_limits():
+    """The largest legal fields pass: k = rows, m = cols, TT with b from SBUF, REDUCE MIN,
+    alu GE, rnd SR; and a format the core has."""
+    from sim.dtypes import Format
+    s = RefSim(assemble("""
+        li r20, 2
+        matmul r0, r0, r0, r20, k=4, m=2, fmt=fp16
+        tt r0, r0, r0, r20, alu=ge, a_space=psum, b_space=sbuf, in_fmt=fp32, out_fmt=fp32
+        reduce r0, r0, r0, r20, alu=min, in_fmt=fp32, out_fmt=fp32, rnd=sr
+        halt
+    """), partitions=4, cols=2, check=True, formats=[Format.FP16]).run()
+    assert s.error == 0 and len(s.order) == 3 and not s.skipped

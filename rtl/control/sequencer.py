@@ -77,6 +77,11 @@ class Sequencer(wiring.Component):
     dma_done, tensor_done, vector_done : In(1)
         One pulse per completed record of that engine, in issue order (sem_en or not): the
         sequencer applies the record's semaphore increment.
+    tensor_rec, vector_rec : Out(record width)
+        The record being built for that engine (what the next EMIT to it pushes).
+    tensor_illegal, vector_illegal : In(1)
+        The core's verdict on ``*_rec`` (combinational from it): an EMIT of an illegal record
+        raises ``ILLEGAL_FIELD`` and pushes nothing. Tie to 0 to accept every record.
     dbg_addr : In(8), dbg_data : Out(32)
         Combinational debug read port (:data:`DBG`): registers, semaphores, flags, errors,
         performance counters.
@@ -114,6 +119,9 @@ class Sequencer(wiring.Component):
         for e in _ENGINES:
             sig[_NAMES[e]] = Out(stream.Signature(record_layout(e)))
             sig[_NAMES[e] + "_done"] = In(1)
+        for e in (Engine.TENSOR, Engine.VECTOR):
+            sig[_NAMES[e] + "_rec"] = Out(isa.layout_width(isa.RECORDS[e]))
+            sig[_NAMES[e] + "_illegal"] = In(1)
         super().__init__(sig)
 
     pmem_depth = property(lambda self: self._pmem_depth)
@@ -292,6 +300,8 @@ class Sequencer(wiring.Component):
             m.d.comb += sq.w_data.eq(Cat(Cat(*rec[e])[offs["sem"][0]:offs["sem"][0] + 4],
                                          Cat(*rec[e])[offs["sem_en"][0]]))
             m.d.comb += sq.r_en.eq(getattr(self, _NAMES[e] + "_done"))
+            if e != Engine.DMA:
+                m.d.comb += getattr(self, _NAMES[e] + "_rec").eq(Cat(*rec[e]))
 
         sem_idx = imm[:4]
         sem_cur = Signal(16)
@@ -320,6 +330,9 @@ class Sequencer(wiring.Component):
             exec_err[ErrorBit.UCALL_UNDERFLOW].eq((seq == USeq.RET) & (usp == 0)),
             exec_err[ErrorBit.MICRO_TRAP].eq(seq == USeq.TRAP),
             exec_err[ErrorBit.DEADLOCK].eq(wait_stall & (outstanding == 0)),
+            exec_err[ErrorBit.ILLEGAL_FIELD].eq((special == USpecial.EMIT) & (
+                ((eng == Engine.TENSOR) & self.tensor_illegal) |
+                ((eng == Engine.VECTOR) & self.vector_illegal))),
         ]
         with m.Switch(state):
             with m.Case(_S_EXEC):

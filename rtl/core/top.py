@@ -14,7 +14,7 @@ from amaranth.utils import ceil_log2
 
 from sim import isa
 from sim.dtypes import Format
-from sim.errors import ErrorCode
+from sim.errors import SEQUENCER_ERROR_MAP, ErrorCode
 from sim.memmap import (CTRL_ABORT, CTRL_CLEAR, CTRL_CLEAR_COUNTERS, CTRL_START,
                         build_memory_map)
 
@@ -276,6 +276,7 @@ class NeuronCore(wiring.Component):
         ]
         self._vector_adapter(m, seq, vctrl, CMD_LAYOUT, AccOp, AluOp, Src)
         m.d.comb += seq.vector_done.eq(vctrl.done)
+        self._record_check(m, seq)
 
         # ---- DMA --------------------------------------------------------------------------
         m.d.comb += [
@@ -312,14 +313,11 @@ class NeuronCore(wiring.Component):
         m.d.sync += [seq_err_prev.eq(seq.error), lut_err_prev.eq(ve.error)]
         seq_code = Signal(4)
         es = seq.err_status
-        illegal = (1 << isa.ErrorBit.ILLEGAL_OPCODE) | (1 << isa.ErrorBit.PC_RANGE) | \
-            (1 << isa.ErrorBit.MICRO_TRAP)
-        with m.If(es & illegal):
-            m.d.comb += seq_code.eq(ErrorCode.ILLEGAL_INSTRUCTION)
-        with m.Elif(es[isa.ErrorBit.DEADLOCK]):
-            m.d.comb += seq_code.eq(ErrorCode.SEMAPHORE)
-        with m.Else():
-            m.d.comb += seq_code.eq(ErrorCode.CALL_STACK)
+        # sim.errors.SEQUENCER_ERROR_MAP: the lowest set ErrorBit decides.
+        m.d.comb += seq_code.eq(0)
+        for bit in reversed(isa.ErrorBit):
+            with m.If(es[int(bit)]):
+                m.d.comb += seq_code.eq(SEQUENCER_ERROR_MAP[bit.name])
         rep = status.report
         m.d.comb += [
             rep[0].valid.eq(seq.error & ~seq_err_prev & running),
@@ -417,7 +415,6 @@ class NeuronCore(wiring.Component):
             regs.perf_dma_wr_bytes.eq(dma.wr_bytes),
             regs.perf_instret.eq(dvals[0]),
             regs.perf_sem_wait.eq(dvals[1] + dvals[2] + dvals[3]),
-            regs.perf_lut_saturated.eq(0),
         ]
 
         # ---- windows: program memory, control store + opcode map, LUT ---------------------
@@ -492,6 +489,39 @@ class NeuronCore(wiring.Component):
         ]
         return m
 
+    def _record_check(self, m, seq):
+        """``sim.isa.tensor_record_error`` / ``vector_record_error`` on the records the
+        sequencer is building: an EMIT of an invalid one traps ``ILLEGAL_FIELD`` (reported as
+        ``ILLEGAL_INSTRUCTION`` at the instruction's PC) and nothing reaches the engines."""
+        from rtl.control.layouts import record_layout
+        t = data.View(record_layout(isa.Engine.TENSOR), seq.tensor_rec)
+        fmt_ok = Signal()
+        m.d.comb += fmt_ok.eq(0)
+        with m.Switch(t.fmt):
+            for f in self._formats:
+                with m.Case(int(f)):
+                    m.d.comb += fmt_ok.eq(1)
+        m.d.comb += seq.tensor_illegal.eq(
+            (t.k == 0) | (t.k > self._rows) | (t.m == 0) | (t.m > self._cols) | (t.n == 0) |
+            ~fmt_ok)
+        v = data.View(record_layout(isa.Engine.VECTOR), seq.vector_rec)
+        checked = Signal()
+        reduce_ok = Signal()
+        m.d.comb += [
+            checked.eq(0), reduce_ok.eq(0),
+        ]
+        with m.Switch(v.op):
+            with m.Case(*isa.VEC_CHECKED_OPS):
+                m.d.comb += checked.eq(1)
+        with m.Switch(v.alu):
+            with m.Case(*isa.VEC_REDUCE_ALUS):
+                m.d.comb += reduce_ok.eq(1)
+        m.d.comb += seq.vector_illegal.eq(
+            (v.op > isa.VecOp.ACC_RD) |
+            (checked & ((v.alu > isa.VEC_ALU_MAX) | (v.rnd > isa.VEC_RND_MAX))) |
+            ((v.op == isa.VecOp.REDUCE) & ~reduce_ok) |
+            ((v.op == isa.VecOp.TT) & (v.b_space == isa.Space.PSUM)))
+
     def _vector_adapter(self, m, seq, vctrl, cmd_layout, AccOp, AluOp, Src):
         """VECTOR records (``sim.isa.VECTOR_RECORD``) to controller commands, as
         ``sim/refsim.py`` executes them on the engine model. ACC_RD becomes two commands:
@@ -508,8 +538,8 @@ class NeuronCore(wiring.Component):
         e = data.View(cmd_layout, c.op)
         second = Signal()
         op = r.op
-        skip = (r.alu > max(AluOp)) | (r.rnd > 2)
-        acc_rd = (op == isa.VecOp.ACC_RD) & ~skip
+        # Invalid records never get here (``_record_check`` traps them at EMIT).
+        acc_rd = op == isa.VecOp.ACC_RD
         take = Signal()
         m.d.comb += [
             vctrl.cmd.valid.eq(buf_valid),
@@ -571,5 +601,4 @@ class NeuronCore(wiring.Component):
                                      e.acc_reset.eq(1), c.n.eq(0), c.o_n.eq(0)]
                 with m.Default():
                     m.d.sync += [c.kind.eq(KIND_NOP), c.n.eq(0), c.o_n.eq(0)]
-            with m.If(skip & (op != isa.VecOp.SEED) & (op != isa.VecOp.TABLE)):
-                m.d.sync += [c.kind.eq(KIND_NOP), c.n.eq(0), c.o_n.eq(0)]
+
