@@ -55,12 +55,21 @@ CONFIGS = {
     "tensor8": Config("tensor8", _tensor(8, 8), 100e6, pes=64,
                       description="8x8 tensor engine, all formats, behind registers",
                       params={"rows": 8, "cols": 8, "formats": "all"}, bench=False),
-    # The default: the largest core that fits. The vector engine has one lane per row, about
-    # 10k LUT4 and 30 MULT18X18D each, so 4 rows (4 x 30 + 16 PEs = 136 of 156 MULT18X18D)
-    # is the limit. 15 MHz because the lanes' FP32 units are combinational (docs/fpga.md).
+    # The largest core by multipliers: one vector lane per row, so 4 rows (104 of 156
+    # MULT18X18D after synthesis). It does NOT fit as built: its SBUF becomes 131,072
+    # flip-flops (see core4s) and yosys failed in ABC9 (docs/fpga.md). 15 MHz because the
+    # lanes' FP32 units are combinational.
     "core4": Config("core4", _core(rows=4, sbuf_depth=1024, psum_depth=256), 15e6, pes=16,
-                    description="NeuronCore 4x4, all formats, SBUF 4x1024, PSUM 4x256",
-                    params={"rows": 4, "cols": 4, "sbuf_depth": 1024, "psum_depth": 256}),
+                    description="NeuronCore 4x4, all formats, SBUF 4x1024, PSUM 4x256 "
+                                "(does NOT fit an 85F as built)",
+                    params={"rows": 4, "cols": 4, "sbuf_depth": 1024, "psum_depth": 256},
+                    bench=False),
+    # core4 with a 64-word SBUF: the SBUF's partition memories have two write ports (DMA,
+    # vector) and five read ports, which yosys cannot put into DP16KD, so they become flip-flops
+    # (core4: 4 x 1024 x 32 = 131,072 of them, more than the 83,640 of an 85F; docs/fpga.md).
+    "core4s": Config("core4s", _core(rows=4, sbuf_depth=64, psum_depth=256), 15e6, pes=16,
+                     description="NeuronCore 4x4, all formats, SBUF 4x64 (flip-flops), PSUM 4x256",
+                     params={"rows": 4, "cols": 4, "sbuf_depth": 64, "psum_depth": 256}),
     # Does not fit: 8 vector lanes need about 8 x 30 + 64 = 304 MULT18X18D (156 on the 85F).
     "core8": Config("core8", _core(rows=8, sbuf_depth=1024, psum_depth=256), 100e6, pes=64,
                     description="NeuronCore 8x8, all formats (does NOT fit an 85F)",
@@ -69,5 +78,5 @@ CONFIGS = {
 }
 
 BOARD = Board(name="ulx3s", platform=ULX3S_85F_Platform, family="ecp5", fin=FIN,
-              configs=CONFIGS, default_config="core4", make_clockgen=clockgen,
+              configs=CONFIGS, default_config="tensor8i", make_clockgen=clockgen,
               ram_bytes=65536)

@@ -17,7 +17,7 @@ from fpga.report import make_report, parse_nextpnr_log, parse_yosys_log
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: Configurations whose elaboration takes minutes (all formats in every PE): long runs only.
-SLOW_PLANS = {"tensor8", "core4", "core8"}
+SLOW_PLANS = {"tensor8", "core4", "core4s", "core8"}
 BOARD_CONFIGS = [pytest.param(b, c, marks=[pytest.mark.long] if c in SLOW_PLANS else [])
                  for b in fbuild.BOARDS for c in fbuild.get_board(b).configs]
 
@@ -296,8 +296,11 @@ def test_is_current_without_record(tmp_path):
 
 
 def test_default_configs():
-    """The default configurations are the core where it fits, else the largest payload."""
-    assert fbuild.get_board("ulx3s").default_config == "core4"
+    """No core configuration has been shown to fit yet (docs/fpga.md): the defaults are the
+    largest payloads that were built, and the configurations known not to fit are not
+    benchmarked."""
+    assert fbuild.get_board("ulx3s").default_config == "tensor8i"
     assert fbuild.get_board("icebreaker").default_config == "tensor4x2i"
+    assert not fbuild.get_board("ulx3s").configs["core4"].bench
     assert not fbuild.get_board("ulx3s").configs["core8"].bench
     assert not fbuild.get_board("icebreaker").configs["core2i"].bench
