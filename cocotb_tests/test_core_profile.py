@@ -193,13 +193,17 @@ STREAM_SHAPE = {"KT": 24, "MT": 24, "NC": 32, "NCH": 24, "G": 4}
 
 
 def stream_config(rows, shape=None):
-    """Core configuration (SBUF/PSUM/program depths) that :func:`gemm_stream_program` needs."""
-    sh = {**STREAM_SHAPE, **(shape or {})}
-    lay = gemm_stream_layout(P=rows, C=rows, KT=sh["KT"], MT=sh["MT"], NC=sh["NC"], G=sh["G"])
+    """Core configuration (SBUF/PSUM/program depths) for :func:`gemm_stream_program`: sized
+    for :data:`STREAM_SHAPE` so that smaller shapes run on the same build."""
+    need = []
+    for sh in (STREAM_SHAPE, {**STREAM_SHAPE, **(shape or {})}):
+        need.append(gemm_stream_layout(P=rows, C=rows, KT=sh["KT"], MT=sh["MT"], NC=sh["NC"],
+                                       G=sh["G"]))
     pow2 = lambda n: 1 << max(4, (n - 1).bit_length())
-    return {"rows": rows, "cols": rows, "sbuf_depth": pow2(lay["sbuf_words"]),
-            "psum_depth": pow2(lay["psum_words"]), "formats": ["bf16"], "lut_entries": 64,
-            "pmem_depth": 2048}
+    return {"rows": rows, "cols": rows,
+            "sbuf_depth": pow2(max(n["sbuf_words"] for n in need)),
+            "psum_depth": pow2(max(n["psum_words"] for n in need)), "formats": ["bf16"],
+            "lut_entries": 64, "pmem_depth": 2048}
 
 
 async def _gemm_stream(dut, env, seed, KT, MT, NC, NCH, G):

@@ -92,7 +92,10 @@ class Harness:
 
     async def idle_inputs(self):
         d = self.dut
-        for sig in ("start", "pmem_wr_en", "ucode_wr_en", "map_wr_en"):
+        # tensor_illegal / vector_illegal: the core's record check; a bare sequencer accepts
+        # every record (undriven, they would be X in the simulation).
+        for sig in ("start", "pmem_wr_en", "ucode_wr_en", "map_wr_en", "tensor_illegal",
+                    "vector_illegal"):
             getattr(d, sig).value = 0
         d.start_pc.value = 0
         d.dbg_addr.value = 0
