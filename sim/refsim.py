@@ -103,11 +103,15 @@ class RefSim:
         semantics skipped (listed in ``skipped``).
     formats : collection of Format, optional
         The core's tensor-engine formats for ``check`` (default: every engine format).
+    lut_entries, n_rand : int
+        The vector engine's LUT entries per bank and random bits per stochastic-rounding
+        decision; they must equal the core's (``rtl.core.top.NeuronCore``, whose defaults
+        these are): SR with another ``n_rand`` differs in about 1 of 256 decisions.
     """
 
     def __init__(self, program, *, partitions=8, cols=8, sbuf_depth=1024, psum_depth=1024,
                  ext_bytes=1 << 16, pmem_depth=1024, extensions=None, execute=True,
-                 check=False, formats=None):
+                 check=False, formats=None, lut_entries=64, n_rand=8):
         self.program = [int(w) for w in program]
         self.P, self.cols = partitions, cols
         self.sbuf_depth, self.psum_depth = sbuf_depth, psum_depth
@@ -119,6 +123,7 @@ class RefSim:
             from sim import tensor
             formats = tensor.ENGINE_FORMATS
         self.formats = tuple(int(f) for f in formats)
+        self.lut_entries, self.n_rand = lut_entries, n_rand
         self.illegal = None
         self.ext = np.zeros(ext_bytes, dtype=np.uint8)
         self.sbuf = np.zeros((partitions, sbuf_depth), dtype=np.uint32)
@@ -237,7 +242,8 @@ class RefSim:
         """A VECTOR record on the vector engine's golden model (sim/vector.py)."""
         from sim import vector as V
         if self.vec is None:
-            self.vec = V.VectorEngineModel(self.P)
+            self.vec = V.VectorEngineModel(self.P, depth=self.lut_entries,
+                                           n_rand=self.n_rand)
         op, n = r["op"], r["n"]
         if op == VecOp.SEED:
             self.vec.ru.reseed(r["scalar"])

@@ -194,3 +194,29 @@ def test_check_accepts_the_limits():
         halt
     """), partitions=4, cols=2, check=True, formats=[Format.FP16]).run()
     assert s.error == 0 and len(s.order) == 3 and not s.skipped
+
+
+def test_refsim_vector_defaults_match_the_core():
+    """RefSim's vector-engine parameters default to NeuronCore's: a different ``n_rand``
+    made about 1 in 256 stochastic-rounding decisions differ from the RTL."""
+    import inspect
+    from rtl.core.top import NeuronCore
+    core = inspect.signature(NeuronCore).parameters
+    ref = inspect.signature(RefSim).parameters
+    for name in ("n_rand", "lut_entries"):
+        assert ref[name].default == core[name].default, name
+
+
+def test_refsim_sr_uses_the_configured_random_bits():
+    """RefSim hands ``n_rand`` and ``lut_entries`` to the vector model, and the number of random
+    bits changes SR results (so a mismatch with the core would be visible)."""
+    from sim.dtypes import Format, RoundMode
+    from sim.rounding import RoundingUnitModel
+    s = RefSim(assemble("li r1, 7\nseed_ld r1\nhalt"), partitions=4, cols=4,
+               n_rand=8, lut_entries=64).run()
+    assert (s.vec.ru.n_rand, s.vec.depth) == (8, 64)
+    m8, m16 = RoundingUnitModel(4, 8, seed=5), RoundingUnitModel(4, 16, seed=5)
+    x = np.full(4, 0x3c9d4c5c, dtype=np.uint32)
+    diff = sum(int(np.any(m8.convert(x, Format.BF16, RoundMode.SR)
+                          != m16.convert(x, Format.BF16, RoundMode.SR))) for _ in range(2048))
+    assert diff > 0

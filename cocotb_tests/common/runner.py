@@ -145,7 +145,7 @@ def run_cocotb(component, *, name, test_module, simulator, config=None, testcase
     """
     if simulator not in SIMULATORS:
         raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
-    from cocotb_tools.runner import get_runner
+    from cocotb_tools.runner import get_results, get_runner
     tool_env()
     config = dict(config or {})
     vpath = generate_verilog(component, name=name, config=config, ports=ports)
@@ -190,7 +190,7 @@ def run_cocotb(component, *, name, test_module, simulator, config=None, testcase
     test_dir.mkdir(parents=True, exist_ok=True)
     # cocotb imports test_module, so the project root must be importable.
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-    runner.test(
+    results = runner.test(
         test_module=test_module,
         hdl_toplevel=TOPLEVEL,
         build_dir=build_dir,
@@ -204,3 +204,9 @@ def run_cocotb(component, *, name, test_module, simulator, config=None, testcase
     )
     if waves:
         print(f"waveforms in {test_dir}")
+    # cocotb checks the results itself only under pytest: check them here too, so that scripts
+    # (benchmarks, profiler) never take a failed run for a passed one.
+    num_tests, num_failed = get_results(results)
+    if num_failed or not num_tests:
+        raise AssertionError(f"{test_module}: {num_failed} of {num_tests} cocotb tests failed "
+                             f"(see {results})")
