@@ -144,8 +144,11 @@ def plot_fpga(rec, path):
     return True
 
 
-def plots(recs, results=RESULTS, training=False):
-    """Write every plot whose data is there; return the list of files written."""
+def plots(recs, results=RESULTS, training=None):
+    """Write every plot whose data is there; return the list of files written.
+
+    ``training``: True re-runs the SR training demo, None runs it only when its plot is
+    missing, False never (tests)."""
     results = pathlib.Path(results)
     written = []
     if _ok(recs.get("tensor")) and recs["tensor"].get("throughput"):
@@ -156,7 +159,7 @@ def plots(recs, results=RESULTS, training=False):
         written.append("lut_error.png")
     if _ok(recs.get("fpga")) and plot_fpga(recs["fpga"], results / "fpga.png"):
         written.append("fpga.png")
-    if training or not (results / "sr_training.png").exists():
+    if training or (training is None and not (results / "sr_training.png").exists()):
         from scripts import sr_training
         sr_training.main(["--out", str(results / "sr_training.png")])
         written.append("sr_training.png")
@@ -213,15 +216,20 @@ def table(recs):
     lu = recs.get("lut")
     if _ok(lu):
         rows = _lut_rows(lu)
-        worst1 = min(r["within_1ulp"] for _, _, r in rows)
-        worst = max(r["max_ulp"] for _, _, r in rows)
-        row("vector", f"LUT: {len(rows)} functions, worst fraction within 1 BF16 ULP, worst max ULP",
-            f"{_pct(worst1)}, {worst}", "lut.json functions")
-        res = lu.get("ecp5_8_lanes")
-        if isinstance(res, dict):
-            row("vector", "ECP5 8 lanes: LUT4 / MULT18X18D / DP16KD",
-                f"{res.get('LUT4')} / {res.get('MULT18X18D')} / {res.get('DP16KD')}",
-                "lut.json ecp5_8_lanes")
+        if rows:
+            worst1 = min(r["within_1ulp"] for _, _, r in rows)
+            worst = max(r["max_ulp"] for _, _, r in rows)
+            row("vector", f"LUT: {len(rows)} functions, worst fraction within 1 BF16 ULP, "
+                "worst max ULP", f"{_pct(worst1)}, {worst}", "lut.json functions")
+        else:
+            row("vector", "LUT accuracy", "not measured", "lut.json functions")
+        for key, lanes in (("ecp5_1_lane", "1 lane"), ("ecp5_8_lanes", "8 lanes")):
+            res = lu.get(key)
+            if isinstance(res, dict):
+                cells = res.get("cells", res)
+                row("vector", f"ECP5 {lanes}: LUT4 / CCU2C / MULT18X18D / DP16KD",
+                    f"{cells.get('LUT4')} / {cells.get('CCU2C')} / {cells.get('MULT18X18D')} / "
+                    f"{cells.get('DP16KD')}", f"lut.json {key}.cells")
     else:
         row("vector", "LUT accuracy", "not measured", "lut.json")
     c = recs.get("core")
@@ -274,7 +282,7 @@ def main(argv=None):
     p.add_argument("--training", action="store_true", help="re-run the SR training demo")
     args = p.parse_args(argv)
     recs = load(args.results)
-    written = plots(recs, args.results, training=args.training)
+    written = plots(recs, args.results, training=True if args.training else None)
     lines = table(recs)
     (pathlib.Path(args.results) / "RESULTS.md").write_text(
         "# Results\n\n" + "\n".join(lines) + "\n")

@@ -1,0 +1,62 @@
+"""scripts/report.py: the results table, the README markers and the plots from benchmark JSONs."""
+
+import json
+
+import pytest
+
+from scripts import report
+
+
+def _records():
+    point = lambda n: {"N": n, "tiles": 4, "utilization": 0.5 + n / 2048,      # noqa: E731
+                       "steady_utilization": 1.0, "fill_latency": 17, "drain_latency": 17}
+    return {
+        "tensor": {"benchmark": "tensor", "date": "2026-01-01", "machine": "m",
+                   "throughput": {"8x8_int8": {"points": [point(n) for n in (8, 64, 512)]}},
+                   "ecp5": {"engine_8x8_int8": {"LUT4_per_PE": 17.5, "FF_per_PE": 71,
+                                                "MULT18X18D_per_PE": 1}}},
+        "lut": {"benchmark": "lut", "date": "2026-01-01", "machine": "m",
+                "ecp5_8_lanes": {"cells": {"LUT4": 123, "CCU2C": 4, "MULT18X18D": 5,
+                                           "DP16KD": 6}}},
+        "core": {"benchmark": "core", "error": "Traceback ..."},
+    }
+
+
+def test_table_reports_only_measured_figures(tmp_path):
+    for name, rec in _records().items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(rec))
+    (tmp_path / "junk.json").write_text("{not json")
+    recs = report.load(tmp_path)
+    assert set(recs) == {"tensor", "lut", "core"}
+    text = "\n".join(report.table(recs))
+    assert "utilization at N=512" in text and "75.0 %, 100.0 %" in text
+    assert "123 / 4 / 5 / 6" in text                    # 8-lane cells read from "cells"
+    assert "| vector | LUT accuracy | not measured |" in text         # no functions
+    assert "| core | end-to-end workloads | not measured |" in text   # error -> not measured
+    assert "| fpga | bitstreams | not measured |" in text             # missing -> not measured
+    assert "2026-01-01 on m" in text
+
+
+def test_update_readme_between_markers_only(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"head\n{report.BEGIN}\nold\n{report.END}\ntail\n")
+    assert report.update_readme(["| a |", "| b |"], readme)
+    assert readme.read_text() == f"head\n{report.BEGIN}\n| a |\n| b |\n{report.END}\ntail\n"
+    plain = tmp_path / "plain.md"
+    plain.write_text("no markers\n")
+    assert not report.update_readme(["x"], plain)
+    assert plain.read_text() == "no markers\n"
+
+
+def test_project_readme_has_the_markers():
+    text = (report.ROOT / "README.md").read_text()
+    assert text.count(report.BEGIN) == 1 and text.count(report.END) == 1
+    assert text.index(report.BEGIN) < text.index(report.END)
+
+
+def test_plots_written_for_present_records(tmp_path):
+    pytest.importorskip("matplotlib")
+    recs = {k: v for k, v in _records().items() if k == "tensor"}
+    written = report.plots(recs, tmp_path, training=False)
+    assert any(str(w).endswith("tensor_utilization.png") for w in written)
+    assert (tmp_path / "tensor_utilization.png").stat().st_size > 1000
