@@ -1,6 +1,6 @@
 """cocotb tests of the DMA engine (rtl/dma/dma.py) with the real SBUF (rtl/core/sbuf.py) and a
 cocotbext-axi AxiRam as external memory (random latency, back-pressure on all five channels,
-error-response injection).
+error-response injection, a second SBUF writer competing for the shared SBUF write port).
 
 Every transfer is compared bit-exactly with ``sim.host.dma_model`` (the golden model of a
 DMA_RECORD, docs/isa.md) and every protection outcome with ``sim.host.dma_check``. A bus monitor
@@ -145,6 +145,12 @@ class Bench:
         self.latency = latency
         self.mon = BusMonitor(dut, self.cfg["max_burst"], self.cfg["max_outstanding"], self.bw)
         self.windows = []
+        # A competing SBUF writer on the debug write port during ``run``: the probability of
+        # starting a write per cycle, and the model array its taken writes are applied to.
+        self.contend = 0.0
+        self.model_sbuf = None
+        self.contend_taken = 0
+        self.contend_refused = 0
 
     def _make_ram(self):
         from cocotbext.axi import AxiBus, AxiRam
@@ -211,6 +217,33 @@ class Bench:
             d.dbg_w__data.value = word
             d.dbg_w__mask.value = (1 << self.P) - 1
             await RisingEdge(d.clk)
+            assert int(d.dbg_w__ready.value), "SBUF write refused while the DMA is idle"
+        d.dbg_w__mask.value = 0
+
+    async def _contender(self, free, stop):
+        """Write random words at SBUF addresses in ``free`` (which the running record does not
+        touch) until ``stop[0]``; a write is held until taken (``ready`` at the clock edge)
+        and then applied to ``model_sbuf``; a write still refused at the end is withdrawn."""
+        d, rng = self.dut, self.rng
+        w = None
+        while not stop[0]:
+            if w is None and free and rng.random() < self.contend:
+                w = (rng.choice(free), rng.randrange(1, 1 << self.P),
+                     [rng.getrandbits(32) for _ in range(self.P)])
+                d.dbg_w__addr.value = w[0]
+                d.dbg_w__data.value = sum(v << (32 * p) for p, v in enumerate(w[2]))
+            d.dbg_w__mask.value = 0 if w is None else w[1]
+            await RisingEdge(d.clk)
+            if w is None:
+                continue
+            if int(d.dbg_w__ready.value):
+                for p in range(self.P):
+                    if w[1] >> p & 1:
+                        self.model_sbuf[p, w[0]] = w[2][p]
+                self.contend_taken += 1
+                w = None
+            else:
+                self.contend_refused += 1
         d.dbg_w__mask.value = 0
 
     async def sbuf_read(self):
@@ -231,6 +264,20 @@ class Bench:
     async def run(self, rec, timeout=20000, abort_after=None):
         """Issue one record; return ``("done", None)`` or ``("error", (code, addr, info))``
         or ``("aborted", None)``, after the engine is idle again."""
+        d = self.dut
+        stop = [False]
+        if self.contend:
+            used = {(rec["sbuf_addr"] + k) % self.depth for k in range(rec["n0"] * rec["n1"])}
+            free = [a for a in range(self.depth) if a not in used]
+            task = cocotb.start_soon(self._contender(free, stop))
+        try:
+            return await self._run(rec, timeout, abort_after)
+        finally:
+            if self.contend:
+                stop[0] = True
+                await task
+
+    async def _run(self, rec, timeout, abort_after):
         d = self.dut
         for _ in range(self.rng.choice([0, 0, 1, 3])):     # idle before the command
             await RisingEdge(d.clk)
@@ -358,6 +405,42 @@ async def test_transfers(dut, pause):
     assert not bench.mon.errors, bench.mon.errors[:5]
     # Byte counters: every element moved is counted in its direction.
     assert int(dut.rd_bytes.value) + int(dut.wr_bytes.value) > 0
+
+
+@cocotb.test()
+async def test_sbuf_write_contention(dut):
+    """Random loads (and some stores) while a second writer takes the shared SBUF write port in
+    many cycles: the DMA holds its element and stops taking R beats while refused, so SBUF
+    ends bit-exact with the model (nothing lost or written twice) and the other writer's
+    words land too."""
+    seed = _seed() + 3
+    rng = random.Random(seed)
+    dut._log.info("seed %d", seed)
+    bench = Bench(dut, rng, pause=0.2, latency=1)
+    await bench.start()
+    region = (0x0F00, 0x2300)
+    bench.set_windows([(region[0], region[1] - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
+    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
+    bench.ram.write(0, init)
+    ext = bytearray(init)
+    sbuf = np.array([[rng.getrandbits(32) for _ in range(bench.depth)] for _ in range(bench.P)],
+                    dtype=np.uint32)
+    await bench.sbuf_write(sbuf)
+    bench.model_sbuf = sbuf
+    n = int(dut_config().get("transfers", 24))
+    for k in range(n):
+        bench.contend = rng.choice([0.3, 0.7, 1.0])
+        fmt = ALL_FORMATS[k % len(ALL_FORMATS)]
+        store = rng.random() < 0.25
+        rec = random_record(rng, bench.P, bench.depth, fmt, store, region)
+        rec["n1"] = 1 if rec["n0"] * rec["n1"] > bench.depth // 2 else rec["n1"]
+        dut._log.info("record %d (contend %.1f): %s", k, bench.contend, rec)
+        await _check_transfer(bench, rec, ext, sbuf)
+    bench.contend = 0.0
+    dut._log.info("competing writes: %d taken, %d refused cycles", bench.contend_taken,
+                  bench.contend_refused)
+    assert bench.contend_taken > 0 and bench.contend_refused > 0
+    assert not bench.mon.errors, bench.mon.errors[:5]
 
 
 @cocotb.test()

@@ -1,11 +1,16 @@
 """The state buffer (SBUF): ``partitions`` memories of ``depth`` 32-bit words, one per lane.
 
-Every engine has its own ports so that DMA, the tensor engine and the vector engine work on
+Every engine has its own read port so that DMA, the tensor engine and the vector engine read
 SBUF in the same cycle (``docs/interfaces.md`` section 5: one element per word whatever its
 format, narrow values low-aligned; an engine reads or writes all partitions at one address).
+
+The writers (DMA and vector engine in the core) share ONE write port per partition memory
+through a round-robin arbiter. A memory with one write port and any number of synchronous read
+ports maps to FPGA block RAM (yosys replicates it once per read port: ECP5 DP16KD, iCE40
+SB_RAM40_4K); with two write ports it has to be built from flip-flops (``docs/fpga.md``).
 """
 
-from amaranth.hdl import Module, Shape
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -48,12 +53,20 @@ class SBUFReadSignature(wiring.Signature):
 class SBUFWriteSignature(wiring.Signature):
     """A write port of all partitions at one address (requester's view).
 
+    A write is requested by a non-zero ``mask`` and is taken at the rising edge where ``ready``
+    is 1 (like a stream whose ``valid`` is ``mask != 0``). ``addr``, ``mask`` and ``data`` must
+    not depend combinationally on ``ready``; a requester that sees ``ready`` 0 holds its write
+    (or withdraws it: the arbiter keeps no state about requests it has not granted).
+
     Members
     -------
     addr : Out(range(depth))
     mask : Out(partitions)
-        Partition ``p`` is written with ``data[p]`` at the rising edge when ``mask[p]`` is 1.
+        Partition ``p`` is written with ``data[p]`` when ``mask[p]`` is 1 and ``ready`` is 1.
     data : Out(ArrayLayout(32, partitions))
+    ready : In(1)
+        The write is taken this cycle. Combinational from the other writers' masks and the
+        arbiter's state, never from this port's own ``mask``: a writer alone gets 1.
     """
 
     def __init__(self, partitions, depth):
@@ -63,11 +76,13 @@ class SBUFWriteSignature(wiring.Signature):
             "addr": Out(range(depth)),
             "mask": Out(partitions),
             "data": Out(data.ArrayLayout(32, partitions)),
+            "ready": In(1),
         })
 
 
 class SBUF(wiring.Component):
-    """State buffer: one :class:`amaranth.lib.memory.Memory` of ``depth`` x 32 bits per partition.
+    """State buffer: one :class:`amaranth.lib.memory.Memory` of ``depth`` x 32 bits per partition,
+    each with a single write port shared by all writers and one read port per reader.
 
     Parameters
     ----------
@@ -78,7 +93,7 @@ class SBUF(wiring.Component):
     read_ports : tuple of str
         Names of the read ports; each becomes a member ``r_<name>``.
     write_ports : tuple of str
-        Names of the write ports; each becomes a member ``w_<name>``.
+        Names of the writers; each becomes a member ``w_<name>``. They share one write port.
     init : list of list of int, optional
         Initial contents, ``init[p][addr]`` (tests only).
 
@@ -87,11 +102,15 @@ class SBUF(wiring.Component):
     r_<name> : In(SBUFReadSignature(partitions, depth))
         Read latency 1 cycle, one read per port per cycle, all ports independent.
     w_<name> : In(SBUFWriteSignature(partitions, depth))
-        One write per port per cycle. Two ports writing the same word of the same partition in
-        the same cycle is a program error (the engines are ordered by semaphores); the port
-        listed last wins. A read of a word written in the same cycle returns the old value.
+        One write per cycle in all, granted by a round-robin arbiter with zero latency: a
+        writer alone (no other mask non-zero) always sees ``ready`` 1, so one writer keeps
+        one write per cycle. When several request in the same cycle, the writer at or after
+        the turn pointer (in ``write_ports`` order) wins and the pointer moves to the writer
+        after the winner, so the others are served in the next cycles and none starves (two
+        writers requesting every cycle alternate). The losers see ``ready`` 0 and hold.
+        A read of a word written in the same cycle returns the old value.
 
-    Reset does not clear the contents.
+    Reset does not clear the contents; it sets the turn pointer to the first writer.
     """
 
     def __init__(self, partitions, depth, *,
@@ -127,29 +146,56 @@ class SBUF(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        P = self._partitions
+        writers = [getattr(self, f"w_{name}") for name in self._write_ports]
+        n = len(writers)
+
+        # ---- write arbiter: one grant per cycle, round robin -----------------------------
+        req = Signal(max(n, 1))
+        grant = Signal(max(n, 1))
+        m.d.comb += req.eq(Cat(*[w.mask.any() for w in writers]))
+        if n == 1:
+            m.d.comb += writers[0].ready.eq(1)
+        elif n > 1:
+            turn = Signal(range(n))              # the writer that wins the next conflict
+            with m.Switch(turn):
+                for k in range(n):
+                    with m.Case(k):
+                        order = [(k + j) % n for j in range(n)]
+                        for pos, i in enumerate(order):
+                            # Ready unless a writer ahead of i in this cycle's order requests.
+                            ahead = [req[j] for j in order[:pos]]
+                            m.d.comb += writers[i].ready.eq(~Cat(*ahead).any() if ahead else 1)
+            for i in range(n):
+                with m.If(grant[i]):
+                    m.d.sync += turn.eq((i + 1) % n)
+        m.d.comb += grant.eq(Cat(*[req[i] & writers[i].ready for i in range(n)]) if n else 0)
+        w_addr = Signal(range(self._depth))
+        w_mask = Signal(P)
+        w_data = Signal(data.ArrayLayout(32, P))
+        # At most one grant: an OR of the granted writer's fields is a one-hot multiplexer.
+        for i, w in enumerate(writers):
+            with m.If(grant[i]):
+                m.d.comb += [w_addr.eq(w.addr), w_mask.eq(w.mask), w_data.eq(w.data)]
+
         #: The memories of the last elaboration (simulation back-door: ``mem.data[addr]``).
         self.memories = []
-        for p in range(self._partitions):
+        for p in range(P):
             # Zero contents rather than none: simulators start an uninitialised memory at X,
             # and X read data would reach handshake logic of the engines in simulation.
             init = [0] * self._depth if self._init is None else list(self._init[p])
             mem = memory.Memory(shape=32, depth=self._depth, init=init)
             self.memories.append(mem)
             m.submodules[f"part{p}"] = mem
-            for name in self._write_ports:
-                req = getattr(self, f"w_{name}")
+            if n:
                 wp = mem.write_port()
-                m.d.comb += [
-                    wp.addr.eq(req.addr),
-                    wp.data.eq(req.data[p]),
-                    wp.en.eq(req.mask[p]),
-                ]
+                m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(w_data[p]), wp.en.eq(w_mask[p])]
             for name in self._read_ports:
-                req = getattr(self, f"r_{name}")
+                rsig = getattr(self, f"r_{name}")
                 rp = mem.read_port()
                 m.d.comb += [
-                    rp.addr.eq(req.addr),
-                    rp.en.eq(req.en),
-                    req.data[p].eq(rp.data),
+                    rp.addr.eq(rsig.addr),
+                    rp.en.eq(rsig.en),
+                    rsig.data[p].eq(rp.data),
                 ]
         return m

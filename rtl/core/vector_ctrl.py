@@ -108,8 +108,11 @@ class VectorController(wiring.Component):
         Completion pulse and its semaphore (commands with ``sem_en``).
     busy : Out(1)
 
-    Commands complete in order. The output side never stalls (``e_o.ready`` is 1 while a
-    command with outputs is at the head of the completion queue).
+    Commands complete in order. The output side stalls only for the SBUF: ``e_o.ready`` is
+    ``o_sbuf.ready`` while a command with outputs is at the head of the completion queue, so
+    an ``o`` beat leaves the engine in the cycle SBUF writes it (the write request,
+    ``o_sbuf.mask``, follows ``e_o.valid``; while the DMA holds the shared SBUF write port the
+    engine's output stream is back-pressured and nothing is lost or written twice).
     """
 
     def __init__(self, lanes, cols, sbuf_depth, psum_depth, engine_cmd_layout, *, n_bits=16,
@@ -269,12 +272,19 @@ class VectorController(wiring.Component):
         left = Signal(self.n_bits)
         oaddr = Signal(ceil_log2(self.sbuf_depth))
         fin = Signal()
-        m.d.comb += self.e_o.ready.eq(cq.r_rdy & (ch.o_n != 0) & (ch.kind == KIND_ENGINE))
+        # The SBUF write request follows e_o.valid (never e_o.ready, which depends on the
+        # SBUF's ready); a beat is taken from the engine only in the cycle SBUF writes it.
+        o_head = Signal()
+        m.d.comb += [
+            o_head.eq(cq.r_rdy & (ch.o_n != 0) & (ch.kind == KIND_ENGINE)),
+            self.e_o.ready.eq(o_head & self.o_sbuf.ready),
+        ]
         cur_left = Mux(started, left, ch.o_n)
         cur_addr = Mux(started, oaddr, ch.o_addr)
-        with m.If(self.e_o.valid & self.e_o.ready):
-            m.d.comb += [self.o_sbuf.addr.eq(cur_addr), self.o_sbuf.data.eq(self.e_o.payload)]
+        m.d.comb += [self.o_sbuf.addr.eq(cur_addr), self.o_sbuf.data.eq(self.e_o.payload)]
+        with m.If(self.e_o.valid & o_head):
             m.d.comb += [self.o_sbuf.mask[r].eq(ch.parts > r) for r in range(lanes)]
+        with m.If(self.e_o.valid & self.e_o.ready):
             m.d.sync += [started.eq(1), left.eq(cur_left - 1), oaddr.eq(cur_addr + ch.o_stride)]
             with m.If(cur_left == 1):
                 m.d.sync += started.eq(0)

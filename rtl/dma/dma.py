@@ -22,7 +22,9 @@ Order of work for one record
 3. *Transfer*: a row whose inner stride equals the element size is one contiguous segment,
    fetched/written in INCR bursts of up to ``max_burst`` beats that never cross a 4 KiB
    boundary; otherwise every element is its own single-beat transaction (strobes select its
-   bytes). Up to ``max_outstanding`` bursts are in flight. SBUF sees one element per cycle.
+   bytes). Up to ``max_outstanding`` bursts are in flight. SBUF sees at most one element per
+   cycle (a load waits while the shared SBUF write port serves another writer:
+   ``sbuf_w.ready``).
 4. An AXI error response (RRESP/BRESP not OKAY) reports ``DMA_AXI_READ``/``DMA_AXI_WRITE`` at
    once; the engine stops issuing bursts, drains the ones in flight (read data is discarded,
    write bursts already issued are completed, as AXI requires) and returns to idle.
@@ -158,7 +160,9 @@ class DMA(wiring.Component):
         ID 0, INCR bursts, full-width beats (``axsize = log2(data_width/8)``).
     sbuf_r : Out(SBUFReadSignature(partitions, sbuf_depth))
     sbuf_w : Out(SBUFWriteSignature(partitions, sbuf_depth))
-        The DMA's dedicated SBUF ports (``rtl/core/sbuf.py``); one word per cycle.
+        The DMA's SBUF ports (``rtl/core/sbuf.py``); one word per cycle. The write port is
+        shared with other writers: while ``sbuf_w.ready`` is 0 the element is held (same
+        address, partition and data) and no R beat is taken, so nothing is lost or repeated.
     rd_bytes, wr_bytes : Out(32)
         Bytes moved from / to external memory since reset or ``clear_counters``.
     clear_counters : In(1)
@@ -365,8 +369,9 @@ class DMA(wiring.Component):
                 m.d.comb += elem.eq(shifted[:32])
 
         load = Signal()           # the load data path is active
-        consume = Signal()
-        m.d.comb += consume.eq(load & buf_valid & ~err)
+        want = Signal()           # an element is ready for SBUF (the write request)
+        consume = Signal()        # ... and SBUF takes it this cycle
+        m.d.comb += [want.eq(load & buf_valid & ~err), consume.eq(want & self.sbuf_w.ready)]
         r_take = Signal()
         m.d.comb += [
             axi.rready.eq(load & (~buf_valid | err | (consume & last_in_beat))),
@@ -378,7 +383,9 @@ class DMA(wiring.Component):
         m.d.comb += sbuf_addr.eq((c.sbuf_addr + elw.sidx)[:depth_bits])
         m.d.comb += [
             self.sbuf_w.addr.eq(sbuf_addr),
-            self.sbuf_w.mask.eq(Mux(consume, Cat(*[part == p for p in range(P)]), 0)),
+            # The request must not depend on sbuf_w.ready (SBUFWriteSignature): want, not
+            # consume. A refused element stays in buf and R is not taken (rready stays 0).
+            self.sbuf_w.mask.eq(Mux(want, Cat(*[part == p for p in range(P)]), 0)),
         ]
         for p in range(P):
             m.d.comb += self.sbuf_w.data[p].eq(elem)
