@@ -6,7 +6,8 @@ and return one completion pulse per record after a random latency, in order. Aft
 the test compares, with the reference simulator: registers, semaphores, flags, error status,
 error PC, PC, retired count and the record trace of every engine.
 
-Environment: ``SEQ_RANDOM_N`` random programs (default 25), ``COCOTB_RANDOM_SEED``.
+Environment: ``SEQ_RANDOM_N`` random programs (default 25), ``SEQ_PROGRAM_SEED`` (comma-separated
+program seeds: run only these in ``test_random_programs``), ``COCOTB_RANDOM_SEED``.
 """
 
 import os
@@ -17,7 +18,7 @@ from cocotb.triggers import FallingEdge, Timer
 
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
-from cocotb_tests.test_sequencer_progs import DIRECTED, random_program
+from cocotb_tests.test_sequencer_progs import DIRECTED, HANG_REGRESSIONS, random_program
 from sim import isa, microcode
 from sim.asm import assemble
 from sim.isa import Engine, ErrorBit, Opcode
@@ -44,6 +45,10 @@ class Harness:
         self.rng = rng
         self.latency = {e: latency for e in Engine}
         self.ready_p = {e: ready_p for e in Engine}
+        #: ``ready`` only every ``n``-th cycle (a slow engine) where set; overrides ``ready_p``.
+        self.ready_period = {e: None for e in Engine}
+        #: The cycle at which the last program's ``done`` was seen.
+        self.done_cycle = None
         self.cycle = 0
         self.clear_log()
         cocotb.start_soon(self._engines())
@@ -55,7 +60,12 @@ class Harness:
         self.due = {e: [] for e in Engine}
 
     def pending(self):
+        """Records accepted by the engine models and not yet completed."""
         return sum(len(d) for d in self.due.values())
+
+    def queued(self):
+        """Engines whose record stream offers a record (``valid``) not yet accepted."""
+        return sum(getattr(self.dut, _NAMES[e] + "__valid").value == 1 for e in Engine)
 
     async def _engines(self):
         dut = self.dut
@@ -71,7 +81,9 @@ class Harness:
                     self.done_at[e].append(self.cycle)
                 getattr(dut, name + "_done").value = int(fire)
                 valid = getattr(dut, name + "__valid").value
-                if self.cost is None:
+                if self.ready_period[e]:
+                    ready = int(self.cycle % self.ready_period[e] == 0)
+                elif self.cost is None:
                     ready = int(self.rng.random() < self.ready_p[e])
                 else:
                     ready = int(not due or due[-1] <= self.cycle)
@@ -132,6 +144,9 @@ class Harness:
     async def run(self, words, max_cycles=200_000):
         """Load and run a program until done, then let every completion arrive."""
         d = self.dut
+        # A completion still due would be lost by clear_log() and the sequencer would wait for
+        # it forever (the hang of program seeds 274751540 and 1027915099).
+        assert not self.pending() and not self.queued(), "records of the last program in flight"
         self.clear_log()
         await self.load_program(words)
         await FallingEdge(d.clk)
@@ -141,8 +156,21 @@ class Harness:
         start = self.cycle
         while d.done.value != 1:
             await FallingEdge(d.clk)
-            assert self.cycle - start < max_cycles, "sequencer did not finish (hang)"
-        while self.pending():
+            if self.cycle - start >= max_cycles:
+                pc = await self.dbg(DBG["pc"])
+                word = words[pc] if pc < len(words) else None
+                sems = [await self.dbg(DBG["sem"] + i) for i in range(isa.NUM_SEMS)]
+                raise AssertionError(
+                    f"sequencer did not finish (hang) after {max_cycles} cycles at pc {pc} "
+                    f"({isa.decode(word) if word is not None else 'out of program'}); "
+                    f"semaphores {sems}; completions pending "
+                    f"{ {e.name: len(self.due[e]) for e in Engine} }; records accepted "
+                    f"{ {e.name: len(self.log[e]) for e in Engine} }")
+        self.done_cycle = self.cycle
+        # A trap stops the sequencer with records still in its queues (HALT drains them first,
+        # by its BARRIER): the engines still take and complete them, as the core waits for
+        # them before DONE. Wait for both, so that no completion is lost to the next program.
+        while self.pending() or self.queued():
             await FallingEdge(d.clk)
         for _ in range(3):
             await FallingEdge(d.clk)
@@ -178,9 +206,10 @@ def compare(h, hw, ref, label):
         assert hw[k] == v, f"{label}: {k} differs: hardware {hw[k]} reference {v}"
     for e in Engine:
         got, want = h.log[e], ref.trace[e]
+        first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),
+                     min(len(got), len(want)))
         assert got == want, (f"{label}: {e.name} trace differs (hardware {len(got)} records, "
-                             f"reference {len(want)}); first difference at "
-                             f"{next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))}")
+                             f"reference {len(want)}); first difference at {first}")
     # Counter invariants: each engine's cycles are busy, semaphore-wait or idle.
     for e in Engine:
         busy, semw, idle, _ = hw["perf"][e]
@@ -192,7 +221,8 @@ def compare(h, hw, ref, label):
 async def _setup(dut, seed_offset=0):
     seed = int(getattr(cocotb, "RANDOM_SEED", os.environ.get("COCOTB_RANDOM_SEED", 1))) \
         + seed_offset
-    dut._log.info("seed %d", seed)
+    dut._log.info("seed %d (replay: COCOTB_RANDOM_SEED=%s)", seed,
+                  os.environ.get("COCOTB_RANDOM_SEED", "<the seed cocotb logged at start>"))
     rng = random.Random(seed)
     start_clock(dut)
     h = Harness(dut, rng)
@@ -401,14 +431,44 @@ async def test_runtime_microcode(dut):
 
 
 @cocotb.test()
+async def test_trap_with_records_queued(dut):
+    """Regression of the random-program hang (``HANG_REGRESSIONS``): the predecessor traps
+    while a slow VECTOR engine still has records queued; the engines take them after ``done``
+    and their completions must reach the sequencer before the next program starts, or its
+    first BARRIER waits forever. Then the hung program itself, hardware vs reference."""
+    h, rng = await _setup(dut, 6)
+    for seed in HANG_REGRESSIONS:
+        h.ready_p = {e: rng.choice([0.2, 0.6, 1.0]) for e in Engine}
+        h.latency = {e: rng.choice([(1, 3), (1, 20), (10, 60)]) for e in Engine}
+        # A slow VECTOR engine: records wait in the queue, and one taken after ``done`` completes
+        # only after the next program has started (where the old harness lost it).
+        h.ready_period[Engine.VECTOR] = 64
+        h.latency[Engine.VECTOR] = (30, 40)
+        _, ref = await _check(h, assemble(random_program(seed - 1)), f"program seed {seed - 1}")
+        assert ref.error and ref.trace[Engine.VECTOR], "the predecessor must trap after VECTOR"
+        assert h.accepted_at[Engine.VECTOR][-1] > h.done_cycle, \
+            "no VECTOR record was taken after the predecessor trapped"
+        h.ready_period[Engine.VECTOR] = None
+        h.latency[Engine.VECTOR] = rng.choice([(1, 3), (1, 20), (10, 60)])
+        hw, ref = await _check(h, assemble(random_program(seed)), f"program seed {seed}")
+        assert ref.error == 0 and hw["err_status"] == 0
+        dut._log.info("program seed %d: %d instructions, %d cycles", seed, hw["retired"],
+                      hw["cycles"])
+
+
+@cocotb.test()
 async def test_random_programs(dut):
     """Differential test: random valid programs, hardware vs reference simulator."""
     h, rng = await _setup(dut, 5)
     n = int(os.environ.get("SEQ_RANDOM_N", "25"))
     base = rng.randrange(1 << 30)
+    seeds = [base + i for i in range(n)]
+    if os.environ.get("SEQ_PROGRAM_SEED"):
+        # Replay: only these program seeds (comma-separated), engine patterns from the rng.
+        seeds = [int(x) for x in os.environ["SEQ_PROGRAM_SEED"].split(",")]
+        n = len(seeds)
     errors = 0
-    for i in range(n):
-        seed = base + i
+    for seed in seeds:
         h.ready_p = {e: rng.choice([0.2, 0.6, 1.0]) for e in Engine}
         h.latency = {e: rng.choice([(1, 3), (1, 20), (10, 60)]) for e in Engine}
         words = assemble(random_program(seed))
@@ -431,24 +491,25 @@ try:
         from rtl.control.sequencer import Sequencer
         return Sequencer(pmem_depth=pmem_depth)
 
-    #: The default run is reproducible (a fixed seed; COCOTB_RANDOM_SEED overrides it): with a
-    #: time-based seed, an open defect (some random programs hang the RTL sequencer, e.g.
-    #: program seed 274751540 from cocotb seed 13; see docs/core.md) made CI fail at random.
-    #: The random sweep over fresh seeds is test_sequencer_random_long (pytest -m long).
-    DEFAULT_SEED = 11
+    def _seed():
+        """A fresh seed per run, printed (pytest shows it on failure); COCOTB_RANDOM_SEED
+        replays one."""
+        seed = int(os.environ.get("COCOTB_RANDOM_SEED") or random.SystemRandom().randrange(2**31))
+        print(f"COCOTB_RANDOM_SEED={seed}")
+        return seed
 
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_sequencer(simulator):
         run_cocotb(lambda: _dut(256), name="sequencer", config={"pmem_depth": 256},
                    test_module="cocotb_tests.test_sequencer", simulator=simulator,
-                   seed=int(os.environ.get("COCOTB_RANDOM_SEED", DEFAULT_SEED)))
+                   seed=_seed())
 
     @pytest.mark.long
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_sequencer_random_long(simulator):
         run_cocotb(lambda: _dut(256), name="sequencer", config={"pmem_depth": 256},
                    test_module="cocotb_tests.test_sequencer", simulator=simulator,
-                   testcase="test_random_programs",
+                   testcase="test_random_programs", seed=_seed(),
                    extra_env={"SEQ_RANDOM_N": os.environ.get("SEQ_RANDOM_N", "1000")})
 except ImportError:  # pragma: no cover - cocotb imports this module without pytest
     pass
