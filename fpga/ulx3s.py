@@ -55,21 +55,26 @@ CONFIGS = {
     "tensor8": Config("tensor8", _tensor(8, 8), 100e6, pes=64,
                       description="8x8 tensor engine, all formats, behind registers",
                       params={"rows": 8, "cols": 8, "formats": "all"}, bench=False),
-    # The largest core by multipliers: one vector lane per row, so 4 rows (104 of 156
-    # MULT18X18D after synthesis). It does NOT fit as built: its SBUF becomes 131,072
-    # flip-flops (see core4s) and yosys failed in ABC9 (docs/fpga.md). 15 MHz because the
-    # lanes' FP32 units are combinational.
+    # The largest core by multipliers: one vector lane per row, so 4 rows. With the SBUF in
+    # block RAM (one write port per partition, 92 DP16KD in all) yosys finishes, but it does
+    # NOT fit: 65,980 LUT4 + 9,409 CCU2C = 92,148 TRELLIS_COMB of 83,640 (110 %), the four
+    # vector lanes being about 55k of them (docs/fpga.md). 15 MHz because the lanes' FP32
+    # units are combinational.
     "core4": Config("core4", _core(rows=4, sbuf_depth=1024, psum_depth=256), 15e6, pes=16,
                     description="NeuronCore 4x4, all formats, SBUF 4x1024, PSUM 4x256 "
-                                "(does NOT fit an 85F as built)",
+                                "(does NOT fit an 85F: 110 % of the logic cells)",
                     params={"rows": 4, "cols": 4, "sbuf_depth": 1024, "psum_depth": 256},
                     bench=False),
-    # core4 with a 64-word SBUF: the SBUF's partition memories have two write ports (DMA,
-    # vector) and five read ports, which yosys cannot put into DP16KD, so they become flip-flops
-    # (core4: 4 x 1024 x 32 = 131,072 of them, more than the 83,640 of an 85F; docs/fpga.md).
+    # core4 with a 64-word SBUF (kept for comparison with the flip-flop SBUF of before).
     "core4s": Config("core4s", _core(rows=4, sbuf_depth=64, psum_depth=256), 15e6, pes=16,
-                     description="NeuronCore 4x4, all formats, SBUF 4x64 (flip-flops), PSUM 4x256",
-                     params={"rows": 4, "cols": 4, "sbuf_depth": 64, "psum_depth": 256}),
+                     description="NeuronCore 4x4, all formats, SBUF 4x64, PSUM 4x256",
+                     params={"rows": 4, "cols": 4, "sbuf_depth": 64, "psum_depth": 256},
+                     bench=False),
+    # The core that fits: two rows = two vector lanes (about 27k logic cells), a 2x2 tensor
+    # array with all six formats, SBUF 2 x 1024 words in block RAM.
+    "core2": Config("core2", _core(rows=2, sbuf_depth=1024, psum_depth=256), 15e6, pes=4,
+                    description="NeuronCore 2x2, all formats, SBUF 2x1024, PSUM 2x256",
+                    params={"rows": 2, "cols": 2, "sbuf_depth": 1024, "psum_depth": 256}),
     # Does not fit: 8 vector lanes need about 8 x 30 + 64 = 304 MULT18X18D (156 on the 85F).
     "core8": Config("core8", _core(rows=8, sbuf_depth=1024, psum_depth=256), 100e6, pes=64,
                     description="NeuronCore 8x8, all formats (does NOT fit an 85F)",
