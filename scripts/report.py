@@ -235,18 +235,24 @@ def table(recs):
     c = recs.get("core")
     if _ok(c):
         for name, r in (c.get("workloads") or {}).items():
-            if isinstance(r, dict) and "total_cycles" in r:
-                row("core", f"{name}: cycles, tensor busy, DMA B/cycle",
-                    f"{r['total_cycles']}, {_pct(r.get('tensor_busy'))}, "
-                    f"{r.get('dma_bytes_per_cycle')}", f"core.json workloads.{name}")
+            cycles = r.get("cycles", r.get("total_cycles")) if isinstance(r, dict) else None
+            if cycles is not None:
+                busy = r.get("tensor_busy_fraction", r.get("tensor_busy"))
+                sim = r.get("simulator", c.get("simulator"))
+                row("core", f"{c.get('core', '')} {name} ({sim}): cycles, tensor busy, "
+                    "DMA B/cycle", f"{cycles}, {_pct(busy)}, {r.get('dma_bytes_per_cycle')}",
+                    f"core.json workloads.{name}")
     else:
         row("core", "end-to-end workloads", "not measured", "core.json")
     m = recs.get("sim")
     if _ok(m):
         for simname, r in (m.get("simulators") or {}).items():
-            if isinstance(r, dict) and r.get("cycles_per_second"):
-                row("simulation", f"{simname}: simulated core cycles per second",
-                    f"{r['cycles_per_second']:.0f}", f"sim.json simulators.{simname}")
+            rate = r.get("cycles_per_s", r.get("cycles_per_second")) if isinstance(r, dict) \
+                else None
+            if rate:
+                row("simulation", f"{simname}: simulated core cycles per second "
+                    f"({m.get('design', 'core')})", f"{rate:.0f}",
+                    f"sim.json simulators.{simname}")
     else:
         row("simulation", "cycles per second", "not measured", "sim.json")
     f = recs.get("fpga")
@@ -259,8 +265,9 @@ def table(recs):
         row("fpga", "bitstreams", "not measured", "fpga.json")
     dates = sorted({f"{r.get('date')} on {r.get('machine')}" for r in recs.values()
                     if isinstance(r, dict) and r.get("date")})
-    head = ["Measured by `python -m scripts.bench all` (" + "; ".join(dates or ["no run yet"])
-            + "). Plots: results/*.png.", ""]
+    head = ["From the benchmark records in `results/*.json` (written by `python -m scripts.bench "
+            "all`, or one benchmark's `--json` output saved there); runs of " +
+            "; ".join(dates or ["no run yet"]) + ". Plots: `results/*.png`.", ""]
     return head + lines
 
 

@@ -19,7 +19,19 @@ def _records():
                 "ecp5_8_lanes": {"cells": {"LUT4": 123, "CCU2C": 4, "MULT18X18D": 5,
                                            "DP16KD": 6}}},
         "core": {"benchmark": "core", "error": "Traceback ..."},
+        "sim": {"benchmark": "sim", "design": "NeuronCore 4x4",
+                "simulators": {"icarus": {"cycles_per_s": 73.0}}},
     }
+
+
+def test_table_reads_core_and_sim_records_as_the_benchmarks_write_them():
+    core = {"benchmark": "core", "core": "8x8", "simulator": "per workload",
+            "workloads": {"gemm_stream": {"cycles": 479854, "tensor_busy_fraction": 0.923,
+                                          "dma_bytes_per_cycle": 1.9974,
+                                          "simulator": "verilator"}}}
+    text = "\n".join(report.table({"core": core, "sim": _records()["sim"]}))
+    assert "8x8 gemm_stream (verilator)" in text and "479854, 92.3 %, 1.9974" in text
+    assert "icarus: simulated core cycles per second (NeuronCore 4x4) | 73 |" in text
 
 
 def test_table_reports_only_measured_figures(tmp_path):
@@ -27,7 +39,7 @@ def test_table_reports_only_measured_figures(tmp_path):
         (tmp_path / f"{name}.json").write_text(json.dumps(rec))
     (tmp_path / "junk.json").write_text("{not json")
     recs = report.load(tmp_path)
-    assert set(recs) == {"tensor", "lut", "core"}
+    assert set(recs) == {"tensor", "lut", "core", "sim"}
     text = "\n".join(report.table(recs))
     assert "utilization at N=512" in text and "75.0 %, 100.0 %" in text
     assert "123 / 4 / 5 / 6" in text                    # 8-lane cells read from "cells"
