@@ -113,7 +113,10 @@ def plot_lut(rec, path):
 
 
 def _fpga_rows(rec):
-    rows = []
+    """(board, config, row) of every routed build: ``results`` is the list that
+    ``scripts.bench_fpga.run`` writes (``boards`` a dict of dicts, the older layout)."""
+    rows = [(r["board"], r["config"], r) for r in rec.get("results") or []
+            if isinstance(r, dict) and r.get("fmax_mhz") and "board" in r and "config" in r]
     for board, cfgs in (rec.get("boards") or {}).items():
         for cfg, r in cfgs.items():
             if isinstance(r, dict) and r.get("fmax_mhz"):
@@ -260,7 +263,7 @@ def table(recs):
         for board, cfg, r in _fpga_rows(f):
             row("fpga", f"{board} {cfg}: Fmax, LUT4, FF, DSP, BRAM",
                 f"{r['fmax_mhz']} MHz, {r.get('lut4')}, {r.get('ff')}, {r.get('dsp')}, "
-                f"{r.get('bram')}", f"fpga.json boards.{board}.{cfg}")
+                f"{r.get('bram')}", f"fpga.json results[{board}/{cfg}]")
     else:
         row("fpga", "bitstreams", "not measured", "fpga.json")
     dates = sorted({f"{r.get('date')} on {r.get('machine')}" for r in recs.values()

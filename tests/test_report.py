@@ -72,3 +72,13 @@ def test_plots_written_for_present_records(tmp_path):
     written = report.plots(recs, tmp_path, training=False)
     assert any(str(w).endswith("tensor_utilization.png") for w in written)
     assert (tmp_path / "tensor_utilization.png").stat().st_size > 1000
+
+
+def test_table_and_plot_read_the_fpga_record_as_bench_fpga_writes_it(tmp_path):
+    pytest.importorskip("matplotlib")
+    rec = {"benchmark": "fpga", "results": [
+        {"board": "ulx3s", "config": "core2", "fmax_mhz": 17.67, "lut4": 33986, "ff": 9869,
+         "dsp": 36, "bram": 66, "target_mhz": 15.0, "peak_gmacs_at_fmax": 0.071}]}
+    text = "\n".join(report.table({"fpga": rec}))
+    assert "ulx3s core2: Fmax, LUT4, FF, DSP, BRAM | 17.67 MHz, 33986, 9869, 36, 66" in text
+    assert report.plot_fpga(rec, tmp_path / "fpga.png")
