@@ -376,6 +376,18 @@ def _seed():
 ALL_FORMATS = list(Format)
 
 
+async def _random_memories(bench, rng, region):
+    """One read/write window over ``region``, random external memory and SBUF contents; returns
+    the models ``(ext, sbuf)`` the transfers are checked against."""
+    bench.set_windows([(region[0], region[1] - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
+    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
+    bench.ram.write(0, init)
+    sbuf = np.array([[rng.getrandbits(32) for _ in range(bench.depth)] for _ in range(bench.P)],
+                    dtype=np.uint32)
+    await bench.sbuf_write(sbuf)
+    return bytearray(init), sbuf
+
+
 @cocotb.test()
 @cocotb.parametrize(pause=[0.0, 0.5])
 async def test_transfers(dut, pause):
@@ -388,13 +400,7 @@ async def test_transfers(dut, pause):
     bench = Bench(dut, rng, pause=pause, latency=3 if pause else 0)
     await bench.start()
     region = (0x0F00, 0x2300)             # crosses two 4 KiB boundaries
-    bench.set_windows([(region[0], region[1] - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
-    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
-    bench.ram.write(0, init)
-    ext = bytearray(init)
-    sbuf = np.array([[rng.getrandbits(32) for _ in range(bench.depth)] for _ in range(bench.P)],
-                    dtype=np.uint32)
-    await bench.sbuf_write(sbuf)
+    ext, sbuf = await _random_memories(bench, rng, region)
     n = int(dut_config().get("transfers", 24))
     for k in range(n):
         fmt = ALL_FORMATS[k % len(ALL_FORMATS)]
@@ -418,14 +424,8 @@ async def test_sbuf_write_contention(dut):
     dut._log.info("seed %d", seed)
     bench = Bench(dut, rng, pause=0.2, latency=1)
     await bench.start()
-    region = (0x0F00, 0x2300)
-    bench.set_windows([(region[0], region[1] - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
-    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
-    bench.ram.write(0, init)
-    ext = bytearray(init)
-    sbuf = np.array([[rng.getrandbits(32) for _ in range(bench.depth)] for _ in range(bench.P)],
-                    dtype=np.uint32)
-    await bench.sbuf_write(sbuf)
+    region = (0x0F00, 0x2300)             # crosses two 4 KiB boundaries
+    ext, sbuf = await _random_memories(bench, rng, region)
     bench.model_sbuf = sbuf
     n = int(dut_config().get("transfers", 24))
     for k in range(n):
