@@ -39,11 +39,15 @@ def _formats(cfg):
     return [Format[f.upper()] for f in cfg["formats"]]
 
 
+def _vector_params(cfg):
+    """The core's vector-engine parameters that RefSim must share (absent: both defaults)."""
+    return {k: cfg[k] for k in ("lut_entries", "n_rand") if k in cfg}
+
+
 def _refsim(cfg, words, ext):
     ref = RefSim(words, partitions=cfg["rows"], cols=cfg["cols"], sbuf_depth=cfg["sbuf_depth"],
                  psum_depth=cfg["psum_depth"], ext_bytes=MEM, check=True,
-                 formats=_formats(cfg), lut_entries=cfg.get("lut_entries", 64),
-                 n_rand=cfg.get("n_rand", 8))
+                 formats=_formats(cfg), **_vector_params(cfg))
     ref.ext[:len(ext)] = np.frombuffer(bytes(ext), dtype=np.uint8)
     ref.run()
     assert not ref.error, f"reference simulator trapped: {ref.error:#x} at pc {ref.err_pc}"
@@ -310,8 +314,7 @@ async def test_illegal_records_then_correct_run(dut):
         words = assemble(text)
         ref = RefSim(words, partitions=cfg["rows"], cols=cfg["cols"],
                      sbuf_depth=cfg["sbuf_depth"], psum_depth=cfg["psum_depth"], check=True,
-                     formats=_formats(cfg), lut_entries=cfg.get("lut_entries", 64),
-                     n_rand=cfg.get("n_rand", 8)).run()
+                     formats=_formats(cfg), **_vector_params(cfg)).run()
         assert ref.error == 1 << isa.ErrorBit.ILLEGAL_FIELD and ref.err_pc == pc, \
             f"{what}: refsim error {ref.error:#x} at {ref.err_pc}"
         try:
