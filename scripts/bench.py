@@ -3,13 +3,20 @@
 Each benchmark is a module ``scripts/bench_<name>.py`` with ``run(args) -> dict`` (and optionally
 ``add_arguments(parser)``). ``all`` runs every benchmark whose module exists, writes one JSON per
 benchmark to ``results/<name>.json``, prints a progress line per benchmark, then draws the plots
-and the results table (``scripts.report``: ``results/*.png``, ``results/RESULTS.md`` and the table
-in ``README.md``). Speed and area are
-measured here, never asserted by tests.
+(the SR training demo included) and the results table (``scripts.report``: ``results/*.png``,
+``results/RESULTS.md`` and the table in ``README.md``). Speed and area are measured here, never
+asserted by tests.
+
+``all --jobs N`` (default: the number of cores, at most 2) runs N benchmarks at a time in
+separate processes, the longest first (fpga, tensor, core, sim, sr, lut): on a 2-core machine the
+FPGA builds run beside the simulations instead of after them. Each record notes ``jobs``, since
+the simulation-speed figures of ``sim`` share the machine with the other job.
 """
 
 import argparse
+import concurrent.futures
 import importlib
+import os
 import json
 import pathlib
 import platform
@@ -21,10 +28,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 #: The order ``all`` runs them in; fpga last (it needs minutes per board).
 BENCHMARKS = ("sr", "tensor", "lut", "core", "sim", "fpga")
+#: The order ``all --jobs N`` (N > 1) starts them in: longest first.
+LONGEST_FIRST = ("fpga", "tensor", "core", "sim", "sr", "lut")
 
 
 def _machine():
-    import os
     return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
                        f"{platform.system()} {platform.release()}",
@@ -46,6 +54,8 @@ def main(argv=None):
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--quick", action="store_true", help="smaller sweeps (for a smoke run)")
     parser.add_argument("--out", default=str(RESULTS), help="results directory for 'all'")
+    parser.add_argument("--jobs", "-j", type=int, default=min(2, os.cpu_count() or 1),
+                        help="'all': benchmarks run at a time (default: cores, at most 2)")
     known, _ = parser.parse_known_args(argv)
     names = BENCHMARKS if known.name == "all" else (known.name,)
     modules = {}
@@ -62,34 +72,76 @@ def main(argv=None):
         modules[name] = module
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out)
-    failures = 0
-    for i, (name, module) in enumerate(modules.items(), 1):
-        if known.name == "all":
-            print(f"[{i}/{len(modules)}] {name} ...", file=sys.stderr, flush=True)
-        start = time.time()
-        try:
-            result = module.run(args)
-        except Exception:
-            failures += 1
-            traceback.print_exc()
-            result = {"error": traceback.format_exc(limit=3)}
-        result = {"benchmark": name, **_machine(), "wall_s": round(time.time() - start, 1), **result}
-        if known.name == "all":
-            out.mkdir(parents=True, exist_ok=True)
-            (out / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))
-            print(f"[{i}/{len(modules)}] {name} done in {result['wall_s']} s", file=sys.stderr)
-        elif args.json:
+    if known.name != "all":
+        name, module = next(iter(modules.items()))
+        result = _run_one(name, module, args)
+        if args.json:
             print(json.dumps(result, indent=2, default=str))
         else:
             for key, value in result.items():
                 print(f"{key}: {value}")
+        return 1 if "error" in result else 0
+    if args.jobs < 1:
+        parser.error(f"--jobs must be >= 1, not {args.jobs}")
+    out.mkdir(parents=True, exist_ok=True)
+    failures = 0
+    total = len(modules)
+    start_all = time.time()
+
+    def finished(done, name, result):
+        nonlocal failures
+        failures += "error" in result
+        result["jobs"] = args.jobs
+        (out / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))
+        state = "FAILED" if "error" in result else "done"
+        print(f"[{done}/{total}] {name} {state} in {result['wall_s']} s "
+              f"({time.time() - start_all:.0f} s elapsed)", file=sys.stderr, flush=True)
+
+    if args.jobs == 1:
+        for i, (name, module) in enumerate(modules.items(), 1):
+            print(f"[{i}/{total}] {name} ...", file=sys.stderr, flush=True)
+            finished(i, name, _run_one(name, module, args))
+    else:
+        order = [n for n in LONGEST_FIRST if n in modules]
+        with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            futures = {}
+            for name in order:
+                futures[pool.submit(_run_by_name, name, args)] = name
+            print(f"[all] {total} benchmarks, {args.jobs} at a time: {', '.join(order)}",
+                  file=sys.stderr, flush=True)
+            for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
+                name = futures[future]
+                try:
+                    result = future.result()
+                except Exception:         # the worker process itself died
+                    result = {"benchmark": name, **_machine(), "wall_s": None,
+                              "error": traceback.format_exc(limit=3)}
+                finished(done, name, result)
     if known.name == "all":
         # Plots, results/RESULTS.md and (for the project's own results/) the README table.
         from scripts import report
         print("[report] plots and results table ...", file=sys.stderr, flush=True)
-        report.main(["--results", str(out)]
+        report.main(["--results", str(out), "--training"]
                     + (["--readme"] if out.resolve() == RESULTS.resolve() else []))
+    print(f"[all] {total - failures}/{total} benchmarks done, {failures} failed, "
+          f"{time.time() - start_all:.0f} s", file=sys.stderr, flush=True)
     return 1 if failures else 0
+
+
+def _run_one(name, module, args):
+    """One benchmark's record: machine, date, wall time, and its result (or the error)."""
+    start = time.time()
+    try:
+        result = module.run(args)
+    except Exception:
+        traceback.print_exc()
+        result = {"error": traceback.format_exc(limit=3)}
+    return {"benchmark": name, **_machine(), "wall_s": round(time.time() - start, 1), **result}
+
+
+def _run_by_name(name, args):
+    """``_run_one`` in a worker process (modules are imported there, not pickled)."""
+    return _run_one(name, _load(name), args)
 
 
 if __name__ == "__main__":

@@ -18,11 +18,16 @@ per cycle (``(PERF_DMA_RD_BYTES + PERF_DMA_WR_BYTES) / PERF_CYCLES``).
   out, W resident in SBUF, X streamed in double-buffered 32-column chunks, PSUM
   double-buffered, DMA / tensor / vector overlapped. It needs a larger core configuration
   (``stream_config``: SBUF 8192 words, PSUM 2048 words per partition, 2048 instructions).
+
+Each workload's engine timeline goes to the results directory (``--out``, default
+``results/``): ``timeline-<workload>.png`` (one lane per engine, busy / waiting / idle) and
+``timeline-<workload>.json`` (Chrome trace events, one microsecond per core cycle).
 """
 
 import json
+import pathlib
 
-from scripts.profile import ROOT, core_config, run_workload, summary
+from scripts.profile import ROOT, chrome_trace, core_config, plot, run_workload, summary
 
 #: Workload shapes on an 8x8 core (``--quick``: the 4x4 test core).
 SHAPES = {
@@ -98,6 +103,10 @@ def run(args):
             saved.exists() else None
         if rec is None or {**SHAPES[rows][workload], **rec.get("shape", {})} != shape:
             rec = run_workload(workload, rows, sim, shape)
+        timelines = pathlib.Path(getattr(args, "out", ROOT / "results"))
+        timelines.mkdir(parents=True, exist_ok=True)
+        plot(rec, timelines / f"timeline-{workload}.png")
+        (timelines / f"timeline-{workload}.json").write_text(json.dumps(chrome_trace(rec)))
         p = rec["perf"]
         cyc = max(p["cycles_lo"], 1)
         cols = moving_columns(rows, workload, shape)

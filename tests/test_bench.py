@@ -1,0 +1,53 @@
+"""``python -m scripts.bench all``: every benchmark's record written, failures counted, the
+report drawn once, with one job and with two (benchmarks replaced by instant stand-ins)."""
+
+import json
+import types
+
+import pytest
+
+from scripts import bench, report
+
+
+def _fake(name, fail=False):
+    def run(args):
+        if fail:
+            raise RuntimeError(f"{name} broke")
+        return {"value": name.upper(), "quick": args.quick}
+    return types.SimpleNamespace(run=run)
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    mods = {"aa": _fake("aa"), "bb": _fake("bb"), "cc": _fake("cc", fail=True)}
+    monkeypatch.setattr(bench, "BENCHMARKS", tuple(mods))
+    monkeypatch.setattr(bench, "LONGEST_FIRST", ("cc", "bb", "aa"))
+    monkeypatch.setattr(bench, "_load", lambda name: mods.get(name))
+    calls = []
+    monkeypatch.setattr(report, "main", lambda argv: calls.append(argv))
+    return calls
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_all_writes_every_record(tmp_path, fakes, jobs):
+    rc = bench.main(["all", "--out", str(tmp_path), "--jobs", str(jobs), "--quick"])
+    assert rc == 1                                   # cc failed
+    for name in ("aa", "bb"):
+        rec = json.loads((tmp_path / f"{name}.json").read_text())
+        assert rec["benchmark"] == name and rec["value"] == name.upper()
+        assert rec["quick"] is True and rec["jobs"] == jobs
+        assert "date" in rec and "machine" in rec and rec["wall_s"] >= 0
+    bad = json.loads((tmp_path / "cc.json").read_text())
+    assert "cc broke" in bad["error"]
+    assert fakes == [["--results", str(tmp_path), "--training"]]   # not our README
+
+
+def test_jobs_must_be_positive(tmp_path, fakes):
+    with pytest.raises(SystemExit):
+        bench.main(["all", "--out", str(tmp_path), "--jobs", "0"])
+
+
+def test_unknown_benchmark_is_an_error(capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["nosuch"])
+    assert "benchmark must be one of" in capsys.readouterr().err
