@@ -178,11 +178,19 @@ class ProcessingElement(wiring.Component):
 
         # Double-buffered stationary weight.
         w = [Signal(self._width, name=f"w{b}") for b in range(2)]
+        w_next = [Signal(self._width, name=f"w{b}_next") for b in range(2)]
         for b in range(2):
-            with m.If(self.w_we[b]):
-                m.d.sync += w[b].eq(Mux(self.w_zero, 0, self.w_data))
+            m.d.comb += w_next[b].eq(Mux(self.w_we[b], Mux(self.w_zero, 0, self.w_data), w[b]))
+            m.d.sync += w[b].eq(w_next[b])
+        # The weight the multiplier uses, w[x_bank], is itself a register (the bank mux and the
+        # weight write bypass sit before it, not between the flip-flops and the DSP): it is
+        # loaded with the weights' and the bank's next values whenever either can change, so it
+        # equals w[x_bank] in every cycle, stalls and writes to the bank in use included.
         weight = Signal(self._width)
-        m.d.comb += weight.eq(Mux(x_bank, w[1], w[0]))
+        with m.If(en):
+            m.d.sync += weight.eq(Mux(self.x_bank_in, w_next[1], w_next[0]))
+        with m.Elif(self.w_we.any()):
+            m.d.sync += weight.eq(Mux(x_bank, w_next[1], w_next[0]))
 
         # Product, FP32 bits (or INT32 for INT8), valid mul_stages cycles after x.
         product = Signal(32)
