@@ -10,6 +10,8 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from rtl.tensor.psum import PSUMReadSignature
+
 from .sbuf import SBUFReadSignature, SBUFWriteSignature, check_pow2
 from .streamer import ReadStreamer
 
@@ -20,17 +22,6 @@ __all__ = ["vector_cmd_layout", "PSUMReadSignature", "VectorController", "KIND_E
 #: (``n`` beats alternating address, data); a re-seed of the rounding generators from
 #: ``scalar``; nothing (completes in order).
 KIND_ENGINE, KIND_TABLE, KIND_SEED, KIND_NOP = range(4)
-
-
-class PSUMReadSignature(wiring.Signature):
-    """PSUM read port, requester's view: latency 1, output holds while ``en`` is 0."""
-
-    def __init__(self, cols, depth):
-        super().__init__({
-            "addr": Out(range(depth)),
-            "en": Out(1),
-            "data": In(data.ArrayLayout(32, cols)),
-        })
 
 
 def vector_cmd_layout(engine_cmd_bits, lanes, sbuf_depth, psum_depth, n_bits=16, sem_bits=4):
