@@ -1,8 +1,7 @@
 """One INT8 PE against a cycle model of its contract, ``psum_out = psum_in + w[x_bank] * x``
-with ``mul_stages`` = ``row_delay`` = 1, under random clock-enable stalls, bank switches and
-weight writes to either bank (the one in use included). The multiplier's weight input is a
-register loaded ahead of time (rtl/tensor/pe.py); this checks that it costs no cycle and
-changes no product."""
+with ``mul_stages`` = ``row_delay`` = 1, the weight sampled from bank ``x_bank_in`` at the edge
+that loads ``x_reg`` (rtl/tensor/pe.py), under random clock-enable stalls, bank switches and
+weight writes to either bank (the one in use included, which reaches later values only)."""
 
 import random
 
@@ -29,7 +28,7 @@ def test_int8_pe_cycle_model(top):
     seen = set()
 
     async def bench(ctx):
-        x = xb = mul = last = 0
+        x = xb = mul = last = wsel = 0
         w = [0, 0]
         for cycle in range(4000):
             en = int(rng.random() < 0.7)
@@ -47,10 +46,10 @@ def test_int8_pe_cycle_model(top):
             assert ctx.get(dut.psum_out) == last & 0xFFFFFFFF, f"cycle {cycle}"
             seen.add(last)
             # The clock edge, in the model.
-            p = _s8(w[xb]) * _s8(x)
+            p = _s8(wsel) * _s8(x)
             if en:
                 last = mul if top else _s(_s(psum_in, 32) + mul, 32)
-                mul, x, xb = p, x_in, xb_in
+                mul, x, xb, wsel = p, x_in, xb_in, w[xb_in]
             for b in range(2):
                 if we >> b & 1:
                     w[b] = 0 if wz else wd

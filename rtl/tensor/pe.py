@@ -86,6 +86,10 @@ class ProcessingElement(wiring.Component):
         psum_out = w[x_bank] * x                (top row: no adder, the column starts here)
 
     The product is taken ``mul_stages`` cycles after ``x_reg``; ``psum_in`` must arrive then.
+    ``w[x_bank]`` is sampled at the clock edge that loads ``x_reg`` (the weight register beside
+    it), so a weight must be written at an earlier edge than the moving values that use it
+    enter: a write to a bank whose values are still in the PE reaches only later values. The
+    engine never writes a bank in use (it waits for the bank's drain), so this costs nothing.
 
     Parameters
     ----------
@@ -111,7 +115,8 @@ class ProcessingElement(wiring.Component):
         The same, registered, for the PE to the right.
     w_data : In(width)
         Weight to load; ``w_we[b]`` writes bank ``b`` at the clock edge (independent of ``en``),
-        with zero instead of ``w_data`` when ``w_zero`` is 1.
+        with zero instead of ``w_data`` when ``w_zero`` is 1. Moving values entering the PE at
+        a later edge use it.
     psum_in : In(32)
         Partial sum from above (absent in the top row).
     psum_out : Out(32)
@@ -178,19 +183,15 @@ class ProcessingElement(wiring.Component):
 
         # Double-buffered stationary weight.
         w = [Signal(self._width, name=f"w{b}") for b in range(2)]
-        w_next = [Signal(self._width, name=f"w{b}_next") for b in range(2)]
         for b in range(2):
-            m.d.comb += w_next[b].eq(Mux(self.w_we[b], Mux(self.w_zero, 0, self.w_data), w[b]))
-            m.d.sync += w[b].eq(w_next[b])
-        # The weight the multiplier uses, w[x_bank], is itself a register (the bank mux and the
-        # weight write bypass sit before it, not between the flip-flops and the DSP): it is
-        # loaded with the weights' and the bank's next values whenever either can change, so it
-        # equals w[x_bank] in every cycle, stalls and writes to the bank in use included.
+            with m.If(self.w_we[b]):
+                m.d.sync += w[b].eq(Mux(self.w_zero, 0, self.w_data))
+        # The weight is sampled together with the moving value (from the bank it names), so the
+        # multiplier's inputs are both flip-flops: the bank mux sits before the register, not
+        # between the weights and the DSP block.
         weight = Signal(self._width)
         with m.If(en):
-            m.d.sync += weight.eq(Mux(self.x_bank_in, w_next[1], w_next[0]))
-        with m.Elif(self.w_we.any()):
-            m.d.sync += weight.eq(Mux(x_bank, w_next[1], w_next[0]))
+            m.d.sync += weight.eq(Mux(self.x_bank_in, w[1], w[0]))
 
         # Product, FP32 bits (or INT32 for INT8), valid mul_stages cycles after x.
         product = Signal(32)
