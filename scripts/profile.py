@@ -4,11 +4,13 @@
                               [--simulator icarus] [--shape '{"NCH": 8}']
 
 Runs the workload on the core under cocotb (bit-exact against the reference simulator, as in
-the tests), samples the core's ``activity`` port every cycle and writes:
+the tests), samples the core's ``activity`` port every cycle and writes, in ``--out`` (default
+``build/profile``; ``python -m scripts.bench core`` writes the same as
+``results/timeline-<workload>.png`` / ``.json``):
 
-* ``results/timeline.png``: one lane per engine (DMA, tensor, vector), coloured busy / waiting
+* ``timeline.png``: one lane per engine (DMA, tensor, vector), coloured busy / waiting
   on a semaphore / idle; the sequencer lane shows when it executes.
-* ``results/timeline.json``: the same as a Chrome trace (``chrome://tracing`` or Perfetto:
+* ``timeline.json``: the same as a Chrome trace (``chrome://tracing`` or Perfetto:
   one "thread" per engine, one complete event per interval, 1 cycle = 1 us).
 
 Engine states per cycle: *busy* when its controller or engine has work; *waiting* when it is
@@ -167,7 +169,9 @@ def main(argv=None):
                    choices=("gemm", "mlp", "attention", "gemm_stream"))
     p.add_argument("--rows", type=int, default=4, choices=(4, 8))
     p.add_argument("--simulator", default="icarus", choices=("icarus", "verilator"))
-    p.add_argument("--out", default=str(ROOT / "results"))
+    p.add_argument("--out", default=str(ROOT / "build" / "profile"),
+                   help="directory for timeline.png and timeline.json (default build/profile; "
+                        "python -m scripts.bench core writes results/timeline-<workload>.*)")
     p.add_argument("--shape", default="{}", help="JSON dict overriding the workload's tiling")
     args = p.parse_args(argv)
     rec = run_workload(args.workload, args.rows, args.simulator, json.loads(args.shape) or None)
