@@ -32,8 +32,21 @@ BENCHMARKS = ("sr", "tensor", "lut", "core", "sim", "fpga")
 LONGEST_FIRST = ("fpga", "tensor", "core", "sim", "sr", "lut")
 
 
+def _commit():
+    """The checkout's commit (``-dirty`` with uncommitted changes), or None outside git."""
+    import subprocess
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                             capture_output=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=ROOT, text=True, capture_output=True).stdout.strip()
+        return rev + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def _machine():
-    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    return {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": _commit(),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
                        f"{platform.system()} {platform.release()}",
             "python": platform.python_version()}

@@ -266,8 +266,9 @@ def table(recs):
                 f"{r.get('bram')}", f"fpga.json results[{board}/{cfg}]")
     else:
         row("fpga", "bitstreams", "not measured", "fpga.json")
-    dates = sorted({f"{r.get('date')} on {r.get('machine')}" for r in recs.values()
-                    if isinstance(r, dict) and r.get("date")})
+    dates = sorted({f"{r.get('date')} on {r.get('machine')}"
+                    + (f", commit {r['commit']}" if r.get("commit") else "")
+                    for r in recs.values() if isinstance(r, dict) and r.get("date")})
     head = ["From the benchmark records in `results/*.json` (written by `python -m scripts.bench "
             "all`, or one benchmark's `--json` output saved there); runs of " +
             "; ".join(dates or ["no run yet"]) + ". Plots: `results/*.png`.", ""]

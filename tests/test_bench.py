@@ -37,6 +37,7 @@ def test_all_writes_every_record(tmp_path, fakes, jobs):
         assert rec["benchmark"] == name and rec["value"] == name.upper()
         assert rec["quick"] is True and rec["jobs"] == jobs
         assert "date" in rec and "machine" in rec and rec["wall_s"] >= 0
+        assert rec["commit"] is None or len(rec["commit"]) >= 7
     bad = json.loads((tmp_path / "cc.json").read_text())
     assert "cc broke" in bad["error"]
     assert fakes == [["--results", str(tmp_path), "--training"]]   # not our README
