@@ -15,8 +15,8 @@ import random
 import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.sim import Simulator
 
+from amaranth_tb import send_commands, simulate, tick_until
 from rtl.core.sbuf import SBUF
 
 P, DEPTH = 4, 16
@@ -115,10 +115,7 @@ def _run(seed, writers, start_prob, cycles=600, withdraw=0.0):
                 assert got == model[p, a], f"seed {seed}: part {p} addr {a}: {got:#x}"
         stats["cycles"] = cycles
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     return stats
 
 
@@ -205,12 +202,7 @@ def test_vector_ctrl_output_backpressure(seed, contend):
     got = {"done": [], "x_taken": 0, "v_stalled": 0}
 
     async def feed(ctx):
-        for c in cmds:
-            for k, v in c.items():
-                ctx.set(getattr(ctrl.cmd.payload, k), v)
-            ctx.set(ctrl.cmd.valid, 1)
-            await ctx.tick().until(ctrl.cmd.ready)
-            ctx.set(ctrl.cmd.valid, 0)
+        await send_commands(ctx, ctrl.cmd, cmds)
 
     async def take(ctx, s):
         ctx.set(s.ready, 1)
@@ -272,27 +264,15 @@ def test_vector_ctrl_output_backpressure(seed, contend):
             if done:
                 got["done"].append(sem)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(feed, background=True)
-    sim.add_testbench(engine, background=True)
-    sim.add_testbench(contender, background=True)
-    sim.add_testbench(mon, background=True)
-
     async def wait(ctx):
-        for _ in range(3000):
-            await ctx.tick()
-            if len(got["done"]) == len(cmds) and not ctx.get(ctrl.busy):
-                break
-        else:
-            raise AssertionError(f"seed {seed}: timeout, {len(got['done'])} done")
+        await tick_until(ctx, lambda: len(got["done"]) == len(cmds) and not ctx.get(ctrl.busy),
+                         3000, lambda: f"seed {seed}: {len(got['done'])} done")
         # Stop the contender after its pending write (if any) lands: wait a few cycles.
         for _ in range(4):
             await ctx.tick()
         got["sbuf"] = {(p, a): ctx.get(sb.memories[p].data[a])
                        for p in range(LANES) for a in range(VDEPTH)}
-    sim.add_testbench(wait)
-    sim.run()
+    simulate(dut, wait, background=(feed, engine, contender, mon))
 
     bad = [(k, hex(v), hex(model[k])) for k, v in got["sbuf"].items() if v != model[k]]
     assert not bad, f"seed {seed}: {bad[:6]}"

@@ -10,8 +10,8 @@ import random
 import pytest
 from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.sim import Simulator
 
+from amaranth_tb import send_commands, simulate, tick_until
 from rtl.core.sbuf import SBUF, SBUFWriteSignature
 from rtl.core.tensor_ctrl import TensorController
 
@@ -65,14 +65,7 @@ def test_tensor_ctrl_random(seed):
     got = {"stat": [], "mov": [], "psum": [], "done": []}
 
     async def feed(ctx):
-        for c in cmds:
-            for k, v in c.items():
-                ctx.set(getattr(ctrl.cmd.payload, k), v)
-            ctx.set(ctrl.cmd.valid, 1)
-            await ctx.tick().until(ctrl.cmd.ready)
-            ctx.set(ctrl.cmd.valid, 0)
-            for _ in range(rng.randint(0, 3)):
-                await ctx.tick()
+        await send_commands(ctx, ctrl.cmd, cmds, gap=lambda: rng.randint(0, 3))
 
     async def engine(ctx):
         # Behavioural engine: take a whole stationary tile, then stream moving -> result.
@@ -122,21 +115,13 @@ def test_tensor_ctrl_random(seed):
             if done:
                 got["done"].append(sem)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(feed)
-    sim.add_testbench(engine)
-    sim.add_testbench(sink, background=True)
-
     async def wait(ctx):
-        for _ in range(3000):
-            await ctx.tick()
-            if len(got["psum"]) == sum(c["n"] for c in cmds) and not ctx.get(ctrl.busy):
-                break
+        await tick_until(ctx, lambda: len(got["psum"]) == sum(c["n"] for c in cmds)
+                         and not ctx.get(ctrl.busy), 3000,
+                         lambda: f"seed {seed}: {len(got['psum'])} psum beats")
         for _ in range(3):
             await ctx.tick()
-    sim.add_testbench(wait)
-    sim.run()
+    simulate(dut, wait, foreground=(feed, engine), background=(sink,))
 
     assert got["stat"] == [e[0] for e in exp], f"seed {seed}"
     assert got["mov"] == [e[1] for e in exp], f"seed {seed}"

@@ -11,8 +11,8 @@ import random
 import pytest
 from amaranth.hdl import Module
 from amaranth.lib import memory, wiring
-from amaranth.sim import Simulator
 
+from amaranth_tb import send_commands, simulate, tick_until
 from rtl.core.sbuf import SBUF
 from rtl.core.vector_ctrl import (KIND_ENGINE, KIND_NOP, KIND_SEED, KIND_TABLE,
                                   VectorController)
@@ -81,14 +81,7 @@ def test_vector_ctrl_random(seed):
     got = {"done": []}
 
     async def feed(ctx):
-        for c in cmds:
-            for k, v in c.items():
-                ctx.set(getattr(ctrl.cmd.payload, k), v)
-            ctx.set(ctrl.cmd.valid, 1)
-            await ctx.tick().until(ctrl.cmd.ready)
-            ctx.set(ctrl.cmd.valid, 0)
-            for _ in range(rng.randint(0, 2)):
-                await ctx.tick()
+        await send_commands(ctx, ctrl.cmd, cmds, gap=lambda: rng.randint(0, 2))
 
     async def take(ctx, s):
         while True:
@@ -143,20 +136,10 @@ def test_vector_ctrl_random(seed):
             if v and r:
                 got["cfg"].append((a, d, w))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(feed, background=True)
-    sim.add_testbench(engine, background=True)
-    sim.add_testbench(mon, background=True)
-    sim.add_testbench(cfg_sink, background=True)
-
     async def wait(ctx):
-        for _ in range(2000):
-            await ctx.tick()
-            if len(got["done"]) == sum(c["sem_en"] for c in cmds) and not ctx.get(ctrl.busy):
-                break
-        else:
-            raise AssertionError(f"seed {seed}: timeout, {len(got['done'])} done")
+        await tick_until(ctx, lambda: len(got["done"]) == sum(c["sem_en"] for c in cmds)
+                         and not ctx.get(ctrl.busy), 2000,
+                         lambda: f"seed {seed}: {len(got['done'])} done")
         for _ in range(3):
             await ctx.tick()
         # Model: apply every command in order on a copy of SBUF.
@@ -194,8 +177,7 @@ def test_vector_ctrl_random(seed):
                        for p in range(LANES)]
         got["expect_sbuf"] = sb
         got["expect_cfg"], got["expect_seed"] = exp_cfg, exp_seed
-    sim.add_testbench(wait)
-    sim.run()
+    simulate(dut, wait, background=(feed, engine, mon, cfg_sink))
 
     assert got["sbuf"] == got["expect_sbuf"], f"seed {seed}"
     assert got["cfg"] == got["expect_cfg"], f"seed {seed}"
