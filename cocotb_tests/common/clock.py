@@ -21,19 +21,25 @@ async def reset(dut, cycles=2):
 
 
 async def settle_comb(dut):
-    """Icarus 11 does not run Yosys' ``always @*`` blocks at time 0 (their dummy trigger reg is
-    initialised in its declaration, which raises no event), so combinational outputs of an FSM
-    read X until one of their inputs changes. Toggle those trigger regs once."""
+    """Icarus only: re-evaluate every ``always @*`` block once.
+
+    Yosys gives each module a dummy register (``...dump_module$N``) in the sensitivity list of
+    its combinational blocks so that they run at time 0, but Icarus 11 initialises it in its
+    declaration, which raises no event: a block whose inputs then never change (a command
+    register that stays 0 during reset) keeps X outputs (an FSM's outputs, a ready/valid that
+    makes the cocotbext-axi models fail). Toggling the dummy registers runs every block. Only
+    modules and structures are searched (not memories or other arrays, which are large in the
+    core)."""
     if not cocotb.SIM_NAME.lower().startswith("icarus"):
         return
     regs = []
 
     def walk(handle, depth=0):
         for sub in handle:
-            name = sub._name
-            if "dump_module" in name:
+            if "dump_module" in sub._name:
                 regs.append(sub)
-            elif depth < 8 and hasattr(sub, "__iter__") and not hasattr(sub, "value"):
+            elif depth < 8 and hasattr(sub, "__iter__") and sub._type in (
+                    "GPI_MODULE", "GPI_STRUCTURE"):
                 walk(sub, depth + 1)
 
     walk(dut)
@@ -43,3 +49,4 @@ async def settle_comb(dut):
     for reg in regs:
         reg.value = 0
     await Timer(1, unit="ps")
+    dut._log.debug("settle_comb: toggled %d combinational dummies", len(regs))

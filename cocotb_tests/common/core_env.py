@@ -15,11 +15,11 @@ import random
 import numpy as np
 
 import cocotb
-from cocotb.triggers import ClockCycles, RisingEdge, Timer
+from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from .clock import reset as _reset
-from .clock import start_clock
+from .clock import settle_comb, start_clock
 
 __all__ = ["CoreEnv", "pause_pattern", "AXIL_PREFIX", "AXI_PREFIX"]
 
@@ -33,37 +33,6 @@ def pause_pattern(rng, probability):
     pattern for a cocotbext-axi channel)."""
     while True:
         yield rng.random() < probability
-
-
-async def kick_comb(dut):
-    """Icarus only: re-evaluate every ``always @*`` block once.
-
-    Yosys gives each module a dummy register (``...dump_module$N``) in the sensitivity list of
-    its combinational blocks so that they run at time 0, but with Icarus that initialisation
-    races with the blocks' start, and a block whose inputs then never change (a command
-    register that stays 0 during reset) keeps X outputs; X on a ready/valid makes the
-    cocotbext-axi models fail. Toggling the dummy registers runs every block.
-    """
-    if "icarus" not in cocotb.SIM_NAME.lower():
-        return
-    found = []
-
-    def walk(h, depth=0):
-        for sub in h:
-            name = sub._name
-            if "dump_module" in name:
-                found.append(sub)
-            elif depth < 8 and hasattr(sub, "__iter__") and sub._type in (
-                    "GPI_MODULE", "GPI_STRUCTURE"):
-                walk(sub, depth + 1)
-    walk(dut)
-    for h in found:
-        h.value = 1
-    await Timer(1, "ps")
-    for h in found:
-        h.value = 0
-    await Timer(1, "ps")
-    dut._log.info("kicked %d combinational dummies", len(found))
 
 
 class CoreEnv:
@@ -157,7 +126,7 @@ class CoreEnv:
         call)."""
         if self.ram is None:
             self.dut.rst.value = 1
-            await kick_comb(self.dut)
+            await settle_comb(self.dut)
             await ClockCycles(self.dut.clk, 2)
             self._make_models()
         await _reset(self.dut, cycles)
