@@ -16,10 +16,11 @@ the simulation-speed figures of ``sim`` share the machine with the other job.
 import argparse
 import concurrent.futures
 import importlib
-import os
 import json
+import os
 import pathlib
 import platform
+import subprocess
 import sys
 import time
 import traceback
@@ -34,7 +35,6 @@ LONGEST_FIRST = ("fpga", "tensor", "core", "sim", "sr", "lut")
 
 def _commit():
     """The checkout's commit (``-dirty`` with uncommitted changes), or None outside git."""
-    import subprocess
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
                              capture_output=True, check=True).stdout.strip()
@@ -130,12 +130,11 @@ def main(argv=None):
                     result = {"benchmark": name, **_machine(), "wall_s": None,
                               "error": traceback.format_exc(limit=3)}
                 finished(done, name, result)
-    if known.name == "all":
-        # Plots, results/RESULTS.md and (for the project's own results/) the README table.
-        from scripts import report
-        print("[report] plots and results table ...", file=sys.stderr, flush=True)
-        report.main(["--results", str(out), "--training"]
-                    + (["--readme"] if out.resolve() == RESULTS.resolve() else []))
+    # Plots, results/RESULTS.md and (for the project's own results/) the README table.
+    from scripts import report
+    print("[report] plots and results table ...", file=sys.stderr, flush=True)
+    report.main(["--results", str(out), "--training"]
+                + (["--readme"] if out.resolve() == RESULTS.resolve() else []))
     print(f"[all] {total - failures}/{total} benchmarks done, {failures} failed, "
           f"{time.time() - start_all:.0f} s", file=sys.stderr, flush=True)
     return 1 if failures else 0

@@ -113,15 +113,10 @@ def plot_lut(rec, path):
 
 
 def _fpga_rows(rec):
-    """(board, config, row) of every routed build: ``results`` is the list that
-    ``scripts.bench_fpga.run`` writes (``boards`` a dict of dicts, the older layout)."""
-    rows = [(r["board"], r["config"], r) for r in rec.get("results") or []
+    """(board, config, row) of every routed build in the ``results`` list that
+    ``scripts.bench_fpga.run`` writes."""
+    return [(r["board"], r["config"], r) for r in rec.get("results") or []
             if isinstance(r, dict) and r.get("fmax_mhz") and "board" in r and "config" in r]
-    for board, cfgs in (rec.get("boards") or {}).items():
-        for cfg, r in cfgs.items():
-            if isinstance(r, dict) and r.get("fmax_mhz"):
-                rows.append((board, cfg, r))
-    return rows
 
 
 def plot_fpga(rec, path):
@@ -238,20 +233,17 @@ def table(recs):
     c = recs.get("core")
     if _ok(c):
         for name, r in (c.get("workloads") or {}).items():
-            cycles = r.get("cycles", r.get("total_cycles")) if isinstance(r, dict) else None
-            if cycles is not None:
-                busy = r.get("tensor_busy_fraction", r.get("tensor_busy"))
-                sim = r.get("simulator", c.get("simulator"))
-                row("core", f"{c.get('core', '')} {name} ({sim}): cycles, tensor busy, "
-                    "DMA B/cycle", f"{cycles}, {_pct(busy)}, {r.get('dma_bytes_per_cycle')}",
+            if isinstance(r, dict) and r.get("cycles") is not None:
+                row("core", f"{c.get('core', '')} {name} ({r.get('simulator')}): cycles, "
+                    "tensor busy, DMA B/cycle", f"{r['cycles']}, "
+                    f"{_pct(r.get('tensor_busy_fraction'))}, {r.get('dma_bytes_per_cycle')}",
                     f"core.json workloads.{name}")
     else:
         row("core", "end-to-end workloads", "not measured", "core.json")
     m = recs.get("sim")
     if _ok(m):
         for simname, r in (m.get("simulators") or {}).items():
-            rate = r.get("cycles_per_s", r.get("cycles_per_second")) if isinstance(r, dict) \
-                else None
+            rate = r.get("cycles_per_s") if isinstance(r, dict) else None
             if rate:
                 row("simulation", f"{simname}: simulated core cycles per second "
                     f"({m.get('design', 'core')})", f"{rate:.0f}",
