@@ -6,7 +6,7 @@ from amaranth.hdl import Cat, Const, Mux, Signal, Value
 from sim.dtypes import Format
 from sim.formats import FP8_FORMATS, bias_range
 
-__all__ = ["check_stages", "check_formats", "check_fp8_bias", "Pipe", "leading_zeros"]
+__all__ = ["check_stages", "check_formats", "check_fp8_bias", "Pipe", "delay", "leading_zeros"]
 
 
 def check_stages(stages, maximum):
@@ -84,6 +84,19 @@ class Pipe:
         with self._m.If(self._en):
             self._m.d.sync += reg.eq(value)
         return reg
+
+
+def delay(m, en, value, cycles, name):
+    """``value`` through ``cycles`` registers (``{name}_d1``, ...) loaded on every cycle with
+    ``en`` high, so that it stays in step with a pipeline of that many enabled stages; ``value``
+    itself when ``cycles`` is 0. Registers reset to 0."""
+    value = Value.cast(value)
+    for i in range(cycles):
+        reg = Signal(value.shape(), name=f"{name}_d{i + 1}")
+        with m.If(en):
+            m.d.sync += reg.eq(value)
+        value = reg
+    return value
 
 
 def leading_zeros(m, value, name="lz"):

@@ -4,6 +4,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.arith.common import check_stages, delay
 from rtl.arith.fp32_add import FP32Adder
 from rtl.arith.fp32_mul import FP32Multiplier
 from sim.dtypes import CANONICAL_NAN_F32
@@ -22,7 +23,7 @@ def order_key(m, x, name):
 
 
 class VectorAlu(wiring.Component):
-    """``o = x OP s`` on FP32 patterns, combinational.
+    """``o = x OP s`` on FP32 patterns, ``stages`` enabled cycles after the operands.
 
     ADD/SUB/RSUB/MUL are ``FP32Adder``/``FP32Multiplier`` (RNE, DAZ/FTZ, canonical NaN).
     MAX/MIN/comparisons read subnormals as zeros; MAX/MIN give the canonical NaN if either
@@ -30,25 +31,43 @@ class VectorAlu(wiring.Component):
     comparisons give 1.0 or 0.0 and are false on NaN except NE. BYPASS passes ``x`` unchanged.
     Op codes 13..15 give +0.
 
+    Parameters
+    ----------
+    stages : int
+        Pipeline registers, 0 (combinational) to 3: those of the adder and the multiplier; the
+        other operations' results wait beside them. Throughput one operation per cycle.
+
     Members
     -------
     op : In(4)
         :class:`sim.vector.AluOp`.
     x, s : In(32)
         FP32 operands.
+    en : In(1), default 1
+        Clock enable of every pipeline register: while low the pipeline holds.
     o : Out(32)
         FP32 result.
     """
-    op: In(4)
-    x: In(32)
-    s: In(32)
-    o: Out(32)
+
+    MAX_STAGES = 3
+
+    def __init__(self, stages=0):
+        self._stages = check_stages(stages, self.MAX_STAGES)
+        super().__init__({"op": In(4), "x": In(32), "s": In(32), "en": In(1, init=1),
+                          "o": Out(32)})
+
+    @property
+    def latency(self):
+        """Cycles from operands to result (equal to ``stages``)."""
+        return self._stages
 
     def elaborate(self, platform):
         m = Module()
         op, x, s = self.op, self.x, self.s
-        m.submodules.add = add = FP32Adder(stages=0)
-        m.submodules.mul = mul = FP32Multiplier(stages=0)
+        n = self._stages
+        m.submodules.add = add = FP32Adder(stages=n)
+        m.submodules.mul = mul = FP32Multiplier(stages=n)
+        m.d.comb += [add.en.eq(self.en), mul.en.eq(self.en)]
         sign = Const(0x80000000, 32)
         m.d.comb += [
             add.a.eq(Mux(op == AluOp.RSUB, s, x)),
@@ -72,22 +91,27 @@ class VectorAlu(wiring.Component):
         def cmp(cond, on_nan=0):
             return Mux(nan, on_nan, cond)
 
+        # The result of every operation but the adder's and the multiplier's, which waits beside
+        # them, and the choice among the three.
+        other = Signal(32)
         with m.Switch(op):
             with m.Case(int(AluOp.BYPASS)):
-                m.d.comb += self.o.eq(x)
-            with m.Case(int(AluOp.ADD), int(AluOp.SUB), int(AluOp.RSUB)):
-                m.d.comb += self.o.eq(add.o)
-            with m.Case(int(AluOp.MUL)):
-                m.d.comb += self.o.eq(mul.o)
+                m.d.comb += other.eq(x)
             with m.Case(int(AluOp.MAX)):
-                m.d.comb += self.o.eq(Mux(nan, CANONICAL_NAN_F32, mx))
+                m.d.comb += other.eq(Mux(nan, CANONICAL_NAN_F32, mx))
             with m.Case(int(AluOp.MIN)):
-                m.d.comb += self.o.eq(Mux(nan, CANONICAL_NAN_F32, mn))
+                m.d.comb += other.eq(Mux(nan, CANONICAL_NAN_F32, mn))
             for code, cond, on_nan in ((AluOp.EQ, eq, 0), (AluOp.NE, ~eq, 1), (AluOp.LT, lt, 0),
                                        (AluOp.LE, lt | eq, 0), (AluOp.GT, gt, 0),
                                        (AluOp.GE, gt | eq, 0)):
                 with m.Case(int(code)):
-                    m.d.comb += self.o.eq(Mux(cmp(cond, on_nan), ONE_F32, 0))
+                    m.d.comb += other.eq(Mux(cmp(cond, on_nan), ONE_F32, 0))
             with m.Default():
-                m.d.comb += self.o.eq(0)
+                m.d.comb += other.eq(0)
+        unit = Signal(2)           # 0 other, 1 adder, 2 multiplier
+        m.d.comb += unit.eq(Mux((op == AluOp.ADD) | (op == AluOp.SUB) | (op == AluOp.RSUB), 1,
+                                Mux(op == AluOp.MUL, 2, 0)))
+        unit = delay(m, self.en, unit, n, "unit")
+        other = delay(m, self.en, other, n, "other")
+        m.d.comb += self.o.eq(Mux(unit == 1, add.o, Mux(unit == 2, mul.o, other)))
         return m

@@ -4,6 +4,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.arith.common import delay
 from rtl.arith.decoder import FormatDecoder
 from rtl.arith.fp32_add import FP32Adder
 from rtl.round.rounding_unit import RoundingUnit
@@ -62,7 +63,10 @@ class VectorEngine(wiring.Component):
     then reads the prologue ``b`` beats (per-lane scalars), streams ``count`` elements (``a``,
     and ``b`` for tensor operands), emits ``o`` beats (one per element if ``emit``, plus the
     accumulators if ``emit_acc``) and drains its pipeline before the next ``cmd``. Throughput:
-    one element (all lanes) per cycle; instruction overhead about 10 cycles.
+    one element (all lanes) per cycle; an element's ``o`` beat is valid ``latency`` cycles
+    after its ``a`` beat is taken (35 cycles deep, 10 not), so an instruction takes about
+    ``count + latency + 2`` cycles. On back-pressure (``o.ready`` low with a result waiting)
+    the whole pipeline holds.
 
     Parameters
     ----------
@@ -74,6 +78,10 @@ class VectorEngine(wiring.Component):
         Input formats the decoders support (``rtl.arith.decoder.FormatDecoder``).
     n_rand : int
         Random bits per SR decision of the rounding unit.
+    deep : bool
+        Pipeline the decoders, the ALUs' FP32 units and the LUT (``Lut(deep=True)``) for clock
+        speed; ``False`` keeps the short pipeline (each ALU and each LUT step in one cycle).
+        Results are identical; only ``latency`` differs.
 
     Members
     -------
@@ -91,9 +99,12 @@ class VectorEngine(wiring.Component):
         An instruction is in progress.
     """
 
-    def __init__(self, lanes, depth=512, formats=tuple(Format), n_rand=16):
+    def __init__(self, lanes, depth=512, formats=tuple(Format), n_rand=16, *, deep=True):
         self._lanes = check_lanes(lanes)
         self._depth = check_depth(depth)
+        if not isinstance(deep, bool):
+            raise TypeError(f"deep must be a bool, not {deep!r}")
+        self._deep = deep
         self._formats = tuple(formats)
         self._n_rand = n_rand
         vec = data.ArrayLayout(32, lanes)
@@ -118,12 +129,30 @@ class VectorEngine(wiring.Component):
     def depth(self):
         return self._depth
 
+    @property
+    def deep(self):
+        return self._deep
+
+    @staticmethod
+    def _front(deep):
+        """Register stages before the LUT: (decoder register, ALU stages) and their sum
+        (decoder, ALU 0 and its output register, ALU 1 and its output register)."""
+        dec, alu = (1, 3) if deep else (0, 0)
+        return dec, alu, dec + 2 * (alu + 1)
+
+    @property
+    def latency(self):
+        """Cycles from an ``a`` beat taken to its ``o`` beat valid: the stages before the LUT,
+        the LUT, the accumulator/output register and the rounding unit's register."""
+        return self._front(self._deep)[2] + Lut.latency_of(self._deep) + 2
+
     def elaborate(self, platform):
         m = Module()
         lanes = self._lanes
         vec = data.ArrayLayout(32, lanes)
+        DEC, ALU, FRONT = self._front(self._deep)
 
-        m.submodules.lut = lut = Lut(lanes, self._depth)
+        m.submodules.lut = lut = Lut(lanes, self._depth, deep=self._deep)
         wiring.connect(m, wiring.flipped(self.cfg), lut.cfg)
         wiring.connect(m, lut.rdata, wiring.flipped(self.rdata))
         m.d.comb += self.error.eq(lut.error)
@@ -138,17 +167,16 @@ class VectorEngine(wiring.Component):
         lane_reg = [Signal(vec, name="lane_reg0"), Signal(vec, name="lane_reg1")]
         acc = Signal(vec)
 
-        # -- pipeline valid/kind bits: A0, A1, LUT stages, X -------------------------------
-        lat = Lut.LATENCY
+        # -- pipeline valid/kind bits: the stages before the LUT, the LUT's, X ----------------
+        lat = lut.latency
         x_valid = Signal()
         x_data = Signal(vec)
         adv = Signal()
         m.d.comb += adv.eq(~x_valid | ru.i.ready)
-        a0_valid, a1_valid = Signal(), Signal()
-        a0_emit, a1_emit = Signal(), Signal()       # token kind: 1 = accumulator read-out
-        l_valid = [Signal(name=f"l{i}_valid") for i in range(lat)]
-        l_emit = [Signal(name=f"l{i}_emit") for i in range(lat)]
-        empty = ~(a0_valid | a1_valid | x_valid | Cat(*l_valid).any())
+        p_valid = [Signal(name=f"p{i}_valid") for i in range(FRONT + lat)]
+        p_emit = [Signal(name=f"p{i}_emit") for i in range(FRONT + lat)]  # 1: acc read-out
+        a1_valid, a1_emit = p_valid[FRONT - 1], p_emit[FRONT - 1]
+        empty = ~(x_valid | Cat(*p_valid).any())
         inject = Signal()
         inject_emit = Signal()
 
@@ -164,20 +192,21 @@ class VectorEngine(wiring.Component):
             m.d.comb += [da.a.eq(self.a.payload[l]), da.fmt.eq(c.fmt_a),
                          db.a.eq(self.b.payload[l]), db.fmt.eq(c.fmt_b),
                          dec_b_o[l].eq(db.o)]
-            alu0 = m.submodules[f"alu0_{l}"] = VectorAlu()
-            s0 = Mux(c.src0 == Src.IMM, c.imm0, Mux(c.src0 == Src.LANE, lane_reg[0][l], db.o))
-            m.d.comb += [alu0.op.eq(c.op0), alu0.x.eq(da.o), alu0.s.eq(s0)]
-            alu1 = m.submodules[f"alu1_{l}"] = VectorAlu()
+            xa = delay(m, adv, da.o, DEC, f"dec_a{l}")
+            xb = delay(m, adv, db.o, DEC, f"dec_b{l}")
+            alu0 = m.submodules[f"alu0_{l}"] = VectorAlu(ALU)
+            s0 = Mux(c.src0 == Src.IMM, c.imm0, Mux(c.src0 == Src.LANE, lane_reg[0][l], xb))
+            m.d.comb += [alu0.op.eq(c.op0), alu0.x.eq(xa), alu0.s.eq(s0), alu0.en.eq(adv)]
+            alu1 = m.submodules[f"alu1_{l}"] = VectorAlu(ALU)
             s1 = Mux(c.src1 == Src.IMM, c.imm1, Mux(c.src1 == Src.LANE, lane_reg[1][l], a0_t[l]))
-            m.d.comb += [alu1.op.eq(c.op1), alu1.x.eq(a0_y[l]), alu1.s.eq(s1)]
+            m.d.comb += [alu1.op.eq(c.op1), alu1.x.eq(a0_y[l]), alu1.s.eq(s1), alu1.en.eq(adv)]
             with m.If(adv):
-                m.d.sync += [a0_y[l].eq(alu0.o), a0_t[l].eq(db.o), a1_y[l].eq(alu1.o)]
+                m.d.sync += [a0_y[l].eq(alu0.o), a0_t[l].eq(delay(m, adv, xb, ALU, f"b{l}")),
+                             a1_y[l].eq(alu1.o)]
         with m.If(adv):
-            m.d.sync += [a0_valid.eq(inject), a0_emit.eq(inject_emit),
-                         a1_valid.eq(a0_valid), a1_emit.eq(a0_emit),
-                         l_valid[0].eq(a1_valid), l_emit[0].eq(a1_emit)]
-            for i in range(1, lat):
-                m.d.sync += [l_valid[i].eq(l_valid[i - 1]), l_emit[i].eq(l_emit[i - 1])]
+            m.d.sync += [p_valid[0].eq(inject), p_emit[0].eq(inject_emit)]
+            for i in range(1, FRONT + lat):
+                m.d.sync += [p_valid[i].eq(p_valid[i - 1]), p_emit[i].eq(p_emit[i - 1])]
 
         # -- LUT ----------------------------------------------------------------------------
         m.d.comb += [lut.z.eq(a1_y), lut.bank.eq(c.bank), lut.bypass.eq(~c.lut),
@@ -185,7 +214,7 @@ class VectorEngine(wiring.Component):
                      lut.lock.eq(self.busy & c.lut)]
 
         # -- accumulate and output register ---------------------------------------------
-        y_valid, y_emit = l_valid[-1], l_emit[-1]
+        y_valid, y_emit = p_valid[-1], p_emit[-1]
         for l in range(lanes):
             au = m.submodules[f"acc{l}"] = _AccUnit()
             m.d.comb += [au.op.eq(c.acc_op), au.acc.eq(acc[l]), au.y.eq(lut.y[l])]

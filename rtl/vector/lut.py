@@ -6,7 +6,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from rtl.arith.common import leading_zeros
+from rtl.arith.common import delay, leading_zeros
 from rtl.arith.fp32_add import FP32Adder
 from rtl.arith.fp32_mul import FP32Multiplier
 from rtl.vector.mul import LaneMultiplier
@@ -140,17 +140,19 @@ def segment_offset(m, v, in_range, low_bits, name="dx"):
 
 class _Mulz(wiring.Component):
     """FP32 product where a zero/subnormal ``c`` annihilates (``sim.vector.mulz``); two
-    MULT18X18D (``LaneMultiplier(logic_bits=6)``)."""
-    c: In(32)
-    d: In(32)
-    o: Out(32)
+    MULT18X18D (``LaneMultiplier(logic_bits=6)``). Latency ``stages`` enabled cycles."""
+
+    def __init__(self, stages=0):
+        self._stages = stages
+        super().__init__({"c": In(32), "d": In(32), "en": In(1, init=1), "o": Out(32)})
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.mul = mul = LaneMultiplier(logic_bits=6)
-        m.d.comb += [mul.a.eq(self.c), mul.b.eq(self.d)]
-        m.d.comb += self.o.eq(Mux(self.c[23:31] == 0, Cat(Const(0, 31), self.c[31] ^ self.d[31]),
-                                  mul.o))
+        m.submodules.mul = mul = LaneMultiplier(logic_bits=6, stages=self._stages)
+        m.d.comb += [mul.a.eq(self.c), mul.b.eq(self.d), mul.en.eq(self.en)]
+        cz = delay(m, self.en, self.c[23:31] == 0, self._stages, "cz")
+        sign = delay(m, self.en, self.c[31] ^ self.d[31], self._stages, "sign")
+        m.d.comb += self.o.eq(Mux(cz, Cat(Const(0, 31), sign), mul.o))
         return m
 
 
@@ -164,6 +166,10 @@ class Lut(wiring.Component):
         Lanes (1..128).
     depth : int
         Entries per bank (power of two, 8..1024). Each entry is three FP32 coefficients.
+    deep : bool
+        Pipeline the FP32 units (``latency`` 24 cycles) for clock speed; ``False`` keeps one
+        cycle per step (``latency`` 6, each step a multiply-add in one cycle: about a fifth of
+        the clock frequency). Results are identical.
 
     Members
     -------
@@ -183,16 +189,21 @@ class Lut(wiring.Component):
     en : In(1)
         Advance the pipeline (stall when low).
     y : Out(ArrayLayout(32, lanes))
-        Results, ``LATENCY`` enabled cycles after ``z``.
+        Results, ``latency`` enabled cycles after ``z``.
     lock : In(1)
         Block cfg writes to bank ``bank`` (an instruction is using it).
     """
 
-    LATENCY = 6
+    #: FP32 pipeline registers of (the pre-scale multiplier, a coefficient multiplier, an
+    #: adder) and whether the table address is registered before the block RAM, per ``deep``.
+    _STAGES = {False: (0, 0, 0, 0), True: (2, 3, 3, 1)}
 
-    def __init__(self, lanes, depth=512):
+    def __init__(self, lanes, depth=512, *, deep=True):
         self._lanes = check_lanes(lanes)
         self._depth = check_depth(depth)
+        if not isinstance(deep, bool):
+            raise TypeError(f"deep must be a bool, not {deep!r}")
+        self._deep = deep
         super().__init__({
             "cfg": In(stream.Signature(CFG_LAYOUT)),
             "rdata": Out(stream.Signature(32)),
@@ -213,6 +224,22 @@ class Lut(wiring.Component):
     @property
     def depth(self):
         return self._depth
+
+    @property
+    def deep(self):
+        return self._deep
+
+    @classmethod
+    def latency_of(cls, deep):
+        """Enabled cycles from ``z`` to ``y`` of a ``Lut(..., deep=deep)``: the pre-scale,
+        range reduction, table read, two multiply-adds and the finish."""
+        pre, mul, add, idx = cls._STAGES[deep]
+        return (pre + 1) + 1 + (idx + 1) + 2 * (mul + add + 1) + (add + 1)
+
+    @property
+    def latency(self):
+        """Enabled cycles from ``z`` to ``y``."""
+        return self.latency_of(self._deep)
 
     def elaborate(self, platform):
         m = Module()
@@ -348,11 +375,13 @@ class Lut(wiring.Component):
             m.d.comb += sig.eq(Mux(self.bank, hdr[1][reg], hdr[0][reg]))
 
         en = self.en
+        PRE, MUL, ADD, IDX = self._STAGES[self._deep]
         # count flag down the pipeline (stage 1, 2)
         s1_count = Signal()
         s2_count = Signal()
         with m.If(en):
-            m.d.sync += [s1_count.eq(self.count & ~self.bypass), s2_count.eq(s1_count)]
+            m.d.sync += [s1_count.eq(delay(m, en, self.count & ~self.bypass, PRE, "count")),
+                         s2_count.eq(s1_count)]
         regions = []
 
         for lane in range(lanes):
@@ -364,13 +393,17 @@ class Lut(wiring.Component):
                 return comp
 
             # -- stage 0 -> 1: w = z * PRE (or z when bypassed) -----------------------------
+            def D(value, cycles, name):
+                return delay(m, en, value, cycles, f"l{lane}_{name}")
+
             z = self.z[lane]
-            pre_mul = sub("pre_mul", FP32Multiplier(stages=0))
-            m.d.comb += [pre_mul.a.eq(z), pre_mul.b.eq(pre)]
+            pre_mul = sub("pre_mul", FP32Multiplier(stages=PRE))
+            m.d.comb += [pre_mul.a.eq(z), pre_mul.b.eq(pre), pre_mul.en.eq(en)]
+            byp = D(self.bypass, PRE, "byp")
             s1_w = S(32, "s1_w")
             s1_byp = S(1, "s1_byp")
             with m.If(en):
-                m.d.sync += [s1_w.eq(Mux(self.bypass, z, pre_mul.o)), s1_byp.eq(self.bypass)]
+                m.d.sync += [s1_w.eq(Mux(byp, D(z, PRE, "z"), pre_mul.o)), s1_byp.eq(byp)]
 
             # -- stage 1 -> 2: range reduction ----------------------------------------------
             w = s1_w
@@ -460,8 +493,10 @@ class Lut(wiring.Component):
             low_bits = S(23, "low_bits")   # mantissa bits below the segment start
             m.d.comb += low_bits.eq(Cat(Const(0xFFFF, 16), ~(Const(0x7F, 7) << kinv)))
             dx = segment_offset(m, v, in_range, low_bits, f"l{lane}_dx")
+            # With IDX the table address is registered first and the block RAM read one cycle
+            # later; everything else waits beside it.
             rp = coef.read_port(domain="sync")
-            m.d.comb += [rp.addr.eq(Cat(idx, self.bank)), rp.en.eq(en)]
+            m.d.comb += [rp.addr.eq(Cat(D(idx, IDX, "idx"), self.bank)), rp.en.eq(en)]
             region = S(2, "region")    # 1 hit, 2 under, 3 over, 0 not counted
             vnan = (vE == 0xFF) & (vM != 0)
             m.d.comb += region.eq(Mux(s2_special | vnan | ~s2_count, 0,
@@ -473,55 +508,62 @@ class Lut(wiring.Component):
                               ("special", s2_special), ("sval", s2_sval)):
                 s3[name] = S(sig.shape(), f"s3_{name}")
             with m.If(en):
-                m.d.sync += s3_dx.eq(dx)
-                m.d.sync += [s3["k"].eq(s2_k), s3["e"].eq(s2_e), s3["flip"].eq(s2_flip),
-                             s3["special"].eq(s2_special), s3["sval"].eq(s2_sval)]
+                m.d.sync += s3_dx.eq(D(dx, IDX, "dx"))
+                m.d.sync += [s3[n_].eq(D(sig, IDX, n_)) for n_, sig in
+                             (("k", s2_k), ("e", s2_e), ("flip", s2_flip),
+                              ("special", s2_special), ("sval", s2_sval))]
 
             # -- stage 3 -> 4: t2 = c1 + c2 * dx ------------------------------------------
             c0, c1, c2 = rp.data[0:32], rp.data[32:64], rp.data[64:96]
-            m1 = sub("m1", _Mulz())
-            a1 = sub("a1", FP32Adder(stages=0))
-            m.d.comb += [m1.c.eq(c2), m1.d.eq(s3_dx), a1.a.eq(c1), a1.b.eq(m1.o)]
+            m1 = sub("m1", _Mulz(MUL))
+            a1 = sub("a1", FP32Adder(stages=ADD))
+            m.d.comb += [m1.c.eq(c2), m1.d.eq(s3_dx), m1.en.eq(en),
+                         a1.a.eq(D(c1, MUL, "c1")), a1.b.eq(m1.o), a1.en.eq(en)]
             s4 = {n_: S(sig.shape(), f"s4_{n_}") for n_, sig in s3.items()}
             s4_t2 = S(32, "s4_t2")
             s4_c0 = S(32, "s4_c0")
             s4_dx = S(32, "s4_dx")
             with m.If(en):
-                m.d.sync += [s4_t2.eq(a1.o), s4_c0.eq(c0), s4_dx.eq(s3_dx)]
-                m.d.sync += [s4[n_].eq(s3[n_]) for n_ in s3]
+                m.d.sync += [s4_t2.eq(a1.o), s4_c0.eq(D(c0, MUL + ADD, "c0")),
+                             s4_dx.eq(D(s3_dx, MUL + ADD, "s3_dx"))]
+                m.d.sync += [s4[n_].eq(D(s3[n_], MUL + ADD, f"s3_{n_}")) for n_ in s3]
 
             # -- stage 4 -> 5: y = c0 + t2 * dx; log term -----------------------------------
-            m2 = sub("m2", _Mulz())
-            a2 = sub("a2", FP32Adder(stages=0))
-            m.d.comb += [m2.c.eq(s4_t2), m2.d.eq(s4_dx), a2.a.eq(s4_c0), a2.b.eq(m2.o)]
+            m2 = sub("m2", _Mulz(MUL))
+            a2 = sub("a2", FP32Adder(stages=ADD))
+            m.d.comb += [m2.c.eq(s4_t2), m2.d.eq(s4_dx), m2.en.eq(en),
+                         a2.a.eq(D(s4_c0, MUL, "s4_c0")), a2.b.eq(m2.o), a2.en.eq(en)]
             # e * POST: e is in [-127, 128], so int_to_f32 (9 bits) leaves the low 15 bits of
             # the significand zero and a 9 x 24-bit product in logic is exact (no DSP).
             e_f = int_to_f32(m, s4["e"], 9)
-            lmul = sub("lmul", LaneMultiplier(a_bits=9, logic_bits=24))
-            m.d.comb += [lmul.a.eq(e_f), lmul.b.eq(post)]
+            lmul = sub("lmul", LaneMultiplier(a_bits=9, logic_bits=24, stages=MUL))
+            m.d.comb += [lmul.a.eq(e_f), lmul.b.eq(post), lmul.en.eq(en)]
             s5 = {n_: S(sig.shape(), f"s5_{n_}") for n_, sig in s4.items() if n_ != "e"}
             s5_y = S(32, "s5_y")
             s5_lt = S(32, "s5_lt")
             with m.If(en):
-                m.d.sync += [s5_y.eq(a2.o), s5_lt.eq(lmul.o)]
-                m.d.sync += [s5[n_].eq(s4[n_]) for n_ in s5]
+                m.d.sync += [s5_y.eq(a2.o), s5_lt.eq(D(lmul.o, ADD, "lt"))]
+                m.d.sync += [s5[n_].eq(D(s4[n_], MUL + ADD, f"s4_{n_}")) for n_ in s5]
 
             # -- stage 5 -> 6: finish -------------------------------------------------------
-            ladd = sub("ladd", FP32Adder(stages=0))
-            m.d.comb += [ladd.a.eq(s5_y), ladd.b.eq(s5_lt)]
-            scaled = ldexp_ftz(m, s5_y, s5["k"])
+            ladd = sub("ladd", FP32Adder(stages=ADD))
+            m.d.comb += [ladd.a.eq(s5_y), ladd.b.eq(s5_lt), ladd.en.eq(en)]
+            scaled = D(ldexp_ftz(m, s5_y, s5["k"]), ADD, "scaled")
+            y = D(s5_y, ADD, "s5_y")
+            flip = D(s5["flip"], ADD, "s5_flip")
             fin = S(32, "fin")
             with m.Switch(mode):
                 with m.Case(int(RangeMode.EXP2), int(RangeMode.RSQRT), int(RangeMode.SQRT)):
                     m.d.comb += fin.eq(scaled)
                 with m.Case(int(RangeMode.RECIP)):
-                    m.d.comb += fin.eq(scaled ^ Cat(Const(0, 31), s5["flip"]))
+                    m.d.comb += fin.eq(scaled ^ Cat(Const(0, 31), flip))
                 with m.Case(int(RangeMode.LOG)):
                     m.d.comb += fin.eq(ladd.o)
                 with m.Default():
-                    m.d.comb += fin.eq(s5_y)
+                    m.d.comb += fin.eq(y)
             with m.If(en):
-                m.d.sync += self.y[lane].eq(Mux(s5["special"], s5["sval"], fin))
+                m.d.sync += self.y[lane].eq(Mux(D(s5["special"], ADD, "s5_special"),
+                                                D(s5["sval"], ADD, "s5_sval"), fin))
 
         # -- counters ---------------------------------------------------------------------
         with m.If(en):
