@@ -282,20 +282,22 @@ try:
 
     from cocotb_tests.common.runner import SIMULATORS, run_cocotb
 
-    def _dut(lanes, n_rand, stages):
+    def _dut(lanes, n_rand, stages, enc):
         from rtl.round.rounding_unit import RoundingUnit
-        return RoundingUnit(lanes, n_rand, stages)
+        return RoundingUnit(lanes, n_rand, stages, encoder_stages=enc)
 
-    @pytest.mark.parametrize("lanes,n_rand,stages", [
-        (4, 16, 2), (2, 5, 0), pytest.param(3, 16, 1, marks=pytest.mark.long)])
+    # (2, 16, 1, 2) is the vector engine's deep configuration (pipelined encoders).
+    @pytest.mark.parametrize("lanes,n_rand,stages,enc", [
+        (4, 16, 2, 0), (2, 5, 0, 0), (2, 16, 1, 2),
+        pytest.param(3, 16, 1, 0, marks=pytest.mark.long)])
     @pytest.mark.parametrize("simulator", SIMULATORS)
-    def test_round_unit(simulator, lanes, n_rand, stages):
+    def test_round_unit(simulator, lanes, n_rand, stages, enc):
         main = (lanes, n_rand, stages) == (4, 16, 2)
-        cfg = {"lanes": lanes, "n_rand": n_rand, "stages": stages,
+        cfg = {"lanes": lanes, "n_rand": n_rand, "stages": stages, "encoder_stages": enc,
                "beats": 300 if main else 100, "stat_reps": 64,
                "half_steps": 2048 if main else 256}
-        run_cocotb(lambda: _dut(lanes, n_rand, stages),
-                   name=f"round_unit_l{lanes}_n{n_rand}_s{stages}", config=cfg,
+        run_cocotb(lambda: _dut(lanes, n_rand, stages, enc),
+                   name=f"round_unit_l{lanes}_n{n_rand}_s{stages}_e{enc}", config=cfg,
                    test_module="cocotb_tests.test_round_unit", simulator=simulator)
 except ImportError:  # pragma: no cover - cocotb imports this module without pytest
     pass

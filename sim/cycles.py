@@ -43,7 +43,11 @@ class EngineCost:
     cols: int = 8
     dma_bus_bytes: int = 8       # bytes per cycle
     dma_setup: int = 6
-    vector_pipeline: int = 8
+    #: Vector engine (``deep=True``, ``rtl.vector.engine``): the pipeline's fill and drain
+    #: around a record, and the extra cycles per element of a summing record (ACT with
+    #: ``acc=1``, REDUCE ADD), which wait for the pipelined accumulate adder.
+    vector_pipeline: int = 33
+    vector_acc_wait: int = 3
 
     def __call__(self, engine, r):
         if engine == Engine.DMA:
@@ -59,7 +63,9 @@ class EngineCost:
             return 1
         if r["op"] == isa.VecOp.ACC_RD:
             return 1 + self.vector_pipeline
-        return n + self.vector_pipeline
+        summing = (r["op"] == isa.VecOp.ACT and r["acc"]) or \
+            (r["op"] == isa.VecOp.REDUCE and r["alu"] == isa.VecAlu.ADD)
+        return n * (1 + (self.vector_acc_wait if summing else 0)) + self.vector_pipeline
 
 
 @dataclass

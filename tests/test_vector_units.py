@@ -1,7 +1,8 @@
 """The vector engine's adder-free and DSP-lean datapath pieces (``rtl/vector/mul.py``,
 ``rtl.vector.lut.exp2_reduce`` / ``segment_offset``) against the FP32 operations of
-``sim.formats`` that the golden model ``sim.vector.lut_eval`` uses in their place, on the
-Amaranth simulator: edge cases plus seeded random operands."""
+``sim.formats`` that the golden model ``sim.vector.lut_eval`` uses in their place, and the
+pipelined lane multiplier and ALU against their golden functions under a random clock enable,
+on the Amaranth simulator: edge cases plus seeded random operands."""
 
 import gc
 import warnings
@@ -13,10 +14,11 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
+from rtl.vector.alu import VectorAlu
 from rtl.vector.lut import exp2_reduce, int_to_f32, segment_offset
 from rtl.vector.mul import LaneMultiplier
 from sim.formats import fp32_add, fp32_mul
-from sim.vector import _int_to_f32
+from sim.vector import AluOp, _int_to_f32, alu
 
 SEED = 20261122
 EDGES = [0, 0x80000000, 0x3F800000, 0xBF800000, 0x00000001, 0x807FFFFF, 0x00800000, 0x80800000,
@@ -35,6 +37,43 @@ def simulate(dut, inputs, outputs, vectors):
             got.append([ctx.get(getattr(dut, name)) for name in outputs])
 
     sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+    return np.array(got, dtype=np.uint64)
+
+
+def simulate_pipelined(dut, inputs, vectors, latency, rng):
+    """Clock ``dut`` with a random ``en`` (70 % high), presenting the next row of ``vectors``
+    on each enabled cycle (random values on the others, which must not matter); returns ``o``
+    after the enabled edge that completes each row, ``latency`` enabled edges after it was
+    presented. Also checks that ``o`` holds while ``en`` is low."""
+    vectors = [list(map(int, row)) for row in vectors]
+    got = []
+
+    async def bench(ctx):
+        nxt = 0
+        enabled = 0
+        prev = ctx.get(dut.o)
+        while len(got) < len(vectors):
+            en = bool(rng.random() < 0.7)
+            row = vectors[nxt] if en and nxt < len(vectors) else \
+                [int(rng.integers(0, 2 ** 32)) for _ in inputs]
+            ctx.set(dut.en, en)
+            for name, value in zip(inputs, row):
+                ctx.set(getattr(dut, name), value)
+            await ctx.tick()
+            o = ctx.get(dut.o)
+            if en:
+                nxt += 1
+                enabled += 1
+                if enabled >= latency:
+                    got.append(o)
+            else:
+                assert o == prev, "o changed while en was low"
+            prev = o
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
     return np.array(got, dtype=np.uint64)
@@ -66,6 +105,42 @@ def test_lane_multiplier_vs_fp32_mul(logic_bits):
     exp = fp32_mul(a, b)
     bad = np.nonzero(got != exp)[0]
     assert len(bad) == 0, [(hex(a[i]), hex(b[i]), hex(got[i]), hex(exp[i])) for i in bad[:5]]
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3])
+def test_lane_multiplier_pipelined(stages):
+    rng = np.random.default_rng(SEED + 10 + stages)
+    ea, eb = np.meshgrid(EDGES, EDGES)
+    ua, ub = near_underflow(rng, 200)
+    a = np.concatenate([ea.ravel(), rng.integers(0, 2 ** 32, 300), ua]).astype(np.uint32)
+    b = np.concatenate([eb.ravel(), rng.integers(0, 2 ** 32, 300), ub]).astype(np.uint32)
+    got = simulate_pipelined(LaneMultiplier(logic_bits=6, stages=stages), ["a", "b"],
+                             zip(a, b), stages, rng)
+    exp = fp32_mul(a, b)
+    bad = np.nonzero(got != exp)[0]
+    assert len(bad) == 0, [(hex(a[i]), hex(b[i]), hex(got[i]), hex(exp[i])) for i in bad[:5]]
+
+
+@pytest.mark.parametrize("stages", [0, 3])
+def test_vector_alu_vs_golden(stages):
+    """Every op (13..15 included) on edge-case pairs and random operands, op changing every
+    cycle, against ``sim.vector.alu``."""
+    rng = np.random.default_rng(SEED + 20 + stages)
+    ex, es = (v.ravel() for v in np.meshgrid(EDGES, EDGES))
+    x = np.concatenate([ex, rng.integers(0, 2 ** 32, 500)]).astype(np.uint32)
+    sv = np.concatenate([es, rng.integers(0, 2 ** 32, 500)]).astype(np.uint32)
+    sv[-100:] = x[-100:]                                  # equal operands
+    ops = rng.integers(0, 16, len(x))
+    if stages:
+        got = simulate_pipelined(VectorAlu(stages), ["op", "x", "s"], zip(ops, x, sv), stages,
+                                 rng)
+    else:
+        got = simulate(VectorAlu(0), ["op", "x", "s"], ["o"], zip(ops, x, sv))[:, 0]
+    exp = np.array([alu(op, xi, si) if op <= AluOp.GE else 0
+                    for op, xi, si in zip(ops, x, sv)], dtype=np.uint64)
+    bad = np.nonzero(got != exp)[0]
+    assert len(bad) == 0, [(int(ops[i]), hex(x[i]), hex(sv[i]), hex(got[i]), hex(exp[i]))
+                           for i in bad[:5]]
 
 
 class _LogTerm(wiring.Component):
@@ -173,4 +248,8 @@ def test_lane_multiplier_params():
             LaneMultiplier(logic_bits=25)
         with pytest.raises(TypeError, match="logic_bits must be an integer"):
             LaneMultiplier(logic_bits=1.5)
+        with pytest.raises(ValueError, match="stages must be an integer from 0 to 3, not 4"):
+            LaneMultiplier(stages=4)
+        with pytest.raises(ValueError, match="stages must be an integer from 0 to 3, not -1"):
+            VectorAlu(-1)
         gc.collect()

@@ -9,12 +9,12 @@ from sim.formats import FP8_FORMATS, bias_range
 __all__ = ["check_stages", "check_formats", "check_fp8_bias", "Pipe", "delay", "leading_zeros"]
 
 
-def check_stages(stages, maximum):
-    """Validate a ``stages`` parameter: an integer from 0 to ``maximum``."""
+def check_stages(stages, maximum, name="stages"):
+    """Validate a ``stages`` parameter (called ``name``): an integer from 0 to ``maximum``."""
     if not isinstance(stages, int) or isinstance(stages, bool):
-        raise TypeError(f"stages must be an integer, not {stages!r}")
+        raise TypeError(f"{name} must be an integer, not {stages!r}")
     if not 0 <= stages <= maximum:
-        raise ValueError(f"stages must be an integer from 0 to {maximum}, not {stages}")
+        raise ValueError(f"{name} must be an integer from 0 to {maximum}, not {stages}")
     return stages
 
 

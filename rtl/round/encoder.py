@@ -1,4 +1,4 @@
-"""FP32 to narrow-format encoder with RNE, RTZ and stochastic rounding (combinational).
+"""FP32 to narrow-format encoder with RNE, RTZ and stochastic rounding.
 
 The bit-exact golden model is ``sim.rounding.encode``; the number rules are
 ``docs/interfaces.md`` section 2 and the SR algorithm is described in ``docs/rounding.md``.
@@ -8,6 +8,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.arith.common import Pipe, check_stages
 from sim.dtypes import FORMAT_BITS, Format, RoundMode
 from sim.rounding import (MAX_N_RAND, canonical_nan, encode_params, max_finite_bits,
                           target_bits)
@@ -29,7 +30,7 @@ _FLOATS = (Format.BF16, Format.FP16, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP
 class FPEncoder(wiring.Component):
     """Encode an FP32 value into the format ``fmt`` with rounding mode ``mode``.
 
-    Purely combinational. Supports every ``Format``: the narrow floats (subnormals produced,
+    Combinational, or pipelined by ``stages``. Supports every ``Format``: the narrow floats (subnormals produced,
     overflow to Inf or max finite, E4M3 saturating to +-448, canonical NaN), INT8/INT32
     (rounded with the mode, saturating, NaN gives 0) and FP32 (passed through with DAZ and
     canonical NaN). FP32 subnormal inputs are treated as zero (DAZ).
@@ -42,6 +43,9 @@ class FPEncoder(wiring.Component):
     ----------
     n_rand : int
         Random bits per SR decision, 1..32.
+    stages : int
+        Pipeline registers, 0 (combinational) to 2: 1 registers after the alignment shift, 2
+        also after the rounding increment. Latency ``stages`` cycles, one value per cycle.
 
     Members
     -------
@@ -53,6 +57,8 @@ class FPEncoder(wiring.Component):
         ``RoundMode`` (RNE=0, RTZ=1, SR=2).
     rand : In(n_rand)
         Uniform random bits for SR.
+    en : In(1), default 1
+        Clock enable of the pipeline registers (unused when ``stages == 0``).
     o : Out(32)
         The encoded value, low-aligned, upper bits zero (INT8 two's complement in [7:0]).
 
@@ -60,16 +66,25 @@ class FPEncoder(wiring.Component):
     rejects it).
     """
 
-    def __init__(self, n_rand=16):
+    MAX_STAGES = 2
+    _CUTS = {0: (), 1: (1,), 2: (1, 2)}
+
+    def __init__(self, n_rand=16, stages=0):
         check_n_rand(n_rand)
         self._n_rand = n_rand
+        self._stages = check_stages(stages, self.MAX_STAGES)
         super().__init__({
             "a": In(32),
             "fmt": In(FORMAT_BITS),
             "mode": In(2),
             "rand": In(n_rand),
+            "en": In(1, init=1),
             "o": Out(32),
         })
+
+    @property
+    def stages(self):
+        return self._stages
 
     @property
     def n_rand(self):
@@ -80,21 +95,22 @@ class FPEncoder(wiring.Component):
         n = self._n_rand
         width = 24 + n + 2            # significand, n fraction bits, guard, sticky slot
         cap = width                   # every shift >= width drops the whole significand
+        pipe = Pipe(m, self.en, self._CUTS[self._stages])
 
-        sign = self.a[31]
-        e = self.a[23:31]
-        man = self.a[0:23]
-        is_nan = (e == 0xFF) & (man != 0)
-        is_inf = (e == 0xFF) & (man == 0)
-        is_zero = e == 0
-        sig = Cat(man, Const(1, 1))
+        def fields(a):
+            e, man = a[23:31], a[0:23]
+            return (a[31], e, man, (e == 0xFF) & (man != 0), (e == 0xFF) & (man == 0), e == 0,
+                    Cat(man, Const(1, 1)))
+
+        a, fmt, mode, rand = self.a, self.fmt, self.mode, self.rand
+        sign, e, man, is_nan, is_inf, is_zero, sig = fields(a)
 
         # Per-format right shift from the FP32 LSB to the target LSB (before clamping).
         shift_raw = Signal(range(256))
-        with m.Switch(self.fmt):
-            for fmt in _FLOATS:
-                man_bits, bias, _, _ = encode_params(fmt)
-                with m.Case(fmt):
+        with m.Switch(fmt):
+            for f in _FLOATS:
+                man_bits, bias, _, _ = encode_params(f)
+                with m.Case(f):
                     # target exponent below the normal range: extra shift 128 - bias - e
                     m.d.comb += shift_raw.eq((23 - man_bits) + Mux(e < 128 - bias,
                                                                     (128 - bias) - e, 0))
@@ -115,6 +131,11 @@ class FPEncoder(wiring.Component):
         therm = Signal(24)
         m.d.comb += [therm[i].eq(lost > i) for i in range(24)]
         sticky = (sig & therm).any() | y[0]
+
+        # -- cut 1: after the alignment shift ---------------------------------------------------
+        y, sticky = pipe(1, y, "y"), pipe(1, sticky, "sticky")
+        a, fmt, mode, rand = (pipe(1, v, k) for k, v in
+                              (("a", a), ("fmt", fmt), ("mode", mode), ("rand", rand)))
         q = y[n + 2:]
         frac = y[2:n + 2]
         guard = y[1]
@@ -125,10 +146,10 @@ class FPEncoder(wiring.Component):
         f_sr = Signal(n + 1)
         m.d.comb += f_sr.eq(frac + (guard & (sticky | frac[0])))
         sr_sum = Signal(n + 2)
-        m.d.comb += sr_sum.eq(f_sr + self.rand)
+        m.d.comb += sr_sum.eq(f_sr + rand)
         up_sr = sr_sum[n:].any()
         up = Signal()
-        with m.Switch(self.mode):
+        with m.Switch(mode):
             with m.Case(RoundMode.RTZ):
                 m.d.comb += up.eq(0)
             with m.Case(RoundMode.SR):
@@ -137,71 +158,78 @@ class FPEncoder(wiring.Component):
                 m.d.comb += up.eq(up_rne)
         k = Signal(25)
         m.d.comb += k.eq(q + up)
-        rtz = self.mode == RoundMode.RTZ
+
+        # -- cut 2: after the rounding increment ------------------------------------------------
+        k = pipe(2, k, "k")
+        a, fmt, mode = (pipe(2, v, n_) for n_, v in (("a", a), ("fmt", fmt), ("mode", mode)))
+        sign, e, man, is_nan, is_inf, is_zero, sig = fields(a)
+        rtz = mode == RoundMode.RTZ
 
         # Compose per format.
-        with m.Switch(self.fmt):
-            for fmt in _FLOATS:
-                man_bits, bias, exp_bits, has_inf = encode_params(fmt)
-                bits = target_bits(fmt)
-                with m.Case(fmt):
+        o = Signal(32)
+        with m.Switch(fmt):
+            for f in _FLOATS:
+                man_bits, bias, exp_bits, has_inf = encode_params(f)
+                bits = target_bits(f)
+                with m.Case(f):
                     ebm1 = Mux(e + bias > 127, e + bias - 128, 0)
-                    mag = Signal(8 + man_bits + 2, name=f"mag_{fmt.name.lower()}")
+                    mag = Signal(8 + man_bits + 2, name=f"mag_{f.name.lower()}")
                     m.d.comb += mag.eq((ebm1 << man_bits) + k)
                     s = sign << (bits - 1)
                     if has_inf:
                         inf_code = ((1 << exp_bits) - 1) << man_bits
                         with m.If(is_nan):
-                            m.d.comb += self.o.eq(canonical_nan(fmt))
+                            m.d.comb += o.eq(canonical_nan(f))
                         with m.Elif(is_inf):
-                            m.d.comb += self.o.eq(s | inf_code)
+                            m.d.comb += o.eq(s | inf_code)
                         with m.Elif(is_zero):
-                            m.d.comb += self.o.eq(s)
+                            m.d.comb += o.eq(s)
                         with m.Elif(mag >= inf_code):
-                            m.d.comb += self.o.eq(s | Mux(rtz, inf_code - 1, inf_code))
+                            m.d.comb += o.eq(s | Mux(rtz, inf_code - 1, inf_code))
                         with m.Else():
-                            m.d.comb += self.o.eq(s | mag)
+                            m.d.comb += o.eq(s | mag)
                     else:
-                        maxf = max_finite_bits(fmt)
+                        maxf = max_finite_bits(f)
                         with m.If(is_nan):
-                            m.d.comb += self.o.eq(canonical_nan(fmt))
+                            m.d.comb += o.eq(canonical_nan(f))
                         with m.Elif(is_zero):
-                            m.d.comb += self.o.eq(s)
+                            m.d.comb += o.eq(s)
                         with m.Elif(is_inf | (mag > maxf)):
-                            m.d.comb += self.o.eq(s | maxf)
+                            m.d.comb += o.eq(s | maxf)
                         with m.Else():
-                            m.d.comb += self.o.eq(s | mag)
-            for fmt, bits, lo_mag, hi in ((Format.INT8, 8, 128, 127),
-                                          (Format.INT32, 32, 1 << 31, (1 << 31) - 1)):
-                with m.Case(fmt):
-                    mag = Signal(32, name=f"mag_{fmt.name.lower()}")
-                    if fmt == Format.INT32:
+                            m.d.comb += o.eq(s | mag)
+            for f, bits, lo_mag, hi in ((Format.INT8, 8, 128, 127),
+                                        (Format.INT32, 32, 1 << 31, (1 << 31) - 1)):
+                with m.Case(f):
+                    mag = Signal(32, name=f"mag_{f.name.lower()}")
+                    if f == Format.INT32:
                         # e in 150..157: exact, shifted left by e - 150 (no rounding)
                         m.d.comb += mag.eq(Mux(e >= 150, sig << (e - 150)[:3], k))
                         ovf = (e >= 158) | is_inf
                     else:
                         m.d.comb += mag.eq(k)
                         ovf = (e >= 150) | is_inf
-                    neg = Signal(32, name=f"neg_{fmt.name.lower()}")
+                    neg = Signal(32, name=f"neg_{f.name.lower()}")
                     m.d.comb += neg.eq(-mag)
                     mask = (1 << bits) - 1
                     with m.If(is_nan | is_zero):
-                        m.d.comb += self.o.eq(0)
+                        m.d.comb += o.eq(0)
                     with m.Elif(sign):
                         with m.If(ovf | (mag > lo_mag)):
-                            m.d.comb += self.o.eq((-lo_mag) & mask)
+                            m.d.comb += o.eq((-lo_mag) & mask)
                         with m.Else():
-                            m.d.comb += self.o.eq(neg[:bits])
+                            m.d.comb += o.eq(neg[:bits])
                     with m.Else():
                         with m.If(ovf | (mag > hi)):
-                            m.d.comb += self.o.eq(hi)
+                            m.d.comb += o.eq(hi)
                         with m.Else():
-                            m.d.comb += self.o.eq(mag)
+                            m.d.comb += o.eq(mag)
             with m.Case(Format.FP32):
                 with m.If(is_nan):
-                    m.d.comb += self.o.eq(0x7FC00000)
+                    m.d.comb += o.eq(0x7FC00000)
                 with m.Elif(is_zero):
-                    m.d.comb += self.o.eq(sign << 31)
+                    m.d.comb += o.eq(sign << 31)
                 with m.Else():
-                    m.d.comb += self.o.eq(self.a)
+                    m.d.comb += o.eq(a)
+        m.d.comb += self.o.eq(o)
         return m

@@ -8,6 +8,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.arith.common import check_stages, delay
 from sim.dtypes import FORMAT_BITS, RoundMode
 from rtl.round.encoder import FPEncoder, check_n_rand
 from rtl.round.prng import LanePrngs, check_lanes
@@ -28,13 +29,17 @@ class RoundingUnit(wiring.Component):
         Pipeline registers (0..8). 0: combinational from ``i`` to ``o`` (``i.ready`` follows
         ``o.ready``). 1: one output register. 2 or more: an input register before the encoders
         and an output register after them, then ``stages - 2`` delay registers.
+    encoder_stages : int
+        Pipeline registers inside each encoder (``FPEncoder(stages=...)``, 0..2; needs
+        ``stages >= 1``). Latency ``stages + encoder_stages`` cycles.
 
     Members
     -------
     i : In(stream.Signature({data: ArrayLayout(32, lanes), fmt: 3, mode: 2}))
         FP32 patterns, the target ``Format`` and the ``RoundMode`` of the beat.
     o : Out(stream.Signature({data: ArrayLayout(32, lanes)}))
-        Encoded values, low-aligned. Latency ``stages`` cycles, one beat per cycle.
+        Encoded values, low-aligned. Latency ``stages + encoder_stages`` cycles, one beat per
+        cycle.
     seed : In(32)
     seed_load : In(1)
         A pulse re-seeds every lane from ``seed`` (``sim.prng.lane_states``); this takes
@@ -46,13 +51,18 @@ class RoundingUnit(wiring.Component):
     ``o`` is empty or accepted (``~o.valid | o.ready``); nothing is lost or duplicated.
     """
 
-    def __init__(self, lanes=4, n_rand=16, stages=2):
+    def __init__(self, lanes=4, n_rand=16, stages=2, encoder_stages=0):
         check_lanes(lanes)
         check_n_rand(n_rand)
         if isinstance(stages, bool) or not isinstance(stages, int):
             raise TypeError(f"stages must be an integer, not {stages!r}")
         if not 0 <= stages <= 8:
             raise ValueError(f"stages must be an integer in 0..8, not {stages}")
+        check_stages(encoder_stages, FPEncoder.MAX_STAGES, "encoder_stages")
+        if encoder_stages and not stages:
+            raise ValueError("encoder_stages must be 0 when stages is 0 (a combinational unit), "
+                             f"not {encoder_stages}")
+        self._encoder_stages = encoder_stages
         self._lanes = lanes
         self._n_rand = n_rand
         self._stages = stages
@@ -80,6 +90,15 @@ class RoundingUnit(wiring.Component):
     @property
     def stages(self):
         return self._stages
+
+    @property
+    def encoder_stages(self):
+        return self._encoder_stages
+
+    @property
+    def latency(self):
+        """Cycles from a beat accepted on ``i`` to its beat valid on ``o``."""
+        return self._stages + self._encoder_stages
 
     def elaborate(self, platform):
         m = Module()
@@ -120,16 +139,18 @@ class RoundingUnit(wiring.Component):
 
         enc_out = Signal(data.ArrayLayout(32, lanes))
         for j in range(lanes):
-            enc = m.submodules[f"enc{j}"] = FPEncoder(n)
+            enc = m.submodules[f"enc{j}"] = FPEncoder(n, self._encoder_stages)
             m.d.comb += [enc.a.eq(e_data[j]), enc.fmt.eq(e_fmt), enc.mode.eq(e_mode),
-                         enc.rand.eq(e_rand[j]), enc_out[j].eq(enc.o)]
+                         enc.rand.eq(e_rand[j]), enc.en.eq(en), enc_out[j].eq(enc.o)]
 
         if stages == 0:
             m.d.comb += [self.o.p.data.eq(enc_out), self.o.valid.eq(e_valid)]
             return m
 
         # Output register(s) after the encoders.
-        data_q, valid_q = enc_out, (e_valid if stages >= 2 else accept)
+        data_q = enc_out
+        valid_q = delay(m, en, e_valid if stages >= 2 else accept, self._encoder_stages,
+                        "enc_valid")
         for k in range(stages - 1 if stages >= 2 else 1):
             d_reg = Signal(data.ArrayLayout(32, lanes), name=f"s{k + 2 if stages >= 2 else 1}_o")
             v_reg = Signal(name=f"s{k + 2 if stages >= 2 else 1}_valid")

@@ -20,15 +20,17 @@ CMD_LAYOUT = data.StructLayout({name: width for name, width in CMD_FIELDS})
 
 
 class _AccUnit(wiring.Component):
-    """``acc OP y`` for the accumulate ops (``sim.vector.acc_update``), combinational."""
-    op: In(2)
-    acc: In(32)
-    y: In(32)
-    o: Out(32)
+    """``acc OP y`` for the accumulate ops (``sim.vector.acc_update``). MAX and MIN are
+    combinational; SUM's adder has ``stages`` free-running registers, so its result is valid
+    once ``acc`` and ``y`` have been stable for ``stages`` cycles (the engine waits)."""
+
+    def __init__(self, stages=0):
+        self._stages = stages
+        super().__init__({"op": In(2), "acc": In(32), "y": In(32), "o": Out(32)})
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.add = add = FP32Adder(stages=0)
+        m.submodules.add = add = FP32Adder(stages=self._stages)
         m.d.comb += [add.a.eq(self.acc), add.b.eq(self.y)]
         sign = Const(0x80000000, 32)
         a = Signal(32)
@@ -63,9 +65,11 @@ class VectorEngine(wiring.Component):
     then reads the prologue ``b`` beats (per-lane scalars), streams ``count`` elements (``a``,
     and ``b`` for tensor operands), emits ``o`` beats (one per element if ``emit``, plus the
     accumulators if ``emit_acc``) and drains its pipeline before the next ``cmd``. Throughput:
-    one element (all lanes) per cycle; an element's ``o`` beat is valid ``latency`` cycles
-    after its ``a`` beat is taken (35 cycles deep, 10 not), so an instruction takes about
-    ``count + latency + 2`` cycles. On back-pressure (``o.ready`` low with a result waiting)
+    one element (all lanes) per cycle, except that a summing instruction (``acc_op`` SUM)
+    holds each element ``acc_wait`` extra cycles at the accumulator while its pipelined adder
+    settles (3 deep, 0 not); an element's ``o`` beat is valid ``latency`` cycles after its
+    ``a`` beat is taken (37 deep, 10 not), so an instruction takes about ``count * (1 +
+    acc_wait) + latency + 2`` cycles. On back-pressure (``o.ready`` low with a result waiting)
     the whole pipeline holds.
 
     Parameters
@@ -141,10 +145,20 @@ class VectorEngine(wiring.Component):
         return dec, alu, dec + 2 * (alu + 1)
 
     @property
+    def acc_wait(self):
+        """Extra cycles per element of a summing instruction (the accumulate adder's stages)."""
+        return 3 if self._deep else 0
+
+    @staticmethod
+    def _ru_encoder_stages(deep):
+        return 2 if deep else 0
+
+    @property
     def latency(self):
         """Cycles from an ``a`` beat taken to its ``o`` beat valid: the stages before the LUT,
-        the LUT, the accumulator/output register and the rounding unit's register."""
-        return self._front(self._deep)[2] + Lut.latency_of(self._deep) + 2
+        the LUT, the accumulator/output register and the rounding unit's registers."""
+        return (self._front(self._deep)[2] + Lut.latency_of(self._deep) + 2 +
+                self._ru_encoder_stages(self._deep))
 
     def elaborate(self, platform):
         m = Module()
@@ -157,7 +171,8 @@ class VectorEngine(wiring.Component):
         wiring.connect(m, lut.rdata, wiring.flipped(self.rdata))
         m.d.comb += self.error.eq(lut.error)
 
-        m.submodules.ru = ru = RoundingUnit(lanes=lanes, n_rand=self._n_rand, stages=1)
+        m.submodules.ru = ru = RoundingUnit(lanes=lanes, n_rand=self._n_rand, stages=1,
+                                            encoder_stages=self._ru_encoder_stages(self._deep))
         m.d.comb += [ru.seed.eq(self.seed), ru.seed_load.eq(self.seed_load),
                      self.o.valid.eq(ru.o.valid), self.o.payload.eq(ru.o.payload.data),
                      ru.o.ready.eq(self.o.ready)]
@@ -172,7 +187,8 @@ class VectorEngine(wiring.Component):
         x_valid = Signal()
         x_data = Signal(vec)
         adv = Signal()
-        m.d.comb += adv.eq(~x_valid | ru.i.ready)
+        acc_done = Signal()                # the accumulator can take the element at the LUT's end
+        m.d.comb += adv.eq((~x_valid | ru.i.ready) & acc_done)
         p_valid = [Signal(name=f"p{i}_valid") for i in range(FRONT + lat)]
         p_emit = [Signal(name=f"p{i}_emit") for i in range(FRONT + lat)]  # 1: acc read-out
         a1_valid, a1_emit = p_valid[FRONT - 1], p_emit[FRONT - 1]
@@ -215,14 +231,30 @@ class VectorEngine(wiring.Component):
 
         # -- accumulate and output register ---------------------------------------------
         y_valid, y_emit = p_valid[-1], p_emit[-1]
+        ACC = self.acc_wait
+        if ACC:
+            # A summed element waits ACC cycles with acc and lut.y stable (adv low) so that the
+            # free-running adder pipeline holds their sum.
+            acc_count = Signal(range(ACC + 1))
+            summing = y_valid & ~y_emit & (c.acc_op == AccOp.SUM)
+            m.d.comb += acc_done.eq(~summing | (acc_count == ACC))
+            with m.If(adv):
+                m.d.sync += acc_count.eq(0)
+            with m.Elif(summing & (acc_count != ACC)):
+                m.d.sync += acc_count.eq(acc_count + 1)
+        else:
+            m.d.comb += acc_done.eq(1)
         for l in range(lanes):
-            au = m.submodules[f"acc{l}"] = _AccUnit()
+            au = m.submodules[f"acc{l}"] = _AccUnit(ACC)
             m.d.comb += [au.op.eq(c.acc_op), au.acc.eq(acc[l]), au.y.eq(lut.y[l])]
             with m.If(adv & y_valid & ~y_emit):
                 m.d.sync += acc[l].eq(au.o)
         with m.If(adv):
             m.d.sync += [x_valid.eq(y_valid & (y_emit | c.emit)),
                          x_data.eq(Mux(y_emit, acc, lut.y))]
+        with m.Elif(ru.i.ready):
+            # Held by the accumulator (acc_done low) while the rounding unit took X.
+            m.d.sync += x_valid.eq(0)
         m.d.comb += [ru.i.valid.eq(x_valid), ru.i.payload.data.eq(x_data),
                      ru.i.payload.fmt.eq(c.fmt_o), ru.i.payload.mode.eq(c.rmode)]
 
