@@ -58,6 +58,12 @@ class FP32Multiplier(wiring.Component):
         """Cycles from operands to product (equal to ``stages``)."""
         return self._stages
 
+    def _product(self, m, sig_a, sig_b):
+        """Step 2: the 48-bit product of the 24-bit significands (hidden ones included)."""
+        prod = Signal(48)
+        m.d.comb += prod.eq(sig_a * sig_b)
+        return prod
+
     def elaborate(self, platform):
         m = Module()
         pipe = Pipe(m, self.en, self._CUTS[self._stages])
@@ -80,8 +86,7 @@ class FP32Multiplier(wiring.Component):
         r = {k: pipe(1, v, k) for k, v in regs.items()}
 
         # -- step 2: significand product --------------------------------------------------------
-        prod = Signal(48)
-        m.d.comb += prod.eq(r["sig_a"] * r["sig_b"])
+        prod = self._product(m, r["sig_a"], r["sig_b"])
         regs = dict(prod=prod, exp_sum=r["exp_sum"], sign=r["sign"], special=r["special"])
         r = {k: pipe(2, v, k) for k, v in regs.items()}
 
