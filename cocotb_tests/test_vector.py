@@ -464,8 +464,10 @@ if pytest is not None:
 
     CONFIG = {"lanes": 4, "depth": 64, "deep": True}
 
-    @pytest.mark.parametrize("simulator", SIMULATORS)
-    @pytest.mark.parametrize("deep", [True, False])
+    # The default deep pipeline on both simulators; the short one (same datapath, fewer
+    # registers) on Icarus only, to keep the default run short.
+    @pytest.mark.parametrize("simulator,deep", [(s, True) for s in SIMULATORS] +
+                             [(s, False) for s in SIMULATORS if s == "icarus"])
     def test_vector_engine(simulator, deep):
         from rtl.vector.engine import VectorEngine
         config = dict(CONFIG, deep=deep)
