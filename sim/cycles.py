@@ -1,9 +1,11 @@
 """Cycle model of the sequencer and the engine timeline.
 
 :class:`MicroSim` executes a program the way ``rtl/control/sequencer.py`` does: fetch, decode
-and map (3 cycles), then one cycle per micro-instruction read from the control store
-(``sim/microcode.py`` or any words loaded at run time), with the same stall rules (EMIT waits
-for queue space, WAIT for a semaphore, BARRIER for completions). Engines are modelled as serial
+and map (3 cycles), one cycle to fill the two-stage micro-pipeline, then one cycle per
+micro-instruction read from the control store (``sim/microcode.py`` or any words loaded at run
+time) plus one bubble after a taken BRANCH or ULOOP, a RET, or an AG_SET/AG_SNAP (unless it
+ends the instruction), with the same stall rules (EMIT waits for queue space, WAIT for a
+semaphore, BARRIER for completions). Engines are modelled as serial
 servers: record ``i`` of an engine is accepted at ``max(valid_i, done_{i-1})`` and completes
 ``cost(record)`` cycles later. The result is the timeline of every record (emit, accept, done
 cycles), the sequencer's cycle count and per-engine busy / semaphore-wait / idle cycles.
@@ -202,6 +204,8 @@ class MicroSim:
                 return self._fail(ErrorBit.ILLEGAL_OPCODE, c)
             upc = entry & ((1 << isa.UADDR_BITS) - 1)
             npc = self.pc + 1
+            self._account(c, wait=False)            # micro-pipeline fill (operand read)
+            c += 1
             self.ustack = []
             while True:
                 if c > max_cycles:
@@ -221,7 +225,10 @@ class MicroSim:
                 c += 1
                 if kind == "error":
                     return self._fail(out[1], c)
-                _, upc, npc, end, halt = out
+                _, upc, npc, end, halt, bubble = out
+                if bubble and not end:
+                    self._account(c, wait=False)    # the pipeline refills after a redirect
+                    c += 1
                 if end:
                     self.retired += 1
                     self.pc = npc & MASK32
@@ -365,6 +372,8 @@ class MicroSim:
                 ag["base"] = res
         # sequencing
         unext = upc + 1
+        bubble = special in (USpecial.AG_SET, USpecial.AG_SNAP) or seq == USeq.RET or \
+            (seq == USeq.BRANCH and cond) or (seq == USeq.ULOOP and self.uctr != 0)
         if seq in (USeq.JUMP, USeq.CALL):
             unext = u["target"]
         if seq == USeq.CALL:
@@ -378,4 +387,4 @@ class MicroSim:
             unext = u["target"]
         unext &= (1 << isa.UADDR_BITS) - 1
         return ("ok", unext, new_npc, seq == USeq.END, seq == USeq.END and
-                special == USpecial.HALT)
+                special == USpecial.HALT, bubble)

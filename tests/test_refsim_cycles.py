@@ -70,11 +70,37 @@ def test_runtime_microcode_fused():
 
 
 def test_cycles_without_stalls():
-    """Scalar code: each instruction costs 3 + its microroutine's length."""
+    """Scalar code: each instruction costs 3 (fetch, decode, map) + 1 (micro-pipeline fill) +
+    its microroutine's length (docs/isa.md, timing)."""
     words = assemble("li r1, 1\nadd r2, r1, r1\nnop\nhalt")
     m = MicroSim(words).run()
-    assert m.cycle == (3 + 1) * 3 + (3 + 2)     # HALT = barrier + halt micro-instructions
+    assert m.cycle == (4 + 1) * 3 + (4 + 2)     # HALT = barrier + halt micro-instructions
     assert all(p["idle"] == m.cycle for p in m.perf.values())
+
+
+def _rep_seminc_cycles(n):
+    """Cycles of ``li r1, n`` + the run-time REP_SEMINC instruction + ``halt``."""
+    base = 400
+    store = microcode.control_store()
+    uc = microcode.rep_seminc(base)
+    store[base:base + len(uc)] = uc
+    omap = microcode.opcode_map()
+    op = microcode.FUSED_OPCODE
+    omap[op] = microcode.map_entry(base)
+    words = assemble(f"li r1, {n}") + [isa.encode(op, rs1=1, imm=3)] + assemble("halt")
+    m = MicroSim(words, control_store=store, opcode_map=omap).run()
+    assert m.sems[3] == n
+    return m.cycle
+
+
+def test_pipeline_bubbles():
+    """A taken BRANCH or ULOOP costs one bubble (docs/isa.md, timing). REP_SEMINC with r1 = n:
+    BRANCH (taken iff n = 0), set UCTR = n - 1, SEMINC + ULOOP n times (taken n - 1 times),
+    END: 3 + 1 + 1 + 1 + n + (n - 1) + 1 = 2n + 6 cycles for n > 0, 3 + 1 + 1 + 1 + 1 = 7 for
+    n = 0 (BRANCH taken, no UCTR)."""
+    rest = _rep_seminc_cycles(0) - 7
+    for n in (1, 2, 5):
+        assert _rep_seminc_cycles(n) - rest == 2 * n + 6, n
 
 
 def test_engine_timeline_serial_and_concurrent():

@@ -86,8 +86,10 @@ class Sequencer(wiring.Component):
         Combinational debug read port (:data:`DBG`): registers, semaphores, flags, errors,
         performance counters.
 
-    Timing: an instruction takes 3 cycles of fetch/decode/map plus one cycle per executed
-    micro-instruction (plus stalls). The engine queues run concurrently with the sequencer.
+    Timing: an instruction takes 3 cycles of fetch/decode/map, one cycle to fill the two-stage
+    micro-pipeline (read operands, execute), then one cycle per executed micro-instruction, plus
+    one bubble after a taken BRANCH or ULOOP, a RET, or an AG_SET/AG_SNAP that does not end the
+    instruction, plus stalls. The engine queues run concurrently with the sequencer.
     Reset: idle, ``done = 0``; memories keep their contents (control store and map start with
     ``sim.microcode``).
     """
@@ -169,20 +171,35 @@ class Sequencer(wiring.Component):
         rf_b = regfile.read_port(domain="comb")
         rf_d = regfile.read_port(domain="comb")
 
-        # ---- micro-word -------------------------------------------------------------------
+        # ---- micro-pipeline ---------------------------------------------------------------
+        # Two stages. R (read): the control store's output ``ur.data`` is the micro-word at
+        # ``upc_r``; its operands are read from the register file (forwarded from X's write of
+        # the same cycle) into ``a_r``/``b_r``. X (execute): the micro-word in ``uword_x``
+        # (valid when ``xv``) computes, stalls, writes and picks the next micro-address.
+        # R fetches sequentially (or a JUMP/CALL target); X redirects R on a taken BRANCH,
+        # ULOOP or RET (one bubble), and an AG_SET/AG_SNAP in X holds R one cycle (R may read
+        # the generator state it writes).
         mo = isa.field_offsets(isa.MICRO_FIELDS)
-        uword = ur.data
+        uword_r = ur.data
+        uword_x = Signal(64)
+        xv = Signal()
+        upc_r = Signal(isa.UADDR_BITS)
+        upc_x = Signal(isa.UADDR_BITS)
+
+        def field(word, name):
+            lo, w = mo[name]
+            return word[lo:lo + w]
 
         def uf(name):
-            lo, w = mo[name]
-            return uword[lo:lo + w]
+            return field(uword_x, name)
 
         seq, cond, target = uf("seq"), uf("cond"), uf("target")
-        a_sel, b_sel, alu, dst = uf("a"), uf("b"), uf("alu"), uf("dst")
+        alu, dst = uf("alu"), uf("dst")
         eng, slot, special, const = uf("eng"), uf("slot"), uf("special"), uf("const")
         k = const[:2]
-
-        upc = Signal(isa.UADDR_BITS)
+        a_sel_r, b_sel_r = field(uword_r, "a"), field(uword_r, "b")
+        const_r = field(uword_r, "const")
+        k_r = const_r[:2]
         uctr = Signal(16)
         ustack = Array(Signal(isa.UADDR_BITS, name=f"ustack{i}") for i in range(isa.UCALL_DEPTH))
         usp = Signal(range(isa.UCALL_DEPTH + 1))
@@ -206,39 +223,46 @@ class Sequencer(wiring.Component):
         err_pc = Signal(32)
 
         # ---- operand selection ------------------------------------------------------------
+        # R stage: operand indices and values of the micro-word at upc_r. X's register-file
+        # and T0/T1 writes of this cycle are forwarded (they land at the same edge as the
+        # capture into a_r/b_r).
+        wr_addr, wr_data, wr_en = Signal(6), Signal(32), Signal()    # X's write (before adv)
+        t0_fwd, t1_fwd = Signal(32), Signal(32)
+
         def reg_index(sel, idx):
             with m.Switch(sel):
                 for s, v in ((USrc.RD, rd), (USrc.RS1, rs1), (USrc.RS2, rs2), (USrc.RS3, rs3),
                              (USrc.RD1, rd + 1), (USrc.RD2, rd + 2), (USrc.RD3, rd + 3),
-                             (USrc.RS2P1, rs2 + 1), (USrc.AGREG, ag_reg[k])):
+                             (USrc.RS2P1, rs2 + 1), (USrc.AGREG, ag_reg[k_r])):
                     with m.Case(s):
                         m.d.comb += idx.eq(v[:6])
 
-        def operand(sel, port, val):
+        def operand(sel, port, idx, val):
             with m.Switch(sel):
                 with m.Case(USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2,
                             USrc.RD3, USrc.RS2P1, USrc.AGREG):
-                    m.d.comb += val.eq(port.data)
+                    m.d.comb += val.eq(Mux(xv & wr_en & (wr_addr == idx), wr_data, port.data))
                 with m.Case(USrc.IMM):
                     m.d.comb += val.eq(imm)
                 with m.Case(USrc.CONST):
-                    m.d.comb += val.eq(const)
+                    m.d.comb += val.eq(const_r)
                 with m.Case(USrc.T0):
-                    m.d.comb += val.eq(t0)
+                    m.d.comb += val.eq(t0_fwd)
                 with m.Case(USrc.T1):
-                    m.d.comb += val.eq(t1)
+                    m.d.comb += val.eq(t1_fwd)
                 with m.Case(USrc.AGSTRIDE):
-                    m.d.comb += val.eq(ag_stride[k])
+                    m.d.comb += val.eq(ag_stride[k_r])
                 with m.Case(USrc.AGBASE):
-                    m.d.comb += val.eq(ag_base[k])
+                    m.d.comb += val.eq(ag_base[k_r])
 
         a_idx, b_idx = Signal(6), Signal(6)
-        a, b = Signal(32), Signal(32)
-        reg_index(a_sel, a_idx)
-        reg_index(b_sel, b_idx)
+        a_rd, b_rd = Signal(32), Signal(32)      # R's operands
+        a, b = Signal(32), Signal(32)            # X's operands (registered)
+        reg_index(a_sel_r, a_idx)
+        reg_index(b_sel_r, b_idx)
         m.d.comb += [rf_a.addr.eq(a_idx), rf_b.addr.eq(b_idx)]
-        operand(a_sel, rf_a, a)
-        operand(b_sel, rf_b, b)
+        operand(a_sel_r, rf_a, a_idx, a_rd)
+        operand(b_sel_r, rf_b, b_idx, b_rd)
 
         res = Signal(32)
         sh = b[:5]
@@ -310,8 +334,10 @@ class Sequencer(wiring.Component):
         # ---- stall, errors, advance -------------------------------------------------------
         stall = Signal()
         wait_stall = Signal()
-        m.d.comb += wait_stall.eq(in_exec & (special == USpecial.WAIT) & (sem_cur < res[:16]))
-        m.d.comb += stall.eq(in_exec & (
+        x_live = Signal()
+        m.d.comb += x_live.eq(in_exec & xv)
+        m.d.comb += wait_stall.eq(x_live & (special == USpecial.WAIT) & (sem_cur < res[:16]))
+        m.d.comb += stall.eq(x_live & (
             ((special == USpecial.EMIT) & ~can_emit[eng]) |
             (special == USpecial.WAIT) & (sem_cur < res[:16]) |
             (special == USpecial.BARRIER) & (outstanding != 0)))
@@ -336,13 +362,14 @@ class Sequencer(wiring.Component):
         ]
         with m.Switch(state):
             with m.Case(_S_EXEC):
-                m.d.comb += err_now.eq(exec_err)
+                with m.If(xv):
+                    m.d.comb += err_now.eq(exec_err)
             with m.Case(_S_FETCH):
                 m.d.comb += err_now[ErrorBit.PC_RANGE].eq(pc >= self._pmem_depth)
             with m.Case(_S_MAP):
                 m.d.comb += err_now[ErrorBit.ILLEGAL_OPCODE].eq(~mr.data[isa.UADDR_BITS])
         adv = Signal()
-        m.d.comb += adv.eq(in_exec & ~stall & (err_now == 0))
+        m.d.comb += adv.eq(x_live & ~stall & (err_now == 0))
 
         # ---- semaphores -------------------------------------------------------------------
         for i in range(isa.NUM_SEMS):
@@ -361,15 +388,19 @@ class Sequencer(wiring.Component):
         clr = Signal(6)
         ag_match = Signal()
         m.d.comb += ag_match.eq((ag_level[k] != 0) & (ag_level[k] == lsp))
+        with m.If(dst == UDst.RD):
+            m.d.comb += [wr_addr.eq(rd), wr_data.eq(res), wr_en.eq(rd != 0)]
+        with m.Elif(dst == UDst.AGREG):
+            m.d.comb += [wr_addr.eq(ag_reg[k]), wr_data.eq(res),
+                         wr_en.eq(ag_match & (ag_reg[k] != 0))]
+        with m.Elif(special == USpecial.SEMRD):
+            m.d.comb += [wr_addr.eq(rd), wr_data.eq(sem_cur), wr_en.eq(rd != 0)]
         with m.If(state == _S_CLEAR):
             m.d.comb += [rf_w.addr.eq(clr), rf_w.data.eq(0), rf_w.en.eq(1)]
-        with m.Elif(adv & (dst == UDst.RD)):
-            m.d.comb += [rf_w.addr.eq(rd), rf_w.data.eq(res), rf_w.en.eq(rd != 0)]
-        with m.Elif(adv & (dst == UDst.AGREG)):
-            m.d.comb += [rf_w.addr.eq(ag_reg[k]), rf_w.data.eq(res),
-                         rf_w.en.eq(ag_match & (ag_reg[k] != 0))]
-        with m.Elif(adv & (special == USpecial.SEMRD)):
-            m.d.comb += [rf_w.addr.eq(rd), rf_w.data.eq(sem_cur), rf_w.en.eq(rd != 0)]
+        with m.Else():
+            m.d.comb += [rf_w.addr.eq(wr_addr), rf_w.data.eq(wr_data), rf_w.en.eq(adv & wr_en)]
+        m.d.comb += [t0_fwd.eq(Mux(xv & (dst == UDst.T0), res, t0)),
+                     t1_fwd.eq(Mux(xv & (dst == UDst.T1), res, t1))]
 
         # ---- next macro PC ----------------------------------------------------------------
         npc_next = Signal(32)
@@ -385,29 +416,47 @@ class Sequencer(wiring.Component):
                 m.d.comb += npc_next.eq(cstack[csp - 1])
 
         # ---- micro next address -----------------------------------------------------------
-        unext = Signal(isa.UADDR_BITS)
-        m.d.comb += unext.eq(upc + 1)
+        # X redirects on a taken BRANCH / ULOOP and on RET; otherwise R's micro-word is X's
+        # successor already. R's own successor: a JUMP/CALL target, else upc_r + 1.
+        redirect = Signal()
+        x_target = Signal(isa.UADDR_BITS)
+        m.d.comb += x_target.eq(target)
         with m.Switch(seq):
-            with m.Case(USeq.JUMP, USeq.CALL):
-                m.d.comb += unext.eq(target)
             with m.Case(USeq.RET):
-                m.d.comb += unext.eq(ustack[usp - 1])
+                m.d.comb += [redirect.eq(1), x_target.eq(ustack[usp - 1])]
             with m.Case(USeq.BRANCH):
-                with m.If(cond_true):
-                    m.d.comb += unext.eq(target)
+                m.d.comb += redirect.eq(cond_true)
             with m.Case(USeq.ULOOP):
-                with m.If(uctr != 0):
-                    m.d.comb += unext.eq(target)
+                m.d.comb += redirect.eq(uctr != 0)
+        seq_r = field(uword_r, "seq")
+        r_next = Signal(isa.UADDR_BITS)
+        m.d.comb += r_next.eq(Mux((seq_r == USeq.JUMP) | (seq_r == USeq.CALL),
+                                  field(uword_r, "target"), upc_r + 1))
+        # X leaves the pipeline's R stage in place (END: the instruction is done; AG_SET/SNAP:
+        # R re-reads its operands next cycle).
+        x_holds_r = (seq == USeq.END) | (special == USpecial.AG_SET) | \
+            (special == USpecial.AG_SNAP)
+        capture = Signal()
+        m.d.comb += capture.eq(in_exec & (~xv | (adv & ~redirect & ~x_holds_r)))
         with m.If(state == _S_MAP):
             m.d.comb += ur.addr.eq(mr.data[:isa.UADDR_BITS])
-        with m.Elif(adv):
-            m.d.comb += ur.addr.eq(unext)
+        with m.Elif(adv & redirect):
+            m.d.comb += ur.addr.eq(x_target)
+        with m.Elif(capture):
+            m.d.comb += ur.addr.eq(r_next)
         with m.Else():
-            m.d.comb += ur.addr.eq(upc)
+            m.d.comb += ur.addr.eq(upc_r)
+        with m.If(adv & redirect):
+            m.d.sync += [upc_r.eq(x_target), xv.eq(0)]
+        with m.Elif(capture):
+            m.d.sync += [upc_r.eq(r_next), uword_x.eq(uword_r), upc_x.eq(upc_r),
+                         a.eq(a_rd), b.eq(b_rd), xv.eq(1)]
+        with m.Elif(adv):
+            m.d.sync += xv.eq(0)
 
         # ---- effects of an advancing micro-instruction --------------------------------------
         with m.If(adv):
-            m.d.sync += [upc.eq(unext), npc.eq(npc_next)]
+            m.d.sync += npc.eq(npc_next)
             with m.Switch(dst):
                 with m.Case(UDst.T0):
                     m.d.sync += t0.eq(res)
@@ -425,7 +474,7 @@ class Sequencer(wiring.Component):
                                 m.d.sync += sig.eq(res)
             with m.Switch(seq):
                 with m.Case(USeq.CALL):
-                    m.d.sync += [ustack[usp].eq(upc + 1), usp.eq(usp + 1)]
+                    m.d.sync += [ustack[usp].eq(upc_x + 1), usp.eq(usp + 1)]
                 with m.Case(USeq.RET):
                     m.d.sync += usp.eq(usp - 1)
                 with m.Case(USeq.ULOOP):
@@ -475,7 +524,7 @@ class Sequencer(wiring.Component):
                     m.d.sync += semw_c.eq(semw_c + 1)
                 with m.Else():
                     m.d.sync += idle_c.eq(idle_c + 1)
-                with m.If(in_exec & (special == USpecial.EMIT) & (eng == e) & ~can_emit[e]):
+                with m.If(x_live & (special == USpecial.EMIT) & (eng == e) & ~can_emit[e]):
                     m.d.sync += blk_c.eq(blk_c + 1)
         with m.If(running):
             m.d.sync += cycles.eq(cycles + 1)
@@ -511,8 +560,8 @@ class Sequencer(wiring.Component):
                 m.d.sync += [ir.eq(pr.data), state.eq(_S_MAP)]
             with m.Case(_S_MAP):
                 with m.If(err_now == 0):
-                    m.d.sync += [upc.eq(mr.data[:isa.UADDR_BITS]), npc.eq(pc + 1),
-                                 state.eq(_S_EXEC)]
+                    m.d.sync += [upc_r.eq(mr.data[:isa.UADDR_BITS]), xv.eq(0),
+                                 npc.eq(pc + 1), state.eq(_S_EXEC)]
 
         # ---- outputs ----------------------------------------------------------------------
         m.d.comb += [

@@ -83,8 +83,10 @@ class LanePrngs(wiring.Component):
 
     After reset the lanes hold the states of seed 0. A ``seed_load`` pulse starts re-seeding:
     one shared MurmurHash3 finaliser produces the words of ``splitmix32(seed)``, one per cycle,
-    shifted into the chained lane states; it takes ``6 * lanes`` cycles, during which ``busy`` is
-    1, ``out`` is meaningless and ``advance`` is ignored. A ``seed_load`` while busy restarts.
+    shifted into the chained lane states. The finaliser is pipelined (:attr:`SEED_LATENCY`
+    register stages, one per 32-bit multiply), so re-seeding takes ``6 * lanes +
+    SEED_LATENCY`` cycles, during which ``busy`` is 1, ``out`` is meaningless and ``advance`` is
+    ignored. A ``seed_load`` while busy restarts.
 
     Parameters
     ----------
@@ -100,6 +102,10 @@ class LanePrngs(wiring.Component):
     out : Out(ArrayLayout(32, lanes))
         The word each lane's next step produces.
     """
+
+    #: Register stages of the seeding hash: re-seeding keeps ``busy`` for ``6 * lanes`` plus
+    #: this many cycles.
+    SEED_LATENCY = 2
 
     def __init__(self, lanes):
         check_lanes(lanes)
@@ -124,29 +130,39 @@ class LanePrngs(wiring.Component):
         for i in range(lanes):
             gen = m.submodules[f"prng{i}"] = Prng(states[i])
             gens.append(gen)
-            m.d.comb += [self.out[i].eq(gen.out), gen.advance.eq(self.advance[i])]
+            m.d.comb += [self.out[i].eq(gen.out), gen.advance.eq(self.advance[i] & ~self.busy)]
 
-        # Seeding: a Weyl sequence through the MurmurHash3 finaliser, one word per cycle.
+        # Seeding: a Weyl sequence through the MurmurHash3 finaliser, one word per cycle, in
+        # SEED_LATENCY stages (each 32-bit multiply in its own cycle). A restart needs no flush:
+        # words of the old seed still in the pipeline shift in first and the 6 * lanes new
+        # words then replace the whole chained state.
         count = Signal(range(STATE_WORDS * lanes + 1))
         weyl = Signal(32)
         weyl_next = Signal(32)
         h1 = Signal(32)
-        h2 = Signal(32)
+        h1_valid = Signal()
         word = Signal(32)
+        word_valid = Signal()
+        issue = Signal()
         m.d.comb += [
             weyl_next.eq(weyl + WEYL_STEP),
+            issue.eq(count != 0),
+            self.busy.eq(issue | h1_valid | word_valid),
+        ]
+        m.d.sync += [
             h1.eq(((weyl_next ^ (weyl_next >> 16)) * 0x85EBCA6B)[:32]),
-            h2.eq(((h1 ^ (h1 >> 13)) * 0xC2B2AE35)[:32]),
-            word.eq(h2 ^ (h2 >> 16)),
-            self.busy.eq(count != 0),
+            word.eq(((h1 ^ (h1 >> 13)) * 0xC2B2AE35)[:32]),
+            h1_valid.eq(issue),
+            word_valid.eq(h1_valid),
         ]
         with m.If(self.seed_load):
             m.d.sync += [weyl.eq(self.seed), count.eq(STATE_WORDS * lanes)]
-        with m.Elif(self.busy):
+        with m.Elif(issue):
             m.d.sync += [weyl.eq(weyl_next), count.eq(count - 1)]
+        hashed = word ^ (word >> 16)
         for i, gen in enumerate(gens):
             m.d.comb += [
-                gen.shift.eq(self.busy & ~self.seed_load),
-                gen.shift_in.eq(word if i == lanes - 1 else gens[i + 1].shift_out),
+                gen.shift.eq(word_valid),
+                gen.shift_in.eq(hashed if i == lanes - 1 else gens[i + 1].shift_out),
             ]
         return m
