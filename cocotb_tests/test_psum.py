@@ -195,7 +195,7 @@ if pytest is not None:
     from cocotb_tests.common.runner import SIMULATORS, run_cocotb
 
     @pytest.mark.parametrize("simulator", SIMULATORS)
-    @pytest.mark.parametrize("cols,depth,banks,add_stages", [(4, 32, 2, 2), (8, 16, 1, 0)])
+    @pytest.mark.parametrize("cols,depth,banks,add_stages", [(4, 32, 2, 3), (8, 16, 1, 0)])
     def test_psum(simulator, cols, depth, banks, add_stages):
         def make():
             from rtl.tensor.psum import PSUM

@@ -22,7 +22,8 @@ from .sbuf import SBUF, check_pow2
 from .tensor_ctrl import TensorController
 from .vector_ctrl import (KIND_ENGINE, KIND_NOP, KIND_SEED, KIND_TABLE, VectorController)
 
-__all__ = ["NeuronCore", "ACTIVITY_LAYOUT", "UCODE_MAP_BASE"]
+__all__ = ["NeuronCore", "ACTIVITY_LAYOUT", "UCODE_MAP_BASE", "PSUM_ADD_STAGES",
+           "TENSOR_ADD_STAGES"]
 
 #: Per-cycle activity of the engines (for the profiler): the ``activity`` port
 #: (not ``trace``, which Verilator reserves).
@@ -39,6 +40,15 @@ ACTIVITY_LAYOUT = data.StructLayout({
 
 #: UCODE window word address of opcode-map entry 0 (entries 0..255 follow).
 UCODE_MAP_BASE = 2048
+
+#: FP32 adder stages of PSUM's read-add-write pipeline (write latency ``1 + PSUM_ADD_STAGES``).
+#: At one, block-RAM output -> whole FP32 add -> register was the critical path of ``core2`` on
+#: the ECP5 (31.03 MHz); PSUM alone (2 x 256) routes at 32.68 MHz with 1 stage, 69.12 with 3.
+PSUM_ADD_STAGES = 3
+#: FP32 adder stages of each tensor PE (the array's row delay). A 2x2 all-format engine alone
+#: on the ECP5: 43.67 MHz with 1 (path: the PE's adder), 51.29 MHz with 2 (path: the PE's
+#: multiplier).
+TENSOR_ADD_STAGES = 2
 
 _ENGINE_FORMATS = (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4, Format.BF16,
                    Format.FP16)
@@ -216,8 +226,9 @@ class NeuronCore(wiring.Component):
         dma = m.submodules.dma = DMA(partitions=P, sbuf_depth=self._sbuf_depth,
                                      max_burst=self._max_burst, windows=self._dma_windows)
         sbuf = m.submodules.sbuf = SBUF(P, self._sbuf_depth)
-        te = soft_reset("tensor", TensorEngine(P, C, self._formats))
-        psum = soft_reset("psum", PSUM(C, self._psum_depth))
+        te = soft_reset("tensor", TensorEngine(P, C, self._formats, add_stages=TENSOR_ADD_STAGES))
+        # The done pulse waits for PSUM's write latency (done_delay).
+        psum = soft_reset("psum", PSUM(C, self._psum_depth, add_stages=PSUM_ADD_STAGES))
         tctrl = soft_reset("tensor_ctrl", TensorController(
             P, C, self._sbuf_depth, self._psum_depth, data_width=16,
             done_delay=psum.latency, queue_depth=2))
