@@ -5,7 +5,9 @@ and map (3 cycles), one cycle to fill the two-stage micro-pipeline, then one cyc
 micro-instruction read from the control store (``sim/microcode.py`` or any words loaded at run
 time) plus one bubble after a taken BRANCH or ULOOP, a RET, or an AG_SET/AG_SNAP (unless it
 ends the instruction), with the same stall rules (EMIT waits for queue space, WAIT for a
-semaphore, BARRIER for completions). Engines are modelled as serial
+semaphore, BARRIER for completions). A WAIT compares the semaphore in one cycle and decides in
+the next, so it takes at least 2 cycles and goes on the cycle after the semaphore reaches its
+value; a deadlock is trapped the cycle after the compare that found it. Engines are modelled as serial
 servers: record ``i`` of an engine is accepted at ``max(valid_i, done_{i-1})`` and completes
 ``cost(record)`` cycles later. The result is the timeline of every record (emit, accept, done
 cycles), the sequencer's cycle count and per-engine busy / semaphore-wait / idle cycles.
@@ -207,12 +209,28 @@ class MicroSim:
             self._account(c, wait=False)            # micro-pipeline fill (operand read)
             c += 1
             self.ustack = []
+            armed = False           # a WAIT in X past its first cycle
             while True:
                 if c > max_cycles:
                     raise RuntimeError(f"no HALT within {max_cycles} cycles")
-                self._apply_incs(c)
-                out = self._micro(self.ucode[upc], f, c, upc, npc)
+                self._apply_incs(c - 1 if armed else c)
+                out = self._micro(self.ucode[upc], f, c, upc, npc,
+                                  wait_at=c - 1 if armed else None)
                 kind = out[0]
+                if kind == "wait_first":
+                    # The compare is registered: the first cycle of a WAIT always holds.
+                    self._account(c, wait=False)
+                    c += 1
+                    armed = True
+                    continue
+                if kind == "stall" and out[1]:
+                    # WAIT short at c - 1: holds until the cycle after the next change.
+                    nxt = self._next_event(c - 1)
+                    self._account(c, wait=True, count=nxt - c)
+                    self._account(nxt, wait=True)
+                    c = nxt + 1
+                    continue
+                armed = False
                 if kind == "stall":
                     # Nothing changes until the next engine event: skip to it.
                     nxt = self._next_event(c)
@@ -265,7 +283,10 @@ class MicroSim:
             else:
                 p["idle"] += count
 
-    def _micro(self, w, f, c, upc, npc):
+    def _micro(self, w, f, c, upc, npc, wait_at=None):
+        """One micro-instruction in X at cycle ``c``. A WAIT decides on the compare of cycle
+        ``wait_at`` (the cycle before; ``self.sems`` as of then); ``None``: its first cycle,
+        which always holds."""
         u = _UNPACKED.get(w)
         if u is None:
             u = _UNPACKED[w] = isa.unpack(isa.MICRO_FIELDS, w)
@@ -284,10 +305,13 @@ class MicroSim:
             if e is None or self._queued(e, c) >= self.queue_depth or \
                     self._outstanding(e, c) >= self.max_outstanding:
                 return ("stall", False, e)
-        if special == USpecial.WAIT and self.sems[sem_idx] < (res & 0xFFFF):
-            if not any(self._outstanding(e, c) for e in Engine):
-                return ("error", ErrorBit.DEADLOCK)
-            return ("stall", True, None)
+        if special == USpecial.WAIT:
+            if wait_at is None:
+                return ("wait_first",)
+            if self.sems[sem_idx] < (res & 0xFFFF):
+                if not any(self._outstanding(e, wait_at) for e in Engine):
+                    return ("error", ErrorBit.DEADLOCK)
+                return ("stall", True, None)
         if special == USpecial.BARRIER and any(self._outstanding(e, c) for e in Engine):
             return ("stall", False, None)
         # errors
