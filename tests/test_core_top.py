@@ -29,6 +29,9 @@ from sim.dtypes import Format
     ({"pmem_depth": 4096}, ValueError, "pmem_depth must be a power of two from 16 to 2048"),
     ({"dma_windows": 9}, ValueError, "dma_windows must be an integer from 1 to 8, not 9"),
     ({"max_burst": 3}, ValueError, "max_burst must be a power of two from 1 to 256"),
+    ({"tensor_add_stages": 0}, ValueError,
+     "tensor_add_stages must be an integer from 1 to 4, not 0"),
+    ({"tensor_add_stages": 2.0}, TypeError, "tensor_add_stages must be an integer"),
 ])
 def test_core_parameter_errors(kwargs, exc, msg):
     with pytest.raises(exc) as info:

@@ -22,8 +22,7 @@ from .sbuf import SBUF, check_pow2
 from .tensor_ctrl import TensorController
 from .vector_ctrl import (KIND_ENGINE, KIND_NOP, KIND_SEED, KIND_TABLE, VectorController)
 
-__all__ = ["NeuronCore", "ACTIVITY_LAYOUT", "UCODE_MAP_BASE", "PSUM_ADD_STAGES",
-           "TENSOR_ADD_STAGES"]
+__all__ = ["NeuronCore", "ACTIVITY_LAYOUT", "UCODE_MAP_BASE", "PSUM_ADD_STAGES"]
 
 #: Per-cycle activity of the engines (for the profiler): the ``activity`` port
 #: (not ``trace``, which Verilator reserves).
@@ -45,10 +44,6 @@ UCODE_MAP_BASE = 2048
 #: At one, block-RAM output -> whole FP32 add -> register was the critical path of ``core2`` on
 #: the ECP5 (31.03 MHz); PSUM alone (2 x 256) routes at 32.68 MHz with 1 stage, 69.12 with 3.
 PSUM_ADD_STAGES = 3
-#: FP32 adder stages of each tensor PE (the array's row delay). A 2x2 all-format engine alone
-#: on the ECP5: 43.67 MHz with 1 (path: the PE's adder), 51.29 MHz with 2 (path: the PE's
-#: multiplier).
-TENSOR_ADD_STAGES = 2
 
 _ENGINE_FORMATS = (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4, Format.BF16,
                    Format.FP16)
@@ -90,6 +85,12 @@ class NeuronCore(wiring.Component):
         DMA address windows, 1 to 8.
     max_burst : int
         Longest AXI burst of the DMA in beats (power of two, 1 to 256).
+    tensor_add_stages : int
+        FP32 adder stages of each tensor PE, 1 to 4 (the array's row delay for FP formats).
+        1 by default; 2 routes faster (a 2x2 all-format engine alone on the ECP5: 43.67 ->
+        51.29 MHz) but lengthens the array's drain, so 8x8 tiles of 32 columns no longer
+        stream back to back (the streaming GEMM: 480,822 -> 514,552 cycles). The FPGA
+        configuration ``core2`` uses 2.
 
     Members
     -------
@@ -110,7 +111,7 @@ class NeuronCore(wiring.Component):
 
     def __init__(self, rows=4, cols=None, *, partitions=None, lanes=None, sbuf_depth=256,
                  psum_depth=64, formats=_ENGINE_FORMATS, lut_entries=64, n_rand=8,
-                 pmem_depth=256, dma_windows=4, max_burst=16):
+                 pmem_depth=256, dma_windows=4, max_burst=16, tensor_add_stages=1):
         _int("rows", rows, 2, 128)
         cols = rows if cols is None else cols
         _int("cols", cols, 2, rows)
@@ -138,6 +139,8 @@ class NeuronCore(wiring.Component):
         check_pow2("pmem_depth", pmem_depth, 16, 2048)
         _int("dma_windows", dma_windows, 1, 8)
         check_pow2("max_burst", max_burst, 1, 256)
+        _int("tensor_add_stages", tensor_add_stages, 1, 4)
+        self._tensor_add_stages = tensor_add_stages
         self._rows, self._cols = rows, cols
         self._sbuf_depth, self._psum_depth = sbuf_depth, psum_depth
         self._formats = tuple(sorted(set(formats)))
@@ -172,7 +175,8 @@ class NeuronCore(wiring.Component):
                 "formats": [f.name.lower() for f in self._formats],
                 "lut_entries": self._lut_entries, "n_rand": self._n_rand,
                 "pmem_depth": self._pmem_depth, "dma_windows": self._dma_windows,
-                "max_burst": self._max_burst}
+                "max_burst": self._max_burst,
+                "tensor_add_stages": self._tensor_add_stages}
 
     def describe(self):
         """A JSON-able description: configuration, top-level ports, memory map, windows."""
@@ -226,7 +230,8 @@ class NeuronCore(wiring.Component):
         dma = m.submodules.dma = DMA(partitions=P, sbuf_depth=self._sbuf_depth,
                                      max_burst=self._max_burst, windows=self._dma_windows)
         sbuf = m.submodules.sbuf = SBUF(P, self._sbuf_depth)
-        te = soft_reset("tensor", TensorEngine(P, C, self._formats, add_stages=TENSOR_ADD_STAGES))
+        te = soft_reset("tensor", TensorEngine(P, C, self._formats,
+                                                         add_stages=self._tensor_add_stages))
         # The done pulse waits for PSUM's write latency (done_delay).
         psum = soft_reset("psum", PSUM(C, self._psum_depth, add_stages=PSUM_ADD_STAGES))
         tctrl = soft_reset("tensor_ctrl", TensorController(

@@ -139,8 +139,9 @@ class VectorEngine(wiring.Component):
 
     @staticmethod
     def _front(deep):
-        """Register stages before the LUT: (decoder register, ALU stages) and their sum
-        (decoder, ALU 0 and its output register, ALU 1 and its output register)."""
+        """Register stages before the LUT: (input register before the decoders, ALU stages)
+        and their sum (input register, ALU 0 and its output register, ALU 1 and its output
+        register)."""
         dec, alu = (1, 3) if deep else (0, 0)
         return dec, alu, dec + 2 * (alu + 1)
 
@@ -203,13 +204,19 @@ class VectorEngine(wiring.Component):
         dec_b_o = Signal(vec)
         need_b = (c.src0 == Src.TENSOR) | (c.src1 == Src.TENSOR)
         for l in range(lanes):
+            # The DEC register sits before the decoders: the inputs come straight from the
+            # SBUF/PSUM block RAMs through the controller, so a decoder in front of the
+            # register made block RAM -> controller mux -> decoder -> register the core's
+            # critical path (core2 on the ECP5, 29 ns). The decoded values feed ALU 0, whose
+            # multiplier registers its operands first.
             da = m.submodules[f"dec_a{l}"] = FormatDecoder(self._formats)
             db = m.submodules[f"dec_b{l}"] = FormatDecoder(self._formats)
-            m.d.comb += [da.a.eq(self.a.payload[l]), da.fmt.eq(c.fmt_a),
-                         db.a.eq(self.b.payload[l]), db.fmt.eq(c.fmt_b),
+            m.d.comb += [da.a.eq(delay(m, adv, self.a.payload[l], DEC, f"in_a{l}")),
+                         da.fmt.eq(c.fmt_a),
+                         db.a.eq(delay(m, adv, self.b.payload[l], DEC, f"in_b{l}")),
+                         db.fmt.eq(c.fmt_b),
                          dec_b_o[l].eq(db.o)]
-            xa = delay(m, adv, da.o, DEC, f"dec_a{l}")
-            xb = delay(m, adv, db.o, DEC, f"dec_b{l}")
+            xa, xb = da.o, db.o
             alu0 = m.submodules[f"alu0_{l}"] = VectorAlu(ALU)
             s0 = Mux(c.src0 == Src.IMM, c.imm0, Mux(c.src0 == Src.LANE, lane_reg[0][l], xb))
             m.d.comb += [alu0.op.eq(c.op0), alu0.x.eq(xa), alu0.s.eq(s0), alu0.en.eq(adv)]
@@ -258,6 +265,15 @@ class VectorEngine(wiring.Component):
         m.d.comb += [ru.i.valid.eq(x_valid), ru.i.payload.data.eq(x_data),
                      ru.i.payload.fmt.eq(c.fmt_o), ru.i.payload.mode.eq(c.rmode)]
 
+        # -- lane operands (PRO0/PRO1 take one ``b`` beat each) -----------------------------
+        # The beat is decoded DEC cycles after it is taken (the input register; ``adv`` is
+        # high in PRO0/PRO1, the pipeline being empty), before the first element of BODY
+        # reaches ALU 0 (DEC cycles after it is taken, one cycle later at the earliest).
+        take_lane = [Signal(name="take_lane0"), Signal(name="take_lane1")]
+        for i in range(2):
+            with m.If(delay(m, 1, take_lane[i], DEC, f"take_lane{i}")):
+                m.d.sync += lane_reg[i].eq(dec_b_o)
+
         # -- instruction sequencing -------------------------------------------------------
         # cmd.ready and busy are plain assignments of the state (not set inside the FSM): a
         # process that only reads a never-changing state is not run at time 0 by Icarus in
@@ -280,17 +296,15 @@ class VectorEngine(wiring.Component):
                     with m.Else():
                         m.next = "BODY"
             with m.State("PRO0"):
-                m.d.comb += self.b.ready.eq(1)
+                m.d.comb += [self.b.ready.eq(1), take_lane[0].eq(self.b.valid)]
                 with m.If(self.b.valid):
-                    m.d.sync += lane_reg[0].eq(dec_b_o)
                     with m.If(c.src1 == Src.LANE):
                         m.next = "PRO1"
                     with m.Else():
                         m.next = "BODY"
             with m.State("PRO1"):
-                m.d.comb += self.b.ready.eq(1)
+                m.d.comb += [self.b.ready.eq(1), take_lane[1].eq(self.b.valid)]
                 with m.If(self.b.valid):
-                    m.d.sync += lane_reg[1].eq(dec_b_o)
                     m.next = "BODY"
             with m.State("BODY"):
                 with m.If(remaining == 0):
