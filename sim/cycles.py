@@ -7,8 +7,8 @@ time) plus one bubble after a taken BRANCH or ULOOP, a RET, or an AG_SET/AG_SNAP
 ends the instruction), with the same stall rules (EMIT waits for queue space, WAIT for a
 semaphore, BARRIER for completions). A WAIT compares the semaphore in one cycle and decides in
 the next, so it takes at least 2 cycles and goes on the cycle after the semaphore reaches its
-value; a deadlock is trapped the cycle after the compare that found it. Engines are modelled as serial
-servers: record ``i`` of an engine is accepted at ``max(valid_i, done_{i-1})`` and completes
+value; a deadlock is trapped the cycle after the compare that found it. Engines are modelled
+as serial servers: record ``i`` of an engine is accepted at ``max(valid_i, done_{i-1})`` and completes
 ``cost(record)`` cycles later. The result is the timeline of every record (emit, accept, done
 cycles), the sequencer's cycle count and per-engine busy / semaphore-wait / idle cycles.
 

@@ -90,7 +90,8 @@ class Sequencer(wiring.Component):
     micro-pipeline (read operands, execute), then one cycle per executed micro-instruction, plus
     one bubble after a taken BRANCH or ULOOP, a RET, or an AG_SET/AG_SNAP that does not end the
     instruction, plus stalls. A WAIT holds its first cycle (the semaphore compare is
-    registered) and goes on the cycle after the compare finds the value reached. The engine queues run concurrently with the sequencer.
+    registered) and goes on the cycle after the compare finds the value reached. The engine
+    queues run concurrently with the sequencer.
     Reset: idle, ``done = 0``; memories keep their contents (control store and map start with
     ``sim.microcode``).
     """
@@ -342,22 +343,22 @@ class Sequencer(wiring.Component):
         # cycle of a WAIT in X always holds; it goes on once the registered compare says the
         # semaphore reached the value (semaphores only grow while the sequencer waits, so a
         # compare one cycle old is safe). ``wait_stall``: cycles the semaphore was short.
-        is_wait = Signal()
+        is_wait, wait_short, wait_go = Signal(), Signal(), Signal()
         wait_seen, wait_ok, wait_dead = Signal(), Signal(), Signal()
-        wait_short = Signal()
         m.d.comb += [
             is_wait.eq(special == USpecial.WAIT),
             wait_short.eq(sem_cur < res[:16]),
+            wait_go.eq(wait_seen & wait_ok),
             wait_stall.eq(x_live & is_wait & wait_seen & ~wait_ok),
         ]
         m.d.sync += [
-            wait_seen.eq(x_live & is_wait & ~(wait_seen & wait_ok)),
+            wait_seen.eq(x_live & is_wait & ~wait_go),
             wait_ok.eq(~wait_short),
-            wait_dead.eq(wait_short & (outstanding == 0)),
+            wait_dead.eq(wait_short & (outstanding == 0)),   # implies ~wait_ok
         ]
         m.d.comb += stall.eq(x_live & (
             ((special == USpecial.EMIT) & ~can_emit[eng]) |
-            is_wait & ~(wait_seen & wait_ok) |
+            is_wait & ~wait_go |
             (special == USpecial.BARRIER) & (outstanding != 0)))
 
         err_now = Signal(16)
@@ -373,7 +374,7 @@ class Sequencer(wiring.Component):
             exec_err[ErrorBit.UCALL_OVERFLOW].eq((seq == USeq.CALL) & (usp == isa.UCALL_DEPTH)),
             exec_err[ErrorBit.UCALL_UNDERFLOW].eq((seq == USeq.RET) & (usp == 0)),
             exec_err[ErrorBit.MICRO_TRAP].eq(seq == USeq.TRAP),
-            exec_err[ErrorBit.DEADLOCK].eq(is_wait & wait_seen & ~wait_ok & wait_dead),
+            exec_err[ErrorBit.DEADLOCK].eq(is_wait & wait_seen & wait_dead),
             exec_err[ErrorBit.ILLEGAL_FIELD].eq((special == USpecial.EMIT) & (
                 ((eng == Engine.TENSOR) & self.tensor_illegal) |
                 ((eng == Engine.VECTOR) & self.vector_illegal))),

@@ -231,7 +231,7 @@ class NeuronCore(wiring.Component):
                                      max_burst=self._max_burst, windows=self._dma_windows)
         sbuf = m.submodules.sbuf = SBUF(P, self._sbuf_depth)
         te = soft_reset("tensor", TensorEngine(P, C, self._formats,
-                                                         add_stages=self._tensor_add_stages))
+                                               add_stages=self._tensor_add_stages))
         # The done pulse waits for PSUM's write latency (done_delay).
         psum = soft_reset("psum", PSUM(C, self._psum_depth, add_stages=PSUM_ADD_STAGES))
         tctrl = soft_reset("tensor_ctrl", TensorController(
