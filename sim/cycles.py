@@ -50,7 +50,7 @@ class EngineCost:
     #: Vector engine (``deep=True``, ``rtl.vector.engine``): the pipeline's fill and drain
     #: around a record, and the extra cycles per element of a summing record (ACT with
     #: ``acc=1``, REDUCE ADD), which wait for the pipelined accumulate adder.
-    vector_pipeline: int = 35
+    vector_pipeline: int = 36
     vector_acc_wait: int = 3
 
     def __call__(self, engine, r):

@@ -68,7 +68,7 @@ class VectorEngine(wiring.Component):
     one element (all lanes) per cycle, except that a summing instruction (``acc_op`` SUM)
     holds each element ``acc_wait`` extra cycles at the accumulator while its pipelined adder
     settles (3 deep, 0 not); an element's ``o`` beat is valid ``latency`` cycles after its
-    ``a`` beat is taken (37 deep, 10 not), so an instruction takes about ``count * (1 +
+    ``a`` beat is taken (38 deep, 10 not), so an instruction takes about ``count * (1 +
     acc_wait) + latency + 2`` cycles. On back-pressure (``o.ready`` low with a result waiting)
     the whole pipeline holds.
 
@@ -139,10 +139,10 @@ class VectorEngine(wiring.Component):
 
     @staticmethod
     def _front(deep):
-        """Register stages before the LUT: (input register before the decoders, ALU stages)
-        and their sum (input register, ALU 0 and its output register, ALU 1 and its output
-        register)."""
-        dec, alu = (1, 3) if deep else (0, 0)
+        """Register stages before the LUT: (registers around the decoders, ALU stages) and
+        their sum (the input register before the decoders and the register after them, ALU 0
+        and its output register, ALU 1 and its output register)."""
+        dec, alu = (2, 3) if deep else (0, 0)
         return dec, alu, dec + 2 * (alu + 1)
 
     @property
@@ -203,20 +203,22 @@ class VectorEngine(wiring.Component):
         a1_y = Signal(vec)
         dec_b_o = Signal(vec)
         need_b = (c.src0 == Src.TENSOR) | (c.src1 == Src.TENSOR)
+        DEC_IN = DEC // 2                 # registers before the decoders, then after them
         for l in range(lanes):
-            # The DEC register sits before the decoders: the inputs come straight from the
-            # SBUF/PSUM block RAMs through the controller, so a decoder in front of the
-            # register made block RAM -> controller mux -> decoder -> register the core's
-            # critical path (core2 on the ECP5, 29 ns). The decoded values feed ALU 0, whose
-            # multiplier registers its operands first.
+            # The deep pipeline registers the decoders on both sides. Before: the inputs come
+            # straight from the SBUF/PSUM block RAMs through the controller, and block RAM ->
+            # controller mux -> decoder -> register was the core's critical path (core2 on
+            # the ECP5, 29 ns). After: input register -> decoder (INT32: negate, count, shift,
+            # round) -> operand select -> ALU 0's first step was the next one (30 ns, 035b39f).
             da = m.submodules[f"dec_a{l}"] = FormatDecoder(self._formats)
             db = m.submodules[f"dec_b{l}"] = FormatDecoder(self._formats)
-            m.d.comb += [da.a.eq(delay(m, adv, self.a.payload[l], DEC, f"in_a{l}")),
+            m.d.comb += [da.a.eq(delay(m, adv, self.a.payload[l], DEC_IN, f"in_a{l}")),
                          da.fmt.eq(c.fmt_a),
-                         db.a.eq(delay(m, adv, self.b.payload[l], DEC, f"in_b{l}")),
-                         db.fmt.eq(c.fmt_b),
-                         dec_b_o[l].eq(db.o)]
-            xa, xb = da.o, db.o
+                         db.a.eq(delay(m, adv, self.b.payload[l], DEC_IN, f"in_b{l}")),
+                         db.fmt.eq(c.fmt_b)]
+            xa = delay(m, adv, da.o, DEC - DEC_IN, f"dec_a{l}_o")
+            xb = delay(m, adv, db.o, DEC - DEC_IN, f"dec_b{l}_o")
+            m.d.comb += dec_b_o[l].eq(xb)
             alu0 = m.submodules[f"alu0_{l}"] = VectorAlu(ALU)
             s0 = Mux(c.src0 == Src.IMM, c.imm0, Mux(c.src0 == Src.LANE, lane_reg[0][l], xb))
             m.d.comb += [alu0.op.eq(c.op0), alu0.x.eq(xa), alu0.s.eq(s0), alu0.en.eq(adv)]
@@ -266,9 +268,10 @@ class VectorEngine(wiring.Component):
                      ru.i.payload.fmt.eq(c.fmt_o), ru.i.payload.mode.eq(c.rmode)]
 
         # -- lane operands (PRO0/PRO1 take one ``b`` beat each) -----------------------------
-        # The beat is decoded DEC cycles after it is taken (the input register; ``adv`` is
-        # high in PRO0/PRO1, the pipeline being empty), before the first element of BODY
-        # reaches ALU 0 (DEC cycles after it is taken, one cycle later at the earliest).
+        # The decoded beat is ready DEC cycles after it is taken (the registers around the
+        # decoders; ``adv`` is high in PRO0/PRO1 and the cycles after, the pipeline being
+        # empty), before the first element of BODY reaches ALU 0 (DEC cycles after it is
+        # taken, one cycle later at the earliest).
         take_lane = [Signal(name="take_lane0"), Signal(name="take_lane1")]
         for i in range(2):
             with m.If(delay(m, 1, take_lane[i], DEC, f"take_lane{i}")):
