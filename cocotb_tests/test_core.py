@@ -337,6 +337,12 @@ async def test_illegal_records_then_correct_run(dut):
 # ------------------------------------------------------------------------------------------
 CORE_CONFIG = {"rows": 4, "cols": 4, "sbuf_depth": 1024, "psum_depth": 64,
                "formats": ["bf16"], "lut_entries": 64}
+#: The FPGA's core2 shape with its deeper tensor PEs (``tensor_add_stages=2``,
+#: ``tensor_mul_stages=2``, which change the array's timing, not its results): the same
+#: programs, bit-exact against RefSim.
+CORE_ADD2_CONFIG = {"rows": 2, "cols": 2, "sbuf_depth": 1024, "psum_depth": 64,
+                    "formats": ["bf16"], "lut_entries": 64, "tensor_add_stages": 2,
+                    "tensor_mul_stages": 2}
 
 
 def core_factory(cfg):
@@ -362,6 +368,14 @@ try:
         # A fresh seed per run (logged by cocotb; COCOTB_RANDOM_SEED reproduces one).
         seed = os.environ.get("COCOTB_RANDOM_SEED")
         run_cocotb(core_factory(CORE_CONFIG), name="core4x4", config=CORE_CONFIG,
+                   test_module="cocotb_tests.test_core", simulator=simulator,
+                   seed=None if seed is None else int(seed))
+
+    @pytest.mark.parametrize("simulator", [
+        "icarus", pytest.param("verilator", marks=pytest.mark.long)])
+    def test_core_add_stages(simulator):
+        seed = os.environ.get("COCOTB_RANDOM_SEED")
+        run_cocotb(core_factory(CORE_ADD2_CONFIG), name="core2x2a2", config=CORE_ADD2_CONFIG,
                    test_module="cocotb_tests.test_core", simulator=simulator,
                    seed=None if seed is None else int(seed))
 except ImportError:     # imported by cocotb without pytest

@@ -73,6 +73,8 @@ OPTIONS = {
     "divisor": ("divisor",),
     "lut_entries": ("lut_entries",),
     "dma_windows": ("dma_windows",),
+    "add_stages": ("tensor_add_stages", "add_stages"),
+    "mul_stages": ("tensor_mul_stages", "mul_stages"),
 }
 
 
@@ -172,6 +174,10 @@ def main(argv=None):
     parser.add_argument("--pmem-depth", type=_positive, help="sequencer program memory words")
     parser.add_argument("--lut-entries", type=_positive, help="activation LUT entries per bank")
     parser.add_argument("--dma-windows", type=_positive, help="DMA address windows (core)")
+    parser.add_argument("--add-stages", type=_positive,
+                        help="FP adder stages of the tensor PEs (core, tensor, array, pe, psum)")
+    parser.add_argument("--mul-stages", type=_positive,
+                        help="multiplier stages of the tensor PEs (core, tensor, array, pe)")
     parser.add_argument("--divisor", type=_positive, help="UART clock divisor (uart_bridge)")
     parser.add_argument("--formats", type=_formats,
                         help="comma-separated formats, e.g. int8,bf16,fp8_e4m3")

@@ -57,3 +57,15 @@ def test_emits_verilog_and_json(tmp_path):
     assert desc["config"]["rows"] == 2 and desc["config"]["cols"] == 2
     names = {p["name"] for p in desc["ports"]}
     assert "clk" in names or any(n.startswith("moving") for n in names)
+
+
+def test_core_pipeline_options(tmp_path):
+    """The FPGA core2 shape from the command line: the stage options reach NeuronCore."""
+    assert main(["core", "--rows", "2", "--cols", "2", "--formats", "bf16", "--add-stages", "2",
+                 "--mul-stages", "2", "--out", str(tmp_path), "--name", "c2"]) == 0
+    desc = json.loads((tmp_path / "c2.json").read_text())
+    assert desc["config"]["tensor_add_stages"] == 2
+    assert desc["config"]["tensor_mul_stages"] == 2
+    proc = run("core", "--mul-stages", "4", "--out", str(tmp_path))
+    assert proc.returncode == 2
+    assert "tensor_mul_stages must be an integer from 1 to 3, not 4" in proc.stderr

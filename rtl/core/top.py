@@ -91,6 +91,11 @@ class NeuronCore(wiring.Component):
         51.29 MHz) but lengthens the array's drain, so 8x8 tiles of 32 columns no longer
         stream back to back (the streaming GEMM: 480,822 -> 514,552 cycles). The FPGA
         configuration ``core2`` uses 2.
+    tensor_mul_stages : int
+        Multiplier stages of each tensor PE, 1 to 3. Adds to the array's latency once (not per
+        row), so tiles still stream back to back; 2 cuts the PE's weight -> multiplier ->
+        product path (a 2x2 all-format engine alone on the ECP5, add stages 2: 51.29 -> 63.01
+        MHz). 1 by default; the FPGA configuration ``core2`` uses 2.
 
     Members
     -------
@@ -111,7 +116,8 @@ class NeuronCore(wiring.Component):
 
     def __init__(self, rows=4, cols=None, *, partitions=None, lanes=None, sbuf_depth=256,
                  psum_depth=64, formats=_ENGINE_FORMATS, lut_entries=64, n_rand=8,
-                 pmem_depth=256, dma_windows=4, max_burst=16, tensor_add_stages=1):
+                 pmem_depth=256, dma_windows=4, max_burst=16, tensor_add_stages=1,
+                 tensor_mul_stages=1):
         _int("rows", rows, 2, 128)
         cols = rows if cols is None else cols
         _int("cols", cols, 2, rows)
@@ -141,6 +147,8 @@ class NeuronCore(wiring.Component):
         check_pow2("max_burst", max_burst, 1, 256)
         _int("tensor_add_stages", tensor_add_stages, 1, 4)
         self._tensor_add_stages = tensor_add_stages
+        _int("tensor_mul_stages", tensor_mul_stages, 1, 3)
+        self._tensor_mul_stages = tensor_mul_stages
         self._rows, self._cols = rows, cols
         self._sbuf_depth, self._psum_depth = sbuf_depth, psum_depth
         self._formats = tuple(sorted(set(formats)))
@@ -176,7 +184,8 @@ class NeuronCore(wiring.Component):
                 "lut_entries": self._lut_entries, "n_rand": self._n_rand,
                 "pmem_depth": self._pmem_depth, "dma_windows": self._dma_windows,
                 "max_burst": self._max_burst,
-                "tensor_add_stages": self._tensor_add_stages}
+                "tensor_add_stages": self._tensor_add_stages,
+                "tensor_mul_stages": self._tensor_mul_stages}
 
     def describe(self):
         """A JSON-able description: configuration, top-level ports, memory map, windows."""
@@ -231,6 +240,7 @@ class NeuronCore(wiring.Component):
                                      max_burst=self._max_burst, windows=self._dma_windows)
         sbuf = m.submodules.sbuf = SBUF(P, self._sbuf_depth)
         te = soft_reset("tensor", TensorEngine(P, C, self._formats,
+                                               mul_stages=self._tensor_mul_stages,
                                                add_stages=self._tensor_add_stages))
         # The done pulse waits for PSUM's write latency (done_delay).
         psum = soft_reset("psum", PSUM(C, self._psum_depth, add_stages=PSUM_ADD_STAGES))
