@@ -76,10 +76,10 @@ CONFIGS = {
     # oscillator): routed at 31.03 MHz on 4337702, 34.24 on 99b5ce1, 33.31 on 035b39f
     # (docs/fpga.md, Goals).
     "core2": Config("core2", _core(rows=2, sbuf_depth=1024, psum_depth=256,
-                                   tensor_add_stages=2), 25e6, pes=4,
+                                   tensor_add_stages=2, tensor_mul_stages=2), 25e6, pes=4,
                     description="NeuronCore 2x2, all formats, SBUF 2x1024, PSUM 2x256",
                     params={"rows": 2, "cols": 2, "sbuf_depth": 1024, "psum_depth": 256,
-                            "tensor_add_stages": 2}),
+                            "tensor_add_stages": 2, "tensor_mul_stages": 2}),
     # Does not fit: 8 vector lanes need about 8 x 30 + 64 = 304 MULT18X18D (156 on the 85F).
     "core8": Config("core8", _core(rows=8, sbuf_depth=1024, psum_depth=256), 100e6, pes=64,
                     description="NeuronCore 8x8, all formats (does NOT fit an 85F)",
