@@ -73,7 +73,9 @@ class VectorEngine(wiring.Component):
     acc_wait) + latency + 2`` cycles. ``o`` leaves through a skid buffer
     (``rtl.bus.skid.SkidBuffer``: no latency, ``o.ready`` reaches only a register): on
     back-pressure (``o.ready`` low with a result waiting) one more result is kept, then the
-    whole pipeline holds.
+    whole pipeline holds. ``a`` and ``b`` enter through skid buffers as well: their ``ready``
+    is a register (low for a cycle after a beat waited), and a beat may be taken before the
+    engine uses it.
 
     Parameters
     ----------
@@ -103,7 +105,7 @@ class VectorEngine(wiring.Component):
     seed : In(32), seed_load : In(1)
         Re-seed the rounding unit's generators (a pulse).
     busy : Out(1)
-        An instruction is in progress.
+        An instruction is in progress, or an input beat waits in a skid buffer.
     """
 
     def __init__(self, lanes, depth=512, formats=tuple(Format), n_rand=16, *, deep=True):
@@ -187,6 +189,15 @@ class VectorEngine(wiring.Component):
                      ru.o.ready.eq(skid.i.ready)]
         wiring.connect(m, skid.o, wiring.flipped(self.o))
 
+        # The input streams enter through skid buffers too, so that the controller's streamers
+        # see a ready that is a register here, not the pipeline's stall (``adv``), which
+        # depends on the whole pipeline's state.
+        m.submodules.a_skid = a_skid = SkidBuffer(vec)
+        m.submodules.b_skid = b_skid = SkidBuffer(vec)
+        wiring.connect(m, wiring.flipped(self.a), a_skid.i)
+        wiring.connect(m, wiring.flipped(self.b), b_skid.i)
+        a_in, b_in = a_skid.o, b_skid.o
+
         c = Signal(CMD_LAYOUT)           # the current instruction
         remaining = Signal(16)
         lane_reg = [Signal(vec, name="lane_reg0"), Signal(vec, name="lane_reg1")]
@@ -221,9 +232,9 @@ class VectorEngine(wiring.Component):
             # round) -> operand select -> ALU 0's first step was the next one (30 ns, 035b39f).
             da = m.submodules[f"dec_a{l}"] = FormatDecoder(self._formats)
             db = m.submodules[f"dec_b{l}"] = FormatDecoder(self._formats)
-            m.d.comb += [da.a.eq(delay(m, adv, self.a.payload[l], DEC_IN, f"in_a{l}")),
+            m.d.comb += [da.a.eq(delay(m, adv, a_in.payload[l], DEC_IN, f"in_a{l}")),
                          da.fmt.eq(c.fmt_a),
-                         db.a.eq(delay(m, adv, self.b.payload[l], DEC_IN, f"in_b{l}")),
+                         db.a.eq(delay(m, adv, b_in.payload[l], DEC_IN, f"in_b{l}")),
                          db.fmt.eq(c.fmt_b)]
             xa = delay(m, adv, da.o, DEC - DEC_IN, f"dec_a{l}_o")
             xb = delay(m, adv, db.o, DEC - DEC_IN, f"dec_b{l}_o")
@@ -308,15 +319,15 @@ class VectorEngine(wiring.Component):
                     with m.Else():
                         m.next = "BODY"
             with m.State("PRO0"):
-                m.d.comb += [self.b.ready.eq(1), take_lane[0].eq(self.b.valid)]
-                with m.If(self.b.valid):
+                m.d.comb += [b_in.ready.eq(1), take_lane[0].eq(b_in.valid)]
+                with m.If(b_in.valid):
                     with m.If(c.src1 == Src.LANE):
                         m.next = "PRO1"
                     with m.Else():
                         m.next = "BODY"
             with m.State("PRO1"):
-                m.d.comb += [self.b.ready.eq(1), take_lane[1].eq(self.b.valid)]
-                with m.If(self.b.valid):
+                m.d.comb += [b_in.ready.eq(1), take_lane[1].eq(b_in.valid)]
+                with m.If(b_in.valid):
                     m.next = "BODY"
             with m.State("BODY"):
                 with m.If(remaining == 0):
@@ -325,10 +336,10 @@ class VectorEngine(wiring.Component):
                     with m.Else():
                         m.next = "DRAIN"
                 with m.Else():
-                    b_ok = self.b.valid | ~need_b
-                    m.d.comb += [self.a.ready.eq(adv & b_ok),
-                                 self.b.ready.eq(adv & self.a.valid & need_b)]
-                    with m.If(adv & self.a.valid & b_ok):
+                    b_ok = b_in.valid | ~need_b
+                    m.d.comb += [a_in.ready.eq(adv & b_ok),
+                                 b_in.ready.eq(adv & a_in.valid & need_b)]
+                    with m.If(adv & a_in.valid & b_ok):
                         m.d.comb += inject.eq(1)
                         m.d.sync += remaining.eq(remaining - 1)
             with m.State("EMIT"):
@@ -338,5 +349,8 @@ class VectorEngine(wiring.Component):
             with m.State("DRAIN"):
                 with m.If(empty):
                     m.next = "IDLE"
-        m.d.comb += [self.cmd.ready.eq(fsm.ongoing("IDLE")), self.busy.eq(~fsm.ongoing("IDLE"))]
+        # busy covers a beat waiting in an input skid buffer: the controller counts a beat as
+        # sent once the buffer has it, possibly before this engine has taken its command.
+        m.d.comb += [self.cmd.ready.eq(fsm.ongoing("IDLE")),
+                     self.busy.eq(~fsm.ongoing("IDLE") | a_skid.full | b_skid.full)]
         return m
