@@ -11,6 +11,11 @@ a loaded 2-core machine). ``--no-build`` (alias ``--reuse``) never runs the tool
 are reported with ``"current": false`` and missing ones listed in ``not_built``. ``--rebuild``
 builds everything. ``--quick`` takes only each board's default configuration; without
 ``--configs`` the configurations marked ``bench=False`` (known not to fit) are left out.
+
+A build made by hand (``python -m fpga.build ... --json > results/fpga/NAME.json``, e.g. of a
+later commit) replaces its board/configuration's row of ``results/fpga.json`` with
+``python -m scripts.bench_fpga merge results/fpga/NAME.json``: the row says which commit and
+record it comes from, and the Markdown table is redrawn.
 """
 
 import json
@@ -18,7 +23,7 @@ import pathlib
 
 from fpga import build as fbuild
 
-__all__ = ["add_arguments", "run", "markdown_table"]
+__all__ = ["add_arguments", "run", "markdown_table", "merge_record"]
 
 #: Goals of issue 9 (the default core, post-route).
 GOALS_MHZ = {"ecp5": 100.0, "ice40": 24.0}
@@ -112,3 +117,51 @@ def markdown_table(rows):
                    f"{r['fmax_mhz']} | {r['lut4']} | {r['ff']} | {dsp} | {bram} | "
                    f"{r['peak_gmacs_at_fmax']} | `{path['start']}` -> `{path['end']}` |")
     return "\n".join(out)
+
+
+def merge_record(results, record, source=""):
+    """Replace (or add) the row of ``record``'s board and configuration in ``results`` (the
+    dictionary of ``results/fpga.json``) with a row made from the build record ``record`` (the
+    JSON of ``python -m fpga.build --json``). Returns the new row; redraws ``markdown``."""
+    for key in ("board", "config", "family", "resources", "fmax_mhz", "pes", "target_mhz",
+                "timing_met"):
+        if key not in record:
+            raise ValueError(f"record: not a build record of fpga.build --json (no {key!r})")
+    commit = record.get("commit")
+    reason = "rebuilt separately" + (f" on {commit}" if commit else "") + \
+        (f" ({source})" if source else "") + "; the rest of this file is from the bench run of its date"
+    row = _row(record, True, reason)
+    if commit:
+        row["commit"] = commit
+    rows = results.setdefault("results", [])
+    for i, old in enumerate(rows):
+        if (old["board"], old["config"]) == (row["board"], row["config"]):
+            rows[i] = row
+            break
+    else:
+        rows.append(row)
+    results["markdown"] = markdown_table(rows)
+    return row
+
+
+def main(argv=None):
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m scripts.bench_fpga",
+                                     description="Merge a build record into results/fpga.json.")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    merge = sub.add_parser("merge", help="replace a board/config row with a build record")
+    merge.add_argument("record", help="JSON of python -m fpga.build --json")
+    merge.add_argument("--results", default=str(pathlib.Path(__file__).resolve().parents[1]
+                                                / "results" / "fpga.json"))
+    args = parser.parse_args(argv)
+    results_path = pathlib.Path(args.results)
+    results = json.loads(results_path.read_text())
+    record = json.loads(pathlib.Path(args.record).read_text())
+    row = merge_record(results, record, source=pathlib.Path(args.record).name)
+    results_path.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"{row['board']}/{row['config']}: {row['fmax_mhz']} MHz, {row['lut4']} LUT4 -> "
+          f"{results_path}")
+
+
+if __name__ == "__main__":
+    main()

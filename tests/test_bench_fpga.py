@@ -1,0 +1,53 @@
+"""scripts.bench_fpga: merging a hand-made build record into results/fpga.json."""
+
+import json
+
+import pytest
+
+from scripts import bench_fpga
+
+RECORD = {
+    "board": "ulx3s", "config": "core2", "family": "ecp5", "target_mhz": 50.0,
+    "fmax_mhz": 41.16, "timing_met": False, "pes": 4, "commit": "abc1234",
+    "resources": {"LUT4": 100, "FF": 50, "DSP": 36, "DSP_total": 156, "BRAM": 66,
+                  "BRAM_total": 208, "COMB": 150, "COMB_total": 83640},
+    "critical_path": {"start": "a.Q", "end": "b.M", "total_ns": 24.3, "logic_ns": 2.85,
+                      "routing_ns": 21.44, "rtl_lines": []},
+    "total_seconds": 1573.5,
+}
+
+
+def _results():
+    other = bench_fpga._row(dict(RECORD, config="demo", fmax_mhz=116.0, pes=1))
+    old = bench_fpga._row(dict(RECORD, fmax_mhz=33.31))
+    return {"results": [other, old], "markdown": ""}
+
+
+def test_merge_replaces_the_row_of_its_board_and_config():
+    results = _results()
+    row = bench_fpga.merge_record(results, RECORD, source="core2-abc1234.json")
+    assert [r["config"] for r in results["results"]] == ["demo", "core2"]
+    assert results["results"][1] is row
+    assert row["fmax_mhz"] == 41.16 and row["commit"] == "abc1234"
+    assert row["peak_gmacs_at_fmax"] == round(4 * 41.16 / 1e3, 3)
+    assert "abc1234" in row["freshness"] and "core2-abc1234.json" in row["freshness"]
+    assert "| ulx3s | core2 | 4 | 50.0 | 41.16 |" in results["markdown"]
+    assert "33.31" not in results["markdown"]
+
+
+def test_merge_adds_a_new_board_config_and_rejects_other_json():
+    results = _results()
+    bench_fpga.merge_record(results, dict(RECORD, config="core4"))
+    assert [r["config"] for r in results["results"]] == ["demo", "core2", "core4"]
+    with pytest.raises(ValueError, match="resources"):
+        bench_fpga.merge_record(results, {k: v for k, v in RECORD.items() if k != "resources"})
+
+
+def test_merge_command_writes_the_file(tmp_path, capsys):
+    res, rec = tmp_path / "fpga.json", tmp_path / "core2-x.json"
+    res.write_text(json.dumps(_results()))
+    rec.write_text(json.dumps(RECORD))
+    bench_fpga.main(["merge", str(rec), "--results", str(res)])
+    out = json.loads(res.read_text())
+    assert out["results"][1]["fmax_mhz"] == 41.16
+    assert "ulx3s/core2: 41.16 MHz" in capsys.readouterr().out
