@@ -18,6 +18,7 @@ later commit) replaces its board/configuration's row of ``results/fpga.json`` wi
 record it comes from, and the Markdown table is redrawn.
 """
 
+import argparse
 import json
 import pathlib
 
@@ -127,12 +128,15 @@ def merge_record(results, record, source=""):
                 "timing_met"):
         if key not in record:
             raise ValueError(f"record: not a build record of fpga.build --json (no {key!r})")
-    commit = record.get("commit")
+    commit, seed = record.get("commit"), record.get("seed")
     reason = "rebuilt separately" + (f" on {commit}" if commit else "") + \
+        (f", nextpnr seed {seed}" if seed is not None else "") + \
         (f" ({source})" if source else "") + "; the rest of this file is from the bench run of its date"
     row = _row(record, True, reason)
     if commit:
         row["commit"] = commit
+    if seed is not None:
+        row["seed"] = seed
     rows = results.setdefault("results", [])
     for i, old in enumerate(rows):
         if (old["board"], old["config"]) == (row["board"], row["config"]):
@@ -145,7 +149,6 @@ def merge_record(results, record, source=""):
 
 
 def main(argv=None):
-    import argparse
     parser = argparse.ArgumentParser(prog="python -m scripts.bench_fpga",
                                      description="Merge a build record into results/fpga.json.")
     sub = parser.add_subparsers(dest="cmd", required=True)

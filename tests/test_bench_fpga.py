@@ -32,7 +32,12 @@ def test_merge_replaces_the_row_of_its_board_and_config():
     assert row["peak_gmacs_at_fmax"] == round(4 * 41.16 / 1e3, 3)
     assert "abc1234" in row["freshness"] and "core2-abc1234.json" in row["freshness"]
     assert "| ulx3s | core2 | 4 | 50.0 | 41.16 |" in results["markdown"]
-    assert "33.31" not in results["markdown"]
+    assert "33.31" not in results["markdown"] and "seed" not in row
+
+
+def test_merge_keeps_the_nextpnr_seed():
+    row = bench_fpga.merge_record(_results(), dict(RECORD, seed=2))
+    assert row["seed"] == 2 and "nextpnr seed 2" in row["freshness"]
 
 
 def test_merge_adds_a_new_board_config_and_rejects_other_json():
