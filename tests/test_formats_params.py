@@ -74,6 +74,11 @@ def test_fp8_bias_checks():
 
 def test_decoder_formats():
     assert FormatDecoder().formats == frozenset(Format)
+    assert FormatDecoder(stages=1).stages == 1
+    with pytest.raises(ValueError, match="stages must be an integer from 0 to 1, not 2"):
+        FormatDecoder(stages=2)
+    with pytest.raises(TypeError, match="stages"):
+        FormatDecoder(stages=True)
     with pytest.raises(ValueError, match=r"formats must contain at least one format"):
         FormatDecoder(())
 
@@ -94,7 +99,8 @@ def _ports(component):
 def test_interface_ports():
     """Exactly the ports of docs/interfaces.md section 3."""
     In, Out = wiring.In, wiring.Out
-    assert _ports(FormatDecoder()) == {"a": (In, 32), "fmt": (In, 3), "o": (Out, 32)}
+    assert _ports(FormatDecoder()) == {"a": (In, 32), "fmt": (In, 3), "en": (In, 1),
+                                       "o": (Out, 32)}
     assert _ports(FPMultiplier(MUL_FORMATS, 2)) == {"a": (In, 32), "b": (In, 32),
                                                     "fmt": (In, 3), "en": (In, 1),
                                                     "p": (Out, 32)}

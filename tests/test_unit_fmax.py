@@ -65,6 +65,8 @@ def test_bad_options():
         unit_fmax(_Xor, "xor", freq=0)
     with pytest.raises(ValueError, match="seed"):
         unit_fmax(_Xor, "xor", seed=-1)
+    with pytest.raises(ValueError, match="router must be one of router1, router2"):
+        unit_fmax(_Xor, "xor", router="router3")
     with pytest.raises(ValueError, match="module:Class"):
         _factory("rtl.arith.fp32_add", {})
     with pytest.raises(SystemExit):

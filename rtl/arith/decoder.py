@@ -1,4 +1,4 @@
-"""Format decoder: any supported format to FP32 bits (combinational)."""
+"""Format decoder: any supported format to FP32 bits (combinational or one pipeline stage)."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import CANONICAL_NAN_F32, FORMAT_BITS, Format
 from sim.formats import FP8_FORMATS
-from rtl.arith.common import check_formats, check_fp8_bias, leading_zeros
+from rtl.arith.common import Pipe, check_formats, check_fp8_bias, check_stages, leading_zeros
 from rtl.arith.unpack import unpack_float
 
 __all__ = ["FormatDecoder"]
@@ -27,7 +27,9 @@ class FormatDecoder(wiring.Component):
     * INT32 has its own path: absolute value, 32-bit leading-zero count, round to nearest even
       to 24 bits (the only inexact decode).
 
-    Combinational: no clock, no latency.
+    Combinational (``stages=0``), or one register stage (``stages=1``): cut after the
+    leading-zero counts (INT32: absolute value and count, then shift, round and pack), latency
+    1 cycle, one value per cycle, ``en`` low freezes the stage.
 
     Parameters
     ----------
@@ -37,6 +39,8 @@ class FormatDecoder(wiring.Component):
     fp8_bias : mapping of FP8 Format to int, optional
         Exponent bias of each cFP8 format, fixed at elaboration (default: 7 for E4M3, 15 for
         E5M2, 3 for E3M4); each within ``sim.formats.bias_range``.
+    stages : int
+        Pipeline registers, 0 or 1.
 
     Members
     -------
@@ -44,14 +48,22 @@ class FormatDecoder(wiring.Component):
         The value, low-aligned (bits above the format's width are ignored).
     fmt : In(3)
         :class:`sim.dtypes.Format` code of ``a``.
+    en : In(1), default 1
+        Clock enable of the pipeline register (unused when ``stages == 0``).
     o : Out(32)
         FP32 bits.
     """
 
-    def __init__(self, formats=tuple(Format), *, fp8_bias=None):
+    def __init__(self, formats=tuple(Format), *, fp8_bias=None, stages=0):
         self._formats = check_formats(formats, frozenset(Format))
         self._fp8_bias = check_fp8_bias(fp8_bias)
-        super().__init__({"a": In(32), "fmt": In(FORMAT_BITS), "o": Out(32)})
+        self._stages = check_stages(stages, 1)
+        super().__init__({"a": In(32), "fmt": In(FORMAT_BITS), "en": In(1, init=1),
+                          "o": Out(32)})
+
+    @property
+    def stages(self):
+        return self._stages
 
     @property
     def formats(self):
@@ -63,6 +75,7 @@ class FormatDecoder(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        pipe = Pipe(m, self.en, (1,) if self._stages else ())
         a = self.a
         shared = [f for f in (Format.FP16, *FP8_FORMATS, Format.INT8) if f in self._formats]
 
@@ -87,6 +100,10 @@ class FormatDecoder(wiring.Component):
                         m.d.comb += [sign.eq(u.sign), sig.eq(u.sig), exp.eq(u.exp),
                                      zero.eq(u.zero), inf.eq(u.inf), nan.eq(u.nan)]
         lz, _ = leading_zeros(m, sig, "sh_lz")
+        # -- cut 1 ------------------------------------------------------------------------
+        sign, sig, exp, zero, inf, nan, lz = (pipe(1, v, n) for n, v in (
+            ("sign", sign), ("sig", sig), ("exp", exp), ("zero", zero), ("inf", inf),
+            ("nan", nan), ("lz", lz)))
         norm = Signal(_SIG_W)
         m.d.comb += norm.eq(sig << lz)
         biased = Signal(signed(11))
@@ -104,7 +121,9 @@ class FormatDecoder(wiring.Component):
                                           biased[0:8], sign))
 
         # -- per-format outputs ---------------------------------------------------------------
-        with m.Switch(self.fmt):
+        int32 = self._int32_to_fp32(m, a, pipe) if Format.INT32 in self._formats else None
+        a, fmt = pipe(1, a, "a"), pipe(1, self.fmt, "fmt")
+        with m.Switch(fmt):
             if Format.FP32 in self._formats:
                 with m.Case(Format.FP32):
                     m.d.comb += self.o.eq(a)
@@ -118,17 +137,21 @@ class FormatDecoder(wiring.Component):
                     m.d.comb += self.o.eq(shared_out)
             if Format.INT32 in self._formats:
                 with m.Case(Format.INT32):
-                    m.d.comb += self.o.eq(self._int32_to_fp32(m, a))
+                    m.d.comb += self.o.eq(int32)
             with m.Default():
                 m.d.comb += self.o.eq(0)
         return m
 
     @staticmethod
-    def _int32_to_fp32(m, a):
+    def _int32_to_fp32(m, a, pipe):
         x = a.as_signed()
         mag = Signal(32)
         m.d.comb += mag.eq(Mux(x < 0, -x, x))       # -2**31 gives 2**31, still 32 bits
         lz, is_zero = leading_zeros(m, mag, "i32_lz")
+        neg = x < 0
+        # -- cut 1 ------------------------------------------------------------------------
+        mag, lz, is_zero, neg = (pipe(1, v, n) for n, v in (
+            ("i32_mag", mag), ("i32_lz", lz), ("i32_zero", is_zero), ("i32_neg", neg)))
         norm = Signal(32)
         m.d.comb += norm.eq(mag << lz)               # leading one at bit 31
         guard = norm[7]
@@ -139,5 +162,5 @@ class FormatDecoder(wiring.Component):
         m.d.comb += biased.eq(127 + 31 - lz + rounded[24])
         out = Signal(32)
         m.d.comb += out.eq(Mux(is_zero, 0,
-                               Cat(Mux(rounded[24], 0, rounded[0:23]), biased, x < 0)))
+                               Cat(Mux(rounded[24], 0, rounded[0:23]), biased, neg)))
         return out

@@ -86,11 +86,12 @@ class Sequencer(wiring.Component):
         Combinational debug read port (:data:`DBG`): registers, semaphores, flags, errors,
         performance counters.
 
-    Timing: an instruction takes 3 cycles of fetch/decode/map, one cycle to fill the two-stage
-    micro-pipeline (read operands, execute), then one cycle per executed micro-instruction, plus
-    one bubble after a taken BRANCH or ULOOP, a RET, or an AG_SET/AG_SNAP that does not end the
-    instruction, plus stalls. A WAIT holds its first cycle (the semaphore compare is
-    registered) and goes on the cycle after the compare finds the value reached. The engine
+    Timing: an instruction takes 3 cycles of fetch/decode/map, two cycles to fill the
+    three-stage micro-pipeline (fetch from the control store, read operands, execute), then one
+    cycle per executed micro-instruction, plus two bubbles after a taken BRANCH or ULOOP or a
+    RET, one after an AG_SET/AG_SNAP that does not end the instruction, plus stalls. A WAIT holds its first cycle (the semaphore compare is
+    registered) and goes on the cycle after the compare finds the value reached; a BRANCH on
+    Z/NZ holds its first cycle too (the ALU result's zero test is registered). The engine
     queues run concurrently with the sequencer.
     Reset: idle, ``done = 0``; memories keep their contents (control store and map start with
     ``sim.microcode``).
@@ -174,17 +175,22 @@ class Sequencer(wiring.Component):
         rf_d = regfile.read_port(domain="comb")
 
         # ---- micro-pipeline ---------------------------------------------------------------
-        # Two stages. R (read): the control store's output ``ur.data`` is the micro-word at
-        # ``upc_r``; its operands are read from the register file (forwarded from X's write of
-        # the same cycle) into ``a_r``/``b_r``. X (execute): the micro-word in ``uword_x``
-        # (valid when ``xv``) computes, stalls, writes and picks the next micro-address.
-        # R fetches sequentially (or a JUMP/CALL target); X redirects R on a taken BRANCH,
-        # ULOOP or RET (one bubble), and an AG_SET/AG_SNAP in X holds R one cycle (R may read
-        # the generator state it writes).
+        # Three stages. F (fetch): the control store's output ``ur.data`` is the micro-word at
+        # ``upc_f`` (the address registered by the block RAM); F picks its successor itself
+        # (a JUMP/CALL target, else ``upc_f + 1``). R (read): the micro-word in ``uword_r``
+        # (valid when ``rv``), registered from F, reads its operands from the register file
+        # (forwarded from X's write of the same cycle) into ``a``/``b``. X (execute): the
+        # micro-word in ``uword_x`` (valid when ``xv``) computes, stalls, writes and picks the
+        # next micro-address. X redirects F on a taken BRANCH, ULOOP or RET (two bubbles: R and
+        # F are refilled), and an AG_SET/AG_SNAP in X holds R one cycle (R may read the
+        # generator state it writes). The register after the block RAM keeps its
+        # clock-to-output delay out of the operand read.
         mo = isa.field_offsets(isa.MICRO_FIELDS)
-        uword_r = ur.data
+        uword_f = ur.data
+        uword_r = Signal(64)
         uword_x = Signal(64)
-        xv = Signal()
+        rv, xv = Signal(), Signal()
+        upc_f = Signal(isa.UADDR_BITS)
         upc_r = Signal(isa.UADDR_BITS)
         upc_x = Signal(isa.UADDR_BITS)
 
@@ -296,9 +302,14 @@ class Sequencer(wiring.Component):
 
         loop_more = Signal()
         m.d.comb += loop_more.eq((lsp != 0) & (ls_rem[ltop] > 1))
+        # A BRANCH on Z/NZ decides on ``res == 0`` registered: the ALU's carry chain is not in
+        # front of the control-store address. Its first cycle in X always holds (``zb_seen``
+        # is low); from the second on, ``res_zero`` holds the compare of X's (held) operands.
+        res_zero = Signal()
+        m.d.sync += res_zero.eq(res == 0)
         cond_true = Signal()
         with m.Switch(cond):
-            for c, v in ((UCond.ALWAYS, 1), (UCond.Z, res == 0), (UCond.NZ, res != 0),
+            for c, v in ((UCond.ALWAYS, 1), (UCond.Z, res_zero), (UCond.NZ, ~res_zero),
                          (UCond.EQ, flag_eq), (UCond.NE, ~flag_eq), (UCond.LT, flag_lt),
                          (UCond.GE, ~flag_lt), (UCond.LTU, flag_ltu), (UCond.GEU, ~flag_ltu),
                          (UCond.LOOP_MORE, loop_more)):
@@ -356,9 +367,13 @@ class Sequencer(wiring.Component):
             wait_ok.eq(~wait_short),
             wait_dead.eq(wait_short & (outstanding == 0)),   # implies ~wait_ok
         ]
+        is_zbranch, zb_seen = Signal(), Signal()
+        m.d.comb += is_zbranch.eq((seq == USeq.BRANCH) &
+                                  ((cond == UCond.Z) | (cond == UCond.NZ)))
         m.d.comb += stall.eq(x_live & (
             ((special == USpecial.EMIT) & ~can_emit[eng]) |
             is_wait & ~wait_go |
+            is_zbranch & ~zb_seen |
             (special == USpecial.BARRIER) & (outstanding != 0)))
 
         err_now = Signal(16)
@@ -387,8 +402,14 @@ class Sequencer(wiring.Component):
                 m.d.comb += err_now[ErrorBit.PC_RANGE].eq(pc >= self._pmem_depth)
             with m.Case(_S_MAP):
                 m.d.comb += err_now[ErrorBit.ILLEGAL_OPCODE].eq(~mr.data[isa.UADDR_BITS])
-        adv = Signal()
-        m.d.comb += adv.eq(x_live & ~stall & (err_now == 0))
+        # ``adv``: X's micro-instruction takes effect (x_live implies EXEC, where err_now is
+        # exec_err: the opcode map's output and the PC check stay out of this cone). ``go``:
+        # the same without the error check, for the record slots (a wide fan-out): a trapping
+        # micro-instruction's slot write or clear is never seen, since the sequencer stops and
+        # START clears the records.
+        adv, go = Signal(), Signal()
+        m.d.comb += [go.eq(x_live & ~stall), adv.eq(go & (exec_err == 0))]
+        m.d.sync += zb_seen.eq(x_live & is_zbranch & ~adv)
 
         # ---- semaphores -------------------------------------------------------------------
         for i in range(isa.NUM_SEMS):
@@ -436,7 +457,8 @@ class Sequencer(wiring.Component):
 
         # ---- micro next address -----------------------------------------------------------
         # X redirects on a taken BRANCH / ULOOP and on RET; otherwise R's micro-word is X's
-        # successor already. R's own successor: a JUMP/CALL target, else upc_r + 1.
+        # successor already, and F's is R's. F's own successor: a JUMP/CALL target, else
+        # upc_f + 1.
         redirect = Signal()
         x_target = Signal(isa.UADDR_BITS)
         m.d.comb += x_target.eq(target)
@@ -447,33 +469,47 @@ class Sequencer(wiring.Component):
                 m.d.comb += redirect.eq(cond_true)
             with m.Case(USeq.ULOOP):
                 m.d.comb += redirect.eq(uctr != 0)
-        seq_r = field(uword_r, "seq")
-        r_next = Signal(isa.UADDR_BITS)
-        m.d.comb += r_next.eq(Mux((seq_r == USeq.JUMP) | (seq_r == USeq.CALL),
-                                  field(uword_r, "target"), upc_r + 1))
+        seq_f = field(uword_f, "seq")
+        f_next = Signal(isa.UADDR_BITS)
+        m.d.comb += f_next.eq(Mux((seq_f == USeq.JUMP) | (seq_f == USeq.CALL),
+                                  field(uword_f, "target"), upc_f + 1))
         # X leaves the pipeline's R stage in place (END: the instruction is done; AG_SET/SNAP:
         # R re-reads its operands next cycle).
         x_holds_r = (seq == USeq.END) | (special == USpecial.AG_SET) | \
             (special == USpecial.AG_SNAP)
-        capture = Signal()
-        m.d.comb += capture.eq(in_exec & (~xv | (adv & ~redirect & ~x_holds_r)))
+        x_take, r_take = Signal(), Signal()      # R -> X, F -> R this cycle
+        m.d.comb += [
+            x_take.eq(in_exec & rv & (~xv | (adv & ~redirect & ~x_holds_r))),
+            r_take.eq(in_exec & ~(adv & redirect) & (~rv | x_take)),
+        ]
         with m.If(state == _S_MAP):
             m.d.comb += ur.addr.eq(mr.data[:isa.UADDR_BITS])
         with m.Elif(adv & redirect):
             m.d.comb += ur.addr.eq(x_target)
-        with m.Elif(capture):
-            m.d.comb += ur.addr.eq(r_next)
+        with m.Elif(r_take):
+            m.d.comb += ur.addr.eq(f_next)
         with m.Else():
-            m.d.comb += ur.addr.eq(upc_r)
-        with m.If(adv & redirect):
-            m.d.sync += [upc_r.eq(x_target), xv.eq(0)]
-        with m.Elif(capture):
-            m.d.sync += [upc_r.eq(r_next), uword_x.eq(uword_r), upc_x.eq(upc_r),
-                         a.eq(a_rd), b.eq(b_rd), xv.eq(1)]
+            m.d.comb += ur.addr.eq(upc_f)
+        m.d.sync += upc_f.eq(ur.addr)
+        with m.If(r_take):
+            m.d.sync += [uword_r.eq(uword_f), upc_r.eq(upc_f), rv.eq(1)]
+        with m.Elif(x_take | (adv & redirect)):
+            m.d.sync += rv.eq(0)
+        with m.If(x_take):
+            m.d.sync += [uword_x.eq(uword_r), upc_x.eq(upc_r), a.eq(a_rd), b.eq(b_rd),
+                         xv.eq(1)]
         with m.Elif(adv):
             m.d.sync += xv.eq(0)
 
         # ---- effects of an advancing micro-instruction --------------------------------------
+        with m.If(go):
+            for e in _ENGINES:
+                with m.If((special == USpecial.EMIT) & (eng == e)):
+                    m.d.sync += [s.eq(0) for s in rec[e]]
+                with m.Elif(dst == UDst.SLOT):
+                    for s, sig in enumerate(rec[e]):
+                        with m.If((eng == e) & (slot == s)):
+                            m.d.sync += sig.eq(res)
         with m.If(adv):
             m.d.sync += npc.eq(npc_next)
             with m.Switch(dst):
@@ -486,11 +522,6 @@ class Sequencer(wiring.Component):
                                  flag_ltu.eq(a < b)]
                 with m.Case(UDst.UCTR):
                     m.d.sync += uctr.eq(res[:16])
-                with m.Case(UDst.SLOT):
-                    for e in _ENGINES:
-                        for s, sig in enumerate(rec[e]):
-                            with m.If((eng == e) & (slot == s)):
-                                m.d.sync += sig.eq(res)
             with m.Switch(seq):
                 with m.Case(USeq.CALL):
                     m.d.sync += [ustack[usp].eq(upc_x + 1), usp.eq(usp + 1)]
@@ -508,7 +539,6 @@ class Sequencer(wiring.Component):
                     for e in _ENGINES:
                         with m.If(eng == e):
                             m.d.comb += [outq[e].w_en.eq(1), semq[e].w_en.eq(1)]
-                            m.d.sync += [s.eq(0) for s in rec[e]]
                 with m.Case(USpecial.LOOP_PUSH):
                     m.d.sync += [ls_start[lsp[:2]].eq(pc + 1), ls_rem[lsp[:2]].eq(res),
                                  lsp.eq(lsp + 1)]
@@ -579,8 +609,7 @@ class Sequencer(wiring.Component):
                 m.d.sync += [ir.eq(pr.data), state.eq(_S_MAP)]
             with m.Case(_S_MAP):
                 with m.If(err_now == 0):
-                    m.d.sync += [upc_r.eq(mr.data[:isa.UADDR_BITS]), xv.eq(0),
-                                 npc.eq(pc + 1), state.eq(_S_EXEC)]
+                    m.d.sync += [rv.eq(0), xv.eq(0), npc.eq(pc + 1), state.eq(_S_EXEC)]
 
         # ---- outputs ----------------------------------------------------------------------
         m.d.comb += [

@@ -126,10 +126,29 @@ class FPEncoder(wiring.Component):
         x = Cat(Const(0, n + 2), sig)
         y = Signal(width)
         m.d.comb += y.eq(x >> shift)
-        lost = Signal(range(25))
-        m.d.comb += lost.eq(Mux(shift > n + 2, shift - (n + 2), 0))
-        therm = Signal(24)
-        m.d.comb += [therm[i].eq(lost > i) for i in range(24)]
+
+        # sig bit i is shifted out below the sticky slot iff shift > i + n + 2. The thermometer
+        # is compared on the exponent directly (shift_raw > c <=> e below a per-format
+        # constant), in parallel with the shift amount, not after it (and after a clamp).
+        def shift_gt(c):
+            """``shift_raw > c`` (hence ``shift > c`` for c < cap) as a compare of ``e``."""
+            gt = Signal(name=f"shift_gt{c}")
+            with m.Switch(fmt):
+                for f in _FLOATS:
+                    man_bits, bias, _, _ = encode_params(f)
+                    # (23 - man_bits) + max(0, (128 - bias) - e) > c
+                    d = c - (23 - man_bits)
+                    with m.Case(f):
+                        m.d.comb += gt.eq(1 if d < 0 else below(128 - bias - d))
+                with m.Case(Format.INT8, Format.INT32):
+                    m.d.comb += gt.eq(below(150 - c))        # max(0, 150 - e) > c, c >= 0
+            return gt
+
+        def below(k):
+            """``e < k`` for a constant ``k`` of any range."""
+            return e < k if 0 < k <= 255 else Const(int(k > 255), 1)
+
+        therm = Cat(shift_gt(i + n + 2) for i in range(24))
         sticky = (sig & therm).any() | y[0]
 
         # -- cut 1: after the alignment shift ---------------------------------------------------

@@ -144,10 +144,10 @@ class VectorEngine(wiring.Component):
 
     @staticmethod
     def _front(deep):
-        """Register stages before the LUT: (registers around the decoders, ALU stages) and
-        their sum (the input register before the decoders and the register after them, ALU 0
-        and its output register, ALU 1 and its output register)."""
-        dec, alu = (2, 3) if deep else (0, 0)
+        """Register stages before the LUT: (registers of the decoders, ALU stages) and their
+        sum (the input register before the decoders, their own stage and the register after
+        them, ALU 0 and its output register, ALU 1 and its output register)."""
+        dec, alu = (3, 3) if deep else (0, 0)
         return dec, alu, dec + 2 * (alu + 1)
 
     @property
@@ -223,21 +223,24 @@ class VectorEngine(wiring.Component):
         a1_y = Signal(vec)
         dec_b_o = Signal(vec)
         need_b = (c.src0 == Src.TENSOR) | (c.src1 == Src.TENSOR)
-        DEC_IN = DEC // 2                 # registers before the decoders, then after them
+        DEC_IN = DEC // 3                 # registers before the decoders, inside, after them
+        DEC_MID = DEC // 3
         for l in range(lanes):
             # The deep pipeline registers the decoders on both sides. Before: the inputs come
             # straight from the SBUF/PSUM block RAMs through the controller, and block RAM ->
             # controller mux -> decoder -> register was the core's critical path (core2 on
             # the ECP5, 29 ns). After: input register -> decoder (INT32: negate, count, shift,
-            # round) -> operand select -> ALU 0's first step was the next one (30 ns, 035b39f).
-            da = m.submodules[f"dec_a{l}"] = FormatDecoder(self._formats)
-            db = m.submodules[f"dec_b{l}"] = FormatDecoder(self._formats)
+            # round) -> operand select -> ALU 0's first step was the next one (30 ns, 035b39f),
+            # and the decoder alone between its two registers after that (ECP5 unit build,
+            # 21.59 ns: INT32 absolute value, count, shift, round), now cut in the middle.
+            da = m.submodules[f"dec_a{l}"] = FormatDecoder(self._formats, stages=DEC_MID)
+            db = m.submodules[f"dec_b{l}"] = FormatDecoder(self._formats, stages=DEC_MID)
             m.d.comb += [da.a.eq(delay(m, adv, a_in.payload[l], DEC_IN, f"in_a{l}")),
-                         da.fmt.eq(c.fmt_a),
+                         da.fmt.eq(c.fmt_a), da.en.eq(adv),
                          db.a.eq(delay(m, adv, b_in.payload[l], DEC_IN, f"in_b{l}")),
-                         db.fmt.eq(c.fmt_b)]
-            xa = delay(m, adv, da.o, DEC - DEC_IN, f"dec_a{l}_o")
-            xb = delay(m, adv, db.o, DEC - DEC_IN, f"dec_b{l}_o")
+                         db.fmt.eq(c.fmt_b), db.en.eq(adv)]
+            xa = delay(m, adv, da.o, DEC - DEC_IN - DEC_MID, f"dec_a{l}_o")
+            xb = delay(m, adv, db.o, DEC - DEC_IN - DEC_MID, f"dec_b{l}_o")
             m.d.comb += dec_b_o[l].eq(xb)
             alu0 = m.submodules[f"alu0_{l}"] = VectorAlu(ALU)
             s0 = Mux(c.src0 == Src.IMM, c.imm0, Mux(c.src0 == Src.LANE, lane_reg[0][l], xb))
