@@ -111,7 +111,7 @@ def _vec(op):
         u(a=USrc.T0, b=USrc.CONST, alu=UAlu.SHR, dst=UDst.T0, const=8),
         u(a=USrc.T0, b=USrc.CONST, alu=UAlu.SHL, dst=UDst.T0, const=4),
         _slot(e, 0, a=USrc.T0, b=USrc.CONST, alu=UAlu.OR, const=int(op)),
-        u(seq=USeq.CALL, target="vec_addrs"),
+        *_vec_addrs(),                    # inlined: a CALL/RET would cost two bubbles
     ]
     if op == VecOp.TT:
         body += _lo16_hi16(e, 1, USrc.RS1, USrc.RS2)
@@ -123,7 +123,18 @@ def _vec(op):
     return body
 
 
-def _ag_all(kind):
+def _vec_addrs(last=None):
+    """VECTOR slots 1 (a_addr only) and 2 (dst_addr | n << 16); ``last``: fields added to the
+    final micro-instruction."""
+    e = Engine.VECTOR
+    return [_slot(e, 1, a=USrc.RS1, b=USrc.CONST, alu=UAlu.AND, const=0xFFFF),
+            *_lo16_hi16(e, 2, USrc.RD, USrc.RS3)[:-1],
+            _slot(e, 2, a=USrc.T0, b=USrc.T1, alu=UAlu.OR, **(last or {}))]
+
+
+def _ag_all(kind, last=None):
+    """Snapshot, step or restore every affine generator; ``last``: fields added to the final
+    micro-instruction (default: RET, for the shared subroutine)."""
     out = []
     for k in range(isa.NUM_AG):
         if kind == "snap":
@@ -132,7 +143,7 @@ def _ag_all(kind):
             out.append(u(a=USrc.AGREG, b=USrc.AGSTRIDE, alu=UAlu.ADD, dst=UDst.AGREG, const=k))
         else:
             out.append(u(a=USrc.AGBASE, dst=UDst.AGREG, const=k))
-    out[-1]["seq"] = USeq.RET
+    out[-1].update(last if last is not None else {"seq": USeq.RET})
     return out
 
 
@@ -144,20 +155,19 @@ def _routines():
     r[Opcode.JMP] = [u(a=USrc.IMM, dst=UDst.NPC, **END)]
     r[Opcode.CALL] = [u(a=USrc.IMM, special=USpecial.CALL_PUSH, **END)]
     r[Opcode.RET] = [u(special=USpecial.CALL_POP, **END)]
+    # The generator walks are inlined (not CALLs of ag_*_all): a RET costs two bubbles.
     r[Opcode.LOOP] = [
         u(a=USrc.RS1, seq=USeq.BRANCH, cond=UCond.Z, target="loop_zero"),
-        u(a=USrc.RS1, special=USpecial.LOOP_PUSH, seq=USeq.CALL, target="ag_snap_all"),
-        u(**END),
+        u(a=USrc.RS1, special=USpecial.LOOP_PUSH),
+        *_ag_all("snap", last=dict(END)),
         "loop_zero:",
         u(a=USrc.IMM, b=USrc.CONST, alu=UAlu.ADD, const=1, dst=UDst.NPC, **END),
     ]
     r[Opcode.ENDLOOP] = [
         u(seq=USeq.BRANCH, cond=UCond.LOOP_MORE, target="endloop_more"),
-        u(seq=USeq.CALL, target="ag_restore_all"),
-        u(special=USpecial.LOOP_POP, **END),
+        *_ag_all("restore", last=dict(special=USpecial.LOOP_POP, **END)),
         "endloop_more:",
-        u(seq=USeq.CALL, target="ag_step_all"),
-        u(special=USpecial.LOOP_STEP, **END),
+        *_ag_all("step", last=dict(special=USpecial.LOOP_STEP, **END)),
     ]
     r[Opcode.AG] = [u(a=USrc.RS1, special=USpecial.AG_SET, **END)]
     for op, cond in ((Opcode.BEQ, UCond.EQ), (Opcode.BNE, UCond.NE), (Opcode.BLT, UCond.LT),
@@ -192,16 +202,12 @@ def _routines():
 
 
 def _subroutines():
-    e = Engine.VECTOR
     return [
         "ag_snap_all:", *_ag_all("snap"),
         "ag_step_all:", *_ag_all("step"),
         "ag_restore_all:", *_ag_all("restore"),
         # VECTOR slots 1 (a_addr only) and 2 (dst_addr | n << 16)
-        "vec_addrs:",
-        _slot(e, 1, a=USrc.RS1, b=USrc.CONST, alu=UAlu.AND, const=0xFFFF),
-        *_lo16_hi16(e, 2, USrc.RD, USrc.RS3)[:-1],
-        _slot(e, 2, a=USrc.T0, b=USrc.T1, alu=UAlu.OR, seq=USeq.RET),
+        "vec_addrs:", *_vec_addrs(last=dict(seq=USeq.RET)),
     ]
 
 
