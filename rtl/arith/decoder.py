@@ -145,10 +145,10 @@ class FormatDecoder(wiring.Component):
     @staticmethod
     def _int32_to_fp32(m, a, pipe):
         x = a.as_signed()
-        mag = Signal(32)
-        m.d.comb += mag.eq(Mux(x < 0, -x, x))       # -2**31 gives 2**31, still 32 bits
-        lz, is_zero = leading_zeros(m, mag, "i32_lz")
         neg = x < 0
+        mag = Signal(32)
+        m.d.comb += mag.eq(Mux(neg, -x, x))         # -2**31 gives 2**31, still 32 bits
+        lz, is_zero = leading_zeros(m, mag, "i32_lz")
         # -- cut 1 ------------------------------------------------------------------------
         mag, lz, is_zero, neg = (pipe(1, v, n) for n, v in (
             ("i32_mag", mag), ("i32_lz", lz), ("i32_zero", is_zero), ("i32_neg", neg)))
