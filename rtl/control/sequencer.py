@@ -317,14 +317,22 @@ class Sequencer(wiring.Component):
                     m.d.comb += cond_true.eq(v)
 
         # ---- engine queues ----------------------------------------------------------------
-        rec = {}
+        # Record slots: ``rec_raw`` holds what was written, ``wr`` which slots were written
+        # since the last EMIT to that engine; the record is ``rec_raw`` masked by ``wr``. An
+        # EMIT then clears only ``wr`` (a few flip-flops) instead of every slot, and a slot
+        # write does not wait for ``go``: X's result is a function of its registered operands,
+        # so a stalled micro-instruction rewrites the same value (see the effects below).
+        rec, rec_raw, wr = {}, {}, {}
         outq, semq = {}, {}
         can_emit = Array(Signal(name=f"can_emit{e}") for e in range(4))
         outstanding = Signal(3)   # one bit per engine: a record issued and not completed
         for e in _ENGINES:
             lay = isa.RECORDS[e]
             nslots = isa.RECORD_SLOTS[e]
-            rec[e] = [Signal(32, name=f"rec_{_NAMES[e]}{s}") for s in range(nslots)]
+            rec_raw[e] = [Signal(32, name=f"rec_{_NAMES[e]}{s}") for s in range(nslots)]
+            wr[e] = Signal(nslots, name=f"rec_{_NAMES[e]}_wr")
+            rec[e] = [Signal(32, name=f"rec_{_NAMES[e]}{s}_v") for s in range(nslots)]
+            m.d.comb += [rec[e][s].eq(Mux(wr[e][s], rec_raw[e][s], 0)) for s in range(nslots)]
             q = outq[e] = fifo.SyncFIFO(width=isa.layout_width(lay), depth=self._queue_depth)
             sq = semq[e] = fifo.SyncFIFO(width=5, depth=self._max_outstanding)
             m.submodules[f"q_{_NAMES[e]}"] = q
@@ -404,9 +412,9 @@ class Sequencer(wiring.Component):
                 m.d.comb += err_now[ErrorBit.ILLEGAL_OPCODE].eq(~mr.data[isa.UADDR_BITS])
         # ``adv``: X's micro-instruction takes effect (x_live implies EXEC, where err_now is
         # exec_err: the opcode map's output and the PC check stay out of this cone). ``go``:
-        # the same without the error check, for the record slots (a wide fan-out): a trapping
-        # micro-instruction's slot write or clear is never seen, since the sequencer stops and
-        # START clears the records.
+        # the same without the error check, for an EMIT's clear of the written-slot bits: a
+        # trapping micro-instruction's clear is never seen, since the sequencer stops and
+        # START clears them.
         adv, go = Signal(), Signal()
         m.d.comb += [go.eq(x_live & ~stall), adv.eq(go & (exec_err == 0))]
         m.d.sync += zb_seen.eq(x_live & is_zbranch & ~adv)
@@ -502,14 +510,17 @@ class Sequencer(wiring.Component):
             m.d.sync += xv.eq(0)
 
         # ---- effects of an advancing micro-instruction --------------------------------------
-        with m.If(go):
-            for e in _ENGINES:
-                with m.If((special == USpecial.EMIT) & (eng == e)):
-                    m.d.sync += [s.eq(0) for s in rec[e]]
-                with m.Elif(dst == UDst.SLOT):
-                    for s, sig in enumerate(rec[e]):
-                        with m.If((eng == e) & (slot == s)):
-                            m.d.sync += sig.eq(res)
+        # A slot write is enabled by X's decoded micro-word alone (no stall term: the wide
+        # enable fan-out stays out of the stall cone; rewriting while stalled is idempotent, and
+        # a trapping micro-instruction's write is never seen: START clears ``wr``). An EMIT
+        # that goes clears the engine's ``wr``.
+        for e in _ENGINES:
+            with m.If(go & (special == USpecial.EMIT) & (eng == e)):
+                m.d.sync += wr[e].eq(0)
+            with m.If(x_live & (special != USpecial.EMIT) & (dst == UDst.SLOT) & (eng == e)):
+                for s, sig in enumerate(rec_raw[e]):
+                    with m.If(slot == s):
+                        m.d.sync += [sig.eq(res), wr[e][s].eq(1)]
         with m.If(adv):
             m.d.sync += npc.eq(npc_next)
             with m.Switch(dst):
@@ -597,7 +608,7 @@ class Sequencer(wiring.Component):
                     m.d.sync += [ag_reg[i].eq(0) for i in range(isa.NUM_AG)]
                     for e in _ENGINES:
                         m.d.sync += [c.eq(0) for c in perf[e]]
-                        m.d.sync += [s.eq(0) for s in rec[e]]
+                        m.d.sync += wr[e].eq(0)
             with m.Case(_S_CLEAR):
                 m.d.sync += clr.eq(clr + 1)
                 with m.If(clr == isa.NUM_REGS - 1):

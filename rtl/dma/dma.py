@@ -275,11 +275,17 @@ class DMA(wiring.Component):
         a_len = Signal(8)
         a_hs = Signal()
         iss_run = Signal()                       # segments remain
-        iss_load = Signal()                      # load cur/end from the walker this cycle
-        iss_cur = Signal(33)                     # next beat-aligned byte address
-        iss_end = Signal(34)                     # segment end (exclusive)
-        seg_bytes = Signal(19)
-        m.d.comb += seg_bytes.eq(Mux(contiguous, c.n0 << esh, esize))
+        iss_load = Signal()                      # load the walker's segment this cycle
+        # Segment state, all registered so that the issue decision is short: the next
+        # beat-aligned byte address, the beats left in the segment, the beats to the next
+        # 4 KiB boundary (1 .. 4096/bw) and whether this is the record's last segment.
+        # The walker is stepped as its segment is loaded (it runs one segment ahead).
+        mb_bits = self._max_burst.bit_length()
+        iss_cur = Signal(32)
+        iss_left = Signal(20 - bsh)
+        iss_to4k = Signal(14 - bsh)
+        iss_seg_last = Signal()
+        seg_bytes = Signal(19)                   # bytes per segment (registered in SPAN)
 
         m.d.comb += [
             axi.arid.eq(0), axi.awid.eq(0),
@@ -295,19 +301,16 @@ class DMA(wiring.Component):
         with m.If(a_hs):
             m.d.sync += a_valid.eq(0)
 
-        cur_beat = Signal(34 - bsh)
-        end_beat = Signal(34 - bsh)
-        left = Signal(34 - bsh)
-        to4k = Signal(13)
+        # Next burst: min(beats left, max_burst, beats to the 4 KiB boundary). The segment
+        # ends with this burst when its beats left fit both limits (compared in parallel).
+        nb1 = Signal(mb_bits)
         nbeats = Signal(9)
+        seg_done = Signal()
         m.d.comb += [
-            cur_beat.eq(iss_cur >> bsh),
-            end_beat.eq((iss_end + bw - 1) >> bsh),
-            left.eq(end_beat - cur_beat),
-            to4k.eq((4096 >> bsh) - iss_cur[bsh:12]),
+            nb1.eq(Mux((iss_left >> (mb_bits - 1)) == 0, iss_left, self._max_burst)),
+            nbeats.eq(Mux(iss_to4k < nb1, iss_to4k, nb1)),
+            seg_done.eq((iss_left <= self._max_burst) & (iss_left <= iss_to4k)),
         ]
-        nb1 = Mux(left < self._max_burst, left, self._max_burst)
-        m.d.comb += nbeats.eq(Mux(to4k < nb1, to4k, nb1))
 
         # Per-burst bookkeeping for the data side: load: burst address (error address);
         # store: burst length (wlast) and address (BRESP error address).
@@ -322,27 +325,31 @@ class DMA(wiring.Component):
         issue = Signal()
         m.d.comb += issue.eq(can_issue)
         burst_addr = Signal(32)
-        m.d.comb += burst_addr.eq(iss_cur[:32])
+        m.d.comb += burst_addr.eq(iss_cur)
         with m.If(iss_load):
+            m.d.comb += iss.step.eq(1)
             m.d.sync += [
                 iss_cur.eq(Cat(Const(0, bsh), iss.addr[bsh:32])),
-                iss_end.eq(iss.addr + seg_bytes),
+                iss_left.eq((iss.addr[:bsh] + seg_bytes + (bw - 1)) >> bsh),
+                iss_to4k.eq((4096 >> bsh) - iss.addr[bsh:12]),
+                iss_seg_last.eq(iss.last),
                 iss_load.eq(0),
             ]
         with m.If(issue):
             m.d.sync += [
                 a_valid.eq(1), a_addr.eq(burst_addr), a_len.eq(nbeats - 1),
                 iss_cur.eq(iss_cur + (nbeats << bsh)),
+                iss_left.eq(iss_left - nbeats),
+                iss_to4k.eq(Mux(iss_to4k == nbeats, 4096 >> bsh, iss_to4k - nbeats)),
             ]
             m.d.comb += [
                 d_fifo.w_en.eq(1), d_fifo.w_data.eq(Cat(burst_addr, (nbeats - 1)[:8])),
                 b_fifo.w_en.eq(c.store), b_fifo.w_data.eq(burst_addr),
             ]
-            with m.If(nbeats == left):           # segment finished
-                with m.If(iss.last):
+            with m.If(seg_done):
+                with m.If(iss_seg_last):
                     m.d.sync += iss_run.eq(0)
                 with m.Else():
-                    m.d.comb += iss.step.eq(1)
                     m.d.sync += iss_load.eq(1)
 
         # ---- load data side: R beats to SBUF words ------------------------------------
@@ -534,6 +541,7 @@ class DMA(wiring.Component):
             with m.State("SPAN"):
                 m.d.comb += self.busy.eq(1)
                 m.d.sync += [
+                    seg_bytes.eq(Mux(contiguous, c.n0 << esh, esize)),
                     lo_off.eq(Mux(span < 0, span, 0)),
                     hi_off.eq(Mux(span > 0, span, 0) + esize - 1),
                 ]

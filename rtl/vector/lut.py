@@ -476,27 +476,33 @@ class Lut(wiring.Component):
             in_range = ~center & ~beyond
             drp = desc.read_port(domain="comb")
             m.d.comb += drp.addr.eq(Cat(b[0:5], vs, self.bank))
-            kk = drp.data[DESC_BASE_BITS:]
-            base = drp.data[0:DESC_BASE_BITS]
-            top7 = vM[16:23]
+            # With IDX the segment descriptor read (binade -> descriptor LUT-RAM) is registered
+            # first; the table index, the coefficient block RAM's address and dx are computed
+            # from that register, and the block RAM is read one cycle later.
+            kk = D(drp.data[DESC_BASE_BITS:], IDX, "kk")
+            base = D(drp.data[0:DESC_BASE_BITS], IDX, "base")
+            center_d = D(center, IDX, "center")
+            beyond_d = D(beyond, IDX, "beyond")
+            in_range_d = D(in_range, IDX, "in_range")
+            v_d = D(v, IDX, "v")
+            vs_d = v_d[31]
+            top7 = v_d[16:23]
             mtop = S(7, "mtop")
             kinv = S(3, "kinv")
             m.d.comb += kinv.eq(7 - kk)
             m.d.comb += mtop.eq(top7 >> kinv)
             idx = S(abits, "idx")
-            with m.If(center):
+            with m.If(center_d):
                 m.d.comb += idx.eq(0)
-            with m.Elif(beyond):
-                m.d.comb += idx.eq(Mux(vs, ENTRY_UNDER, ENTRY_OVER))
+            with m.Elif(beyond_d):
+                m.d.comb += idx.eq(Mux(vs_d, ENTRY_UNDER, ENTRY_OVER))
             with m.Else():
                 m.d.comb += idx.eq(base + mtop)
             low_bits = S(23, "low_bits")   # mantissa bits below the segment start
             m.d.comb += low_bits.eq(Cat(Const(0xFFFF, 16), ~(Const(0x7F, 7) << kinv)))
-            dx = segment_offset(m, v, in_range, low_bits, f"l{lane}_dx")
-            # With IDX the table address is registered first and the block RAM read one cycle
-            # later; everything else waits beside it.
+            dx = segment_offset(m, v_d, in_range_d, low_bits, f"l{lane}_dx")
             rp = coef.read_port(domain="sync")
-            m.d.comb += [rp.addr.eq(Cat(D(idx, IDX, "idx"), self.bank)), rp.en.eq(en)]
+            m.d.comb += [rp.addr.eq(Cat(idx, self.bank)), rp.en.eq(en)]
             region = S(2, "region")    # 1 hit, 2 under, 3 over, 0 not counted
             vnan = (vE == 0xFF) & (vM != 0)
             m.d.comb += region.eq(Mux(s2_special | vnan | ~s2_count, 0,
@@ -508,7 +514,7 @@ class Lut(wiring.Component):
                               ("special", s2_special), ("sval", s2_sval)):
                 s3[name] = S(sig.shape(), f"s3_{name}")
             with m.If(en):
-                m.d.sync += s3_dx.eq(D(dx, IDX, "dx"))
+                m.d.sync += s3_dx.eq(dx)
                 m.d.sync += [s3[n_].eq(D(sig, IDX, n_)) for n_, sig in
                              (("k", s2_k), ("e", s2_e), ("flip", s2_flip),
                               ("special", s2_special), ("sval", s2_sval))]
