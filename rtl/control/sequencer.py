@@ -485,14 +485,18 @@ class Sequencer(wiring.Component):
         # R re-reads its operands next cycle).
         x_holds_r = (seq == USeq.END) | (special == USpecial.AG_SET) | \
             (special == USpecial.AG_SNAP)
+        # The pipeline moves on ``go``, not ``adv``: a micro-instruction that traps stops the
+        # sequencer (DONE) and the next instruction's MAP empties the pipeline, so what F and
+        # R hold after a trap is never used, and the error terms (stack checks, the core's
+        # record checks) stay out of the control-store address.
         x_take, r_take = Signal(), Signal()      # R -> X, F -> R this cycle
         m.d.comb += [
-            x_take.eq(in_exec & rv & (~xv | (adv & ~redirect & ~x_holds_r))),
-            r_take.eq(in_exec & ~(adv & redirect) & (~rv | x_take)),
+            x_take.eq(in_exec & rv & (~xv | (go & ~redirect & ~x_holds_r))),
+            r_take.eq(in_exec & ~(go & redirect) & (~rv | x_take)),
         ]
         with m.If(state == _S_MAP):
             m.d.comb += ur.addr.eq(mr.data[:isa.UADDR_BITS])
-        with m.Elif(adv & redirect):
+        with m.Elif(go & redirect):
             m.d.comb += ur.addr.eq(x_target)
         with m.Elif(r_take):
             m.d.comb += ur.addr.eq(f_next)
@@ -501,12 +505,12 @@ class Sequencer(wiring.Component):
         m.d.sync += upc_f.eq(ur.addr)
         with m.If(r_take):
             m.d.sync += [uword_r.eq(uword_f), upc_r.eq(upc_f), rv.eq(1)]
-        with m.Elif(x_take | (adv & redirect)):
+        with m.Elif(x_take | (go & redirect)):
             m.d.sync += rv.eq(0)
         with m.If(x_take):
             m.d.sync += [uword_x.eq(uword_r), upc_x.eq(upc_r), a.eq(a_rd), b.eq(b_rd),
                          xv.eq(1)]
-        with m.Elif(adv):
+        with m.Elif(go):
             m.d.sync += xv.eq(0)
 
         # ---- effects of an advancing micro-instruction --------------------------------------

@@ -178,8 +178,22 @@ class FPEncoder(wiring.Component):
         k = Signal(25)
         m.d.comb += k.eq(q + up)
 
+        # The result's exponent field (floats, placed above the mantissa) and INT32's exact
+        # left shift depend on ``a`` alone: computed beside the rounding increment, before cut
+        # 2, so that after it only the add of ``k`` and the range checks remain.
+        _, e1, _, _, _, _, sig1 = fields(a)
+        ebase = Signal(18)
+        with m.Switch(fmt):
+            for f in _FLOATS:
+                man_bits, bias, _, _ = encode_params(f)
+                with m.Case(f):
+                    m.d.comb += ebase.eq(Mux(e1 + bias > 127, e1 + bias - 128, 0) << man_bits)
+        int_big = Signal(32)          # INT32, e in 150..157: sig << (e - 150), exact
+        m.d.comb += int_big.eq(sig1 << (e1 - 150)[:3])
+
         # -- cut 2: after the rounding increment ------------------------------------------------
         k = pipe(2, k, "k")
+        ebase, int_big = pipe(2, ebase, "ebase"), pipe(2, int_big, "int_big")
         a, fmt, mode = (pipe(2, v, n_) for n_, v in (("a", a), ("fmt", fmt), ("mode", mode)))
         sign, e, man, is_nan, is_inf, is_zero, sig = fields(a)
         rtz = mode == RoundMode.RTZ
@@ -191,9 +205,8 @@ class FPEncoder(wiring.Component):
                 man_bits, bias, exp_bits, has_inf = encode_params(f)
                 bits = target_bits(f)
                 with m.Case(f):
-                    ebm1 = Mux(e + bias > 127, e + bias - 128, 0)
                     mag = Signal(8 + man_bits + 2, name=f"mag_{f.name.lower()}")
-                    m.d.comb += mag.eq((ebm1 << man_bits) + k)
+                    m.d.comb += mag.eq(ebase + k)
                     s = sign << (bits - 1)
                     if has_inf:
                         inf_code = ((1 << exp_bits) - 1) << man_bits
@@ -223,7 +236,7 @@ class FPEncoder(wiring.Component):
                     mag = Signal(32, name=f"mag_{f.name.lower()}")
                     if f == Format.INT32:
                         # e in 150..157: exact, shifted left by e - 150 (no rounding)
-                        m.d.comb += mag.eq(Mux(e >= 150, sig << (e - 150)[:3], k))
+                        m.d.comb += mag.eq(Mux(e >= 150, int_big, k))
                         ovf = (e >= 158) | is_inf
                     else:
                         m.d.comb += mag.eq(k)
