@@ -4,8 +4,10 @@
 and map (3 cycles), two cycles to fill the three-stage micro-pipeline (fetch, operand read,
 execute), then one cycle per micro-instruction read from the control store
 (``sim/microcode.py`` or any words loaded at run time) plus two bubbles after a taken BRANCH
-or ULOOP or a RET, and one after an AG_SET/AG_SNAP (unless it ends the instruction), with the same stall rules (EMIT waits for queue space, WAIT for a
-semaphore, BARRIER for completions). A WAIT compares the semaphore in one cycle and decides in
+or ULOOP or a RET, and one after an AG_SET/AG_SNAP whose successor reads the generator
+state it writes (``sim.isa.AG_SET_READS``/``AG_SNAP_READS``; none if it ends the
+instruction), with the same stall rules (EMIT waits for queue space, WAIT for a semaphore,
+BARRIER for completions). A WAIT compares the semaphore in one cycle and decides in
 the next, so it takes at least 2 cycles and goes on the cycle after the semaphore reaches its
 value; a deadlock is trapped the cycle after the compare that found it. A BRANCH on Z/NZ
 holds its first cycle in X (the ALU result's zero test is registered). Engines are modelled
@@ -28,7 +30,8 @@ from dataclasses import dataclass, field
 
 from sim import isa, microcode
 from sim.dtypes import STORAGE_BITS, Format
-from sim.isa import Engine, ErrorBit, UAlu, UCond, UDst, USeq, USpecial, USrc
+from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond, UDst, USeq,
+                     USpecial, USrc)
 
 __all__ = ["EngineCost", "MicroSim", "RecordTiming"]
 
@@ -411,13 +414,21 @@ class MicroSim:
                 ag["base"] = res
         # sequencing
         unext = upc + 1
-        # a redirect refills R and F (2 bubbles); an AG_SET/AG_SNAP re-reads R (1)
+        # a redirect refills R and F (2 bubbles); an AG_SET/AG_SNAP re-reads R (1) if R's
+        # micro-instruction (the successor) reads generator state it writes: AG_SET the
+        # register index and stride (sources AGREG, AGSTRIDE), AG_SNAP the base (AGBASE)
         redirect = seq == USeq.RET or (seq == USeq.BRANCH and cond) or \
             (seq == USeq.ULOOP and self.uctr != 0)
-        bubble = 2 if redirect else \
-            int(special in (USpecial.AG_SET, USpecial.AG_SNAP))
         if seq in (USeq.JUMP, USeq.CALL):
             unext = u["target"]
+        bubble = 2 if redirect else 0
+        if not redirect and special in (USpecial.AG_SET, USpecial.AG_SNAP):
+            succ = self.ucode[unext & ((1 << isa.UADDR_BITS) - 1)]
+            nu = _UNPACKED.get(succ)
+            if nu is None:
+                nu = _UNPACKED[succ] = isa.unpack(isa.MICRO_FIELDS, succ)
+            written = AG_SET_READS if special == USpecial.AG_SET else AG_SNAP_READS
+            bubble = int(nu["a"] in written or nu["b"] in written)
         if seq == USeq.CALL:
             self.ustack.append(upc + 1)
         elif seq == USeq.RET:

@@ -20,7 +20,7 @@ __all__ = [
     "DMA_RECORD", "TENSOR_RECORD", "VECTOR_RECORD", "RECORDS", "RECORD_SLOTS",
     "DMA_IMM", "MATMUL_IMM", "VEC_IMM", "AG_IMM", "SEM_IMM",
     "field_offsets", "layout_width", "pack", "unpack", "encode", "decode",
-    "USER_OPCODES",
+    "USER_OPCODES", "AG_SET_READS", "AG_SNAP_READS",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -493,6 +493,13 @@ class USrc(enum.IntEnum):
     AGREG = 13     # r[AG[k].reg], k = const[1:0]
     AGSTRIDE = 14  # AG[k].stride
     AGBASE = 15    # AG[k].base
+
+
+#: Operand sources that read what an AG_SET / AG_SNAP writes (AG_SET: a generator's register
+#: index and stride; AG_SNAP: its base). In the three-stage sequencer the successor of such a
+#: micro-instruction waits one cycle in the operand-read stage if it reads one of them.
+AG_SET_READS = (USrc.AGREG, USrc.AGSTRIDE)
+AG_SNAP_READS = (USrc.AGBASE,)
 
 
 class UAlu(enum.IntEnum):

@@ -13,7 +13,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from sim import isa, microcode
-from sim.isa import Engine, ErrorBit, UAlu, UCond, UDst, USeq, USpecial, USrc
+from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond, UDst, USeq,
+                     USpecial, USrc)
 
 from .layouts import record_layout
 
@@ -89,7 +90,8 @@ class Sequencer(wiring.Component):
     Timing: an instruction takes 3 cycles of fetch/decode/map, two cycles to fill the
     three-stage micro-pipeline (fetch from the control store, read operands, execute), then one
     cycle per executed micro-instruction, plus two bubbles after a taken BRANCH or ULOOP or a
-    RET, one after an AG_SET/AG_SNAP that does not end the instruction, plus stalls. A WAIT holds its first cycle (the semaphore compare is
+    RET, one after an AG_SET/AG_SNAP that does not end the instruction if its successor reads
+    the generator state it writes (``sim.isa.AG_SET_READS``/``AG_SNAP_READS``), plus stalls. A WAIT holds its first cycle (the semaphore compare is
     registered) and goes on the cycle after the compare finds the value reached; a BRANCH on
     Z/NZ holds its first cycle too (the ALU result's zero test is registered). The engine
     queues run concurrently with the sequencer.
@@ -481,10 +483,15 @@ class Sequencer(wiring.Component):
         f_next = Signal(isa.UADDR_BITS)
         m.d.comb += f_next.eq(Mux((seq_f == USeq.JUMP) | (seq_f == USeq.CALL),
                                   field(uword_f, "target"), upc_f + 1))
-        # X leaves the pipeline's R stage in place (END: the instruction is done; AG_SET/SNAP:
-        # R re-reads its operands next cycle).
-        x_holds_r = (seq == USeq.END) | (special == USpecial.AG_SET) | \
-            (special == USpecial.AG_SNAP)
+        # X leaves the pipeline's R stage in place (END: the instruction is done; an AG_SET or
+        # AG_SNAP whose successor in R reads the generator state it writes, ``AG_SET_READS`` /
+        # ``AG_SNAP_READS`` of sim/isa.py: R re-reads its operands next cycle).
+        def r_reads(srcs):
+            return Cat(*[(a_sel_r == src) | (b_sel_r == src) for src in srcs]).any()
+
+        x_holds_r = (seq == USeq.END) | \
+            (special == USpecial.AG_SET) & r_reads(AG_SET_READS) | \
+            (special == USpecial.AG_SNAP) & r_reads(AG_SNAP_READS)
         # The pipeline moves on ``go``, not ``adv``: a micro-instruction that traps stops the
         # sequencer (DONE) and the next instruction's MAP empties the pipeline, so what F and
         # R hold after a trap is never used, and the error terms (stack checks, the core's
