@@ -422,14 +422,21 @@ class Sequencer(wiring.Component):
         m.d.sync += zb_seen.eq(x_live & is_zbranch & ~adv)
 
         # ---- semaphores -------------------------------------------------------------------
+        # ``adv_sem`` is ``adv`` for a SEMINC/SEMSET micro-instruction, which can only stall
+        # as a BRANCH on Z/NZ and only trap through its ``seq`` field: the queue-space and
+        # semaphore stall terms and the other error terms are left out of the cone.
+        adv_sem = Signal()
+        m.d.comb += adv_sem.eq(x_live & ~(is_zbranch & ~zb_seen) & ~(
+            exec_err[ErrorBit.UCALL_OVERFLOW] | exec_err[ErrorBit.UCALL_UNDERFLOW] |
+            exec_err[ErrorBit.MICRO_TRAP]))
         for i in range(isa.NUM_SEMS):
-            incs = [adv & (special == USpecial.SEMINC) & (sem_idx == i)]
+            incs = [adv_sem & (special == USpecial.SEMINC) & (sem_idx == i)]
             for e in _ENGINES:
                 sq = semq[e]
                 done = getattr(self, _NAMES[e] + "_done")
                 incs.append(done & sq.r_rdy & sq.r_data[4] & (sq.r_data[:4] == i))
             total = sum(x.as_unsigned() for x in incs)
-            with m.If(adv & (special == USpecial.SEMSET) & (sem_idx == i)):
+            with m.If(adv_sem & (special == USpecial.SEMSET) & (sem_idx == i)):
                 m.d.sync += sems[i].eq(res[:16])
             with m.Else():
                 m.d.sync += sems[i].eq(sems[i] + total)
