@@ -14,7 +14,7 @@ Order of work for one record
 1. *Setup* (2 cycles): zero-size records (``n0``, ``n1`` or ``part_count`` 0) complete at once;
    a record whose ``ext_addr`` or strides are not multiples of the element size reports
    ``DMA_ALIGN``; partitions beyond ``P`` report ``SBUF_RANGE``.
-2. *Window check* (one cycle per row ``(p, i)``, no bus activity): the row's byte range
+2. *Window check* (one cycle per row ``(p, i)`` plus one, no bus activity): the row's byte range
    ``[min_j e, max_j e + size - 1]`` (strides are two's complement) must lie inside one window
    with the needed permission (read for loads, write for stores) and must not wrap around
    ``2**32``. The first failing row reports ``DMA_WINDOW`` with the row's first element address.
@@ -492,13 +492,15 @@ class DMA(wiring.Component):
             m.d.sync += [self.rd_bytes.eq(0), self.wr_bytes.eq(0)]
 
         # ---- control ---------------------------------------------------------------------
-        # Row bounds for the window check (signed, wide: below 0 or above 2**32-1 fails).
+        # Row bounds for the window check (signed, wide: below 0 or above 2**32-1 fails),
+        # registered: a row's bounds are computed in one cycle and checked in the next
+        # (``row_v``: the registers hold a row; ``row_addr``/``row_last``: its first element
+        # address and whether it is the record's last row).
         row_lo = Signal(signed(52))
         row_hi = Signal(signed(52))
-        m.d.comb += [
-            row_lo.eq(chk.addr + lo_off),
-            row_hi.eq(chk.addr + hi_off),
-        ]
+        row_addr = Signal(32)
+        row_last = Signal()
+        row_v = Signal()
         need = Signal(2)
         m.d.comb += need.eq(Mux(c.store, 0b10, 0b01))
         hits = []
@@ -544,23 +546,29 @@ class DMA(wiring.Component):
                     seg_bytes.eq(Mux(contiguous, c.n0 << esh, esize)),
                     lo_off.eq(Mux(span < 0, span, 0)),
                     hi_off.eq(Mux(span > 0, span, 0) + esize - 1),
+                    row_v.eq(0),
                 ]
                 m.next = "CHECK"
             with m.State("CHECK"):
-                m.d.comb += self.busy.eq(1)
+                # The walker steps every cycle (a step past the last row does nothing) and the
+                # next row's bounds are registered every cycle, so no verdict is in front of
+                # the walker's clock enables; the verdict is on the registered row.
+                m.d.comb += [self.busy.eq(1), chk.step.eq(1)]
+                m.d.sync += [
+                    row_lo.eq(chk.addr + lo_off), row_hi.eq(chk.addr + hi_off),
+                    row_addr.eq(chk.addr), row_last.eq(chk.last), row_v.eq(1),
+                ]
                 with m.If(stopping):
                     m.next = "IDLE"
-                with m.Elif(~row_ok):
-                    report(ErrorCode.DMA_WINDOW, chk.addr, c.store)
+                with m.Elif(row_v & ~row_ok):
+                    report(ErrorCode.DMA_WINDOW, row_addr, c.store)
                     m.next = "IDLE"
-                with m.Elif(chk.last):
+                with m.Elif(row_v & row_last):
                     m.d.comb += [iss.start.eq(1), elw.start.eq(1)]
                     m.d.sync += [iss_run.eq(1), iss_load.eq(1), buf_valid.eq(0),
                                  s1_valid.eq(0), acc.eq(0), acc_strb.eq(0), w_beat.eq(0),
                                  r_beat.eq(0)]
                     m.next = "RUN"
-                with m.Else():
-                    m.d.comb += chk.step.eq(1)
             with m.State("RUN"):
                 m.d.comb += [self.busy.eq(1), load.eq(~c.store), st.eq(c.store)]
                 finished = Signal()
