@@ -98,12 +98,25 @@ def design_fingerprint(files):
     return h.hexdigest()
 
 
-def _options(freq, baud, seed):
-    return {"freq_mhz": freq, "baud": baud, "seed": seed}
+#: nextpnr routers (``--router``); the first is nextpnr's default and adds no option.
+ROUTERS = ("router1", "router2")
 
 
-def plan(board_name, config, *, freq=None, baud=115200, seed=1):
+def _check_router(router):
+    if router not in ROUTERS:
+        raise BuildError(f"router must be one of {', '.join(ROUTERS)}, not {router!r}")
+
+
+def _options(freq, baud, seed, router="router1"):
+    opts = {"freq_mhz": freq, "baud": baud, "seed": seed}
+    if router != ROUTERS[0]:
+        opts["router"] = router
+    return opts
+
+
+def plan(board_name, config, *, freq=None, baud=115200, seed=1, router="router1"):
     """Elaborate the board top and return ``(board, cfg, top, BuildPlan)`` (no tools run)."""
+    _check_router(router)
     board = get_board(board_name)
     try:
         cfg = board.config(config)
@@ -113,6 +126,8 @@ def plan(board_name, config, *, freq=None, baud=115200, seed=1):
     os.environ.update({k: v for k, v in tool_env().items()
                        if k in ("AMARANTH_USE_YOSYS", "AMARANTH_ENV_TRELLIS")})
     nextpnr_opts = f"{board.nextpnr_opts} --seed {seed}"
+    if router != ROUTERS[0]:
+        nextpnr_opts += f" --router {router}"
     build_plan = board.platform().build(top, name="top", do_build=False, do_program=False,
                                         synth_opts=board.synth_opts, nextpnr_opts=nextpnr_opts)
     return board, cfg, top, build_plan
@@ -173,17 +188,19 @@ def _log_of(command, cwd):
     return None
 
 
-def build(board_name, config, *, freq=None, baud=115200, seed=1, root=None, plan_only=False,
-          quiet=False, nice=True):
+def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1", root=None,
+          plan_only=False, quiet=False, nice=True):
     """Run the build; return the report dict (``plan_only``: the plan's file list)."""
     sources = source_hash()
-    board, cfg, top, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed)
+    board, cfg, top, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed,
+                                       router=router)
     dest = out_dir(board_name, config, root)
     dest.mkdir(parents=True, exist_ok=True)
     build_plan.extract(dest)
     target_mhz = top.freq / 1e6
     meta = {"board": board_name, "config": config, "target_mhz": target_mhz, "baud": baud,
-            "uart_divisor": top.divisor, "seed": seed, "params": dict(cfg.params),
+            "uart_divisor": top.divisor, "seed": seed, "router": router,
+            "params": dict(cfg.params),
             "description": cfg.description, "ram_bytes": board.ram_bytes}
     (dest / "build.json").write_text(json.dumps(meta, indent=2))
     if plan_only:
@@ -220,7 +237,7 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, root=None, plan
     meta.update({"step_seconds": timings, "total_seconds": round(time.monotonic() - t_start, 1)})
     (dest / "build.json").write_text(json.dumps(meta, indent=2))
     # The record of the finished build (``--plan-only`` later rewrites build.json and the plan).
-    built = {**meta, "options": _options(freq, baud, seed), "sources": sources,
+    built = {**meta, "options": _options(freq, baud, seed, router), "sources": sources,
              "fingerprint": design_fingerprint(build_plan.files),
              "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
     (dest / "built.json").write_text(json.dumps(built, indent=2))
@@ -240,7 +257,7 @@ def report_from_dir(board_name, config, root=None):
         nextpnr_text=(dest / "top.tim").read_text(errors="replace"),
         yosys_text=(dest / "top.rpt").read_text(errors="replace"),
         target_mhz=meta["target_mhz"], pes=cfg.pes,
-        extra={k: meta.get(k) for k in ("baud", "seed", "params", "description",
+        extra={k: meta.get(k) for k in ("baud", "seed", "router", "params", "description",
                                         "step_seconds", "total_seconds")})
     bitstream = dest / ("top.bit" if board.family == "ecp5" else "top.bin")
     try:
@@ -258,7 +275,8 @@ def _bitstream(board, dest):
     return dest / ("top.bit" if board.family == "ecp5" else "top.bin")
 
 
-def is_current(board_name, config, *, freq=None, baud=115200, seed=1, root=None):
+def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="router1",
+               root=None):
     """Whether ``build/fpga/<board>-<config>/`` holds a finished build of the present design
     with these options: ``(True | False, reason)``. Fast when no source changed (a hash of the
     sources); otherwise the top is elaborated and its plan compared with the built one."""
@@ -269,7 +287,7 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, root=None)
     record = dest / "built.json"
     if record.exists():
         built = json.loads(record.read_text())
-        if built.get("options") != _options(freq, baud, seed):
+        if built.get("options") != _options(freq, baud, seed, router):
             return False, "built with other options"
         if built.get("sources") == source_hash():
             return True, "sources unchanged"
@@ -278,7 +296,8 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, root=None)
         # A build made before built.json existed: its plan files are the ones the tools read
         # unless a later --plan-only rewrote them.
         meta = json.loads((dest / "build.json").read_text())
-        if (meta.get("seed", 1), meta.get("baud", 115200)) != (seed, baud) or freq is not None:
+        if (meta.get("seed", 1), meta.get("baud", 115200), meta.get("router", ROUTERS[0])) \
+                != (seed, baud, router) or freq is not None:
             return False, "built with other options"
         il = dest / "top.il"
         if not il.exists() or il.stat().st_mtime > (dest / "top.tim").stat().st_mtime:
@@ -286,14 +305,15 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, root=None)
         fingerprint = design_fingerprint({n: (dest / n).read_text() for n in _PLAN_FILES
                                           if (dest / n).exists()})
     try:
-        *_, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed)
+        *_, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed,
+                              router=router)
     except Exception as e:      # e.g. a source file being edited: cannot tell, so not current
         return False, f"elaboration failed: {type(e).__name__}: {e}"
     if design_fingerprint(build_plan.files) != fingerprint:
         return False, "design changed"
     if not record.exists():
         meta = json.loads((dest / "build.json").read_text())
-        record.write_text(json.dumps({**meta, "options": _options(freq, baud, seed),
+        record.write_text(json.dumps({**meta, "options": _options(freq, baud, seed, router),
                                       "sources": source_hash(), "fingerprint": fingerprint},
                                      indent=2))
     else:
@@ -325,6 +345,9 @@ def main(argv=None):
     parser.add_argument("--freq", type=float, default=None, help="clock in MHz (PLL target)")
     parser.add_argument("--baud", type=int, default=115200, help="UART rate (default 115200)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    parser.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
+                        help="nextpnr router (default router1; router2 is often faster on "
+                             "large designs)")
     parser.add_argument("--out", default=None, help=f"output root (default {BUILD_ROOT})")
     parser.add_argument("--plan-only", action="store_true",
                         help="elaborate and write the build plan, run no tool")
@@ -344,7 +367,7 @@ def main(argv=None):
         if args.freq is not None and args.freq <= 0:
             raise BuildError(f"--freq must be a positive number of MHz, not {args.freq:g}")
         report = build(args.board, config, freq=args.freq, baud=args.baud, seed=args.seed,
-                       root=args.out, plan_only=args.plan_only, quiet=args.quiet,
+                       router=args.router, root=args.out, plan_only=args.plan_only, quiet=args.quiet,
                        nice=not args.no_nice)
     except (BuildError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -111,6 +111,24 @@ def test_build_cli_errors(capsys):
     assert capsys.readouterr().err.startswith("error: baud must be at most")
 
 
+def test_router_option(tmp_path):
+    """``--router router2`` reaches nextpnr's command line and the record; the default adds no
+    option (older build records stay current); an unknown router is a one-line error."""
+    default = fbuild.build("ulx3s", "tensor8i", root=tmp_path / "a", plan_only=True,
+                           quiet=True)
+    r2 = fbuild.build("ulx3s", "tensor8i", router="router2", root=tmp_path / "b",
+                      plan_only=True, quiet=True)
+    assert default["router"] == "router1" and r2["router"] == "router2"
+    script1 = (tmp_path / "a" / "ulx3s-tensor8i" / "build_top.sh").read_text()
+    script2 = (tmp_path / "b" / "ulx3s-tensor8i" / "build_top.sh").read_text()
+    assert "--router" not in script1
+    assert "--router router2" in script2
+    with pytest.raises(fbuild.BuildError, match="router must be one of router1, router2"):
+        fbuild.plan("ulx3s", "tensor8i", router="router3")
+    with pytest.raises(SystemExit):
+        fbuild.main(["ulx3s", "--router", "router3", "--plan-only"])
+
+
 def test_build_cli_is_one_line_from_a_shell():
     """The error reaches a user as one line, no traceback."""
     env = dict(os.environ, AMARANTH_ENV_TRELLIS="/dev/null")
