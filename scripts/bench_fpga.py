@@ -128,15 +128,18 @@ def merge_record(results, record, source=""):
                 "timing_met"):
         if key not in record:
             raise ValueError(f"record: not a build record of fpga.build --json (no {key!r})")
-    commit, seed = record.get("commit"), record.get("seed")
+    commit, seed, router = record.get("commit"), record.get("seed"), record.get("router")
     reason = "rebuilt separately" + (f" on {commit}" if commit else "") + \
         (f", nextpnr seed {seed}" if seed is not None else "") + \
+        (f", {router}" if router and router != "router1" else "") + \
         (f" ({source})" if source else "") + "; the rest of this file is from the bench run of its date"
     row = _row(record, True, reason)
     if commit:
         row["commit"] = commit
     if seed is not None:
         row["seed"] = seed
+    if router:
+        row["router"] = router
     rows = results.setdefault("results", [])
     for i, old in enumerate(rows):
         if (old["board"], old["config"]) == (row["board"], row["config"]):
