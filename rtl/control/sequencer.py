@@ -521,9 +521,14 @@ class Sequencer(wiring.Component):
             m.d.sync += [uword_r.eq(uword_f), upc_r.eq(upc_f), rv.eq(1)]
         with m.Elif(x_take | (go & redirect)):
             m.d.sync += rv.eq(0)
+        # X's registers (~140 flip-flops) load whenever X is empty or its micro-instruction
+        # goes, whether or not R has one for it (``xv`` says): their clock enable is
+        # ``~xv | go``, without R's state, the redirect and the hold terms of ``x_take``.
+        # Nothing reads them while ``xv`` is low (everything in X is gated by ``x_live``).
+        with m.If(~xv | go):
+            m.d.sync += [uword_x.eq(uword_r), upc_x.eq(upc_r), a.eq(a_rd), b.eq(b_rd)]
         with m.If(x_take):
-            m.d.sync += [uword_x.eq(uword_r), upc_x.eq(upc_r), a.eq(a_rd), b.eq(b_rd),
-                         xv.eq(1)]
+            m.d.sync += xv.eq(1)
         with m.Elif(go):
             m.d.sync += xv.eq(0)
 
