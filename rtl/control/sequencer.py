@@ -91,8 +91,9 @@ class Sequencer(wiring.Component):
     three-stage micro-pipeline (fetch from the control store, read operands, execute), then one
     cycle per executed micro-instruction, plus two bubbles after a taken BRANCH or ULOOP or a
     RET, one after an AG_SET/AG_SNAP that does not end the instruction if its successor reads
-    the generator state it writes (``sim.isa.AG_SET_READS``/``AG_SNAP_READS``), plus stalls. A WAIT holds its first cycle (the semaphore compare is
-    registered) and goes on the cycle after the compare finds the value reached; a BRANCH on
+    the generator state it writes (``sim.isa.AG_SET_READS``/``AG_SNAP_READS``), plus stalls.
+    A WAIT holds its first cycle (the semaphore compare is registered) and goes on the cycle
+    after the compare finds the value reached; a BRANCH on
     Z/NZ holds its first cycle too (the ALU result's zero test is registered). The engine
     queues run concurrently with the sequencer.
     Reset: idle, ``done = 0``; memories keep their contents (control store and map start with
