@@ -11,6 +11,8 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from rtl.bus.skid import SkidBuffer
+
 from .sbuf import SBUFReadSignature, check_pow2
 
 __all__ = ["tensor_cmd_layout", "psum_write_layout", "TensorController"]
@@ -99,7 +101,12 @@ class TensorController(wiring.Component):
     busy : Out(1)
         A command is in flight somewhere in the controller.
 
-    Every stream obeys back-pressure; a stall on ``psum_wr`` stalls ``result`` and so the engine.
+    Every stream obeys back-pressure. ``psum_wr`` leaves through a skid buffer
+    (``rtl.bus.skid.SkidBuffer``: no added latency): a stall on ``psum_wr`` stalls ``result``,
+    and so the engine, one cycle later (the beat offered meanwhile waits in the skid register),
+    and ``result.ready`` is a function of registers only. ``psum_wr_int`` and the completion
+    travel with the beat: ``done`` pulses ``done_delay`` cycles after PSUM accepted the
+    command's last beat.
     """
 
     def __init__(self, rows, cols, sbuf_depth, psum_depth, *, data_width=16, n_bits=16,
@@ -219,27 +226,43 @@ class TensorController(wiring.Component):
         mov_busy = self._issuer(m, "mov", view(queues["mov"]), self.mov_rd, self.moving,
                                 "n", "mov_addr", "mov_stride", False)
 
-        # Completion: tag result beats with their PSUM address, count commands out.
+        # Completion: tag result beats with their PSUM address, count commands out. The tagged
+        # beat leaves through a skid buffer, so PSUM's ready (its read-after-write hazard
+        # compare) reaches only a register here, not the engine's pipeline advance; the beat
+        # carries its command's INT flag and semaphore, and the completion counts from PSUM's
+        # acceptance of the last beat, so it still waits for the data to be written.
         cpl = view(queues["cpl"])
         beat = Signal(self.n_bits)
+        tagged = data.StructLayout({
+            "w": psum_write_layout(self.cols, self.psum_depth),
+            "int": 1, "sem": self.sem_bits, "sem_en": 1,
+        })
+        m.submodules.psum_skid = skid = SkidBuffer(tagged)
         m.d.comb += [
-            self.psum_wr.valid.eq(self.result.valid & cpl.valid),
-            self.psum_wr.p.data.eq(self.result.p.data),
-            self.psum_wr.p.addr.eq(cpl.payload.psum_addr + beat),
-            self.psum_wr.p.accumulate.eq(cpl.payload.accumulate),
-            self.psum_wr.p.last.eq(self.result.p.last),
-            self.psum_wr_int.eq(cpl.payload.fmt == 6),
-            self.result.ready.eq(self.psum_wr.ready & cpl.valid),
+            skid.i.valid.eq(self.result.valid & cpl.valid),
+            skid.i.p.w.data.eq(self.result.p.data),
+            skid.i.p.w.addr.eq(cpl.payload.psum_addr + beat),
+            skid.i.p.w.accumulate.eq(cpl.payload.accumulate),
+            skid.i.p.w.last.eq(self.result.p.last),
+            skid.i.p.int.eq(cpl.payload.fmt == 6),
+            skid.i.p.sem.eq(cpl.payload.sem),
+            skid.i.p.sem_en.eq(cpl.payload.sem_en),
+            self.result.ready.eq(skid.i.ready & cpl.valid),
+            self.psum_wr.valid.eq(skid.o.valid),
+            self.psum_wr.payload.eq(skid.o.p.w),
+            self.psum_wr_int.eq(skid.o.p.int),
+            skid.o.ready.eq(self.psum_wr.ready),
         ]
-        fin = Signal()
         with m.If(self.result.valid & self.result.ready):
             m.d.sync += beat.eq(beat + 1)
             with m.If(self.result.p.last):
                 m.d.sync += beat.eq(0)
-                m.d.comb += [cpl.ready.eq(1), fin.eq(cpl.payload.sem_en)]
+                m.d.comb += cpl.ready.eq(1)
+        fin = Signal()
+        m.d.comb += fin.eq(skid.o.valid & skid.o.ready & skid.o.p.w.last & skid.o.p.sem_en)
 
         pend = Signal()
-        d_valid, d_sem = fin, cpl.payload.sem
+        d_valid, d_sem = fin, skid.o.p.sem
         for i in range(self.done_delay):
             nv, ns = Signal(name=f"done_d{i}"), Signal(self.sem_bits, name=f"done_sem_d{i}")
             m.d.sync += [nv.eq(d_valid), ns.eq(d_sem)]
@@ -249,6 +272,6 @@ class TensorController(wiring.Component):
             self.done.eq(d_valid),
             self.done_sem.eq(d_sem),
             self.busy.eq(stat_busy | mov_busy | queues["stat"].r_rdy | queues["mov"].r_rdy |
-                         cpl.valid | pend),
+                         cpl.valid | skid.full | pend),
         ]
         return m
