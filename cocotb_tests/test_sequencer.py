@@ -21,7 +21,7 @@ from cocotb_tests.common.config import dut_config
 from cocotb_tests.test_sequencer_progs import DIRECTED, HANG_REGRESSIONS, random_program
 from sim import isa, microcode
 from sim.asm import assemble
-from sim.isa import Engine, ErrorBit, Opcode
+from sim.isa import Engine, ErrorBit, Opcode, UAlu, UDst, USpecial, USrc
 from sim.refsim import RefSim, record_fields
 
 _NAMES = {Engine.DMA: "dma", Engine.TENSOR: "tensor", Engine.VECTOR: "vector"}
@@ -426,7 +426,25 @@ async def test_runtime_microcode(dut):
     hw, _ = await _check(h, words, "recursive", {0xF2: lambda sim, f: sim._trap(
         ErrorBit.UCALL_OVERFLOW)})
     assert hw["err_status"] == 1 << ErrorBit.UCALL_OVERFLOW
-    for op in (microcode.FUSED_OPCODE, 0xF1, 0xF2):
+    # Back-to-back dependent micro-instructions: a SEMRD's register write (not the ALU's
+    # result) and a T0 write, each read by the very next micro-instruction (forwarding).
+    fwd_base = rec_base + len(microcode.recursive_ucall(rec_base))
+    fwd, _ = microcode.link([
+        microcode.u(special=USpecial.SEMRD),
+        microcode.u(a=USrc.RD, b=USrc.RD, alu=UAlu.ADD, dst=UDst.T0),
+        microcode.u(a=USrc.T0, b=USrc.RD, alu=UAlu.ADD, dst=UDst.RD, **microcode.END),
+    ], base=fwd_base, labels=microcode.LABELS)
+    await h.load_microcode(fwd_base, fwd)
+    await h.write_map(0xF3, microcode.map_entry(fwd_base))
+
+    def fwd_ref(sim, f):
+        sim.w(f["rd"], 3 * sim.sems[f["imm"] & 15])
+
+    words = assemble("semset 3, 1234\nli r2, 99") + \
+        [isa.encode(0xF3, rd=2, imm=3)] + assemble("halt")
+    hw, _ = await _check(h, words, "forward", {0xF3: fwd_ref})
+    assert hw["err_status"] == 0
+    for op in (microcode.FUSED_OPCODE, 0xF1, 0xF2, 0xF3):
         await h.write_map(op, 0)
 
 

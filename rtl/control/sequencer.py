@@ -41,6 +41,9 @@ DBG = {
 _S_IDLE, _S_CLEAR, _S_FETCH, _S_DECODE, _S_MAP, _S_EXEC, _S_DONE = range(7)
 _ENGINES = (Engine.DMA, Engine.TENSOR, Engine.VECTOR)
 _NAMES = {Engine.DMA: "dma", Engine.TENSOR: "tensor", Engine.VECTOR: "vector"}
+# Operand sources read from the register file.
+_REG_SRCS = (USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3, USrc.RS2P1,
+             USrc.AGREG)
 
 
 class Sequencer(wiring.Component):
@@ -235,10 +238,11 @@ class Sequencer(wiring.Component):
 
         # ---- operand selection ------------------------------------------------------------
         # R stage: operand indices and values of the micro-word at upc_r. X's register-file
-        # and T0/T1 writes of this cycle are forwarded (they land at the same edge as the
-        # capture into a_r/b_r).
+        # and T0/T1 writes of this cycle land at the same edge as R's capture into X: R only
+        # registers that its operand is that write (``a_fw``/``b_fw``) and X takes the value
+        # from ``x_prev``, the written value registered at that edge. So the ALU's result
+        # goes to one register, not through R's operand multiplexers (late forwarding).
         wr_addr, wr_data, wr_en = Signal(6), Signal(32), Signal()    # X's write (before adv)
-        t0_fwd, t1_fwd = Signal(32), Signal(32)
 
         def reg_index(sel, idx):
             with m.Switch(sel):
@@ -248,34 +252,51 @@ class Sequencer(wiring.Component):
                     with m.Case(s):
                         m.d.comb += idx.eq(v[:6])
 
-        def operand(sel, port, idx, val):
+        def operand(sel, port, val):
             with m.Switch(sel):
-                with m.Case(USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2,
-                            USrc.RD3, USrc.RS2P1, USrc.AGREG):
-                    m.d.comb += val.eq(Mux(xv & wr_en & (wr_addr == idx), wr_data, port.data))
+                with m.Case(*_REG_SRCS):
+                    m.d.comb += val.eq(port.data)
                 with m.Case(USrc.IMM):
                     m.d.comb += val.eq(imm)
                 with m.Case(USrc.CONST):
                     m.d.comb += val.eq(const_r)
                 with m.Case(USrc.T0):
-                    m.d.comb += val.eq(t0_fwd)
+                    m.d.comb += val.eq(t0)
                 with m.Case(USrc.T1):
-                    m.d.comb += val.eq(t1_fwd)
+                    m.d.comb += val.eq(t1)
                 with m.Case(USrc.AGSTRIDE):
                     m.d.comb += val.eq(ag_stride[k_r])
                 with m.Case(USrc.AGBASE):
                     m.d.comb += val.eq(ag_base[k_r])
 
+        def forwarded(sel, idx, hit):
+            # R's operand is what X writes this cycle (register file, T0 or T1).
+            with m.Switch(sel):
+                with m.Case(*_REG_SRCS):
+                    m.d.comb += hit.eq(xv & wr_en & (wr_addr == idx))
+                with m.Case(USrc.T0):
+                    m.d.comb += hit.eq(xv & (dst == UDst.T0))
+                with m.Case(USrc.T1):
+                    m.d.comb += hit.eq(xv & (dst == UDst.T1))
+
         a_idx, b_idx = Signal(6), Signal(6)
-        a_rd, b_rd = Signal(32), Signal(32)      # R's operands
-        a, b = Signal(32), Signal(32)            # X's operands (registered)
+        a_rd, b_rd = Signal(32), Signal(32)      # R's operands, as the register file has them
+        a_hit, b_hit = Signal(), Signal()        # ... or X's result of this cycle instead
+        a_q, b_q = Signal(32), Signal(32)        # X's operands (registered)
+        a_fw, b_fw = Signal(), Signal()          # X's operand is ``x_prev`` instead
+        x_prev = Signal(32)                      # the previous X's written value (registered)
+        a, b = Signal(32), Signal(32)            # X's operands
         reg_index(a_sel_r, a_idx)
         reg_index(b_sel_r, b_idx)
         m.d.comb += [rf_a.addr.eq(a_idx), rf_b.addr.eq(b_idx)]
-        operand(a_sel_r, rf_a, a_idx, a_rd)
-        operand(b_sel_r, rf_b, b_idx, b_rd)
+        operand(a_sel_r, rf_a, a_rd)
+        operand(b_sel_r, rf_b, b_rd)
+        forwarded(a_sel_r, a_idx, a_hit)
+        forwarded(b_sel_r, b_idx, b_hit)
+        m.d.comb += [a.eq(Mux(a_fw, x_prev, a_q)), b.eq(Mux(b_fw, x_prev, b_q))]
 
         res = Signal(32)
+        x_fwd = Signal(32)
         sh = b[:5]
         with m.Switch(alu):
             with m.Case(UAlu.ADD):
@@ -457,8 +478,8 @@ class Sequencer(wiring.Component):
             m.d.comb += [rf_w.addr.eq(clr), rf_w.data.eq(0), rf_w.en.eq(1)]
         with m.Else():
             m.d.comb += [rf_w.addr.eq(wr_addr), rf_w.data.eq(wr_data), rf_w.en.eq(adv & wr_en)]
-        m.d.comb += [t0_fwd.eq(Mux(xv & (dst == UDst.T0), res, t0)),
-                     t1_fwd.eq(Mux(xv & (dst == UDst.T1), res, t1))]
+        # The value X forwards: its register-file write, or its T0/T1 write (``res``).
+        m.d.comb += x_fwd.eq(Mux((dst == UDst.T0) | (dst == UDst.T1), res, wr_data))
 
         # ---- next macro PC ----------------------------------------------------------------
         npc_next = Signal(32)
@@ -527,7 +548,8 @@ class Sequencer(wiring.Component):
         # ``~xv | go``, without R's state, the redirect and the hold terms of ``x_take``.
         # Nothing reads them while ``xv`` is low (everything in X is gated by ``x_live``).
         with m.If(~xv | go):
-            m.d.sync += [uword_x.eq(uword_r), upc_x.eq(upc_r), a.eq(a_rd), b.eq(b_rd)]
+            m.d.sync += [uword_x.eq(uword_r), upc_x.eq(upc_r), a_q.eq(a_rd), b_q.eq(b_rd),
+                         a_fw.eq(a_hit), b_fw.eq(b_hit), x_prev.eq(x_fwd)]
         with m.If(x_take):
             m.d.sync += xv.eq(1)
         with m.Elif(go):
