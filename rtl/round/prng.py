@@ -136,29 +136,29 @@ class LanePrngs(wiring.Component):
         # SEED_LATENCY stages (each 32-bit multiply in its own cycle). A restart needs no flush:
         # words of the old seed still in the pipeline shift in first and the 6 * lanes new
         # words then replace the whole chained state.
+        # ``weyl`` holds the Weyl word being hashed (the seed plus one step at the load), so the
+        # Weyl adder is not in front of the first multiply.
         count = Signal(range(STATE_WORDS * lanes + 1))
         weyl = Signal(32)
-        weyl_next = Signal(32)
         h1 = Signal(32)
         h1_valid = Signal()
         word = Signal(32)
         word_valid = Signal()
         issue = Signal()
         m.d.comb += [
-            weyl_next.eq(weyl + WEYL_STEP),
             issue.eq(count != 0),
             self.busy.eq(issue | h1_valid | word_valid),
         ]
         m.d.sync += [
-            h1.eq(((weyl_next ^ (weyl_next >> 16)) * 0x85EBCA6B)[:32]),
+            h1.eq(((weyl ^ (weyl >> 16)) * 0x85EBCA6B)[:32]),
             word.eq(((h1 ^ (h1 >> 13)) * 0xC2B2AE35)[:32]),
             h1_valid.eq(issue),
             word_valid.eq(h1_valid),
         ]
         with m.If(self.seed_load):
-            m.d.sync += [weyl.eq(self.seed), count.eq(STATE_WORDS * lanes)]
+            m.d.sync += [weyl.eq(self.seed + WEYL_STEP), count.eq(STATE_WORDS * lanes)]
         with m.Elif(issue):
-            m.d.sync += [weyl.eq(weyl_next), count.eq(count - 1)]
+            m.d.sync += [weyl.eq(weyl + WEYL_STEP), count.eq(count - 1)]
         hashed = word ^ (word >> 16)
         for i, gen in enumerate(gens):
             m.d.comb += [
