@@ -4,7 +4,7 @@ The bit-exact golden model is ``sim.rounding.encode``; the number rules are
 ``docs/interfaces.md`` section 2 and the SR algorithm is described in ``docs/rounding.md``.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -105,21 +105,26 @@ class FPEncoder(wiring.Component):
         a, fmt, mode, rand = self.a, self.fmt, self.mode, self.rand
         sign, e, man, is_nan, is_inf, is_zero, sig = fields(a)
 
-        # Per-format right shift from the FP32 LSB to the target LSB (before clamping).
-        shift_raw = Signal(range(256))
+        # Per-format right shift from the FP32 LSB to the target LSB, clamped to ``cap``: a
+        # constant table of the exponent per format (logic of 8 inputs, no carry chains:
+        # compare, subtract and clamp were three chains in front of the barrel shifter).
+        def shift_table(f):
+            if f in (Format.INT8, Format.INT32):
+                raw = [max(0, 150 - ev) for ev in range(256)]
+            else:
+                man_bits, bias, _, _ = encode_params(f)
+                raw = [(23 - man_bits) + max(0, (128 - bias) - ev) for ev in range(256)]
+            return Array(Const(min(cap, r), range(cap + 1)) for r in raw)
+
+        shift = Signal(range(cap + 1))
         with m.Switch(fmt):
             for f in _FLOATS:
-                man_bits, bias, _, _ = encode_params(f)
                 with m.Case(f):
-                    # target exponent below the normal range: extra shift 128 - bias - e
-                    m.d.comb += shift_raw.eq((23 - man_bits) + Mux(e < 128 - bias,
-                                                                    (128 - bias) - e, 0))
+                    m.d.comb += shift.eq(shift_table(f)[e])
             with m.Case(Format.INT8, Format.INT32):
-                m.d.comb += shift_raw.eq(Mux(e < 150, 150 - e, 0))
+                m.d.comb += shift.eq(shift_table(Format.INT8)[e])
             with m.Default():
-                m.d.comb += shift_raw.eq(0)
-        shift = Signal(range(cap + 1))
-        m.d.comb += shift.eq(Mux(shift_raw > cap, cap, shift_raw))
+                m.d.comb += shift.eq(0)
 
         # Right shift with sticky: y holds the integer part q, n fraction bits, a guard bit and
         # a sticky slot; sig bits shifted below y are ORed into the sticky.
@@ -128,10 +133,10 @@ class FPEncoder(wiring.Component):
         m.d.comb += y.eq(x >> shift)
 
         # sig bit i is shifted out below the sticky slot iff shift > i + n + 2. The thermometer
-        # is compared on the exponent directly (shift_raw > c <=> e below a per-format
+        # is compared on the exponent directly (unclamped shift > c <=> e below a per-format
         # constant), in parallel with the shift amount, not after it (and after a clamp).
         def shift_gt(c):
-            """``shift_raw > c`` (hence ``shift > c`` for c < cap) as a compare of ``e``."""
+            """Unclamped shift > c (hence ``shift > c`` for c < cap) as a compare of ``e``."""
             gt = Signal(name=f"shift_gt{c}")
             with m.Switch(fmt):
                 for f in _FLOATS:
