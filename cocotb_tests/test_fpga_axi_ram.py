@@ -33,7 +33,7 @@ async def setup(dut, rng, pause):
     return master
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=20, timeout_unit="ms")   # a lost beat fails, never hangs
 @cocotb.parametrize(pause=[0.0, 0.5])
 async def test_random_bursts(dut, pause):
     """Random write and read bursts compared with a bytearray model."""
@@ -67,7 +67,7 @@ async def test_random_bursts(dut, pause):
         assert got == data
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=20, timeout_unit="ms")   # a lost beat fails, never hangs
 async def test_concurrent_and_decerr(dut):
     """Reads and writes issued together all complete and agree with the model; a burst above
     the end answers DECERR and does not write."""
@@ -99,7 +99,7 @@ async def test_concurrent_and_decerr(dut):
     assert (await master.read(0, nbytes)).resp == AxiResp.OKAY
 
 
-@cocotb.test()
+@cocotb.test(timeout_time=20, timeout_unit="ms")   # a lost beat fails, never hangs
 async def test_host_port(dut):
     """The AXI4-Lite host port reads what bursts wrote and vice versa, with byte strobes,
     while AXI4 bursts run at the same time; DECERR above the end."""
