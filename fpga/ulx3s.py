@@ -73,7 +73,8 @@ CONFIGS = {
     # The core that fits: two rows = two vector lanes (about 27k logic cells), a 2x2 tensor
     # array with all six formats and two-stage PE adders (for the clock; the longer drain
     # costs nothing at 2 rows), SBUF 2 x 1024 words in block RAM. 50 MHz: every build since
-    # 54919fe met it (50.16-54.29 MHz post-route, nextpnr seeds 1 and 2; docs/fpga.md, Goals).
+    # 54919fe that routed met it (50.16-54.36 MHz post-route, nextpnr seeds 1 and 2; one seed
+    # 1 build stalled in the router; docs/fpga.md, Goals).
     "core2": Config("core2", _core(rows=2, sbuf_depth=1024, psum_depth=256,
                                    tensor_add_stages=2, tensor_mul_stages=2), 50e6, pes=4,
                     description="NeuronCore 2x2, all formats, SBUF 2x1024, PSUM 2x256",
