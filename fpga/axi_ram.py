@@ -92,16 +92,17 @@ class AxiRam(wiring.Component):
 
         # Read beats leave through a skid buffer: the block RAM's enable (``issue``) sees a
         # register, not the manager's ``rready`` (the DMA's, a function of the SBUF write
-        # arbiter: the critical path of a core2 build, 7b5377e, 19.94 ns).
+        # arbiter: the critical path of a core2 build, 7b5377e, 19.94 ns). ``bid`` is the ID
+        # of the beat in ``rvalid``: the burst ends (and a new AR may load ``bid``) only once
+        # the skid buffer has taken its last beat, with its own copy of the ID.
         rvalid = Signal()
         rlast = Signal()
         rerr = Signal()
-        rid = Signal(self._id_width)
         m.submodules.r_skid = r_skid = SkidBuffer(data.StructLayout({
             "data": self._data_width, "last": 1, "resp": 2, "id": self._id_width}))
         r_take = Signal()
         m.d.comb += [
-            r_skid.i.valid.eq(rvalid), r_skid.i.p.last.eq(rlast), r_skid.i.p.id.eq(rid),
+            r_skid.i.valid.eq(rvalid), r_skid.i.p.last.eq(rlast), r_skid.i.p.id.eq(bid),
             r_skid.i.p.data.eq(Mux(rerr, 0, rp.data)), r_skid.i.p.resp.eq(Mux(rerr, 3, 0)),
             r_take.eq(rvalid & r_skid.i.ready),
             bus.rvalid.eq(r_skid.o.valid), bus.rlast.eq(r_skid.o.p.last),
@@ -192,7 +193,7 @@ class AxiRam(wiring.Component):
                 m.d.comb += rp.en.eq(issue)
                 with m.If(issue):
                     m.d.sync += [rvalid.eq(1), rlast.eq(beats == 1),
-                                 rerr.eq(out_of_range(addr)), rid.eq(bid),
+                                 rerr.eq(out_of_range(addr)),
                                  addr.eq(next_addr), beats.eq(beats - 1)]
                 with m.If((beats == 0) & (~rvalid | (r_skid.i.ready & rlast))):
                     m.next = "IDLE"
