@@ -96,8 +96,11 @@ class VectorController(wiring.Component):
         The engine has nothing in flight. A command with ``o_n`` = 0 completes when its inputs
         have been sent and ``e_idle`` is 1; no later instruction enters the engine before.
     done, done_sem : Out
-        Completion pulse and its semaphore (commands with ``sem_en``).
+        Completion pulse and its semaphore (commands with ``sem_en``), registered: one cycle
+        after the last output beat is written (or the command otherwise finishes), so the
+        sequencer's semaphore adder is not at the end of the SBUF write arbiter's path.
     busy : Out(1)
+        Also high in the cycle of a ``done`` pulse.
 
     Commands complete in order. The output side stalls only for the SBUF: ``e_o.ready`` is
     ``o_sbuf.ready`` while a command with outputs is at the head of the completion queue, so
@@ -293,9 +296,7 @@ class VectorController(wiring.Component):
                          opq.r_en.eq(ch.kind != KIND_TABLE),
                          self.seed_load.eq(ch.kind == KIND_SEED), self.seed.eq(ch.scalar)]
 
-        m.d.comb += [
-            self.done.eq(fin),
-            self.done_sem.eq(ch.sem),
-            self.busy.eq(opq.r_rdy | aq.r_rdy | bq.r_rdy | cq.r_rdy | sa.busy | sbs.busy),
-        ]
+        m.d.sync += [self.done.eq(fin), self.done_sem.eq(ch.sem)]
+        m.d.comb += self.busy.eq(opq.r_rdy | aq.r_rdy | bq.r_rdy | cq.r_rdy | sa.busy |
+                                 sbs.busy | self.done)
         return m

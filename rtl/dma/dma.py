@@ -24,7 +24,8 @@ Order of work for one record
    boundary; otherwise every element is its own single-beat transaction (strobes select its
    bytes). Up to ``max_outstanding`` bursts are in flight. SBUF sees at most one element per
    cycle (a load waits while the shared SBUF write port serves another writer:
-   ``sbuf_w.ready``).
+   ``sbuf_w.ready``). Loaded elements pass a two-entry write stage (one cycle of latency),
+   so the SBUF write request comes from registers; ``done`` waits until it is empty.
 4. An AXI error response (RRESP/BRESP not OKAY) reports ``DMA_AXI_READ``/``DMA_AXI_WRITE`` at
    once; the engine stops issuing bursts, drains the ones in flight (read data is discarded,
    write bursts already issued are completed, as AXI requires) and returns to idle.
@@ -161,8 +162,9 @@ class DMA(wiring.Component):
     sbuf_r : Out(SBUFReadSignature(partitions, sbuf_depth))
     sbuf_w : Out(SBUFWriteSignature(partitions, sbuf_depth))
         The DMA's SBUF ports (``rtl/core/sbuf.py``); one word per cycle. The write port is
-        shared with other writers: while ``sbuf_w.ready`` is 0 the element is held (same
-        address, partition and data) and no R beat is taken, so nothing is lost or repeated.
+        shared with other writers: while ``sbuf_w.ready`` is 0 the write is held (same
+        address, partition and data), the write stage fills and then no R beat is taken,
+        so nothing is lost or repeated. ``busy`` covers the write stage.
     rd_bytes, wr_bytes : Out(32)
         Bytes moved from / to external memory since reset or ``clear_counters``.
     clear_counters : In(1)
@@ -376,9 +378,14 @@ class DMA(wiring.Component):
                 m.d.comb += elem.eq(shifted[:32])
 
         load = Signal()           # the load data path is active
-        want = Signal()           # an element is ready for SBUF (the write request)
-        consume = Signal()        # ... and SBUF takes it this cycle
-        m.d.comb += [want.eq(load & buf_valid & ~err), consume.eq(want & self.sbuf_w.ready)]
+        want = Signal()           # an element is ready for SBUF
+        consume = Signal()        # ... and the SBUF write stage takes it this cycle
+        # The SBUF write stage: a two-entry FIFO between the element extractor and the shared
+        # SBUF write port, so that the write request (address, mask, data) comes from
+        # registers and ``sbuf_w.ready`` only reaches the FIFO's pointers (one element per
+        # cycle, one cycle of latency).
+        m.submodules.w_stage = wq = fifo.SyncFIFO(width=depth_bits + 9 + 32, depth=2)
+        m.d.comb += [want.eq(load & buf_valid & ~err), consume.eq(want & wq.w_rdy)]
         r_take = Signal()
         m.d.comb += [
             axi.rready.eq(load & (~buf_valid | err | (consume & last_in_beat))),
@@ -388,14 +395,19 @@ class DMA(wiring.Component):
         m.d.comb += part.eq(c.part_start + elw.p)
         sbuf_addr = Signal(depth_bits)
         m.d.comb += sbuf_addr.eq((c.sbuf_addr + elw.sidx)[:depth_bits])
+        wq_addr, wq_part, wq_elem = Signal(depth_bits), Signal(9), Signal(32)
         m.d.comb += [
-            self.sbuf_w.addr.eq(sbuf_addr),
-            # The request must not depend on sbuf_w.ready (SBUFWriteSignature): want, not
-            # consume. A refused element stays in buf and R is not taken (rready stays 0).
-            self.sbuf_w.mask.eq(Mux(want, Cat(*[part == p for p in range(P)]), 0)),
+            wq.w_en.eq(consume), wq.w_data.eq(Cat(sbuf_addr, part, elem)),
+            Cat(wq_addr, wq_part, wq_elem).eq(wq.r_data),
+            # The request never depends on sbuf_w.ready (SBUFWriteSignature): it is the
+            # FIFO's head; a refused write stays there and the FIFO fills (consume stops,
+            # the element stays in buf and R is not taken: rready stays 0).
+            self.sbuf_w.addr.eq(wq_addr),
+            self.sbuf_w.mask.eq(Mux(wq.r_rdy, Cat(*[wq_part == p for p in range(P)]), 0)),
+            wq.r_en.eq(self.sbuf_w.ready),
         ]
         for p in range(P):
-            m.d.comb += self.sbuf_w.data[p].eq(elem)
+            m.d.comb += self.sbuf_w.data[p].eq(wq_elem)
         with m.If(consume):
             m.d.comb += elw.step.eq(1)
             m.d.sync += self.rd_bytes.eq(self.rd_bytes + esize)
@@ -573,7 +585,7 @@ class DMA(wiring.Component):
                 m.d.comb += [self.busy.eq(1), load.eq(~c.store), st.eq(c.store)]
                 finished = Signal()
                 m.d.comb += finished.eq(~iss_run & drained & elw.done &
-                                        Mux(c.store, ~s1_valid, ~buf_valid))
+                                        Mux(c.store, ~s1_valid, ~buf_valid & ~wq.r_rdy))
                 with m.If(stopping):
                     # No new bursts (issue is gated by stopping); finish the ones in flight.
                     m.d.sync += iss_run.eq(0)
@@ -582,5 +594,8 @@ class DMA(wiring.Component):
                 with m.Elif(finished):
                     m.d.sync += self.done.eq(1)
                     m.next = "IDLE"
+        # After an error or abort the write stage drains in IDLE (its elements were good).
+        with m.If(wq.r_rdy):
+            m.d.comb += self.busy.eq(1)
         return m
 
