@@ -224,9 +224,11 @@ class MicroSim:
                                   wait_at=c - 1 if armed else None, zb_armed=zb_armed)
                 kind = out[0]
                 if kind == "wait_first":
-                    # The compare is registered: the first cycle of a WAIT always holds.
+                    # The value and the compare are registered: the first two cycles of a
+                    # WAIT always hold; the third decides on the compare of the second.
                     self._account(c, wait=False)
-                    c += 1
+                    self._account(c + 1, wait=False)
+                    c += 2
                     armed = zb_armed = True
                     continue
                 if kind == "zb_first":

@@ -104,13 +104,13 @@ def test_pipeline_bubbles():
 
 
 def test_wait_timing():
-    """WAIT compares in one cycle and decides in the next (docs/isa.md, timing): a satisfied
-    WAIT costs 2 micro-cycles, a WAIT on a completion goes on 2 cycles after the done pulse
-    (visible at done + 1, compared then, proceeds at done + 2), and a deadlock traps the cycle
-    after its compare."""
+    """WAIT registers its value, compares in the next cycle and decides in the one after
+    (docs/isa.md, timing): a satisfied WAIT costs 3 micro-cycles, a WAIT on a completion goes
+    on 2 cycles after the done pulse (visible at done + 1, compared then, proceeds at
+    done + 2), and a deadlock traps the cycle after its compare."""
     nop = MicroSim(assemble("nop\nhalt")).run()
     wait = MicroSim(assemble("waiti 0, 0\nhalt")).run()
-    assert wait.cycle == nop.cycle + 1 and wait.error == 0
+    assert wait.cycle == nop.cycle + 2 and wait.error == 0
     words = assemble("""
         li r2, 8
         matmul r0, r0, r0, r2, k=1, m=1, sem=1, sem_en=1
@@ -123,7 +123,7 @@ def test_wait_timing():
     assert m.cycle == t.done + 2 + 1 + (3 + 2 + 2)   # WAIT ends at done + 2, then HALT
     dead = MicroSim(assemble("waiti 1, 1\nhalt")).run()
     assert dead.error == 1 << isa.ErrorBit.DEADLOCK and dead.err_pc == 0
-    assert dead.cycle == 3 + 2 + 2                  # fetch/decode/map, fill, compare, trap
+    assert dead.cycle == 3 + 2 + 3                  # fetch/decode/map, fill, value, compare, trap
     assert all(p["semwait"] == 1 for p in dead.perf.values())
 
 

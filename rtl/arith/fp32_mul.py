@@ -20,8 +20,9 @@ class FP32Multiplier(wiring.Component):
     at subnormal precision carries up to 2**-126 stays 2**-126, as numpy float32 with FTZ gives.
 
     The datapath has three steps with an optional register after each: 1. unpack and
-    classify; 2. the 24 x 24-bit significand product (four MULT18X18D on ECP5); 3. normalise,
-    round, range check, pack. ``stages`` 1 registers after step 3, 2 after steps 2 and 3,
+    classify; 2. the 24 x 24-bit significand product (four MULT18X18D on ECP5), beside it both
+    candidate exponents and their range flags; 3. normalise, round (one carry chain through
+    fraction and exponent), select the range case, pack. ``stages`` 1 registers after step 3, 2 after steps 2 and 3,
     3 after every step.
 
     Parameters
@@ -86,23 +87,34 @@ class FP32Multiplier(wiring.Component):
         r = {k: pipe(1, v, k) for k, v in regs.items()}
 
         # -- step 2: significand product --------------------------------------------------------
+        # Beside the product, the exponent's two candidates (product in [1, 2) or [2, 4)) and
+        # their range flags, so that step 3 only selects them with the product's top bit.
         prod = self._product(m, r["sig_a"], r["sig_b"])
-        regs = dict(prod=prod, exp_sum=r["exp_sum"], sign=r["sign"], special=r["special"])
+        es = r["exp_sum"]
+        es1 = Signal(signed(11))
+        m.d.comb += es1.eq(es + 1)
+        regs = dict(prod=prod, sign=r["sign"], special=r["special"],
+                    e0=es[0:8], e1=es1[0:8],
+                    ovf0=es >= 255, ovf1=es >= 254,           # biased exponent >= 255
+                    low0=es <= 0, low1=es <= -1,              # <= 0: below the normal range
+                    ez0=es == 0, ez1=es == -1)                # == 0: just below it
         r = {k: pipe(2, v, k) for k, v in regs.items()}
 
         # -- step 3: normalise, round, range, pack -----------------------------------------------
+        # The round-up carries from the fraction into the exponent field in one addition: an
+        # all-ones fraction rounds to the next binade (fraction 0, exponent + 1), and an
+        # exponent of 254 carries to 255 with fraction 0, which is Inf.
         prod = r["prod"]
         hi = prod[47]                                 # product in [2, 4): one more binade
         mant = Mux(hi, prod[24:48], prod[23:47])      # 24 bits with the leading one
         guard = Mux(hi, prod[23], prod[22])
         sticky = Mux(hi, prod[0:23] != 0, prod[0:22] != 0)
-        exp = Signal(signed(11))
-        m.d.comb += exp.eq(r["exp_sum"] + hi)         # biased exponent before rounding
-        rounded = Signal(25)
-        m.d.comb += rounded.eq(mant + (guard & (sticky | mant[0])))
-        exp_r = Signal(signed(11))
-        m.d.comb += exp_r.eq(exp + rounded[24])
-        frac = Mux(rounded[24], 0, rounded[0:23])
+        inc = guard & (sticky | mant[0])
+        packed = Signal(31)
+        m.d.comb += packed.eq(Cat(mant[0:23], Mux(hi, r["e1"], r["e0"])) + inc)
+        ovf = Mux(hi, r["ovf1"], r["ovf0"])
+        low = Mux(hi, r["low1"], r["low0"])
+        ez = Mux(hi, r["ez1"], r["ez0"])
         sign = r["sign"]
         result = Signal(32)
         with m.If(r["special"] == 1):
@@ -111,15 +123,15 @@ class FP32Multiplier(wiring.Component):
             m.d.comb += result.eq(Cat(Const(0, 23), Const(0xFF, 8), sign))
         with m.Elif(r["special"] == 3):
             m.d.comb += result.eq(Cat(Const(0, 31), sign))
-        with m.Elif(exp_r >= 255):
+        with m.Elif(ovf):
             m.d.comb += result.eq(Cat(Const(0, 23), Const(0xFF, 8), sign))
-        with m.Elif((exp == 0) & (mant[0:23] == 0x7FFFFF)):
+        with m.Elif(ez & (mant[0:23] == 0x7FFFFF)):
             # In [2**-126 - 2**-150, 2**-126): IEEE rounds this up to the smallest normal.
             m.d.comb += result.eq(Cat(Const(0, 23), Const(1, 8), sign))
-        with m.Elif(exp_r <= 0):
+        with m.Elif(low):
             m.d.comb += result.eq(Cat(Const(0, 31), sign))          # FTZ
         with m.Else():
-            m.d.comb += result.eq(Cat(frac, exp_r[0:8], sign))
+            m.d.comb += result.eq(Cat(packed, sign))
 
         m.d.comb += self.o.eq(pipe(3, result, "o"))
         return m

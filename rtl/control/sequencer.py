@@ -95,8 +95,8 @@ class Sequencer(wiring.Component):
     cycle per executed micro-instruction, plus two bubbles after a taken BRANCH or ULOOP or a
     RET, one after an AG_SET/AG_SNAP that does not end the instruction if its successor reads
     the generator state it writes (``sim.isa.AG_SET_READS``/``AG_SNAP_READS``), plus stalls.
-    A WAIT holds its first cycle (the semaphore compare is registered) and goes on the cycle
-    after the compare finds the value reached; a BRANCH on
+    A WAIT holds its first two cycles (its value and the semaphore compare are registered)
+    and goes on the cycle after the compare finds the value reached; a BRANCH on
     Z/NZ holds its first cycle too (the ALU result's zero test is registered). The engine
     queues run concurrently with the sequencer.
     Reset: idle, ``done = 0``; memories keep their contents (control store and map start with
@@ -381,21 +381,25 @@ class Sequencer(wiring.Component):
         wait_stall = Signal()
         x_live = Signal()
         m.d.comb += x_live.eq(in_exec & xv)
-        # WAIT compares in one cycle and decides in the next: the compare (ALU result against
-        # the semaphore) only feeds registers, so it is not in front of ``adv``. The first
-        # cycle of a WAIT in X always holds; it goes on once the registered compare says the
-        # semaphore reached the value (semaphores only grow while the sequencer waits, so a
-        # compare one cycle old is safe). ``wait_stall``: cycles the semaphore was short.
+        # WAIT registers its value (the ALU result) in its first cycle, compares it with the
+        # semaphore in the second and decides in the third: neither the ALU's carry chain nor
+        # the compare is in front of ``adv`` or of each other. The first two cycles of a
+        # WAIT in X always hold; it goes on once the registered compare says the semaphore
+        # reached the value (semaphores only grow while the sequencer waits, so a compare one
+        # cycle old is safe). ``wait_stall``: cycles the semaphore was short.
         is_wait, wait_short, wait_go = Signal(), Signal(), Signal()
-        wait_seen, wait_ok, wait_dead = Signal(), Signal(), Signal()
+        wait_seen, wait_armed, wait_ok, wait_dead = Signal(), Signal(), Signal(), Signal()
+        wait_val = Signal(16)
         m.d.comb += [
             is_wait.eq(special == USpecial.WAIT),
-            wait_short.eq(sem_cur < res[:16]),
-            wait_go.eq(wait_seen & wait_ok),
-            wait_stall.eq(x_live & is_wait & wait_seen & ~wait_ok),
+            wait_short.eq(sem_cur < wait_val),
+            wait_go.eq(wait_armed & wait_ok),
+            wait_stall.eq(x_live & is_wait & wait_armed & ~wait_ok),
         ]
         m.d.sync += [
             wait_seen.eq(x_live & is_wait & ~wait_go),
+            wait_armed.eq(x_live & is_wait & wait_seen & ~wait_go),
+            wait_val.eq(res[:16]),
             wait_ok.eq(~wait_short),
             wait_dead.eq(wait_short & (outstanding == 0)),   # implies ~wait_ok
         ]
@@ -421,7 +425,7 @@ class Sequencer(wiring.Component):
             exec_err[ErrorBit.UCALL_OVERFLOW].eq((seq == USeq.CALL) & (usp == isa.UCALL_DEPTH)),
             exec_err[ErrorBit.UCALL_UNDERFLOW].eq((seq == USeq.RET) & (usp == 0)),
             exec_err[ErrorBit.MICRO_TRAP].eq(seq == USeq.TRAP),
-            exec_err[ErrorBit.DEADLOCK].eq(is_wait & wait_seen & wait_dead),
+            exec_err[ErrorBit.DEADLOCK].eq(is_wait & wait_armed & wait_dead),
             exec_err[ErrorBit.ILLEGAL_FIELD].eq((special == USpecial.EMIT) & (
                 ((eng == Engine.TENSOR) & self.tensor_illegal) |
                 ((eng == Engine.VECTOR) & self.vector_illegal))),
