@@ -207,7 +207,8 @@ class MicroSim:
             c += 3
             entry = self.omap[f["op"]]
             if not entry >> isa.UADDR_BITS:
-                return self._fail(ErrorBit.ILLEGAL_OPCODE, c)
+                self._account(c, wait=False)        # trapped in EXEC's first cycle
+                return self._fail(ErrorBit.ILLEGAL_OPCODE, c + 1)
             upc = entry & ((1 << isa.UADDR_BITS) - 1)
             npc = self.pc + 1
             self._account(c, wait=False)            # micro-pipeline fill: fetch

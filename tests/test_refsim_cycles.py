@@ -144,3 +144,16 @@ def test_engine_timeline_serial_and_concurrent():
     assert v.accept < t0.done                        # concurrent across engines
     assert m.perf[Engine.TENSOR]["busy"] >= 200
     assert m.cycle > t1.done
+
+
+def test_illegal_opcode_timing():
+    """The opcode map's output is registered: an illegal opcode traps in EXEC's first cycle,
+    one cycle after MAP (fetch, decode, map, trap)."""
+    m = MicroSim(assemble(".word 0xF5\nhalt")).run()
+    assert m.error == 1 << isa.ErrorBit.ILLEGAL_OPCODE and m.err_pc == 0
+    assert m.cycle == 3 + 1
+    nop_cost = MicroSim(assemble("nop\nhalt")).run().cycle - \
+        MicroSim(assemble("halt")).run().cycle
+    m = MicroSim(assemble("nop\n.word 0xF5\nhalt")).run()
+    assert m.error == 1 << isa.ErrorBit.ILLEGAL_OPCODE and m.err_pc == 1
+    assert m.cycle == nop_cost + 3 + 1

@@ -436,8 +436,13 @@ class Sequencer(wiring.Component):
                     m.d.comb += err_now.eq(exec_err)
             with m.Case(_S_FETCH):
                 m.d.comb += err_now[ErrorBit.PC_RANGE].eq(pc >= self._pmem_depth)
-            with m.Case(_S_MAP):
-                m.d.comb += err_now[ErrorBit.ILLEGAL_OPCODE].eq(~mr.data[isa.UADDR_BITS])
+        # The opcode map's valid bit (a block RAM output) is registered in MAP and trapped on
+        # in EXEC's first cycle, when nothing has reached X yet (xv is 0): the RAM's slow
+        # clock-to-out then only feeds a flip-flop.
+        illegal = Signal()
+        m.d.sync += illegal.eq((state == _S_MAP) & ~mr.data[isa.UADDR_BITS])
+        with m.If(illegal):
+            m.d.comb += err_now[ErrorBit.ILLEGAL_OPCODE].eq(1)
         # ``adv``: X's micro-instruction takes effect (x_live implies EXEC, where err_now is
         # exec_err: the opcode map's output and the PC check stay out of this cone). ``go``:
         # the same without the error check, for an EMIT's clear of the written-slot bits: a
