@@ -62,11 +62,12 @@ try:
 
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_fp32_mul(simulator):
-        """Edge pairs and 100,000 seeded random pairs, 2 stages, en low 25% of cycles."""
-        _test(simulator, 2, 100_000, 0.75)
+        """Edge pairs and 100,000 seeded random pairs, 4 stages (every register), en low 25% of
+        cycles."""
+        _test(simulator, 4, 100_000, 0.75)
 
     @pytest.mark.long
-    @pytest.mark.parametrize("stages", [0, 1, 3])
+    @pytest.mark.parametrize("stages", [0, 1, 2, 3])
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_fp32_mul_long(simulator, stages):
         _test(simulator, stages, 1_000_000, 0.8)

@@ -14,7 +14,7 @@ from rtl.arith.lanes import ArithLanes
 from sim.dtypes import Format
 
 
-@pytest.mark.parametrize("cls,maximum", [(FP32Adder, 4), (FP32Multiplier, 3), (IntMAC, 2)])
+@pytest.mark.parametrize("cls,maximum", [(FP32Adder, 4), (FP32Multiplier, 4), (IntMAC, 2)])
 def test_stages_range(cls, maximum):
     for s in range(maximum + 1):
         assert cls(stages=s).stages == s

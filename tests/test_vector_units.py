@@ -107,7 +107,7 @@ def test_lane_multiplier_vs_fp32_mul(logic_bits):
     assert len(bad) == 0, [(hex(a[i]), hex(b[i]), hex(got[i]), hex(exp[i])) for i in bad[:5]]
 
 
-@pytest.mark.parametrize("stages", [1, 2, 3])
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
 def test_lane_multiplier_pipelined(stages):
     rng = np.random.default_rng(SEED + 10 + stages)
     ea, eb = np.meshgrid(EDGES, EDGES)
@@ -248,8 +248,8 @@ def test_lane_multiplier_params():
             LaneMultiplier(logic_bits=25)
         with pytest.raises(TypeError, match="logic_bits must be an integer"):
             LaneMultiplier(logic_bits=1.5)
-        with pytest.raises(ValueError, match="stages must be an integer from 0 to 3, not 4"):
-            LaneMultiplier(stages=4)
-        with pytest.raises(ValueError, match="stages must be an integer from 0 to 3, not -1"):
+        with pytest.raises(ValueError, match="stages must be an integer from 0 to 4, not 5"):
+            LaneMultiplier(stages=5)
+        with pytest.raises(ValueError, match="stages must be an integer from 0 to 4, not -1"):
             VectorAlu(-1)
         gc.collect()

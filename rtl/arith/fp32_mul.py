@@ -7,7 +7,38 @@ from amaranth.lib.wiring import In, Out
 from sim.dtypes import CANONICAL_NAN_F32
 from rtl.arith.common import Pipe, check_stages
 
-__all__ = ["FP32Multiplier"]
+__all__ = ["FP32Multiplier", "split_products", "tree_sum"]
+
+
+def split_products(m, x, y, name, piece=18):
+    """Unsigned ``x * y`` as partial products of at most ``piece`` x ``piece`` bits (one DSP
+    multiplier each): a list of ``(value, shift)`` pairs whose shifted sum is the product."""
+    out = []
+    for i in range(0, len(x), piece):
+        for j in range(0, len(y), piece):
+            xs, ys = x[i:i + piece], y[j:j + piece]
+            pp = Signal(len(xs) + len(ys), name=f"{name}_{i}_{j}")
+            m.d.comb += pp.eq(xs * ys)
+            out.append((pp, i + j))
+    return out
+
+
+def tree_sum(m, values, width, name):
+    """The sum of ``values`` modulo ``2**width`` as a balanced tree of two-input adders
+    (log2 carry chains deep rather than one per operand)."""
+    values = list(values)
+    level = 0
+    while len(values) > 1:
+        nxt = []
+        for j in range(0, len(values) - 1, 2):
+            s = Signal(width, name=f"{name}_{level}_{j // 2}")
+            m.d.comb += s.eq(values[j] + values[j + 1])
+            nxt.append(s)
+        if len(values) % 2:
+            nxt.append(values[-1])
+        values = nxt
+        level += 1
+    return values[0] if values else Const(0, width)
 
 
 class FP32Multiplier(wiring.Component):
@@ -19,16 +50,18 @@ class FP32Multiplier(wiring.Component):
     a zero of the same sign (FTZ). In particular a product just below 2**-126 that IEEE rounding
     at subnormal precision carries up to 2**-126 stays 2**-126, as numpy float32 with FTZ gives.
 
-    The datapath has three steps with an optional register after each: 1. unpack and
-    classify; 2. the 24 x 24-bit significand product (four MULT18X18D on ECP5), beside it both
-    candidate exponents and their range flags; 3. normalise, round (one carry chain through
-    fraction and exponent), select the range case, pack. ``stages`` 1 registers after step 3, 2 after steps 2 and 3,
-    3 after every step.
+    The datapath has four steps with an optional register after each: 1. unpack and
+    classify; 2. the significand's partial products, each at most 18 x 18 bits (four
+    MULT18X18D on ECP5); 3. their sum, beside it both candidate exponents and their range
+    flags; 4. normalise, round (one carry chain through fraction and exponent), select the
+    range case, pack. ``stages`` 1 registers after step 4, 2 after steps 3 and 4, 3 after
+    steps 1, 3 and 4, 4 after every step (the partial products leave the DSP blocks straight
+    into registers).
 
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 to 3; 0 is purely combinational. Latency ``stages`` cycles,
+        Pipeline registers, 0 to 4; 0 is purely combinational. Latency ``stages`` cycles,
         throughput one product per cycle.
 
     Members
@@ -43,8 +76,8 @@ class FP32Multiplier(wiring.Component):
         reset until the first operands arrive).
     """
 
-    MAX_STAGES = 3
-    _CUTS = {0: (), 1: (3,), 2: (2, 3), 3: (1, 2, 3)}
+    MAX_STAGES = 4
+    _CUTS = {0: (), 1: (4,), 2: (3, 4), 3: (1, 3, 4), 4: (1, 2, 3, 4)}
 
     def __init__(self, stages=2):
         self._stages = check_stages(stages, self.MAX_STAGES)
@@ -59,11 +92,11 @@ class FP32Multiplier(wiring.Component):
         """Cycles from operands to product (equal to ``stages``)."""
         return self._stages
 
-    def _product(self, m, sig_a, sig_b):
-        """Step 2: the 48-bit product of the 24-bit significands (hidden ones included)."""
-        prod = Signal(48)
-        m.d.comb += prod.eq(sig_a * sig_b)
-        return prod
+    def _partials(self, m, sig_a, sig_b):
+        """Step 2: partial products of the 24-bit significands (hidden ones included), as
+        ``(value, shift)`` pairs whose shifted sum is the 48-bit product; each is at most
+        18 x 18 bits, one MULT18X18D, so a register after it takes the DSP's output directly."""
+        return split_products(m, sig_a, sig_b, "pp")
 
     def elaborate(self, platform):
         m = Module()
@@ -86,10 +119,18 @@ class FP32Multiplier(wiring.Component):
                     sign=a[31] ^ b[31], special=special)
         r = {k: pipe(1, v, k) for k, v in regs.items()}
 
-        # -- step 2: significand product --------------------------------------------------------
+        # -- step 2: partial products ---------------------------------------------------------
+        parts = self._partials(m, r["sig_a"], r["sig_b"])
+        regs = dict(exp_sum=r["exp_sum"], sign=r["sign"], special=r["special"])
+        regs.update({f"pp{i}": v for i, (v, _) in enumerate(parts)})
+        r = {k: pipe(2, v, k) for k, v in regs.items()}
+
+        # -- step 3: significand product ---------------------------------------------------------
         # Beside the product, the exponent's two candidates (product in [1, 2) or [2, 4)) and
-        # their range flags, so that step 3 only selects them with the product's top bit.
-        prod = self._product(m, r["sig_a"], r["sig_b"])
+        # their range flags, so that step 4 only selects them with the product's top bit.
+        prod = Signal(48)
+        m.d.comb += prod.eq(tree_sum(m, [r[f"pp{i}"] << sh for i, (_, sh) in enumerate(parts)],
+                                     48, "psum"))
         es = r["exp_sum"]
         es1 = Signal(signed(11))
         m.d.comb += es1.eq(es + 1)
@@ -98,9 +139,9 @@ class FP32Multiplier(wiring.Component):
                     ovf0=es >= 255, ovf1=es >= 254,           # biased exponent >= 255
                     low0=es <= 0, low1=es <= -1,              # <= 0: below the normal range
                     ez0=es == 0, ez1=es == -1)                # == 0: just below it
-        r = {k: pipe(2, v, k) for k, v in regs.items()}
+        r = {k: pipe(3, v, k) for k, v in regs.items()}
 
-        # -- step 3: normalise, round, range, pack -----------------------------------------------
+        # -- step 4: normalise, round, range, pack -----------------------------------------------
         # The round-up carries from the fraction into the exponent field in one addition: an
         # all-ones fraction rounds to the next binade (fraction 0, exponent + 1), and an
         # exponent of 254 carries to 255 with fraction 0, which is Inf.
@@ -133,5 +174,5 @@ class FP32Multiplier(wiring.Component):
         with m.Else():
             m.d.comb += result.eq(Cat(packed, sign))
 
-        m.d.comb += self.o.eq(pipe(3, result, "o"))
+        m.d.comb += self.o.eq(pipe(4, result, "o"))
         return m

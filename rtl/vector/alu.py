@@ -34,7 +34,7 @@ class VectorAlu(wiring.Component):
     Parameters
     ----------
     stages : int
-        Pipeline registers, 0 (combinational) to 3: those of the adder and the multiplier; the
+        Pipeline registers, 0 (combinational) to 4: those of the adder and the multiplier; the
         other operations' results wait beside them. Throughput one operation per cycle.
 
     Members
@@ -49,7 +49,7 @@ class VectorAlu(wiring.Component):
         FP32 result.
     """
 
-    MAX_STAGES = 3
+    MAX_STAGES = 4
 
     def __init__(self, stages=0):
         self._stages = check_stages(stages, self.MAX_STAGES)

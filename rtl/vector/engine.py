@@ -69,7 +69,7 @@ class VectorEngine(wiring.Component):
     one element (all lanes) per cycle, except that a summing instruction (``acc_op`` SUM)
     holds each element ``acc_wait`` extra cycles at the accumulator while its pipelined adder
     settles (3 deep, 0 not); an element's ``o`` beat is valid ``latency`` cycles after its
-    ``a`` beat is taken (38 deep, 10 not), so an instruction takes about ``count * (1 +
+    ``a`` beat is taken (45 deep, 10 not), so an instruction takes about ``count * (1 +
     acc_wait) + latency + 2`` cycles. ``o`` leaves through a skid buffer
     (``rtl.bus.skid.SkidBuffer``: no latency, ``o.ready`` reaches only a register): on
     back-pressure (``o.ready`` low with a result waiting) one more result is kept, then the
@@ -147,7 +147,7 @@ class VectorEngine(wiring.Component):
         """Register stages before the LUT: (registers of the decoders, ALU stages) and their
         sum (the input register before the decoders, their own stage and the register after
         them, ALU 0 and its output register, ALU 1 and its output register)."""
-        dec, alu = (3, 3) if deep else (0, 0)
+        dec, alu = (3, 4) if deep else (0, 0)
         return dec, alu, dec + 2 * (alu + 1)
 
     @property

@@ -167,7 +167,7 @@ class Lut(wiring.Component):
     depth : int
         Entries per bank (power of two, 8..1024). Each entry is three FP32 coefficients.
     deep : bool
-        Pipeline the FP32 units (``latency`` 24 cycles) for clock speed; ``False`` keeps one
+        Pipeline the FP32 units (``latency`` 28 cycles) for clock speed; ``False`` keeps one
         cycle per step (``latency`` 6, each step a multiply-add in one cycle: about a fifth of
         the clock frequency). Results are identical.
 
@@ -196,7 +196,7 @@ class Lut(wiring.Component):
 
     #: FP32 pipeline registers of (the pre-scale multiplier, a coefficient multiplier, an
     #: adder) and whether the table address is registered before the block RAM, per ``deep``.
-    _STAGES = {False: (0, 0, 0, 0), True: (2, 3, 3, 1)}
+    _STAGES = {False: (0, 0, 0, 0), True: (4, 4, 3, 1)}
 
     def __init__(self, lanes, depth=512, *, deep=True):
         self._lanes = check_lanes(lanes)

@@ -1,9 +1,9 @@
 """An FP32 multiplier for the vector engine's lanes that chooses how much of the significand
 product goes to DSP blocks (``sim.formats.fp32_mul``, bit-exact)."""
 
-from amaranth.hdl import Const, Mux, Signal
+from amaranth.hdl import Mux, Signal
 
-from rtl.arith.fp32_mul import FP32Multiplier
+from rtl.arith.fp32_mul import FP32Multiplier, split_products, tree_sum
 
 __all__ = ["LaneMultiplier", "shift_add"]
 
@@ -19,18 +19,7 @@ def shift_add(m, x, y, name):
         row = Signal(width, name=f"{name}_pp{i}")
         m.d.comb += row.eq(Mux(y[i], x << i, 0))
         rows.append(row)
-    level = 0
-    while len(rows) > 1:
-        nxt = []
-        for j in range(0, len(rows) - 1, 2):
-            s = Signal(width, name=f"{name}_s{level}_{j // 2}")
-            m.d.comb += s.eq(rows[j] + rows[j + 1])
-            nxt.append(s)
-        if len(rows) % 2:
-            nxt.append(rows[-1])
-        rows = nxt
-        level += 1
-    return rows[0] if rows else Const(0, width)
+    return tree_sum(m, rows, width, name)
 
 
 class LaneMultiplier(FP32Multiplier):
@@ -44,9 +33,8 @@ class LaneMultiplier(FP32Multiplier):
     ``logic_bits`` bits through :func:`shift_add` (LUTs and carry chains). With
     ``logic_bits=6`` the DSP part is 24 x 18 bits (two MULT18X18D).
 
-    Everything but the significand product (step 2: DSP and logic parts and their sum) is
-    ``FP32Multiplier``'s, with the same optional registers: ``stages`` 1 registers after step
-    3, 2 after steps 2 and 3, 3 after every step.
+    Everything but the partial products (step 2: DSP pieces and the logic part) is
+    ``FP32Multiplier``'s, with the same optional registers (``stages`` 0 to 4).
 
     Parameters
     ----------
@@ -58,7 +46,7 @@ class LaneMultiplier(FP32Multiplier):
     logic_bits : int
         0..24. Low bits of ``b``'s significand multiplied in logic instead of DSP blocks.
     stages : int
-        Pipeline registers, 0 to 3; 0 is purely combinational. Latency ``stages`` cycles,
+        Pipeline registers, 0 to 4; 0 is purely combinational (see ``FP32Multiplier``). Latency ``stages`` cycles,
         throughput one product per cycle.
 
     Members
@@ -92,19 +80,15 @@ class LaneMultiplier(FP32Multiplier):
     def logic_bits(self):
         return self._logic_bits
 
-    def _product(self, m, sig_a, sig_b):
-        """The ``a_bits x 24`` product, DSP part plus logic part, at the top of 48 bits."""
+    def _partials(self, m, sig_a, sig_b):
+        """The ``a_bits x 24`` product's parts at the top of 48 bits: the DSP part in pieces of
+        at most 18 x 18 bits, the logic part as one sum."""
         na, nl = self._a_bits, self._logic_bits
         sig_a = sig_a[24 - na:24]
-        part = Signal(na + 24)
         terms = []
         if nl < 24:
-            hi = Signal(na + 24 - nl, name="dsp_prod")
-            m.d.comb += hi.eq(sig_a * sig_b[nl:24])
-            terms.append(hi << nl)
+            terms += [(v, sh + nl + 24 - na)
+                      for v, sh in split_products(m, sig_a, sig_b[nl:24], "dsp")]
         if nl > 0:
-            terms.append(shift_add(m, sig_a, sig_b[0:nl], "lo"))
-        m.d.comb += part.eq(sum(terms) if len(terms) > 1 else terms[0])
-        prod = Signal(48)
-        m.d.comb += prod.eq(part << (24 - na))
-        return prod
+            terms.append((shift_add(m, sig_a, sig_b[0:nl], "lo"), 24 - na))
+        return terms
