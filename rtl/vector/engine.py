@@ -69,7 +69,7 @@ class VectorEngine(wiring.Component):
     one element (all lanes) per cycle, except that a summing instruction (``acc_op`` SUM)
     holds each element ``acc_wait`` extra cycles at the accumulator while its pipelined adder
     settles (3 deep, 0 not); an element's ``o`` beat is valid ``latency`` cycles after its
-    ``a`` beat is taken (45 deep, 10 not), so an instruction takes about ``count * (1 +
+    ``a`` beat is taken (46 deep, 10 not), so an instruction takes about ``count * (1 +
     acc_wait) + latency + 2`` cycles. ``o`` leaves through a skid buffer
     (``rtl.bus.skid.SkidBuffer``: no latency, ``o.ready`` reaches only a register): on
     back-pressure (``o.ready`` low with a result waiting) one more result is kept, then the

@@ -105,7 +105,7 @@ def exp2_reduce(m, w, name="x2"):
     return v, n
 
 
-def segment_offset(m, v, in_range, low_bits, name="dx"):
+def segment_offset(m, v, in_range, low_bits, name="dx", cut=None):
     """``dx = fp32_add(v, -seg_start)`` (``sim.vector.lut_eval``) without an adder.
 
     ``seg_start`` is ``v`` with the low mantissa bits selected by ``low_bits`` (23 bits, a mask)
@@ -113,11 +113,18 @@ def segment_offset(m, v, in_range, low_bits, name="dx"):
     sign and exponent is exact: the masked bits, normalised (FTZ below 2**-126, +0 when they are
     zero). Out of range ``v + (-0)`` is ``v`` with DAZ. Inf/NaN/zero ``v`` follow IEEE: in range
     Inf - Inf is NaN and a zero (DAZ) gives +0.
+
+    ``cut(value, name)``, if given, is applied to ``v``, ``in_range``, the masked bits and
+    their leading-zero count (e.g. a pipeline register): the normalising shift and the
+    exponent then follow it.
     """
-    vs, vE, vM = v[31], v[23:31], v[0:23]
     r = Signal(24, name=f"{name}_r")
-    m.d.comb += r.eq(vM & low_bits)
+    m.d.comb += r.eq(v[0:23] & low_bits)
     lz, is_zero = leading_zeros(m, r, f"{name}_lz")
+    if cut is not None:
+        v, in_range, r, lz, is_zero = (cut(x, f"{name}_{n}") for x, n in (
+            (v, "v"), (in_range, "in_range"), (r, "r"), (lz, "lz"), (is_zero, "is_zero")))
+    vs, vE, vM = v[31], v[23:31], v[0:23]
     norm = Signal(24, name=f"{name}_norm")
     m.d.comb += norm.eq(r << lz)
     e2 = Signal(signed(10), name=f"{name}_e")
@@ -167,7 +174,7 @@ class Lut(wiring.Component):
     depth : int
         Entries per bank (power of two, 8..1024). Each entry is three FP32 coefficients.
     deep : bool
-        Pipeline the FP32 units (``latency`` 28 cycles) for clock speed; ``False`` keeps one
+        Pipeline the FP32 units (``latency`` 29 cycles) for clock speed; ``False`` keeps one
         cycle per step (``latency`` 6, each step a multiply-add in one cycle: about a fifth of
         the clock frequency). Results are identical.
 
@@ -195,8 +202,10 @@ class Lut(wiring.Component):
     """
 
     #: FP32 pipeline registers of (the pre-scale multiplier, a coefficient multiplier, an
-    #: adder) and whether the table address is registered before the block RAM, per ``deep``.
-    _STAGES = {False: (0, 0, 0, 0), True: (4, 4, 3, 1)}
+    #: adder), whether the table address is registered before the block RAM and whether the
+    #: segment offset ``dx`` (and with it the block RAM's output) has a register in its middle,
+    #: per ``deep``.
+    _STAGES = {False: (0, 0, 0, 0, 0), True: (4, 4, 3, 1, 1)}
 
     def __init__(self, lanes, depth=512, *, deep=True):
         self._lanes = check_lanes(lanes)
@@ -233,8 +242,8 @@ class Lut(wiring.Component):
     def latency_of(cls, deep):
         """Enabled cycles from ``z`` to ``y`` of a ``Lut(..., deep=deep)``: the pre-scale,
         range reduction, table read, two multiply-adds and the finish."""
-        pre, mul, add, idx = cls._STAGES[deep]
-        return (pre + 1) + 1 + (idx + 1) + 2 * (mul + add + 1) + (add + 1)
+        pre, mul, add, idx, dx = cls._STAGES[deep]
+        return (pre + 1) + 1 + (idx + 1 + dx) + 2 * (mul + add + 1) + (add + 1)
 
     @property
     def latency(self):
@@ -375,7 +384,7 @@ class Lut(wiring.Component):
             m.d.comb += sig.eq(Mux(self.bank, hdr[1][reg], hdr[0][reg]))
 
         en = self.en
-        PRE, MUL, ADD, IDX = self._STAGES[self._deep]
+        PRE, MUL, ADD, IDX, DX = self._STAGES[self._deep]
         # count flag down the pipeline (stage 1, 2)
         s1_count = Signal()
         s2_count = Signal()
@@ -500,7 +509,10 @@ class Lut(wiring.Component):
                 m.d.comb += idx.eq(base + mtop)
             low_bits = S(23, "low_bits")   # mantissa bits below the segment start
             m.d.comb += low_bits.eq(Cat(Const(0xFFFF, 16), ~(Const(0x7F, 7) << kinv)))
-            dx = segment_offset(m, v_d, in_range_d, low_bits, f"l{lane}_dx")
+            # With DX the leading-zero count of dx is registered before its normalising shift,
+            # and the block RAM's output waits beside it in a register.
+            dx = segment_offset(m, v_d, in_range_d, low_bits, f"l{lane}_dx",
+                                cut=(lambda x, n: delay(m, en, x, DX, n)) if DX else None)
             rp = coef.read_port(domain="sync")
             m.d.comb += [rp.addr.eq(Cat(idx, self.bank)), rp.en.eq(en)]
             region = S(2, "region")    # 1 hit, 2 under, 3 over, 0 not counted
@@ -515,12 +527,13 @@ class Lut(wiring.Component):
                 s3[name] = S(sig.shape(), f"s3_{name}")
             with m.If(en):
                 m.d.sync += s3_dx.eq(dx)
-                m.d.sync += [s3[n_].eq(D(sig, IDX, n_)) for n_, sig in
+                m.d.sync += [s3[n_].eq(D(sig, IDX + DX, n_)) for n_, sig in
                              (("k", s2_k), ("e", s2_e), ("flip", s2_flip),
                               ("special", s2_special), ("sval", s2_sval))]
 
             # -- stage 3 -> 4: t2 = c1 + c2 * dx ------------------------------------------
-            c0, c1, c2 = rp.data[0:32], rp.data[32:64], rp.data[64:96]
+            coefs = D(rp.data, DX, "coefs")
+            c0, c1, c2 = coefs[0:32], coefs[32:64], coefs[64:96]
             m1 = sub("m1", _Mulz(MUL))
             a1 = sub("a1", FP32Adder(stages=ADD))
             m.d.comb += [m1.c.eq(c2), m1.d.eq(s3_dx), m1.en.eq(en),
