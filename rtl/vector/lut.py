@@ -69,7 +69,7 @@ def ldexp_ftz(m, y, k):
     return out
 
 
-def exp2_reduce(m, w, name="x2"):
+def exp2_reduce(m, w, name="x2", cut=None):
     """EXP2 range reduction without an adder: ``(v, n)`` with ``n`` = ``w`` rounded half away
     from zero and ``v = fp32_add(w, -float(n))`` (``sim.vector.lut_eval``), for every ``w`` with
     a biased exponent up to 133 (``|w| < 128``; larger ``w`` and NaN are specials there).
@@ -78,6 +78,10 @@ def exp2_reduce(m, w, name="x2"):
     ``n = X[24:] + X[23]`` and ``w - n = sign * X[0:24]`` read as a signed 24-bit number:
     exact, so normalising it (leading-zero count, shift) is what the adder would return; an
     exact zero is +0 as in IEEE RNE. Below 0.5, ``n = 0`` and ``w + (-0)`` is ``w`` with DAZ.
+
+    ``cut(value, name)``, if given, is applied to ``w``, ``n`` and the signed difference's
+    magnitude (e.g. a pipeline register): the leading-zero count and the normalising shift
+    then follow it, and ``n`` is returned after it.
     """
     s, E, M = w[31], w[23:31], w[0:23]
     t = Signal(3, name=f"{name}_t")
@@ -92,6 +96,12 @@ def exp2_reduce(m, w, name="x2"):
     m.d.comb += n.eq(Mux(s, -n_abs, n_abs))
     mag = Signal(24, name=f"{name}_mag")          # |w - n| * 2**24, at most 2**23
     m.d.comb += mag.eq(Mux(frac[23], -frac, frac))
+    neg = frac[23]
+    if cut is not None:
+        w, n, mag, neg = (cut(x, f"{name}_{nm}") for x, nm in (
+            (w, "w"), (n, "n"), (mag, "mag"), (neg, "neg")))
+        s, E = w[31], w[23:31]
+        small = E <= 125
     lz, is_zero = leading_zeros(m, mag, f"{name}_lz")
     norm = Signal(24, name=f"{name}_norm")
     m.d.comb += norm.eq(mag << lz)
@@ -101,7 +111,7 @@ def exp2_reduce(m, w, name="x2"):
     with m.Elif(is_zero):
         m.d.comb += v.eq(0)
     with m.Else():
-        m.d.comb += v.eq(Cat(norm[0:23], (126 - lz)[0:8], s ^ frac[23]))
+        m.d.comb += v.eq(Cat(norm[0:23], (126 - lz)[0:8], s ^ neg))
     return v, n
 
 
@@ -411,8 +421,15 @@ class Lut(wiring.Component):
             byp = D(self.bypass, PRE, "byp")
             s1_w = S(32, "s1_w")
             s1_byp = S(1, "s1_byp")
+            w_pre = S(32, "w_pre")
+            m.d.comb += w_pre.eq(Mux(byp, D(z, PRE, "z"), pre_mul.o))
             with m.If(en):
-                m.d.sync += [s1_w.eq(Mux(byp, D(z, PRE, "z"), pre_mul.o)), s1_byp.eq(byp)]
+                m.d.sync += [s1_w.eq(w_pre), s1_byp.eq(byp)]
+            # EXP2's range reduction starts before the s1_w register (its fixed-point shift and
+            # negation; the pre-scale's output is a register when deep) and ends after it
+            # (leading-zero count, normalising shift): no added latency.
+            v_exp, n = exp2_reduce(m, w_pre, f"l{lane}_x2",
+                                   cut=lambda x, nm: delay(m, en, x, 1, nm))
 
             # -- stage 1 -> 2: range reduction ----------------------------------------------
             w = s1_w
@@ -428,8 +445,8 @@ class Lut(wiring.Component):
             sval = S(32, "sval")
             m.d.comb += [v.eq(w), k.eq(0)]
 
-            # EXP2: n = round half away from zero of w (|w| < 128), v = w - n (exact).
-            v_exp, n = exp2_reduce(m, w, f"l{lane}_x2")
+            # EXP2: n = round half away from zero of w (|w| < 128), v = w - n (exact);
+            # v_exp and n come from exp2_reduce above, split around s1_w.
             vexp = S(8, "vexp")
             m.d.comb += vexp.eq(127 + ~E[0])
             pos_inf = Const(0x7F800000, 32)
