@@ -384,7 +384,8 @@ class DMA(wiring.Component):
         # SBUF write port, so that the write request (address, mask, data) comes from
         # registers and ``sbuf_w.ready`` only reaches the FIFO's pointers (one element per
         # cycle, one cycle of latency).
-        m.submodules.w_stage = wq = fifo.SyncFIFO(width=depth_bits + 9 + 32, depth=2)
+        w_word = data.StructLayout({"addr": depth_bits, "part": 9, "elem": 32})
+        m.submodules.w_stage = wq = fifo.SyncFIFO(width=w_word.size, depth=2)
         m.d.comb += [want.eq(load & buf_valid & ~err), consume.eq(want & wq.w_rdy)]
         r_take = Signal()
         m.d.comb += [
@@ -395,10 +396,11 @@ class DMA(wiring.Component):
         m.d.comb += part.eq(c.part_start + elw.p)
         sbuf_addr = Signal(depth_bits)
         m.d.comb += sbuf_addr.eq((c.sbuf_addr + elw.sidx)[:depth_bits])
-        wq_addr, wq_part, wq_elem = Signal(depth_bits), Signal(9), Signal(32)
+        w_in, w_head = Signal(w_word), data.View(w_word, wq.r_data)
+        wq_addr, wq_part, wq_elem = w_head.addr, w_head.part, w_head.elem
         m.d.comb += [
-            wq.w_en.eq(consume), wq.w_data.eq(Cat(sbuf_addr, part, elem)),
-            Cat(wq_addr, wq_part, wq_elem).eq(wq.r_data),
+            w_in.addr.eq(sbuf_addr), w_in.part.eq(part), w_in.elem.eq(elem),
+            wq.w_en.eq(consume), wq.w_data.eq(w_in),
             # The request never depends on sbuf_w.ready (SBUFWriteSignature): it is the
             # FIFO's head; a refused write stays there and the FIFO fills (consume stops,
             # the element stays in buf and R is not taken: rready stays 0).

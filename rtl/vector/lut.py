@@ -80,8 +80,8 @@ def exp2_reduce(m, w, name="x2", cut=None):
     exact zero is +0 as in IEEE RNE. Below 0.5, ``n = 0`` and ``w + (-0)`` is ``w`` with DAZ.
 
     ``cut(value, name)``, if given, is applied to ``w``, ``n`` and the signed difference's
-    magnitude (e.g. a pipeline register): the leading-zero count and the normalising shift
-    then follow it, and ``n`` is returned after it.
+    magnitude and sign (e.g. a pipeline register): the leading-zero count and the normalising
+    shift then follow it, and ``n`` is returned after it.
     """
     s, E, M = w[31], w[23:31], w[0:23]
     t = Signal(3, name=f"{name}_t")
@@ -428,8 +428,10 @@ class Lut(wiring.Component):
             # EXP2's range reduction starts before the s1_w register (its fixed-point shift and
             # negation; the pre-scale's output is a register when deep) and ends after it
             # (leading-zero count, normalising shift): no added latency.
+            # (``w_pre`` after the cut is ``s1_w`` itself, not a second copy of it.)
             v_exp, n = exp2_reduce(m, w_pre, f"l{lane}_x2",
-                                   cut=lambda x, nm: delay(m, en, x, 1, nm))
+                                   cut=lambda x, nm: s1_w if x is w_pre else
+                                   delay(m, en, x, 1, nm))
 
             # -- stage 1 -> 2: range reduction ----------------------------------------------
             w = s1_w

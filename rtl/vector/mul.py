@@ -46,8 +46,8 @@ class LaneMultiplier(FP32Multiplier):
     logic_bits : int
         0..24. Low bits of ``b``'s significand multiplied in logic instead of DSP blocks.
     stages : int
-        Pipeline registers, 0 to 4; 0 is purely combinational (see ``FP32Multiplier``). Latency ``stages`` cycles,
-        throughput one product per cycle.
+        Pipeline registers, 0 to 4; 0 is purely combinational (see ``FP32Multiplier``).
+        Latency ``stages`` cycles, throughput one product per cycle.
 
     Members
     -------
