@@ -107,11 +107,13 @@ class Tb:
             await RisingEdge(self.dut.clk)
         p.valid.value = 0
 
-    async def sink(self, name, n, out, timeout=20000):
+    async def sink(self, name, n, out, timeout=20000, hold=0):
+        """Take ``n`` beats into ``out``, ready low for the first ``hold`` cycles, then low with
+        probability ``stall``."""
         p = self.ports[name]
         waited = 0
         while len(out) < n:
-            p.ready.value = 0 if self.rng.random() < self.stall else 1
+            p.ready.value = 0 if waited < hold or self.rng.random() < self.stall else 1
             await ReadOnly()
             if p.valid.value and p.ready.value:
                 out.append(int(p.payload.value))
@@ -138,9 +140,10 @@ class Tb:
     async def load(self, table, bank):
         await self.cfg_write(table.writes(bank))
 
-    async def run(self, cmd, a_vals=(), b_pro=(), b_vals=(), what=""):
+    async def run(self, cmd, a_vals=(), b_pro=(), b_vals=(), what="", hold=0):
         """Run one instruction: a_vals / b_vals are flat lists of raw values (lanes-major
-        beats), b_pro a list of prologue beats (lists of lanes values)."""
+        beats), b_pro a list of prologue beats (lists of lanes values); ``o`` is held
+        (ready low) for the first ``hold`` cycles."""
         lanes = self.lanes
         fields = unpack_cmd(pack_cmd(**cmd))
         a_beats = beats_of(a_vals, lanes) if len(a_vals) else []
@@ -148,7 +151,7 @@ class Tb:
         fields["count"] = len(a_beats)
         expected = self.model.execute(fields, a_beats, b_beats)
         got = []
-        snk = cocotb.start_soon(self.sink("o", len(expected), got))
+        snk = cocotb.start_soon(self.sink("o", len(expected), got, hold=hold))
         tasks = [cocotb.start_soon(self.source("cmd", [pack_cmd(**fields)]))]
         if a_beats:
             tasks.append(cocotb.start_soon(self.source("a", [pack(x) for x in a_beats])))
@@ -203,9 +206,10 @@ PERIOD_NS = 10
 #: before, inside and after the decoders, 4 + 1 per ALU); the LUT (short 6; deep 29: pre-scale 4 + 1,
 #: range 1, address 1 + table read 1 + dx/table-output register 1, two multiply-adds of
 #: 4 + 3 + 1, finish 3 + 1);
-#: accumulator/output register; rounding unit (short: output register; deep: 2 encoder stages + output register); the
+#: the hold register y_h; the result FIFO (2); rounding unit (short: output register; deep: 2
+#: encoder stages + output register); the
 #: sink's closing edge (a design change that adds a stage or a bubble fails the test).
-THROUGH_LATENCY = {False: 1 + 2 + 6 + 1 + 1 + 1, True: 1 + 13 + 29 + 1 + 3 + 1}
+THROUGH_LATENCY = {False: 1 + 2 + 6 + 1 + 2 + 1 + 1, True: 1 + 13 + 29 + 1 + 2 + 3 + 1}
 #: Extra cycles per element of a summing instruction (the accumulate adder's registers).
 ACC_WAIT = {False: 0, True: 3}
 
@@ -402,9 +406,49 @@ async def test_back_pressure_extremes(dut):
         dut._log.info(f"idle {idle} stall {stall}: 32 elements + accumulator in {tb.cycles} "
                       "cycles")
     # Throughput one element per cycle, latency cmd -> last o beat = count + LATENCY.
-    # A summed element waits for the accumulate adder: 3 extra cycles deep, none short.
+    # A summed element is followed by acc_wait empty cycles for the accumulate adder (3 deep,
+    # none short); the accumulator read-out enters after them, or two cycles after the last
+    # element (the FSM's step from BODY to EMIT), whichever is later.
     deep = tb.cfg["deep"]
-    assert tb.cycles == 32 * (1 + ACC_WAIT[deep]) + 1 + THROUGH_LATENCY[deep], tb.cycles
+    last = 31 * (1 + ACC_WAIT[deep])
+    emit_at = last + max(2, 1 + ACC_WAIT[deep])
+    assert tb.cycles == emit_at + THROUGH_LATENCY[deep], tb.cycles
+
+
+@cocotb.test()
+async def test_output_blocked(dut):
+    """``o`` held not ready for a long time while an instruction streams several FIFOs' worth
+    of elements: the engine stops taking ``a`` once its result FIFO (and the rounding unit and
+    output buffer behind it) is full, loses nothing, and resumes at full rate."""
+    tb = await setup(dut, idle=0.0, stall=0.0)
+    deep = tb.cfg["deep"]
+    from rtl.vector.engine import VectorEngine
+    depth = VectorEngine(lanes=tb.lanes, depth=tb.depth, deep=deep).fifo_depth
+    hold = 4 * depth + 100
+    taken = []
+
+    async def count_a():
+        p = tb.ports["a"]
+        n = 0
+        for cycle in range(hold + 1):
+            await ReadOnly()
+            if p.valid.value and p.ready.value:
+                n += 1
+            if cycle == hold - 1:
+                # Everything that can drain into the FIFO has: the input must be held.
+                taken.append((n, int(p.ready.value)))
+            await RisingEdge(tb.dut.clk)
+
+    await tb.load(compile_table(SHIPPED["gelu"], depth=tb.depth, budget=BUDGET), 0)
+    mon = cocotb.start_soon(count_a())
+    vals = [rand_f32(tb.rng, 118, 130) for _ in range(3 * depth * tb.lanes)]
+    await tb.run(act(bank=0), vals, what="output blocked", hold=hold)
+    await mon
+    n, ready = taken[0]
+    dut._log.info(f"o held {hold} cycles: {n} a beats taken, FIFO depth {depth}")
+    # The FIFO's entries plus what the rounding unit (1 + encoder stages) and the output skid
+    # buffer hold, plus one beat in the input skid buffer.
+    assert depth <= n <= depth + 8 and ready == 0, (n, ready, depth)
 
 
 @cocotb.test()

@@ -97,8 +97,9 @@ class VectorController(wiring.Component):
         have been sent and ``e_idle`` is 1; no later instruction enters the engine before.
     done, done_sem : Out
         Completion pulse and its semaphore (commands with ``sem_en``), registered: one cycle
-        after the last output beat is written (or the command otherwise finishes), so the
-        sequencer's semaphore adder is not at the end of the SBUF write arbiter's path.
+        after the last output beat is written (or the command otherwise finishes; two cycles
+        after a TABLE's last ``cfg`` write), so the sequencer's semaphore adder is not at the
+        end of the SBUF write arbiter's path.
     busy : Out(1)
         Also high in the cycle of a ``done`` pulse.
 
@@ -194,7 +195,8 @@ class VectorController(wiring.Component):
         ch = head(cq)
         # Every earlier command has completed and the engine has nothing in flight.
         quiet = Signal()
-        m.d.comb += quiet.eq(cq.r_rdy & self.e_idle & ~fence)
+        table_done = Signal()            # the last TABLE beat was written, a cycle ago
+        m.d.comb += quiet.eq(cq.r_rdy & self.e_idle & ~fence & ~table_done)
 
         # Operand a: SBUF or PSUM through one streamer (tag bits: PSUM, no output, table).
         sa = m.submodules.a_stream = ReadStreamer(lanes, abits, self.n_bits, tag_bits=3)
@@ -287,7 +289,12 @@ class VectorController(wiring.Component):
                   fence & self.e_idle):
             m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en), dec.eq(1)]
             m.d.sync += fence.eq(0)
-        with m.If(table_fin):
+        # A TABLE completes the cycle after its last beat is written: the write's handshake
+        # (the LUT's cfg.ready) stays out of the completion queue's read enable (core2 on the
+        # ECP5, e0c3325: streamer -> LUT cfg write -> completion queue, 19.43 ns). Its entry is
+        # still the queue's head then: no other completion takes a TABLE entry with beats.
+        m.d.sync += table_done.eq(table_fin)
+        with m.If(table_done):
             m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
         with m.If(quiet & ((ch.kind == KIND_SEED) | (ch.kind == KIND_NOP) |
                            ((ch.kind == KIND_TABLE) & (ch.n == 0)))):

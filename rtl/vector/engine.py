@@ -1,7 +1,8 @@
 """The vector/activation engine (``docs/vector.md``; golden model ``sim.vector``)."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.utils import ceil_log2
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.arith.common import delay
@@ -67,15 +68,20 @@ class VectorEngine(wiring.Component):
     and ``b`` for tensor operands), emits ``o`` beats (one per element if ``emit``, plus the
     accumulators if ``emit_acc``) and drains its pipeline before the next ``cmd``. Throughput:
     one element (all lanes) per cycle, except that a summing instruction (``acc_op`` SUM)
-    holds each element ``acc_wait`` extra cycles at the accumulator while its pipelined adder
-    settles (3 deep, 0 not); an element's ``o`` beat is valid ``latency`` cycles after its
-    ``a`` beat is taken (46 deep, 10 not), so an instruction takes about ``count * (1 +
-    acc_wait) + latency + 2`` cycles. ``o`` leaves through a skid buffer
-    (``rtl.bus.skid.SkidBuffer``: no latency, ``o.ready`` reaches only a register): on
-    back-pressure (``o.ready`` low with a result waiting) one more result is kept, then the
-    whole pipeline holds. ``a`` and ``b`` enter through skid buffers as well: their ``ready``
-    is a register (low for a cycle after a beat waited), and a beat may be taken before the
-    engine uses it.
+    takes an element only every ``1 + acc_wait`` cycles, while its pipelined adder settles (3
+    deep, 0 not); an element's ``o`` beat is valid ``latency`` cycles after its ``a`` beat is
+    taken (48 deep, 12 not), so an instruction takes about ``count * (1 + acc_wait) + latency
+    + 2`` cycles.
+
+    The pipeline has no clock enable: it never stalls. Its results enter a FIFO of
+    ``fifo_depth`` entries before the rounding unit, and an element is taken only while the
+    FIFO has room for it and for every element in flight (a credit counter), so
+    back-pressure on ``o`` fills the FIFO and then holds the inputs, and nothing is lost.
+    ``o`` leaves through a skid buffer (``rtl.bus.skid.SkidBuffer``: no latency, ``o.ready``
+    reaches only a register); ``a`` and ``b`` enter through skid buffers as well: their
+    ``ready`` is a register (low for a cycle after a beat waited), and a beat may be taken
+    before the engine uses it. Results still in the FIFO or the rounding unit when the engine
+    returns to idle leave in order, with the format and rounding mode of their instruction.
 
     Parameters
     ----------
@@ -105,7 +111,8 @@ class VectorEngine(wiring.Component):
     seed : In(32), seed_load : In(1)
         Re-seed the rounding unit's generators (a pulse).
     busy : Out(1)
-        An instruction is in progress, or an input beat waits in a skid buffer.
+        An instruction is in progress, or an input beat waits in a skid buffer (results may
+        still be in the FIFO or the rounding unit).
     """
 
     def __init__(self, lanes, depth=512, formats=tuple(Format), n_rand=16, *, deep=True):
@@ -160,10 +167,18 @@ class VectorEngine(wiring.Component):
         return 2 if deep else 0
 
     @property
+    def fifo_depth(self):
+        """Entries of the result FIFO between the pipeline and the rounding unit: a power of
+        two above an element's round trip (taken, through the pipeline and the FIFO, its
+        credit back), so that credits never throttle a stream the output takes at full rate."""
+        return 1 << ceil_log2(self._front(self._deep)[2] + Lut.latency_of(self._deep) + 8)
+
+    @property
     def latency(self):
         """Cycles from an ``a`` beat taken to its ``o`` beat valid: the stages before the LUT,
-        the LUT, the accumulator/output register and the rounding unit's registers."""
-        return (self._front(self._deep)[2] + Lut.latency_of(self._deep) + 2 +
+        the LUT, the hold register ``y_h``, the result FIFO (2) and the rounding unit's
+        registers."""
+        return (self._front(self._deep)[2] + Lut.latency_of(self._deep) + 1 + 2 + 1 +
                 self._ru_encoder_stages(self._deep))
 
     def elaborate(self, platform):
@@ -177,21 +192,31 @@ class VectorEngine(wiring.Component):
         wiring.connect(m, lut.rdata, wiring.flipped(self.rdata))
         m.d.comb += self.error.eq(lut.error)
 
+        # -- the pipeline runs free: no clock enable ------------------------------------------
+        # Every stage from the input registers to the hold register ``y_h`` moves every cycle.
+        # A pipeline-wide stall (``adv``, a function of the rounding unit and the output
+        # buffer) was the clock enable of every data register, some 3,000 flip-flops per two
+        # lanes: its fan-out was the core's critical path (core2 on the ECP5, ab92919 with
+        # router2: 22.16 ns, 20.22 of it routing). Instead an element enters only when the
+        # result FIFO has room for everything in flight (credits), so nothing downstream can
+        # push back into the pipeline.
+        m.submodules.ofifo = ofifo = fifo.SyncFIFOBuffered(
+            width=32 * lanes + 5, depth=self.fifo_depth)
         m.submodules.ru = ru = RoundingUnit(lanes=lanes, n_rand=self._n_rand, stages=1,
                                             encoder_stages=self._ru_encoder_stages(self._deep))
-        # The skid buffer makes the pipeline's stall a function of this engine's registers
-        # only: with o.ready straight into the rounding unit and ``adv``, the SBUF write
-        # arbiter (DMA) -> o.ready -> adv -> a.ready -> the controller's input streamer was
-        # the core's critical path (core2 on the ECP5, bedde80: 30.4 ns, 26.5 of it routing).
+        # The skid buffer keeps o.ready (the SBUF write arbiter's) out of the rounding unit.
         m.submodules.o_skid = skid = SkidBuffer(vec)
         m.d.comb += [ru.seed.eq(self.seed), ru.seed_load.eq(self.seed_load),
+                     ru.i.valid.eq(ofifo.r_rdy), ofifo.r_en.eq(ru.i.ready),
+                     ru.i.payload.data.eq(ofifo.r_data[:32 * lanes]),
+                     ru.i.payload.fmt.eq(ofifo.r_data[32 * lanes:32 * lanes + 3]),
+                     ru.i.payload.mode.eq(ofifo.r_data[32 * lanes + 3:]),
                      skid.i.valid.eq(ru.o.valid), skid.i.payload.eq(ru.o.payload.data),
                      ru.o.ready.eq(skid.i.ready)]
         wiring.connect(m, skid.o, wiring.flipped(self.o))
 
-        # The input streams enter through skid buffers too, so that the controller's streamers
-        # see a ready that is a register here, not the pipeline's stall (``adv``), which
-        # depends on the whole pipeline's state.
+        # The input streams enter through skid buffers, so that the controller's streamers see
+        # a ready that is a register here.
         m.submodules.a_skid = a_skid = SkidBuffer(vec)
         m.submodules.b_skid = b_skid = SkidBuffer(vec)
         wiring.connect(m, wiring.flipped(self.a), a_skid.i)
@@ -202,20 +227,33 @@ class VectorEngine(wiring.Component):
         remaining = Signal(16)
         lane_reg = [Signal(vec, name="lane_reg0"), Signal(vec, name="lane_reg1")]
         acc = Signal(vec)
+        run = Const(1)                   # the pipeline's (constant) enable
 
-        # -- pipeline valid/kind bits: the stages before the LUT, the LUT's, X ----------------
+        # -- pipeline valid/kind bits: the stages before the LUT, the LUT's --------------------
         lat = lut.latency
-        x_valid = Signal()
-        x_data = Signal(vec)
-        adv = Signal()
-        acc_done = Signal()                # the accumulator can take the element at the LUT's end
-        m.d.comb += adv.eq((~x_valid | ru.i.ready) & acc_done)
         p_valid = [Signal(name=f"p{i}_valid") for i in range(FRONT + lat)]
         p_emit = [Signal(name=f"p{i}_emit") for i in range(FRONT + lat)]  # 1: acc read-out
         a1_valid, a1_emit = p_valid[FRONT - 1], p_emit[FRONT - 1]
-        empty = ~(x_valid | Cat(*p_valid).any())
         inject = Signal()
         inject_emit = Signal()
+
+        # Credits: ``fifo_depth`` minus the elements in flight (injected, not yet through the hold
+        # register) minus the FIFO's content. An element may enter only with a credit left,
+        # so the FIFO never overflows; a credit returns when the rounding unit takes a beat
+        # from the FIFO or when an element without output (``emit`` 0) leaves the hold register.
+        credits = Signal(range(self.fifo_depth + 1), init=self.fifo_depth)
+        # A summed element is followed by ``acc_wait`` empty cycles, so that the accumulate
+        # adder (free-running, ``acc_wait`` stages) sees its operands stable that long.
+        ACC = self.acc_wait
+        gap = Signal(range(ACC + 1))
+        summing_cmd = c.acc_op == AccOp.SUM
+        can_inject = Signal()
+        m.d.comb += can_inject.eq((credits != 0) & (gap == 0))
+        if ACC:
+            with m.If(inject & ~inject_emit & summing_cmd):
+                m.d.sync += gap.eq(ACC)
+            with m.Elif(gap != 0):
+                m.d.sync += gap.eq(gap - 1)
 
         # -- decode and ALU 0 ---------------------------------------------------------------
         a0_y = Signal(vec)
@@ -235,65 +273,68 @@ class VectorEngine(wiring.Component):
             # 21.59 ns: INT32 absolute value, count, shift, round), now cut in the middle.
             da = m.submodules[f"dec_a{l}"] = FormatDecoder(self._formats, stages=DEC_MID)
             db = m.submodules[f"dec_b{l}"] = FormatDecoder(self._formats, stages=DEC_MID)
-            m.d.comb += [da.a.eq(delay(m, adv, a_in.payload[l], DEC_IN, f"in_a{l}")),
-                         da.fmt.eq(c.fmt_a), da.en.eq(adv),
-                         db.a.eq(delay(m, adv, b_in.payload[l], DEC_IN, f"in_b{l}")),
-                         db.fmt.eq(c.fmt_b), db.en.eq(adv)]
-            xa = delay(m, adv, da.o, DEC - DEC_IN - DEC_MID, f"dec_a{l}_o")
-            xb = delay(m, adv, db.o, DEC - DEC_IN - DEC_MID, f"dec_b{l}_o")
+            m.d.comb += [da.a.eq(delay(m, run, a_in.payload[l], DEC_IN, f"in_a{l}")),
+                         da.fmt.eq(c.fmt_a), da.en.eq(run),
+                         db.a.eq(delay(m, run, b_in.payload[l], DEC_IN, f"in_b{l}")),
+                         db.fmt.eq(c.fmt_b), db.en.eq(run)]
+            xa = delay(m, run, da.o, DEC - DEC_IN - DEC_MID, f"dec_a{l}_o")
+            xb = delay(m, run, db.o, DEC - DEC_IN - DEC_MID, f"dec_b{l}_o")
             m.d.comb += dec_b_o[l].eq(xb)
             alu0 = m.submodules[f"alu0_{l}"] = VectorAlu(ALU)
             s0 = Mux(c.src0 == Src.IMM, c.imm0, Mux(c.src0 == Src.LANE, lane_reg[0][l], xb))
-            m.d.comb += [alu0.op.eq(c.op0), alu0.x.eq(xa), alu0.s.eq(s0), alu0.en.eq(adv)]
+            m.d.comb += [alu0.op.eq(c.op0), alu0.x.eq(xa), alu0.s.eq(s0), alu0.en.eq(run)]
             alu1 = m.submodules[f"alu1_{l}"] = VectorAlu(ALU)
             s1 = Mux(c.src1 == Src.IMM, c.imm1, Mux(c.src1 == Src.LANE, lane_reg[1][l], a0_t[l]))
-            m.d.comb += [alu1.op.eq(c.op1), alu1.x.eq(a0_y[l]), alu1.s.eq(s1), alu1.en.eq(adv)]
-            with m.If(adv):
-                m.d.sync += [a0_y[l].eq(alu0.o), a0_t[l].eq(delay(m, adv, xb, ALU, f"b{l}")),
-                             a1_y[l].eq(alu1.o)]
-        with m.If(adv):
-            m.d.sync += [p_valid[0].eq(inject), p_emit[0].eq(inject_emit)]
-            for i in range(1, FRONT + lat):
-                m.d.sync += [p_valid[i].eq(p_valid[i - 1]), p_emit[i].eq(p_emit[i - 1])]
+            m.d.comb += [alu1.op.eq(c.op1), alu1.x.eq(a0_y[l]), alu1.s.eq(s1), alu1.en.eq(run)]
+            m.d.sync += [a0_y[l].eq(alu0.o), a0_t[l].eq(delay(m, run, xb, ALU, f"b{l}")),
+                         a1_y[l].eq(alu1.o)]
+        m.d.sync += [p_valid[0].eq(inject), p_emit[0].eq(inject_emit)]
+        for i in range(1, FRONT + lat):
+            m.d.sync += [p_valid[i].eq(p_valid[i - 1]), p_emit[i].eq(p_emit[i - 1])]
 
         # -- LUT ----------------------------------------------------------------------------
         m.d.comb += [lut.z.eq(a1_y), lut.bank.eq(c.bank), lut.bypass.eq(~c.lut),
-                     lut.count.eq(a1_valid & ~a1_emit & c.lut), lut.en.eq(adv),
+                     lut.count.eq(a1_valid & ~a1_emit & c.lut), lut.en.eq(run),
                      lut.lock.eq(self.busy & c.lut)]
 
-        # -- accumulate and output register ---------------------------------------------
+        # -- hold register, accumulate, into the FIFO -------------------------------------
+        # ``y_h`` takes each element at the LUT's end and holds it until the next one (at
+        # least ``acc_wait + 1`` cycles later in a summing instruction), which the
+        # accumulate adder reads with ``acc``; ``acc`` takes the sum ``acc_wait`` cycles later.
         y_valid, y_emit = p_valid[-1], p_emit[-1]
-        ACC = self.acc_wait
+        y_h = Signal(vec)
+        yh_valid = Signal()
+        yh_emit = Signal()
+        m.d.sync += [yh_valid.eq(y_valid), yh_emit.eq(y_emit)]
+        with m.If(y_valid):
+            m.d.sync += y_h.eq(lut.y)
+        elem = yh_valid & ~yh_emit
         if ACC:
-            # A summed element waits ACC cycles with acc and lut.y stable (adv low) so that the
-            # free-running adder pipeline holds their sum.
-            acc_count = Signal(range(ACC + 1))
-            summing = y_valid & ~y_emit & (c.acc_op == AccOp.SUM)
-            m.d.comb += acc_done.eq(~summing | (acc_count == ACC))
-            with m.If(adv):
-                m.d.sync += acc_count.eq(0)
-            with m.Elif(summing & (acc_count != ACC)):
-                m.d.sync += acc_count.eq(acc_count + 1)
+            acc_we = Signal()
+            pend = [Signal(name=f"acc_pend{i}") for i in range(ACC)]
+            m.d.sync += pend[0].eq(elem & summing_cmd)
+            for i in range(1, ACC):
+                m.d.sync += pend[i].eq(pend[i - 1])
+            m.d.comb += acc_we.eq(Mux(summing_cmd, pend[-1], elem))
+            acc_pending = Cat(*pend).any()
         else:
-            m.d.comb += acc_done.eq(1)
+            acc_we = elem
+            acc_pending = Const(0)
         for l in range(lanes):
             au = m.submodules[f"acc{l}"] = _AccUnit(ACC)
-            m.d.comb += [au.op.eq(c.acc_op), au.acc.eq(acc[l]), au.y.eq(lut.y[l])]
-            with m.If(adv & y_valid & ~y_emit):
+            m.d.comb += [au.op.eq(c.acc_op), au.acc.eq(acc[l]), au.y.eq(y_h[l])]
+            with m.If(acc_we):
                 m.d.sync += acc[l].eq(au.o)
-        with m.If(adv):
-            m.d.sync += [x_valid.eq(y_valid & (y_emit | c.emit)),
-                         x_data.eq(Mux(y_emit, acc, lut.y))]
-        with m.Elif(ru.i.ready):
-            # Held by the accumulator (acc_done low) while the rounding unit took X.
-            m.d.sync += x_valid.eq(0)
-        m.d.comb += [ru.i.valid.eq(x_valid), ru.i.payload.data.eq(x_data),
-                     ru.i.payload.fmt.eq(c.fmt_o), ru.i.payload.mode.eq(c.rmode)]
+        out = yh_valid & (yh_emit | c.emit)
+        m.d.comb += [ofifo.w_en.eq(out),
+                     ofifo.w_data.eq(Cat(Mux(yh_emit, acc, y_h), c.fmt_o, c.rmode))]
+        m.d.sync += credits.eq(credits - inject + (ofifo.r_en & ofifo.r_rdy) +
+                               (yh_valid & ~out))
+        empty = ~(yh_valid | acc_pending | Cat(*p_valid).any())
 
         # -- lane operands (PRO0/PRO1 take one ``b`` beat each) -----------------------------
         # The decoded beat is ready DEC cycles after it is taken (the registers around the
-        # decoders; ``adv`` is high in PRO0/PRO1 and the cycles after, the pipeline being
-        # empty), before the first element of BODY reaches ALU 0 (DEC cycles after it is
+        # decoders), before the first element of BODY reaches ALU 0 (DEC cycles after it is
         # taken, one cycle later at the earliest).
         take_lane = [Signal(name="take_lane0"), Signal(name="take_lane1")]
         for i in range(2):
@@ -340,13 +381,13 @@ class VectorEngine(wiring.Component):
                         m.next = "DRAIN"
                 with m.Else():
                     b_ok = b_in.valid | ~need_b
-                    m.d.comb += [a_in.ready.eq(adv & b_ok),
-                                 b_in.ready.eq(adv & a_in.valid & need_b)]
-                    with m.If(adv & a_in.valid & b_ok):
+                    m.d.comb += [a_in.ready.eq(can_inject & b_ok),
+                                 b_in.ready.eq(can_inject & a_in.valid & need_b)]
+                    with m.If(can_inject & a_in.valid & b_ok):
                         m.d.comb += inject.eq(1)
                         m.d.sync += remaining.eq(remaining - 1)
             with m.State("EMIT"):
-                with m.If(adv):
+                with m.If(can_inject):
                     m.d.comb += [inject.eq(1), inject_emit.eq(1)]
                     m.next = "DRAIN"
             with m.State("DRAIN"):
