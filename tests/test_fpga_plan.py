@@ -129,6 +129,63 @@ def test_router_option(tmp_path):
         fbuild.main(["ulx3s", "--router", "router3", "--plan-only"])
 
 
+def test_parse_seeds():
+    assert fbuild.parse_seeds("3") == (3,)
+    assert fbuild.parse_seeds("1,2,5") == (1, 2, 5)
+    assert fbuild.parse_seeds("1-4") == (1, 2, 3, 4)
+    assert fbuild.parse_seeds(" 1-3, 7") == (1, 2, 3, 7)
+    for bad in ("", "0", "a", "1,1", "3-1", "1-2,2", "-1", "1.5"):
+        with pytest.raises(fbuild.BuildError, match="--seeds must be distinct positive"):
+            fbuild.parse_seeds(bad)
+
+
+def test_seed_argv():
+    """One seed of a sweep: --seed replaced (or added), the files nextpnr writes moved into
+    the seed's folder, its inputs untouched."""
+    argv = ["nice", "-n", "10", "nextpnr-ecp5", "--quiet", "--seed", "1", "--log", "top.tim",
+            "--85k", "--json", "top.json", "--lpf", "top.lpf", "--textcfg", "top.config"]
+    got = fbuild.seed_argv(argv, 7, "seed7")
+    assert got == ["nice", "-n", "10", "nextpnr-ecp5", "--quiet", "--seed", "7", "--log",
+                   "seed7/top.tim", "--85k", "--json", "top.json", "--lpf", "top.lpf",
+                   "--textcfg", "seed7/top.config"]
+    assert argv[6] == "1"                                         # not modified in place
+    ice = ["nextpnr-ice40", "--log", "top.tim", "--asc", "top.asc", "--pcf", "top.pcf"]
+    assert fbuild.seed_argv(ice, 3, "seed3") == ice[:2] + ["seed3/top.tim", "--asc",
+                                                           "seed3/top.asc", "--pcf", "top.pcf",
+                                                           "--seed", "3"]
+
+
+def test_best_seed():
+    rs = [{"seed": 1, "status": "ok", "fmax_mhz": 50.1},
+          {"seed": 2, "status": "timeout", "fmax_mhz": None},
+          {"seed": 3, "status": "ok", "fmax_mhz": 54.3},
+          {"seed": 4, "status": "failed (exit 1)", "fmax_mhz": 60.0},
+          {"seed": 5, "status": "ok", "fmax_mhz": 54.3}]
+    assert fbuild.best_seed(rs)["seed"] == 3                      # highest; lower seed on a tie
+    assert fbuild.best_seed(rs[1:2]) is None
+    assert fbuild.best_seed([]) is None
+
+
+def test_sweep_cli_errors(capsys):
+    assert fbuild.main(["ulx3s", "--config", "demo", "--seeds", "1,x"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: --seeds must be distinct positive "
+                                               "integers, as a list (1,2,5) or a range (1-4), "
+                                               "not '1,x'")
+    assert fbuild.main(["ulx3s", "--config", "demo", "--seeds", "1-2", "--jobs", "0"]) == 2
+    assert "--jobs must be a positive integer, not 0" in capsys.readouterr().err
+    assert fbuild.main(["ulx3s", "--config", "demo", "--seeds", "1-2",
+                        "--pnr-timeout", "-1"]) == 2
+    assert "--pnr-timeout must be a positive number of minutes" in capsys.readouterr().err
+
+
+def test_sweep_options_in_record():
+    """A sweep's record names its seeds, not one seed, so it is never taken for a single-seed
+    build (nor the other way round)."""
+    assert fbuild._options(None, 115200, 1) == {"freq_mhz": None, "baud": 115200, "seed": 1}
+    assert fbuild._options(None, 115200, 1, seeds=(1, 2)) == \
+        {"freq_mhz": None, "baud": 115200, "seed": None, "seeds": [1, 2]}
+
+
 def test_build_cli_is_one_line_from_a_shell():
     """The error reaches a user as one line, no traceback."""
     env = dict(os.environ, AMARANTH_ENV_TRELLIS="/dev/null")
@@ -239,6 +296,27 @@ def test_full_build(board, tmp_path):
     assert report["fmax_mhz"] > 0
     assert report["critical_path"]["start"] and report["critical_path"]["end"]
     assert report["resources"]["LUT4"] > 0 and report["resources"]["FF"] > 0
+
+
+@pytest.mark.fpga_build
+def test_seed_sweep_build(tmp_path):
+    """A real sweep (iCEBreaker demo, three seeds, two at a time): every seed is reported, the
+    packed one is the best, its log is the build's top.tim."""
+    report = fbuild.build("icebreaker", "demo", root=tmp_path, quiet=True, seeds=(1, 2, 3),
+                          jobs=2)
+    sweep = report["seed_sweep"]
+    assert [r["seed"] for r in sweep] == [1, 2, 3]
+    assert all(r["status"] == "ok" and r["fmax_mhz"] > 0 for r in sweep)
+    assert report["fmax_mhz"] == max(r["fmax_mhz"] for r in sweep)
+    dest = tmp_path / "icebreaker-demo"
+    assert (dest / "top.tim").read_text() == \
+        (dest / f"seed{report['seed']}" / "top.tim").read_text()
+    assert (dest / "top.bin").stat().st_size > 10000
+    # Every seed can time out: a one-line error naming them.
+    with pytest.raises(fbuild.BuildError, match="no seed finished .seed 1: timeout, seed 2: "
+                                                "timeout"):
+        fbuild.build("icebreaker", "demo", root=tmp_path / "t", quiet=True, seeds=(1, 2),
+                     jobs=2, pnr_timeout=0.001)
 
 
 @pytest.mark.fpga_build
