@@ -88,5 +88,5 @@ CONFIGS = {
 }
 
 BOARD = Board(name="ulx3s", platform=ULX3S_85F_Platform, family="ecp5", fin=FIN,
-              configs=CONFIGS, default_config="tensor8i", make_clockgen=clockgen,
+              configs=CONFIGS, default_config="core2", make_clockgen=clockgen,
               ram_bytes=65536)

@@ -392,10 +392,10 @@ def test_is_current_without_record(tmp_path):
 
 
 def test_default_configs():
-    """No core configuration has been shown to fit yet (docs/fpga.md): the defaults are the
-    largest payloads that were built, and the configurations known not to fit are not
-    benchmarked."""
-    assert fbuild.get_board("ulx3s").default_config == "tensor8i"
+    """The ULX3S builds the largest core that fits (core2, docs/fpga.md) by default; no core
+    fits the iCEBreaker's UP5K, which builds the largest tensor payload; the configurations
+    known not to fit are not benchmarked."""
+    assert fbuild.get_board("ulx3s").default_config == "core2"
     assert fbuild.get_board("icebreaker").default_config == "tensor4x2i"
     assert not fbuild.get_board("ulx3s").configs["core4"].bench
     assert not fbuild.get_board("ulx3s").configs["core8"].bench
