@@ -70,7 +70,7 @@ class VectorEngine(wiring.Component):
     one element (all lanes) per cycle, except that a summing instruction (``acc_op`` SUM)
     takes an element only every ``1 + acc_wait`` cycles, while its pipelined adder settles (3
     deep, 0 not); an element's ``o`` beat is valid ``latency`` cycles after its ``a`` beat is
-    taken (48 deep, 12 not), so an instruction takes about ``count * (1 + acc_wait) + latency
+    taken (49 deep, 13 not), so an instruction takes about ``count * (1 + acc_wait) + latency
     + 2`` cycles.
 
     The pipeline has no clock enable: it never stalls. Its results enter a FIFO of
@@ -178,8 +178,8 @@ class VectorEngine(wiring.Component):
     def latency(self):
         """Cycles from an ``a`` beat taken to its ``o`` beat valid: the stages before the LUT,
         the LUT, the hold register ``y_h``, the result FIFO (2) and the rounding unit's
-        registers."""
-        return (self._front(self._deep)[2] + Lut.latency_of(self._deep) + 1 + 2 + 1 +
+        registers (input, encoder stages, output)."""
+        return (self._front(self._deep)[2] + Lut.latency_of(self._deep) + 1 + 2 + 2 +
                 self._ru_encoder_stages(self._deep))
 
     def elaborate(self, platform):
@@ -209,7 +209,10 @@ class VectorEngine(wiring.Component):
         # push back into the pipeline.
         m.submodules.ofifo = ofifo = fifo.SyncFIFOBuffered(
             width=32 * lanes + 5, depth=self.fifo_depth)
-        m.submodules.ru = ru = RoundingUnit(lanes=lanes, n_rand=self._n_rand, stages=1,
+        # The rounding unit registers its input (stages=2): the FIFO's data is a block RAM's
+        # output, and block RAM -> encoder stage 1 was the path of the first core2 build with
+        # the FIFO (dafe977, seed 2: 20.11 ns).
+        m.submodules.ru = ru = RoundingUnit(lanes=lanes, n_rand=self._n_rand, stages=2,
                                             encoder_stages=self._ru_encoder_stages(self._deep))
         # The skid buffer keeps o.ready (the SBUF write arbiter's) out of the rounding unit.
         m.submodules.o_skid = skid = SkidBuffer(vec)
