@@ -280,8 +280,8 @@ def _sweep(argv, seeds, dest, env, jobs, timeout_min, progress, index, total, to
                 results[s] = {"seed": s, "status": "timeout", "fmax_mhz": None}
             elif proc.poll() is not None:
                 status = "ok" if proc.returncode == 0 else f"failed (exit {proc.returncode})"
-                fmax = None
-                if log and log.exists():
+                fmax = None                # a stopped run's log has only estimates
+                if status == "ok" and log and log.exists():
                     clocks = parse_nextpnr_log(log.read_text(errors="replace"))["clocks"]
                     fmax = min((c["fmax_mhz"] for c in clocks.values()), default=None)
                 results[s] = {"seed": s, "status": status, "fmax_mhz": fmax}
