@@ -12,7 +12,7 @@ from rtl.bus.skid import SkidBuffer
 from rtl.round.rounding_unit import RoundingUnit
 from rtl.vector.alu import VectorAlu, order_key
 from rtl.vector.lut import CFG_LAYOUT, Lut, check_depth, check_lanes
-from sim.dtypes import CANONICAL_NAN_F32, Format
+from sim.dtypes import CANONICAL_NAN_F32, FORMAT_BITS, Format
 from sim.vector import CMD_FIELDS, AccOp, AluOp, Src, acc_identity
 
 __all__ = ["VectorEngine", "CMD_LAYOUT"]
@@ -24,7 +24,8 @@ CMD_LAYOUT = data.StructLayout({name: width for name, width in CMD_FIELDS})
 class _AccUnit(wiring.Component):
     """``acc OP y`` for the accumulate ops (``sim.vector.acc_update``). MAX and MIN are
     combinational; SUM's adder has ``stages`` free-running registers, so its result is valid
-    once ``acc`` and ``y`` have been stable for ``stages`` cycles (the engine waits)."""
+    once ``acc`` and ``y`` have been stable for ``stages`` cycles (the engine spaces summed
+    elements that far apart and holds ``y`` meanwhile)."""
 
     def __init__(self, stages=0):
         self._stages = stages
@@ -207,20 +208,21 @@ class VectorEngine(wiring.Component):
         # router2: 22.16 ns, 20.22 of it routing). Instead an element enters only when the
         # result FIFO has room for everything in flight (credits), so nothing downstream can
         # push back into the pipeline.
-        m.submodules.ofifo = ofifo = fifo.SyncFIFOBuffered(
-            width=32 * lanes + 5, depth=self.fifo_depth)
         # The rounding unit registers its input (stages=2): the FIFO's data is a block RAM's
         # output, and block RAM -> encoder stage 1 was the path of the first core2 build with
         # the FIFO (dafe977, seed 2: 20.11 ns).
         m.submodules.ru = ru = RoundingUnit(lanes=lanes, n_rand=self._n_rand, stages=2,
                                             encoder_stages=self._ru_encoder_stages(self._deep))
+        # A FIFO entry is a rounding-unit beat: the values with their instruction's fmt_o and
+        # rmode, so that results left in the FIFO at the end of an instruction keep them.
+        beat = data.StructLayout({"data": vec, "fmt": FORMAT_BITS, "mode": 2})
+        m.submodules.ofifo = ofifo = fifo.SyncFIFOBuffered(
+            width=beat.size, depth=self.fifo_depth)
         # The skid buffer keeps o.ready (the SBUF write arbiter's) out of the rounding unit.
         m.submodules.o_skid = skid = SkidBuffer(vec)
         m.d.comb += [ru.seed.eq(self.seed), ru.seed_load.eq(self.seed_load),
                      ru.i.valid.eq(ofifo.r_rdy), ofifo.r_en.eq(ru.i.ready),
-                     ru.i.payload.data.eq(ofifo.r_data[:32 * lanes]),
-                     ru.i.payload.fmt.eq(ofifo.r_data[32 * lanes:32 * lanes + 3]),
-                     ru.i.payload.mode.eq(ofifo.r_data[32 * lanes + 3:]),
+                     ru.i.payload.eq(data.View(beat, ofifo.r_data)),
                      skid.i.valid.eq(ru.o.valid), skid.i.payload.eq(ru.o.payload.data),
                      ru.o.ready.eq(skid.i.ready)]
         wiring.connect(m, skid.o, wiring.flipped(self.o))
@@ -336,8 +338,9 @@ class VectorEngine(wiring.Component):
             with m.If(acc_we):
                 m.d.sync += acc[l].eq(au.o)
         out = yh_valid & (yh_emit | c.emit)
-        m.d.comb += [ofifo.w_en.eq(out),
-                     ofifo.w_data.eq(Cat(Mux(yh_emit, acc, y_h), c.fmt_o, c.rmode))]
+        w_beat = Signal(beat)
+        m.d.comb += [w_beat.data.eq(Mux(yh_emit, acc, y_h)), w_beat.fmt.eq(c.fmt_o),
+                     w_beat.mode.eq(c.rmode), ofifo.w_en.eq(out), ofifo.w_data.eq(w_beat)]
         m.d.sync += credits.eq(credits - inject + (ofifo.r_en & ofifo.r_rdy) +
                                (yh_valid & ~out))
         empty = ~(yh_valid | acc_pending | Cat(*p_valid).any())
