@@ -104,6 +104,9 @@ class Window:
     words: int                # size of the address range in 32-bit words (a power of two)
     doc: str
     locked: bool = True
+    #: Cycles from the read strobe ``re`` to the word on ``rdata`` (the register block waits
+    #: that long before it answers).
+    read_latency: int = 1
 
     @property
     def port(self):
@@ -225,7 +228,10 @@ def build_memory_map(dma_windows=4):
         Window("PROG", 0x4000, 4096, "Program memory: one 32-bit word per address; the core's "
                "program-memory width decides how words form instructions (docs/isa.md)."),
         Window("UCODE", 0x8000, 4096, "Control store (microcode) words."),
-        Window("LUT", 0xC000, 2048, "LUT activation tables (vector engine cfg port)."),
+        # A LUT read goes through the vector engine's cfg port: the core registers the request
+        # (1), the table memory answers (2) and the core registers the word (3).
+        Window("LUT", 0xC000, 2048, "LUT activation tables (vector engine cfg port).",
+               read_latency=3),
     )
     return MemoryMap(addr_width=16, registers=tuple(regs), windows=windows,
                      dma_windows=dma_windows)

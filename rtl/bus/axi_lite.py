@@ -28,7 +28,8 @@ class WindowSignature(wiring.Signature):
     we : Out(1)
         One-cycle write strobe.
     re : Out(1)
-        One-cycle read strobe; the core presents the word on ``rdata`` the next cycle.
+        One-cycle read strobe; the core presents the word on ``rdata`` the window's
+        ``read_latency`` cycles later (``sim.memmap.Window``; 1, the next cycle, by default).
     rdata : In(32)
     """
 
@@ -146,12 +147,13 @@ class AXI4LiteRegisters(wiring.Component):
         prefer_read = Signal()      # alternates so that neither direction starves
         do_write = Signal()
         do_read = Signal()
-        # A window read in flight: re/addr are registered (window_wait), the memory answers
-        # a cycle later (window_wait2); nothing else executes meanwhile.
-        window_wait = Signal()
-        window_wait2 = Signal()
+        # A window read in flight: re/addr are registered, then the register block waits the
+        # window's ``read_latency`` cycles (``window_left`` counts them down) and takes the
+        # word; nothing else executes meanwhile.
+        max_latency = max((w.read_latency for w in mm.windows), default=1)
+        window_left = Signal(range(max_latency + 2))
         window_sel = Signal(range(max(len(mm.windows), 1)))
-        idle = ~window_wait & ~window_wait2
+        idle = window_left == 0
         m.d.comb += [
             do_write.eq(can_write & idle & ~(can_read & prefer_read)),
             do_read.eq(can_read & idle & ~do_write),
@@ -160,7 +162,8 @@ class AXI4LiteRegisters(wiring.Component):
             m.d.sync += [aw_full.eq(0), w_full.eq(0), bvalid.eq(1), prefer_read.eq(1)]
         with m.If(do_read):
             m.d.sync += [ar_full.eq(0), prefer_read.eq(0)]
-        m.d.sync += window_wait.eq(0)
+        with m.If(window_left != 0):
+            m.d.sync += window_left.eq(window_left - 1)
 
         # Strobes default to 0; write-only registers show their value only with the strobe.
         for reg in mm.registers:
@@ -246,11 +249,10 @@ class AXI4LiteRegisters(wiring.Component):
                     with m.Else():
                         # Answer once the memory has produced the word.
                         m.d.sync += [
-                            rvalid.eq(0), window_wait.eq(1), window_sel.eq(i),
+                            rvalid.eq(0), window_left.eq(win.read_latency + 1), window_sel.eq(i),
                             port.re.eq(1), port.addr.eq(r_word[:win.addr_bits]),
                         ]
-        m.d.sync += window_wait2.eq(window_wait)
-        with m.If(window_wait2):
+        with m.If(window_left == 1):
             m.d.sync += [rvalid.eq(1), rresp.eq(RESP_OKAY)]
             with m.Switch(window_sel):
                 for i, win in enumerate(mm.windows):
