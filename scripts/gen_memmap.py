@@ -72,14 +72,14 @@ def memory_map_markdown(mm=MEMORY_MAP):
         "",
         "Each window maps 32-bit words onto a memory port of the core (`rtl/bus/axi_lite.py`,",
         "`WindowSignature`: word address, data, byte strobes, write strobe, read strobe, read",
-        "data one cycle after the read strobe).",
+        "data `read latency` cycles after the read strobe; the register block waits for it).",
         "",
-        "| base | end | words | name | locked | description |",
-        "|---|---|---|---|---|---|",
+        "| base | end | words | name | locked | read latency | description |",
+        "|---|---|---|---|---|---|---|",
     ]
     for w in mm.windows:
         out.append(f"| 0x{w.base:04x} | 0x{w.base + 4 * w.words - 1:04x} | {w.words} | "
-                   f"`{w.name}` | {'yes' if w.locked else ''} | {w.doc} |")
+                   f"`{w.name}` | {'yes' if w.locked else ''} | {w.read_latency} | {w.doc} |")
     out += [
         "",
         "## DMA windows",
