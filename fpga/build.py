@@ -289,8 +289,7 @@ def _sweep(argv, seeds, dest, env, jobs, timeout_min, progress, index, total, to
                 continue
             results[s]["seconds"] = round(elapsed, 1)
             del running[s]
-        line = ", ".join(f"s{s}: " + (f"{r['fmax_mhz']}" if r["status"] == "ok" else r["status"])
-                         for s, r in sorted(results.items()))
+        line = _sweep_text([results[s] for s in sorted(results)])
         line += "".join(f" s{s}: {_last_line(log)[:30]}" for s, (_, _, log) in running.items()
                         if log)
         progress.update(index, total, f"{tool} x{len(seeds)}", time.monotonic() - t_start,
@@ -396,9 +395,9 @@ def report_from_dir(board_name, config, root=None):
         nextpnr_text=(dest / "top.tim").read_text(errors="replace"),
         yosys_text=(dest / "top.rpt").read_text(errors="replace"),
         target_mhz=meta["target_mhz"], pes=cfg.pes,
-        extra={k: meta.get(k) for k in ("baud", "seed", "router", "params", "description",
-                                        "step_seconds", "total_seconds", "seed_sweep")
-               if k != "seed_sweep" or k in meta})
+        extra={**{k: meta.get(k) for k in ("baud", "seed", "router", "params", "description",
+                                           "step_seconds", "total_seconds")},
+               **{k: meta[k] for k in ("seed_sweep",) if k in meta}})
     bitstream = dest / ("top.bit" if board.family == "ecp5" else "top.bin")
     try:
         report["bitstream"] = str(bitstream.relative_to(ROOT))

@@ -12,7 +12,7 @@ from rtl.bus.skid import SkidBuffer
 from rtl.round.rounding_unit import RoundingUnit
 from rtl.vector.alu import VectorAlu, order_key
 from rtl.vector.lut import CFG_LAYOUT, Lut, check_depth, check_lanes
-from sim.dtypes import CANONICAL_NAN_F32, FORMAT_BITS, Format
+from sim.dtypes import CANONICAL_NAN_F32, Format
 from sim.vector import CMD_FIELDS, AccOp, AluOp, Src, acc_identity
 
 __all__ = ["VectorEngine", "CMD_LAYOUT"]
@@ -213,9 +213,10 @@ class VectorEngine(wiring.Component):
         # the FIFO (dafe977, seed 2: 20.11 ns).
         m.submodules.ru = ru = RoundingUnit(lanes=lanes, n_rand=self._n_rand, stages=2,
                                             encoder_stages=self._ru_encoder_stages(self._deep))
-        # A FIFO entry is a rounding-unit beat: the values with their instruction's fmt_o and
-        # rmode, so that results left in the FIFO at the end of an instruction keep them.
-        beat = data.StructLayout({"data": vec, "fmt": FORMAT_BITS, "mode": 2})
+        # A FIFO entry is a rounding-unit beat (its ``i`` payload layout): the values with their
+        # instruction's fmt_o and rmode, so that results left in the FIFO at the end of an
+        # instruction keep them.
+        beat = ru.i.payload.shape()
         m.submodules.ofifo = ofifo = fifo.SyncFIFOBuffered(
             width=beat.size, depth=self.fifo_depth)
         # The skid buffer keeps o.ready (the SBUF write arbiter's) out of the rounding unit.
