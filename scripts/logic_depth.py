@@ -1,0 +1,284 @@
+"""Every deep register-to-register path of a synthesized ECP5 netlist, in seconds instead of
+a 30-minute place and route.
+
+    python -m scripts.logic_depth build/fpga/ulx3s-core2/top.json            # worst 30 ends
+    python -m scripts.logic_depth top.json --top 100 --min-levels 8 --by-module
+    python -m scripts.logic_depth top.json --json > depth.json
+
+nextpnr names one critical path per build, and each build takes half an hour, so fixing paths
+one build at a time does not converge. This reads the netlist yosys wrote for nextpnr
+(``synth_ecp5 ... ; write_json top.json``, which every board build keeps) and computes, for
+every timing end point (a flip-flop's D/M/CE/LSR input, a block RAM or distributed RAM write
+input, a DSP input), the deepest path that reaches it from a timing start point (a flip-flop's
+Q, a block RAM's data out, an I/O or the PLL).
+
+Two figures per path:
+
+* ``levels``: the routed nets on the path, i.e. the hops nextpnr must route between slices.
+  Nets that stay inside a slice are free: a LUT4 into the PFUMX / L6MUX21 of its slice and a
+  carry chain (``COUT`` -> ``CIN``). This is the figure to cut: on the core's routed builds a
+  hop costs 0.8-1.4 ns of routing (paths are 75-80 % routing), so a 100 MHz clock (10 ns) on
+  the ECP5-85F at speed grade 6 allows about 6 levels and the 55 MHz builds have 12-16.
+* ``estimate_ns``: a rough delay with :data:`DELAYS` (ECP5 speed grade 6 cell delays of the
+  order nextpnr reports, plus a fixed routing delay per hop). It ranks paths; it is not a
+  timing sign-off (placement decides the routing).
+
+The netlist's cell names carry the Amaranth hierarchy (``link.payload.dma.addr$158_...``), so
+``--by-module`` shows which unit owns the deep ends.
+"""
+
+import argparse
+import collections
+import json
+import pathlib
+import re
+import sys
+
+__all__ = ["DELAYS", "analyse", "main"]
+
+#: Delay model in ns. ``route``: one routed hop; ``lut``: LUT4 input to output; ``mux``: a
+#: PFUMX / L6MUX21 stage; ``carry_in``/``carry``/``carry_out``: a CCU2C entered from a LUT
+#: input, passed along the chain, left through a sum; ``clk_q``: flip-flop clock to output;
+#: ``bram_q``: DP16KD clock to data out (no output register); ``dpram``: distributed RAM read;
+#: ``dsp``: MULT18X18D input to product without registers; ``setup``: end point set-up time.
+DELAYS = {"route": 1.0, "lut": 0.45, "mux": 0.25, "carry_in": 0.45, "carry": 0.06,
+          "carry_out": 0.35, "clk_q": 0.55, "bram_q": 4.2, "dpram": 0.6, "dsp": 3.6,
+          "setup": 0.1}
+
+# cell type -> (output ports, {input port: kind of delay}) for the combinational cells.
+_COMB = {
+    "LUT4": (("Z",), {p: "lut" for p in "ABCD"}),
+    "PFUMX": (("Z",), {"ALUT": "mux", "BLUT": "mux", "C0": "mux"}),
+    "L6MUX21": (("Z",), {"D0": "mux", "D1": "mux", "SD": "mux"}),
+}
+# Inputs that are fed from inside the slice (no routed hop).
+_LOCAL_IN = {("PFUMX", "ALUT"), ("PFUMX", "BLUT"), ("L6MUX21", "D0"), ("L6MUX21", "D1"),
+             ("CCU2C", "CIN")}
+
+
+def _hier(name):
+    """The Amaranth hierarchy of a netlist cell name: everything before the last ``.`` that
+    precedes yosys' own suffixes."""
+    name = name.lstrip("\\")
+    base = re.split(r"[$_](?:TRELLIS|LUT4|CCU2C|PFUMX|L6MUX|DP16KD|MULT18)", name)[0]
+    return base.rsplit(".", 1)[0] if "." in base else ""
+
+
+def analyse(netlist, top="top", delays=DELAYS):
+    """Arrival levels and delay estimates for every end point of ``netlist`` (a parsed yosys
+    JSON). Returns a list of dicts, deepest first: ``end`` (cell and port), ``module``,
+    ``levels``, ``estimate_ns``, ``path`` (cell names from start to end), ``rtl_lines`` (the
+    source lines of the path's flip-flops and carry chains, start to end)."""
+    d = delays
+    try:
+        cells = netlist["modules"][top]["cells"]
+    except KeyError:
+        raise ValueError(f"netlist has no module {top!r}") from None
+    driver = {}      # bit -> (cell name, port)
+    for name, cell in cells.items():
+        dirs = cell.get("port_directions", {})
+        for port, bits in cell["connections"].items():
+            if dirs.get(port) == "output":
+                for b in bits:
+                    if isinstance(b, int):
+                        driver[b] = (name, port)
+    fanout = collections.Counter()
+    for cell in cells.values():
+        dirs = cell.get("port_directions", {})
+        for port, bits in cell["connections"].items():
+            if dirs.get(port) == "input":
+                for b in bits:
+                    if isinstance(b, int):
+                        fanout[b] += 1
+
+    memo = {}        # bit -> (levels, ns, previous bit or None, cell name)
+
+    def start(bit):
+        name, port = driver[bit]
+        typ = cells[name]["type"]
+        if typ == "DP16KD":
+            return (0, d["bram_q"], None, name)
+        return (0, d["clk_q"], None, name)
+
+    def inputs_of(name, out_port):
+        """(input bit, delay kind, routed) for the inputs that reach ``out_port``."""
+        cell = cells[name]
+        typ, conn = cell["type"], cell["connections"]
+        if typ in _COMB:
+            for port, kind in _COMB[typ][1].items():
+                for b in conn.get(port, ()):
+                    yield b, d[kind], (typ, port) not in _LOCAL_IN
+        elif typ == "CCU2C":
+            half = out_port[-1] if out_port in ("S0", "S1") else "1"
+            lanes = ("0", "1") if out_port == "COUT" or half == "1" else ("0",)
+            for lane in lanes:
+                for p in "ABCD":
+                    for b in conn.get(p + lane, ()):
+                        yield b, d["carry_in"] + (d["carry_out"] if out_port != "COUT" else 0), True
+            for b in conn.get("CIN", ()):
+                yield b, d["carry"] if out_port == "COUT" else d["carry_out"], False
+        elif typ == "TRELLIS_DPR16X4":
+            for b in conn.get("RAD", ()):
+                yield b, d["dpram"], True
+        elif typ == "MULT18X18D":
+            for p, bits in conn.items():
+                if p[0] in "AB" and p[1:].isdigit():
+                    for b in bits:
+                        yield b, d["dsp"], True
+
+    def comb(name):
+        typ = cells[name]["type"]
+        return typ in _COMB or typ in ("CCU2C", "TRELLIS_DPR16X4", "MULT18X18D")
+
+    def arrival(bit):
+        if not isinstance(bit, int) or bit not in driver:
+            return (0, 0.0, None, None)
+        if bit in memo:
+            return memo[bit]
+        # Iterative depth-first evaluation (carry chains and deep logic overflow recursion).
+        stack = [bit]
+        while stack:
+            b = stack[-1]
+            if b in memo:
+                stack.pop()
+                continue
+            name, port = driver[b]
+            if not comb(name):
+                memo[b] = start(b)
+                stack.pop()
+                continue
+            pending = [i for i, _, _ in inputs_of(name, port)
+                       if isinstance(i, int) and i in driver and i not in memo]
+            if pending:
+                stack.extend(pending)
+                continue
+            best = (0, 0.0, None, name)
+            for i, delay, routed in inputs_of(name, port):
+                if not isinstance(i, int) or i not in driver:
+                    continue
+                lv, ns, _, _ = memo[i]
+                cand = (lv + routed, ns + delay + (d["route"] if routed else 0.0), i, name)
+                if (cand[1], cand[0]) > (best[1], best[0]):
+                    best = cand
+            memo[b] = best
+            stack.pop()
+        return memo[bit]
+
+    def rtl_lines(names):
+        """The Amaranth source lines of the cells on a path (yosys keeps ``src`` on flip-flops
+        and carry chains; ABC's LUTs have none), in path order, without the techmap files."""
+        out = []
+        for n in names:
+            for loc in cells[n].get("attributes", {}).get("src", "").split("|"):
+                if loc and "/share/" not in loc:
+                    loc = re.sub(r"^.*?/(rtl|fpga)/", r"\1/", loc)
+                    if loc not in out:
+                        out.append(loc)
+        return out
+
+    def trace(bit):
+        names = []
+        while isinstance(bit, int) and bit in memo:
+            lv, ns, prev, name = memo[bit]
+            if not names or names[-1] != name:
+                names.append(name)
+            bit = prev
+        return names[::-1]
+
+    ends = []
+    for name, cell in cells.items():
+        typ, conn = cell["type"], cell["connections"]
+        if typ == "TRELLIS_FF":
+            ports = ("DI", "M", "CE", "LSR")
+        elif typ == "DP16KD":
+            ports = tuple(p for p in conn if p[:2] in ("AD", "DI", "WE", "CE", "CS"))
+        elif typ == "TRELLIS_DPR16X4":
+            ports = ("WAD", "DI", "WRE")
+        else:
+            continue
+        worst = None
+        for port in ports:
+            for b in conn.get(port, ()):
+                if not isinstance(b, int) or b not in driver:
+                    continue
+                lv, ns, _, _ = arrival(b)
+                cand = (ns, lv, port, b)
+                if worst is None or cand > worst:
+                    worst = cand
+        if worst is None:
+            continue
+        ns, lv, port, b = worst
+        path = trace(b)
+        ends.append({"rtl_lines": rtl_lines(path + [name]),"end": f"{name.lstrip(chr(92))}.{port}", "module": _hier(name),
+                     "type": typ, "levels": lv + 1,
+                     "estimate_ns": round(ns + d["route"] + d["setup"], 2),
+                     "path": [n.lstrip("\\") for n in path]})
+    ends.sort(key=lambda e: (-e["estimate_ns"], -e["levels"], e["end"]))
+    return ends
+
+
+def by_module(ends, min_levels):
+    """Per module: the number of end points at ``min_levels`` or deeper, and the deepest."""
+    groups = {}
+    for e in ends:
+        if e["levels"] < min_levels:
+            continue
+        g = groups.setdefault(e["module"], {"module": e["module"], "ends": 0,
+                                              "levels": 0, "estimate_ns": 0.0})
+        g["ends"] += 1
+        g["levels"] = max(g["levels"], e["levels"])
+        g["estimate_ns"] = max(g["estimate_ns"], e["estimate_ns"])
+    return sorted(groups.values(), key=lambda g: (-g["estimate_ns"], -g["ends"]))
+
+
+def histogram(ends):
+    """End points per number of levels."""
+    return dict(sorted(collections.Counter(e["levels"] for e in ends).items()))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m scripts.logic_depth",
+                                     description="The deepest register-to-register paths of "
+                                                 "a synthesized ECP5 netlist (yosys JSON).")
+    parser.add_argument("netlist", type=pathlib.Path, help="yosys JSON (top.json of a build)")
+    parser.add_argument("--top", type=int, default=30, help="paths to show (default 30)")
+    parser.add_argument("--min-levels", type=int, default=0,
+                        help="only end points at this many routed levels or more")
+    parser.add_argument("--by-module", action="store_true",
+                        help="group the end points by Amaranth module")
+    parser.add_argument("--match", help="only end points whose name contains this text")
+    parser.add_argument("--path", action="store_true", help="print each path's cells")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    args = parser.parse_args(argv)
+    if args.top < 1:
+        parser.error(f"--top must be a positive integer, not {args.top}")
+    try:
+        netlist = json.loads(args.netlist.read_text())
+        ends = analyse(netlist)
+    except (OSError, ValueError) as e:
+        parser.exit(1, f"logic_depth: {e}\n")
+    shown = [e for e in ends if e["levels"] >= args.min_levels
+             and (args.match is None or args.match in e["end"])]
+    if args.json:
+        print(json.dumps({"histogram": histogram(ends),
+                          "by_module": by_module(ends, args.min_levels),
+                          "ends": shown[:args.top]}, indent=1))
+        return 0
+    print("levels: " + ", ".join(f"{k}: {v}" for k, v in histogram(ends).items()))
+    if args.by_module:
+        for g in by_module(ends, args.min_levels)[:args.top]:
+            print(f"{g['estimate_ns']:6.2f} ns {g['levels']:3d} lv {g['ends']:6d} ends  "
+                  f"{g['module']}")
+        return 0
+    for e in shown[:args.top]:
+        print(f"{e['estimate_ns']:6.2f} ns {e['levels']:3d} lv  {e['end']}  <-  {e['path'][0]}")
+        if args.path:
+            for n in e["path"]:
+                print(f"        {n}")
+        else:
+            print(f"        {' '.join(e['rtl_lines'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
