@@ -1,0 +1,148 @@
+"""scripts.logic_depth on small hand-written netlists (levels, slice-local hops, carry chains,
+block RAM starts, RTL lines, the command line), and (marked fpga_build) on a unit that yosys
+synthesizes, against a shallower version of the same unit."""
+
+import json
+
+import pytest
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from scripts.logic_depth import DELAYS, analyse, by_module, histogram, main
+
+_FF = {"CLK": "input", "DI": "input", "M": "input", "CE": "input", "LSR": "input",
+       "Q": "output"}
+_LUT = {"A": "input", "B": "input", "C": "input", "D": "input", "Z": "output"}
+
+
+def _ff(d, q, src="rtl/x.py:1"):
+    return {"type": "TRELLIS_FF", "port_directions": _FF,
+            "connections": {"CLK": [2], "DI": [d], "Q": [q]}, "attributes": {"src": src}}
+
+
+def _lut(ins, z):
+    conn = {p: [b] for p, b in zip("ABCD", ins)}
+    conn["Z"] = [z]
+    return {"type": "LUT4", "port_directions": _LUT, "connections": conn, "attributes": {}}
+
+
+def _netlist(cells):
+    return {"modules": {"top": {"cells": cells}}}
+
+
+def _chain(n, prefix="u.", first=10):
+    """A register, ``n`` LUT4s in series, a register: ``n`` + 1 routed hops."""
+    cells = {f"{prefix}q0": _ff("0", first)}
+    bit = first
+    for i in range(n):
+        cells[f"{prefix}lut{i}"] = _lut([bit, "0", "0", "0"], bit + 1)
+        bit += 1
+    cells[f"{prefix}q1"] = _ff(bit, 1000 + first, src="rtl/x.py:9")
+    return cells
+
+
+def test_lut_chain_levels_and_estimate():
+    ends = analyse(_netlist(_chain(3)))
+    end = next(e for e in ends if e["end"] == "u.q1.DI")
+    assert end["levels"] == 4                  # FF -> LUT -> LUT -> LUT -> FF: 4 routed nets
+    assert end["path"] == ["u.q0", "u.lut0", "u.lut1", "u.lut2"]
+    expect = DELAYS["clk_q"] + 4 * DELAYS["route"] + 3 * DELAYS["lut"] + DELAYS["setup"]
+    assert end["estimate_ns"] == pytest.approx(expect, abs=0.01)
+    assert end["rtl_lines"] == ["rtl/x.py:1", "rtl/x.py:9"]
+    assert end["module"] == "u"
+
+
+def test_deepest_first_and_histogram():
+    cells = {**_chain(2, "a.", 10), **_chain(5, "b.", 100)}
+    ends = analyse(_netlist(cells))
+    assert ends[0]["end"] == "b.q1.DI" and ends[0]["levels"] == 6
+    assert histogram(ends)[6] == 1 and histogram(ends)[3] == 1
+    groups = by_module(ends, 4)
+    assert [g["module"] for g in groups] == ["b"]
+
+
+def test_slice_local_hops_are_free():
+    # LUT4 -> PFUMX (ALUT) inside one slice: the mux adds delay but no routed level.
+    cells = _chain(1)
+    cells["u.q1"]["connections"]["DI"] = [20]
+    cells["u.mux"] = {"type": "PFUMX",
+                      "port_directions": {"ALUT": "input", "BLUT": "input", "C0": "input",
+                                          "Z": "output"},
+                      "connections": {"ALUT": [11], "BLUT": ["0"], "C0": ["1"], "Z": [20]}}
+    end = next(e for e in analyse(_netlist(cells)) if e["end"] == "u.q1.DI")
+    assert end["levels"] == 2
+
+
+def test_carry_chain_counts_one_level():
+    ccu = {p: "input" for p in ("A0", "B0", "C0", "D0", "A1", "B1", "C1", "D1", "CIN")}
+    ccu.update(S0="output", S1="output", COUT="output")
+    cells = {"q0": _ff("0", 10), "q1": _ff(40, 50)}
+    cin = "0"
+    for i in range(8):                         # a 16-bit carry chain fed by q0
+        cells[f"c{i}"] = {"type": "CCU2C", "port_directions": ccu,
+                          "connections": {"A0": [10], "CIN": [cin] if cin != "0" else ["0"],
+                                          "S0": [200 + i], "S1": [300 + i],
+                                          "COUT": [20 + i]}}
+        cin = 20 + i
+    cells["c7"]["connections"]["S1"] = [40]
+    end = next(e for e in analyse(_netlist(cells)) if e["end"] == "q1.DI")
+    assert end["levels"] == 2                  # q0 -> chain entry, chain exit -> q1
+    assert end["estimate_ns"] > DELAYS["clk_q"] + 2 * DELAYS["route"] + 7 * DELAYS["carry"]
+
+
+def test_block_ram_output_starts_late():
+    ram = {"type": "DP16KD", "port_directions": {"CLKA": "input", "DOA0": "output",
+                                                  "ADA0": "input"},
+           "connections": {"CLKA": [2], "DOA0": [30], "ADA0": [10]}}
+    cells = {"q0": _ff("0", 10), "ram": ram, "q1": _ff(30, 31)}
+    ends = {e["end"]: e for e in analyse(_netlist(cells))}
+    assert ends["q1.DI"]["estimate_ns"] == pytest.approx(
+        DELAYS["bram_q"] + DELAYS["route"] + DELAYS["setup"], abs=0.01)
+    assert ends["ram.ADA0"]["levels"] == 1     # a RAM address input is an end point
+
+
+def test_unknown_top_is_an_error():
+    with pytest.raises(ValueError, match="no module 'core'"):
+        analyse(_netlist({}), top="core")
+
+
+def test_command_line(tmp_path, capsys):
+    path = tmp_path / "top.json"
+    path.write_text(json.dumps(_netlist({**_chain(2, "a.", 10), **_chain(5, "b.", 100)})))
+    assert main([str(path), "--top", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "levels: 3: 1, 6: 1" in out and "b.q1.DI" in out and "a.q1" not in out
+    assert main([str(path), "--json", "--min-levels", "4"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [e["end"] for e in data["ends"]] == ["b.q1.DI"]
+    assert main([str(path), "--by-module"]) == 0
+    assert "b" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "missing.json")])
+    with pytest.raises(SystemExit):
+        main([str(path), "--top", "0"])
+
+
+class _Adders(wiring.Component):
+    """``a + b`` and ``c + d`` compared and mixed; ``split`` registers the two sums."""
+
+    def __init__(self, split):
+        self._split = split
+        super().__init__({"a": In(24), "b": In(24), "c": In(24), "d": In(24), "o": Out(24)})
+
+    def elaborate(self, platform):
+        m = Module()
+        ab, cd = Signal(24), Signal(24)
+        domain = m.d.sync if self._split else m.d.comb
+        domain += [ab.eq(self.a + self.b), cd.eq(self.c + self.d)]
+        m.d.comb += self.o.eq(ab ^ (cd >> 3) ^ (ab < cd))
+        return m
+
+
+@pytest.mark.fpga_build
+def test_unit_depth_sees_a_register_cut():
+    from scripts.unit_fmax import unit_depth
+    deep = unit_depth(lambda: _Adders(False), "adders_comb")
+    shallow = unit_depth(lambda: _Adders(True), "adders_split")
+    assert deep[0]["levels"] > shallow[0]["levels"]
