@@ -357,12 +357,12 @@ async def test_illegal_records_then_correct_run(dut):
 # ------------------------------------------------------------------------------------------
 CORE_CONFIG = {"rows": 4, "cols": 4, "sbuf_depth": 1024, "psum_depth": 64,
                "formats": ["bf16"], "lut_entries": 64}
-#: The FPGA's core2 shape with its deeper tensor PEs (``tensor_add_stages=2``,
-#: ``tensor_mul_stages=2``, which change the array's timing, not its results): the same
+#: The FPGA's core2 shape with its deeper tensor PEs (``tensor_add_stages=3``,
+#: ``tensor_mul_stages=3``, which change the array's timing, not its results): the same
 #: programs, bit-exact against RefSim.
-CORE_ADD2_CONFIG = {"rows": 2, "cols": 2, "sbuf_depth": 1024, "psum_depth": 64,
-                    "formats": ["bf16"], "lut_entries": 64, "tensor_add_stages": 2,
-                    "tensor_mul_stages": 2}
+CORE_FPGA_CONFIG = {"rows": 2, "cols": 2, "sbuf_depth": 1024, "psum_depth": 64,
+                    "formats": ["bf16"], "lut_entries": 64, "tensor_add_stages": 3,
+                    "tensor_mul_stages": 3}
 
 
 def core_factory(cfg):
@@ -386,7 +386,7 @@ try:
         "icarus", pytest.param("verilator", marks=pytest.mark.long)])
     @pytest.mark.parametrize("name, config", [
         pytest.param("core4x4", CORE_CONFIG, id="core4x4"),
-        pytest.param("core2x2a2", CORE_ADD2_CONFIG, id="core2x2a2")])
+        pytest.param("core2x2s3", CORE_FPGA_CONFIG, id="core2x2s3")])
     def test_core(name, config, simulator):
         # A fresh seed per run (logged by cocotb; COCOTB_RANDOM_SEED reproduces one).
         seed = os.environ.get("COCOTB_RANDOM_SEED")

@@ -4,6 +4,7 @@
     python -m fpga.build icebreaker --config demo --freq 30
     python -m fpga.build ulx3s --config demo --plan-only     # elaborate and write the plan
     python -m fpga.build ulx3s --config core2 --seeds 1-4 --jobs 2 --pnr-timeout 60
+    python -m fpga.build ulx3s --config core2 --synth-only   # yosys, then the logic depth
 
 Writes ``build/fpga/<board>-<config>/``: the build plan (``top.il``, ``top.ys``, constraints,
 ``build_top.sh``), the logs (``top.rpt`` from yosys, ``top.tim`` from nextpnr), the bitstream
@@ -16,6 +17,11 @@ time, each in ``seed<N>/``, each stopped after ``--pnr-timeout`` minutes: a rout
 costs one seed, not the build), then packs the seed with the highest post-route Fmax; the
 report lists every seed (``seed_sweep``). nextpnr's Fmax moves by about 8 % from seed to seed
 on the core (``docs/fpga.md``).
+
+``--synth-only`` (ECP5) stops after yosys and prints the routed logic levels of every
+register-to-register path of the netlist (``scripts.logic_depth``: the histogram, the deepest
+end points with their RTL lines, the deepest per module; also ``depth.json``), minutes instead
+of the half hour of a core's place and route.
 
 A finished build also writes ``built.json``: its options, a hash of the sources (``rtl/``,
 ``sim/``, ``fpga/``) and a fingerprint of the build plan (the RTLIL without its ``src``
@@ -301,8 +307,12 @@ def _sweep(argv, seeds, dest, env, jobs, timeout_min, progress, index, total, to
 
 
 def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1", root=None,
-          plan_only=False, quiet=False, nice=True, seeds=None, jobs=1, pnr_timeout=None):
+          plan_only=False, quiet=False, nice=True, seeds=None, jobs=1, pnr_timeout=None,
+          synth_only=False):
     """Run the build; return the report dict (``plan_only``: the plan's file list).
+
+    ``synth_only`` (ECP5 boards): run yosys alone and return the logic-depth report of its
+    netlist (:func:`depth_report`) instead of placing and routing.
 
     ``seeds`` (two or more): a seed sweep instead of ``seed`` (see the module's docstring),
     ``jobs`` nextpnr runs at a time, each stopped after ``pnr_timeout`` minutes (None: never).
@@ -315,6 +325,9 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
         raise BuildError(f"--pnr-timeout must be a positive number of minutes, not {pnr_timeout}")
     if seeds:
         seed = seeds[0]
+    if synth_only and get_board(board_name).family != "ecp5":
+        raise BuildError(f"--synth-only reads an ECP5 netlist; {board_name} is "
+                         f"{get_board(board_name).family}")
     sources = source_hash()
     board, cfg, top, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed,
                                        router=router)
@@ -371,6 +384,8 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
             tail = _last_line(log) if log else _last_line(stdout_path)
             raise BuildError(f"{tool} failed (exit {proc.returncode}): {tail} "
                              f"(logs in {dest})")
+        if synth_only and var == "YOSYS":
+            return depth_report(dest, {**meta, "step_seconds": {tool: timings[tool]}})
 
     meta.update({"step_seconds": timings, "total_seconds": round(time.monotonic() - t_start, 1)})
     (dest / "build.json").write_text(json.dumps(meta, indent=2))
@@ -380,6 +395,18 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
              "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
     (dest / "built.json").write_text(json.dumps(built, indent=2))
     return report_from_dir(board_name, config, root)
+
+
+def depth_report(dest, meta, top=20):
+    """The logic-depth report of ``dest/top.json`` (``scripts.logic_depth``): the histogram of
+    end points by routed levels, the deepest ``top`` end points and the deepest per module;
+    also written to ``dest/depth.json``."""
+    from scripts.logic_depth import analyse, by_module, histogram
+    ends = analyse(json.loads((dest / "top.json").read_text()))
+    report = {**meta, "histogram": histogram(ends), "deepest": ends[:top],
+              "by_module": by_module(ends, max(ends[0]["levels"] - 3, 0) if ends else 0)}
+    (dest / "depth.json").write_text(json.dumps(report, indent=1))
+    return report
 
 
 def report_from_dir(board_name, config, root=None):
@@ -476,6 +503,19 @@ def summary(report):
     return "\n".join(lines)
 
 
+def depth_summary(report):
+    """Text form of :func:`depth_report`."""
+    lines = ["routed levels (end points): " +
+             ", ".join(f"{k}: {v}" for k, v in report["histogram"].items())]
+    for e in report["deepest"][:10]:
+        lines.append(f"  {e['levels']:3d} lv {e['estimate_ns']:6.2f} ns  {e['end']}  "
+                     f"({' '.join(e['rtl_lines'][:1] + e['rtl_lines'][-1:])})")
+    lines.append("deepest per module:")
+    for g in report["by_module"][:15]:
+        lines.append(f"  {g['levels']:3d} lv {g['ends']:6d} ends  {g['module']}")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m fpga.build", description=__doc__.split(
         "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -497,6 +537,9 @@ def main(argv=None):
     parser.add_argument("--out", default=None, help=f"output root (default {BUILD_ROOT})")
     parser.add_argument("--plan-only", action="store_true",
                         help="elaborate and write the build plan, run no tool")
+    parser.add_argument("--synth-only", action="store_true",
+                        help="run yosys only and print the logic-depth report of its netlist "
+                             "(scripts.logic_depth; ECP5 boards), no place and route")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.add_argument("--no-nice", action="store_true",
@@ -518,12 +561,14 @@ def main(argv=None):
         report = build(args.board, config, freq=args.freq, baud=args.baud, seed=args.seed,
                        router=args.router, root=args.out, plan_only=args.plan_only, quiet=args.quiet,
                        nice=not args.no_nice, seeds=seeds, jobs=jobs,
-                       pnr_timeout=args.pnr_timeout)
+                       pnr_timeout=args.pnr_timeout, synth_only=args.synth_only)
     except (BuildError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.json or args.plan_only:
         print(json.dumps(report, indent=2))
+    elif args.synth_only:
+        print(depth_summary(report))
     else:
         print(summary(report))
     return 0

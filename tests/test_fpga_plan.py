@@ -178,6 +178,12 @@ def test_sweep_cli_errors(capsys):
     assert "--pnr-timeout must be a positive number of minutes" in capsys.readouterr().err
 
 
+def test_synth_only_needs_ecp5(capsys):
+    assert fbuild.main(["icebreaker", "--config", "demo", "--synth-only"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: --synth-only reads an ECP5 netlist; "
+                                               "icebreaker is ice40")
+
+
 def test_sweep_options_in_record():
     """A sweep's record names its seeds, not one seed, so it is never taken for a single-seed
     build (nor the other way round)."""
@@ -296,6 +302,21 @@ def test_full_build(board, tmp_path):
     assert report["fmax_mhz"] > 0
     assert report["critical_path"]["start"] and report["critical_path"]["end"]
     assert report["resources"]["LUT4"] > 0 and report["resources"]["FF"] > 0
+
+
+@pytest.mark.fpga_build
+def test_synth_only_build(tmp_path, capsys):
+    """--synth-only runs yosys alone: a depth report (histogram, deepest end points with their
+    RTL lines), depth.json written, no nextpnr log, no bitstream."""
+    assert fbuild.main(["ulx3s", "--config", "demo", "--synth-only", "--quiet",
+                        "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("routed levels (end points): 1: ") and "deepest per module:" in out
+    dest = tmp_path / "ulx3s-demo"
+    report = json.loads((dest / "depth.json").read_text())
+    assert sum(report["histogram"].values()) > 100
+    assert report["deepest"][0]["levels"] == max(int(k) for k in report["histogram"])
+    assert not (dest / "top.tim").exists() and not (dest / "top.bit").exists()
 
 
 @pytest.mark.fpga_build

@@ -62,7 +62,7 @@ class AXI4LiteRegisters(wiring.Component):
         core), not counted. Status, counters and unlocked registers stay accessible.
     <reg> : In(32)
         One input per read-only register without a constant value (``status``, ``err_code``,
-        ``perf_cycles_lo``...), sampled when the read executes.
+        ``perf_cycles_lo``...), sampled the cycle before the read executes.
     <reg> : Out(width), <reg>_we : Out(1)
         One output per RW register (its stored value) and a one-cycle strobe when the host
         wrote it. For write-only registers (``ctrl``), ``<reg>`` carries the written value only
@@ -143,10 +143,13 @@ class AXI4LiteRegisters(wiring.Component):
 
         byte_mask = Cat(*[b.replicate(8) for b in w_strb])
         can_write = aw_full & w_full & ~bvalid
-        can_read = ar_full & ~rvalid
         prefer_read = Signal()      # alternates so that neither direction starves
         do_write = Signal()
         do_read = Signal()
+        ar_settled = Signal()       # the held read address has reached r_mux_* (below)
+        wrote = Signal()            # a write executed last cycle
+        m.d.sync += [ar_settled.eq(ar_full & ~(bus.arvalid & ~ar_full)), wrote.eq(do_write)]
+        can_read = ar_full & ar_settled & ~wrote & ~rvalid
         # A window read in flight: re/addr are registered, then the register block waits the
         # window's ``read_latency`` cycles (``window_left`` counts them down) and takes the
         # word; nothing else executes meanwhile.
@@ -222,25 +225,32 @@ class AXI4LiteRegisters(wiring.Component):
                         if win.locked:
                             m.d.sync += refused.eq(refused + 1)
 
-        # Reads.
+        # Reads. The register multiplexer is registered (``r_mux_data``/``r_mux_resp``, loaded
+        # every cycle from the held address): a read executes once the address has been held
+        # for a cycle (``ar_settled``) and not in the cycle after a write, so the word is the
+        # register's value after every earlier write. This takes the wide multiplexer and the
+        # inputs' own logic out of the path into ``rdata`` (one cycle more per read).
         r_word = ar_addr[2:aw]
+        r_mux_data = Signal(32)
+        r_mux_resp = Signal(2)
+        m.d.sync += [r_mux_resp.eq(RESP_DECERR), r_mux_data.eq(0)]
+        with m.Switch(r_word):
+            for reg in mm.registers:
+                with m.Case(reg.offset >> 2):
+                    m.d.sync += r_mux_resp.eq(RESP_OKAY)
+                    if reg.access == "wo":
+                        m.d.sync += r_mux_data.eq(0)
+                    elif reg.access == "rw":
+                        m.d.sync += r_mux_data.eq(getattr(self, reg.port))
+                    elif reg.value is not None:
+                        m.d.sync += r_mux_data.eq(reg.value)
+                    elif reg.internal:
+                        assert reg.name == "LOCK_REFUSED", reg
+                        m.d.sync += r_mux_data.eq(refused)
+                    else:
+                        m.d.sync += r_mux_data.eq(getattr(self, reg.port))
         with m.If(do_read):
-            m.d.sync += [rvalid.eq(1), rresp.eq(RESP_DECERR), rdata.eq(0)]
-            with m.Switch(r_word):
-                for reg in mm.registers:
-                    with m.Case(reg.offset >> 2):
-                        m.d.sync += rresp.eq(RESP_OKAY)
-                        if reg.access == "wo":
-                            m.d.sync += rdata.eq(0)
-                        elif reg.access == "rw":
-                            m.d.sync += rdata.eq(getattr(self, reg.port))
-                        elif reg.value is not None:
-                            m.d.sync += rdata.eq(reg.value)
-                        elif reg.internal:
-                            assert reg.name == "LOCK_REFUSED", reg
-                            m.d.sync += rdata.eq(refused)
-                        else:
-                            m.d.sync += rdata.eq(getattr(self, reg.port))
+            m.d.sync += [rvalid.eq(1), rresp.eq(r_mux_resp), rdata.eq(r_mux_data)]
             for i, win in enumerate(mm.windows):
                 port = getattr(self, win.port)
                 with m.If(win_hit(ar_addr, win)):

@@ -11,7 +11,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from rtl.bus.skid import SkidBuffer
+from rtl.bus.pipeline_register import PipelineRegister
 
 from .sbuf import SBUFReadSignature, check_pow2
 
@@ -101,10 +101,11 @@ class TensorController(wiring.Component):
     busy : Out(1)
         A command is in flight somewhere in the controller.
 
-    Every stream obeys back-pressure. ``psum_wr`` leaves through a skid buffer
-    (``rtl.bus.skid.SkidBuffer``: no added latency): a stall on ``psum_wr`` stalls ``result``,
-    and so the engine, one cycle later (the beat offered meanwhile waits in the skid register),
-    and ``result.ready`` is a function of registers only. ``psum_wr_int`` and the completion
+    Every stream obeys back-pressure. ``psum_wr`` leaves through a pipeline register
+    (``rtl.bus.pipeline_register.PipelineRegister``: one cycle of latency, ``psum_wr`` entirely
+    from flip-flops): a stall on ``psum_wr`` stalls ``result``, and so the engine, one cycle
+    later (the beat offered meanwhile waits in the skid register), and ``result.ready`` is a
+    function of registers only. ``psum_wr_int`` and the completion
     travel with the beat: ``done`` pulses ``done_delay`` cycles after PSUM accepted the
     command's last beat.
     """
@@ -227,8 +228,9 @@ class TensorController(wiring.Component):
                                 "n", "mov_addr", "mov_stride", False)
 
         # Completion: tag result beats with their PSUM address, count commands out. The tagged
-        # beat leaves through a skid buffer, so PSUM's ready (its read-after-write hazard
-        # compare) reaches only a register here, not the engine's pipeline advance; the beat
+        # beat leaves through a pipeline register, so PSUM's ready (its read-after-write hazard
+        # compare) reaches only a register here, not the engine's pipeline advance, and the
+        # address adder here does not reach PSUM's hazard compare and write (one cycle); the beat
         # carries its command's INT flag and semaphore, and the completion counts from PSUM's
         # acceptance of the last beat, so it still waits for the data to be written.
         cpl = view(queues["cpl"])
@@ -237,7 +239,7 @@ class TensorController(wiring.Component):
             "w": psum_write_layout(self.cols, self.psum_depth),
             "int": 1, "sem": self.sem_bits, "sem_en": 1,
         })
-        m.submodules.psum_skid = skid = SkidBuffer(tagged)
+        m.submodules.psum_skid = skid = PipelineRegister(tagged)
         m.d.comb += [
             skid.i.valid.eq(self.result.valid & cpl.valid),
             skid.i.p.w.data.eq(self.result.p.data),
