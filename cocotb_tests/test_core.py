@@ -216,7 +216,7 @@ async def test_attention_head(dut):
 async def test_lut_window_readback(dut):
     """The host's LUT window reads back what it wrote, in block and single reads, in both
     banks (the coefficient words c0..c2 of a few entries). A read goes through the vector
-    engine's cfg port and takes the window's read_latency (3) cycles: with the register
+    engine's cfg port and takes the window's read_latency (4) cycles: with the register
     block's default of 1, every read returned the previous read's word."""
     env = CoreEnv(dut, seed=_seed() + 7)
     await env.reset()

@@ -214,6 +214,7 @@ class NeuronCore(wiring.Component):
     # -------------------------------------------------------------------------------------
     def elaborate(self, platform):
         from rtl.bus.axi_lite import AXI4LiteRegisters
+        from rtl.bus.pipeline_register import PipelineRegister
         from rtl.control.sequencer import DBG, Sequencer
         from rtl.core.status import ErrorStatus
         from rtl.core.watchdog import Watchdog
@@ -248,6 +249,7 @@ class NeuronCore(wiring.Component):
             P, C, self._sbuf_depth, self._psum_depth, data_width=16,
             done_delay=psum.latency, queue_depth=2))
         ve = soft_reset("vector", VectorEngine(P, depth=self._lut_entries, n_rand=self._n_rand))
+        cfg_reg = soft_reset("vector_cfg", PipelineRegister(ve.cfg.payload.shape()))
         vctrl = soft_reset("vector_ctrl", VectorController(
             P, C, self._sbuf_depth, self._psum_depth, CMD_LAYOUT, queue_depth=2))
         status = m.submodules.status = ErrorStatus(sources=4)
@@ -295,7 +297,7 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, vctrl.e_b, ve.b)
         wiring.connect(m, ve.o, vctrl.e_o)
         m.d.comb += [
-            vctrl.e_idle.eq(~ve.busy),
+            vctrl.e_idle.eq(~ve.busy & ~cfg_reg.full),
             vctrl.a_psum.data.eq(psum.rd.data),
             psum.rd.addr.eq(vctrl.a_psum.addr),
             psum.rd.en.eq(vctrl.a_psum.en),
@@ -484,14 +486,19 @@ class NeuronCore(wiring.Component):
             m.d.sync += [pend.eq(1), pend_addr.eq(cfg_addr), pend_data.eq(lut.wdata),
                          pend_write.eq(lut.we)]
         lut_rdata = Signal(32)
+        # Both reach the engine through a pipeline register (one cycle): the TABLE streamer's
+        # output and the window's multiplexer do not reach the LUT's descriptor and
+        # coefficient RAM write enables in the same cycle (docs/fpga.md, Goals).
+        cfg = cfg_reg.i
         with m.If(vctrl.cfg.valid):
-            m.d.comb += [ve.cfg.valid.eq(1), ve.cfg.payload.eq(vctrl.cfg.payload),
-                         vctrl.cfg.ready.eq(ve.cfg.ready)]
+            m.d.comb += [cfg.valid.eq(1), cfg.payload.eq(vctrl.cfg.payload),
+                         vctrl.cfg.ready.eq(cfg.ready)]
         with m.Else():
-            m.d.comb += [ve.cfg.valid.eq(pend), ve.cfg.p.addr.eq(pend_addr),
-                         ve.cfg.p.data.eq(pend_data), ve.cfg.p.write.eq(pend_write)]
-            with m.If(pend & ve.cfg.ready):
+            m.d.comb += [cfg.valid.eq(pend), cfg.p.addr.eq(pend_addr),
+                         cfg.p.data.eq(pend_data), cfg.p.write.eq(pend_write)]
+            with m.If(pend & cfg.ready):
                 m.d.sync += pend.eq(0)
+        wiring.connect(m, cfg_reg.o, ve.cfg)
         m.d.comb += ve.rdata.ready.eq(1)
         with m.If(ve.rdata.valid):
             m.d.sync += lut_rdata.eq(ve.rdata.payload)
