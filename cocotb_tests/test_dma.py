@@ -614,6 +614,37 @@ async def test_protection(dut):
 
 
 @cocotb.test()
+async def test_record_checks(dut):
+    """The setup checks in their documented order: a zero-size record (n0, n1 or part_count
+    0) completes even when it is also misaligned or out of range; then DMA_ALIGN (address
+    ext_addr, info 0), then SBUF_RANGE (address sbuf_addr, info part_start + part_count). None
+    touches the bus; a correct record runs afterwards."""
+    rng = random.Random(_seed() + 17)
+    bench = Bench(dut, rng)
+    await bench.start()
+    ext, sbuf = await _random_memories(bench, rng, (0, RAM_SIZE))
+    P = bench.P
+    base = dict(ext_addr=0x2000, ext_stride0=4, ext_stride1=64, ext_part_stride=256, n0=4,
+                n1=2, part_start=0, part_count=P, sbuf_addr=3, fmt=int(Format.FP32), store=0)
+    cases = [
+        (dict(n0=0), ("done", None)),
+        (dict(n1=0, ext_addr=0x2001), ("done", None)),
+        (dict(part_count=0, part_start=P + 5), ("done", None)),
+        (dict(ext_stride1=66, part_start=1), ("error", (ErrorCode.DMA_ALIGN, 0x2000, 0))),
+        (dict(part_start=1, sbuf_addr=9), ("error", (ErrorCode.SBUF_RANGE, 9, P + 1))),
+    ]
+    for store in (0, 1):
+        for change, want in cases:
+            rec = dict(base, store=store, **change)
+            n_bus = bench.mon.transactions()
+            got = await bench.run(rec)
+            assert got == want, (got, want, rec)
+            assert bench.mon.transactions() == n_bus, f"a refused record touched the bus: {rec}"
+    await _check_transfer(bench, base, ext, sbuf)
+    assert not bench.mon.errors, bench.mon.errors[:5]
+
+
+@cocotb.test()
 async def test_abort(dut):
     """Abort in the middle of long loads and stores: the engine drains and goes idle without
     done or error, and the next transfer is bit-exact."""

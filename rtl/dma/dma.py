@@ -11,14 +11,16 @@ zero-extended into the SBUF word; stores write the low bits of the SBUF word to 
 
 Order of work for one record
 ----------------------------
-1. *Setup* (2 cycles): zero-size records (``n0``, ``n1`` or ``part_count`` 0) complete at once;
-   a record whose ``ext_addr`` or strides are not multiples of the element size reports
-   ``DMA_ALIGN``; partitions beyond ``P`` report ``SBUF_RANGE``.
+1. *Setup* (2 cycles: the checks are registered in the first and decided in the second):
+   zero-size records (``n0``, ``n1`` or ``part_count`` 0) complete (``done`` at the end of
+   setup, no bus activity); a record whose ``ext_addr`` or strides are not multiples of the
+   element size reports ``DMA_ALIGN``; partitions beyond ``P`` report ``SBUF_RANGE``.
 2. *Window check* (one cycle per row ``(p, i)`` plus one, no bus activity): the row's byte range
    ``[min_j e, max_j e + size - 1]`` (strides are two's complement) must lie inside one window
    with the needed permission (read for loads, write for stores) and must not wrap around
    ``2**32``. The first failing row reports ``DMA_WINDOW`` with the row's first element address.
-   Only if every row passes does the first bus transaction start.
+   Only if every row passes does the first bus transaction start. (A row's bounds are formed
+   and compared with the windows in one cycle, the verdict is taken from registers the next.)
 3. *Transfer*: a row whose inner stride equals the element size is one contiguous segment,
    fetched/written in INCR bursts of up to ``max_burst`` beats that never cross a 4 KiB
    boundary; otherwise every element is its own single-beat transaction (strobes select its
@@ -65,7 +67,15 @@ class _Walker(Elaboratable):
     j*sj`` modulo 2**32, and ``sidx = i*nj + j`` (SBUF word offset, restarts per partition).
 
     ``start`` loads the first position; ``step`` advances; ``done`` is set by a step at the
-    last position. Counts must be at least 1 (the DMA completes zero-size records itself).
+    last position. Counts must be at least 1 (the DMA completes zero-size records itself) and
+    must not change between ``start`` and the last step.
+
+    The position is kept as counts left (``j_left``: positions after this one in the row,
+    and so on) with registered "this is the last" flags, updated a step ahead, so that
+    neither a step nor ``last`` waits for a compare against the counts (no carry chain in
+    front of the registers' clock enables). ``update`` (a start or a step that moves),
+    ``next_addr`` and ``next_last_j`` are the values the registers take, for lookahead
+    registers of the user.
     """
 
     def __init__(self):
@@ -80,43 +90,68 @@ class _Walker(Elaboratable):
         self.nj = Signal(16)
         self.addr = Signal(32)
         self.p = Signal(8)
-        self.i = Signal(16)
-        self.j = Signal(16)
         self.sidx = Signal(32)
         self.last_j = Signal()
         self.last = Signal()
         self.done = Signal()
+        self.update = Signal()
+        self.next_addr = Signal(32)
+        self.next_last_j = Signal()
 
     def elaborate(self, platform):
         m = Module()
         pbase = Signal(32)
         ibase = Signal(32)
+        j_left = Signal(16)
+        i_left = Signal(16)
+        p_left = Signal(8)
         last_i = Signal()
         last_p = Signal()
+        m.d.comb += self.last.eq(self.last_j & last_i & last_p)
+        # The position an update moves to, also for the user's own lookahead registers
+        # (``update``, ``next_addr``, ``next_last_j``).
+        nxt_pbase, nxt_ibase = Signal(32), Signal(32)
+        nxt_j_left, nxt_i_left, nxt_p_left = Signal(16), Signal(16), Signal(8)
+        nxt_last_i, nxt_last_p = Signal(), Signal()
+        nxt_p, nxt_sidx, nxt_done = Signal(8), Signal(32), Signal()
         m.d.comb += [
-            self.last_j.eq(self.j == self.nj - 1),
-            last_i.eq(self.i == self.ni - 1),
-            last_p.eq(self.p == self.np - 1),
-            self.last.eq(self.last_j & last_i & last_p),
+            self.update.eq(self.start | (self.step & ~self.done)),
+            nxt_pbase.eq(pbase), nxt_ibase.eq(ibase), self.next_addr.eq(self.addr),
+            nxt_j_left.eq(j_left), nxt_i_left.eq(i_left), nxt_p_left.eq(p_left),
+            self.next_last_j.eq(self.last_j), nxt_last_i.eq(last_i), nxt_last_p.eq(last_p),
+            nxt_p.eq(self.p), nxt_sidx.eq(self.sidx), nxt_done.eq(self.done),
         ]
+        # Reloading a count: the first position of the next row / partition.
+        new_row = [nxt_j_left.eq(self.nj - 1), self.next_last_j.eq(self.nj == 1)]
+        new_part = [nxt_i_left.eq(self.ni - 1), nxt_last_i.eq(self.ni == 1)]
         with m.If(self.start):
-            m.d.sync += [
-                self.p.eq(0), self.i.eq(0), self.j.eq(0), self.sidx.eq(0), self.done.eq(0),
-                pbase.eq(self.base), ibase.eq(self.base), self.addr.eq(self.base),
+            m.d.comb += [
+                *new_row, *new_part, nxt_p_left.eq(self.np - 1), nxt_last_p.eq(self.np == 1),
+                nxt_p.eq(0), nxt_sidx.eq(0), nxt_done.eq(0),
+                nxt_pbase.eq(self.base), nxt_ibase.eq(self.base), self.next_addr.eq(self.base),
             ]
-        with m.Elif(self.step & ~self.done):
-            with m.If(~self.last_j):
-                m.d.sync += [self.j.eq(self.j + 1), self.addr.eq(self.addr + self.sj),
-                             self.sidx.eq(self.sidx + 1)]
-            with m.Elif(~last_i):
-                m.d.sync += [self.j.eq(0), self.i.eq(self.i + 1), ibase.eq(ibase + self.si),
-                             self.addr.eq(ibase + self.si), self.sidx.eq(self.sidx + 1)]
-            with m.Elif(~last_p):
-                m.d.sync += [self.j.eq(0), self.i.eq(0), self.p.eq(self.p + 1),
-                             pbase.eq(pbase + self.ps), ibase.eq(pbase + self.ps),
-                             self.addr.eq(pbase + self.ps), self.sidx.eq(0)]
-            with m.Else():
-                m.d.sync += self.done.eq(1)
+        with m.Elif(~self.last_j):
+            m.d.comb += [nxt_j_left.eq(j_left - 1), self.next_last_j.eq(j_left == 1),
+                         self.next_addr.eq(self.addr + self.sj), nxt_sidx.eq(self.sidx + 1)]
+        with m.Elif(~last_i):
+            m.d.comb += [*new_row, nxt_i_left.eq(i_left - 1), nxt_last_i.eq(i_left == 1),
+                         nxt_ibase.eq(ibase + self.si), self.next_addr.eq(ibase + self.si),
+                         nxt_sidx.eq(self.sidx + 1)]
+        with m.Elif(~last_p):
+            m.d.comb += [*new_row, *new_part, nxt_p_left.eq(p_left - 1),
+                         nxt_last_p.eq(p_left == 1), nxt_p.eq(self.p + 1),
+                         nxt_pbase.eq(pbase + self.ps), nxt_ibase.eq(pbase + self.ps),
+                         self.next_addr.eq(pbase + self.ps), nxt_sidx.eq(0)]
+        with m.Else():
+            m.d.comb += nxt_done.eq(1)
+        with m.If(self.update):
+            m.d.sync += [
+                pbase.eq(nxt_pbase), ibase.eq(nxt_ibase), self.addr.eq(self.next_addr),
+                j_left.eq(nxt_j_left), i_left.eq(nxt_i_left), p_left.eq(nxt_p_left),
+                self.last_j.eq(self.next_last_j), last_i.eq(nxt_last_i),
+                last_p.eq(nxt_last_p), self.p.eq(nxt_p), self.sidx.eq(nxt_sidx),
+                self.done.eq(nxt_done),
+            ]
         return m
 
 
@@ -219,24 +254,30 @@ class DMA(wiring.Component):
         bsh = (bw - 1).bit_length()              # log2(bw)
         axi = self.axi
         depth_bits = (self._sbuf_depth - 1).bit_length()
+        pbits = max(1, (P - 1).bit_length())     # a partition number
 
         c = Signal(DmaRecord)                    # the record being executed
-        esh = Signal(2)                          # log2(element bytes)
+        # The element size and whether a row is one contiguous segment are registered in
+        # SETUP (valid from SPAN on): they feed the walkers' counts and the data paths' step
+        # decisions, which must not start with a decode and a 32-bit compare of the record.
+        fmt_esh = Signal(2)                      # log2(element bytes), decoded from c.fmt
+        esh = Signal(2)                          # ... registered in SETUP
         esize = Signal(3)
-        contiguous = Signal()
+        contiguous = Signal()                    # registered in SETUP
         span = Signal(signed(50))                # (n0-1)*ext_stride0, signed
         lo_off = Signal(signed(50))
         hi_off = Signal(signed(50))
+        s_empty = Signal()                       # SETUP's checks, registered for SPAN
+        s_misaligned = Signal()
+        s_part_end = Signal(9)                   # part_start + part_count
+        s_part_over = Signal()                   # ... > P
 
         # Element size per format from sim.dtypes (never hard-coded here).
         with m.Switch(c.fmt):
             for fmt, bits in STORAGE_BITS.items():
                 with m.Case(int(fmt)):
-                    m.d.comb += esh.eq({8: 0, 16: 1, 32: 2}[bits])
-        m.d.comb += [
-            esize.eq(1 << esh),
-            contiguous.eq(c.ext_stride0 == esize),
-        ]
+                    m.d.comb += fmt_esh.eq({8: 0, 16: 1, 32: 2}[bits])
+        m.d.comb += esize.eq(1 << esh)
 
         # Error reporting (first error of a record wins; host-visible latching is status.py's).
         err = Signal()                           # this record has failed: stop and drain
@@ -245,11 +286,11 @@ class DMA(wiring.Component):
         m.d.sync += self.err_valid.eq(0)
         m.d.sync += self.done.eq(0)
 
-        def report(code, addr, info):
-            m.d.sync += [
-                err.eq(1), self.err_valid.eq(1), self.err_code.eq(code),
-                self.err_addr.eq(addr), self.err_info.eq(info),
-            ]
+        # An error is reported by raising ``report``; its code, address and information are
+        # selected by registers alone (the running data path, the record's checks, ``row_v``;
+        # see the end), so the error registers wait only for the flag, not for a priority chain
+        # of the conditions.
+        report = Signal()
 
         m.d.comb += stopping.eq(err | aborting | self.abort)
         with m.If(self.abort & self.busy):
@@ -359,13 +400,15 @@ class DMA(wiring.Component):
         buf_valid = Signal()
         r_beat = Signal(8)
         e_off = Signal(bsh)
+        # Whether the element walker's element is the last one taken from its beat: the
+        # segment ends there or the next element starts a new beat. Registered from the
+        # walker's next position (lookahead), as it is in front of rready and the R/W beat
+        # decisions.
         last_in_beat = Signal()
-        seg_end = Signal()
-        m.d.comb += [
-            e_off.eq(elw.addr[:bsh]),
-            seg_end.eq(~contiguous | elw.last_j),
-            last_in_beat.eq(((elw.addr[:bsh] + esize)[:bsh] == 0) | seg_end),
-        ]
+        m.d.comb += e_off.eq(elw.addr[:bsh])
+        with m.If(elw.update):
+            m.d.sync += last_in_beat.eq(((elw.next_addr[:bsh] + esize)[:bsh] == 0) |
+                                        ~contiguous | elw.next_last_j)
         shifted = Signal(8 * bw)
         elem = Signal(32)
         m.d.comb += shifted.eq(buf >> (e_off << 3))
@@ -377,14 +420,14 @@ class DMA(wiring.Component):
             with m.Default():
                 m.d.comb += elem.eq(shifted[:32])
 
-        load = Signal()           # the load data path is active
+        load = Signal()           # the load data path is active (registered: RUN of a load)
         want = Signal()           # an element is ready for SBUF
         consume = Signal()        # ... and the SBUF write stage takes it this cycle
         # The SBUF write stage: a two-entry FIFO between the element extractor and the shared
         # SBUF write port, so that the write request (address, mask, data) comes from
         # registers and ``sbuf_w.ready`` only reaches the FIFO's pointers (one element per
         # cycle, one cycle of latency).
-        w_word = data.StructLayout({"addr": depth_bits, "part": 9, "elem": 32})
+        w_word = data.StructLayout({"addr": depth_bits, "part": pbits, "elem": 32})
         m.submodules.w_stage = wq = fifo.SyncFIFO(width=w_word.size, depth=2)
         m.d.comb += [want.eq(load & buf_valid & ~err), consume.eq(want & wq.w_rdy)]
         r_take = Signal()
@@ -392,8 +435,10 @@ class DMA(wiring.Component):
             axi.rready.eq(load & (~buf_valid | err | (consume & last_in_beat))),
             r_take.eq(axi.rvalid & axi.rready),
         ]
-        part = Signal(9)
-        m.d.comb += part.eq(c.part_start + elw.p)
+        # The element's partition, below P (SETUP checked part_start + part_count <= P), so
+        # only its low bits are kept: the partition selects decode few bits.
+        part = Signal(pbits)
+        m.d.comb += part.eq((c.part_start + elw.p)[:pbits])
         sbuf_addr = Signal(depth_bits)
         m.d.comb += sbuf_addr.eq((c.sbuf_addr + elw.sidx)[:depth_bits])
         w_in, w_head = Signal(w_word), data.View(w_word, wq.r_data)
@@ -424,12 +469,12 @@ class DMA(wiring.Component):
                 m.d.sync += r_beat.eq(r_beat + 1)
             with m.If((axi.rresp != RESP_OKAY) & ~err):
                 m.d.sync += buf_valid.eq(0)
-                report(ErrorCode.DMA_AXI_READ, d_fifo.r_data[:32] + (r_beat << bsh), axi.rresp)
+                m.d.comb += report.eq(1)          # DMA_AXI_READ
 
         # ---- store data side: SBUF words to W beats -----------------------------------
-        st = Signal()             # the store data path is active
+        st = Signal()             # the store data path is active (registered: RUN of a store)
         s1_valid = Signal()
-        s1_part = Signal(9)
+        s1_part = Signal(pbits)
         s1_off = Signal(bsh)
         s1_beat_end = Signal()
         acc = Signal(8 * bw)
@@ -494,7 +539,7 @@ class DMA(wiring.Component):
         with m.If(b_take):
             m.d.comb += b_fifo.r_en.eq(1)
             with m.If((axi.bresp != RESP_OKAY) & ~err):
-                report(ErrorCode.DMA_AXI_WRITE, b_fifo.r_data, axi.bresp)
+                m.d.comb += report.eq(1)          # DMA_AXI_WRITE
 
         # Outstanding bursts: +1 per issue, -1 per last R beat (loads) or B (stores).
         retire = Signal()
@@ -506,23 +551,30 @@ class DMA(wiring.Component):
             m.d.sync += [self.rd_bytes.eq(0), self.wr_bytes.eq(0)]
 
         # ---- control ---------------------------------------------------------------------
-        # Row bounds for the window check (signed, wide: below 0 or above 2**32-1 fails),
-        # registered: a row's bounds are computed in one cycle and checked in the next
-        # (``row_v``: the registers hold a row; ``row_addr``/``row_last``: its first element
-        # address and whether it is the record's last row).
+        # The window check of a row: its bounds (signed, wide: below 0 or above 2**32-1 fails)
+        # are formed and compared with every window in one cycle, and the compare results are
+        # registered; the verdict (a few gates) is taken the next cycle (``row_v``: the
+        # registers hold a row; ``row_addr``/``row_last``: its first element address and
+        # whether it is the record's last row). So neither the adders nor the window compares
+        # are in front of the error report or the state change.
         row_lo = Signal(signed(52))
         row_hi = Signal(signed(52))
-        row_addr = Signal(32)
-        row_last = Signal()
-        row_v = Signal()
+        m.d.comb += [row_lo.eq(chk.addr + lo_off), row_hi.eq(chk.addr + hi_off)]
         need = Signal(2)
         m.d.comb += need.eq(Mux(c.store, 0b10, 0b01))
         hits = []
         for w in range(self._windows):
             win = self.windows[w]
-            hits.append((win.perm & need).any() & (row_lo >= win.base) & (row_hi <= win.limit))
+            # Unsigned 32-bit compares: a row outside [0, 2**32) fails by ``row_in`` anyway.
+            hits.append((win.perm & need).any() & (row_lo[:32] >= win.base) &
+                        (row_hi[:32] <= win.limit))
+        row_hit = Signal(self._windows)          # registered per-window verdicts
+        row_in = Signal()                        # registered: inside [0, 2**32)
+        row_addr = Signal(32)
+        row_last = Signal()
+        row_v = Signal()
         row_ok = Signal()
-        m.d.comb += row_ok.eq(Cat(*hits).any() & (row_lo >= 0) & (row_hi < (1 << 32)))
+        m.d.comb += row_ok.eq(row_hit.any() & row_in)
 
         drained = Signal()
         m.d.comb += drained.eq(~a_valid & (outstanding == 0) & ~w_valid)
@@ -535,24 +587,29 @@ class DMA(wiring.Component):
                     m.d.sync += c.eq(self.cmd.payload)
                     m.next = "SETUP"
             with m.State("SETUP"):
+                # The record's checks are registered here and decided in SPAN, so that no
+                # compare of the record is in front of the error report or the state change.
                 m.d.comb += self.busy.eq(1)
                 align_mask = Signal(2)
-                m.d.comb += align_mask.eq(esize - 1)
-                m.d.sync += span.eq((c.n0 - 1).as_signed() * c.ext_stride0.as_signed())
+                m.d.comb += align_mask.eq((1 << fmt_esh) - 1)
+                m.d.sync += [
+                    span.eq((c.n0 - 1).as_signed() * c.ext_stride0.as_signed()),
+                    esh.eq(fmt_esh),
+                    contiguous.eq(c.ext_stride0 == (1 << fmt_esh)),
+                    s_empty.eq((c.n0 == 0) | (c.n1 == 0) | (c.part_count == 0)),
+                    s_misaligned.eq((
+                        (c.ext_addr | c.ext_stride0 | c.ext_stride1 | c.ext_part_stride)[:2] &
+                        align_mask).any()),
+                    s_part_end.eq(c.part_start + c.part_count),
+                    s_part_over.eq(c.part_start + c.part_count > P),
+                    row_v.eq(0),
+                ]
+                # Loaded whether or not the record goes on (a record that ends in SPAN never
+                # steps it), so that no verdict is in front of the walker's clock enables.
+                m.d.comb += chk.start.eq(1)
                 with m.If(stopping):
                     m.next = "IDLE"
-                with m.Elif((c.n0 == 0) | (c.n1 == 0) | (c.part_count == 0)):
-                    m.d.sync += self.done.eq(1)
-                    m.next = "IDLE"
-                with m.Elif(((c.ext_addr | c.ext_stride0 | c.ext_stride1 | c.ext_part_stride)
-                             [:2] & align_mask).any()):
-                    report(ErrorCode.DMA_ALIGN, c.ext_addr, 0)
-                    m.next = "IDLE"
-                with m.Elif(c.part_start + c.part_count > P):
-                    report(ErrorCode.SBUF_RANGE, c.sbuf_addr, c.part_start + c.part_count)
-                    m.next = "IDLE"
                 with m.Else():
-                    m.d.comb += chk.start.eq(1)
                     m.next = "SPAN"
             with m.State("SPAN"):
                 m.d.comb += self.busy.eq(1)
@@ -560,31 +617,44 @@ class DMA(wiring.Component):
                     seg_bytes.eq(Mux(contiguous, c.n0 << esh, esize)),
                     lo_off.eq(Mux(span < 0, span, 0)),
                     hi_off.eq(Mux(span > 0, span, 0) + esize - 1),
-                    row_v.eq(0),
                 ]
-                m.next = "CHECK"
+                with m.If(stopping):
+                    m.next = "IDLE"
+                with m.Elif(s_empty):
+                    m.d.sync += self.done.eq(1)
+                    m.next = "IDLE"
+                with m.Elif(s_misaligned | s_part_over):
+                    m.d.comb += report.eq(1)      # DMA_ALIGN or SBUF_RANGE
+                    m.next = "IDLE"
+                with m.Else():
+                    m.next = "CHECK"
+                # The transfer's walkers and data-path state are set up here, where no verdict
+                # decides it (they do not move before RUN: no load/store data path is active
+                # and iss_load is 0 outside RUN, an earlier record's stale one being cleared in
+                # IDLE).
+                m.d.comb += [iss.start.eq(1), elw.start.eq(1)]
+                m.d.sync += [buf_valid.eq(0), s1_valid.eq(0), acc.eq(0), acc_strb.eq(0),
+                             w_beat.eq(0), r_beat.eq(0)]
             with m.State("CHECK"):
                 # The walker steps every cycle (a step past the last row does nothing) and the
-                # next row's bounds are registered every cycle, so no verdict is in front of
+                # next row's verdicts are registered every cycle, so no verdict is in front of
                 # the walker's clock enables; the verdict is on the registered row.
                 m.d.comb += [self.busy.eq(1), chk.step.eq(1)]
                 m.d.sync += [
-                    row_lo.eq(chk.addr + lo_off), row_hi.eq(chk.addr + hi_off),
+                    row_hit.eq(Cat(*hits)), row_in.eq((row_lo >= 0) & (row_hi < (1 << 32))),
                     row_addr.eq(chk.addr), row_last.eq(chk.last), row_v.eq(1),
                 ]
                 with m.If(stopping):
                     m.next = "IDLE"
                 with m.Elif(row_v & ~row_ok):
-                    report(ErrorCode.DMA_WINDOW, row_addr, c.store)
+                    m.d.comb += report.eq(1)      # DMA_WINDOW
                     m.next = "IDLE"
                 with m.Elif(row_v & row_last):
-                    m.d.comb += [iss.start.eq(1), elw.start.eq(1)]
-                    m.d.sync += [iss_run.eq(1), iss_load.eq(1), buf_valid.eq(0),
-                                 s1_valid.eq(0), acc.eq(0), acc_strb.eq(0), w_beat.eq(0),
-                                 r_beat.eq(0)]
+                    m.d.sync += [iss_run.eq(1), iss_load.eq(1), load.eq(~c.store),
+                                 st.eq(c.store)]
                     m.next = "RUN"
             with m.State("RUN"):
-                m.d.comb += [self.busy.eq(1), load.eq(~c.store), st.eq(c.store)]
+                m.d.comb += self.busy.eq(1)
                 finished = Signal()
                 m.d.comb += finished.eq(~iss_run & drained & elw.done &
                                         Mux(c.store, ~s1_valid, ~buf_valid & ~wq.r_rdy))
@@ -592,10 +662,32 @@ class DMA(wiring.Component):
                     # No new bursts (issue is gated by stopping); finish the ones in flight.
                     m.d.sync += iss_run.eq(0)
                     with m.If(drained):
+                        m.d.sync += [load.eq(0), st.eq(0)]
                         m.next = "IDLE"
                 with m.Elif(finished):
-                    m.d.sync += self.done.eq(1)
+                    m.d.sync += [self.done.eq(1), load.eq(0), st.eq(0)]
                     m.next = "IDLE"
+        # The error report (one source at a time: AXI responses only in RUN, the record's
+        # checks only in SPAN, the window check only in CHECK, where ``row_v`` is 1; it is 0
+        # in SPAN). The first error of a record wins (AXI reports wait for ~err).
+        with m.If(report):
+            m.d.sync += [err.eq(1), self.err_valid.eq(1)]
+            with m.If(load):
+                m.d.sync += [self.err_code.eq(ErrorCode.DMA_AXI_READ),
+                             self.err_addr.eq(d_fifo.r_data[:32] + (r_beat << bsh)),
+                             self.err_info.eq(axi.rresp)]
+            with m.Elif(st):
+                m.d.sync += [self.err_code.eq(ErrorCode.DMA_AXI_WRITE),
+                             self.err_addr.eq(b_fifo.r_data), self.err_info.eq(axi.bresp)]
+            with m.Elif(row_v):
+                m.d.sync += [self.err_code.eq(ErrorCode.DMA_WINDOW),
+                             self.err_addr.eq(row_addr), self.err_info.eq(c.store)]
+            with m.Elif(s_misaligned):
+                m.d.sync += [self.err_code.eq(ErrorCode.DMA_ALIGN),
+                             self.err_addr.eq(c.ext_addr), self.err_info.eq(0)]
+            with m.Else():
+                m.d.sync += [self.err_code.eq(ErrorCode.SBUF_RANGE),
+                             self.err_addr.eq(c.sbuf_addr), self.err_info.eq(s_part_end)]
         # After an error or abort the write stage drains in IDLE (its elements were good).
         with m.If(wq.r_rdy):
             m.d.comb += self.busy.eq(1)
