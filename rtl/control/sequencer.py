@@ -146,11 +146,35 @@ class Sequencer(wiring.Component):
         state = Signal(3)
         pc = Signal(32)
         npc = Signal(32)
+        # X's writes of its result to ``npc`` and ``uctr`` land one cycle late: ``res_q`` is
+        # the result registered, ``*_fix`` says the register still has to take it, and
+        # ``*_now`` is the value as the architecture has it. So the ALU is not in front of
+        # their multiplexers (or of ``pc``).
+        res_q = Signal(32)
+        npc_fix, uctr_fix = Signal(), Signal()
+        npc_now = Signal(32)
+        m.d.comb += npc_now.eq(Mux(npc_fix, res_q, npc))
+        m.d.sync += [npc_fix.eq(0), uctr_fix.eq(0)]
+        with m.If(npc_fix):
+            m.d.sync += npc.eq(res_q)
         ir = Signal(isa.INSTR_BITS)
         fi = isa.field_offsets(isa.INSTR_FIELDS)
         op, rd, rs1, rs2, rs3, imm = (ir[fi[n][0]:fi[n][0] + fi[n][1]]
                                       for n in ("op", "rd", "rs1", "rs2", "rs3", "imm"))
+        # The register indices rd+1..rd+3 and rs2+1, computed when the instruction loads
+        # (DECODE), keep the adders out of the operand read.
+        rd_p = [Signal(6, name=f"rd_p{i}") for i in range(4)]     # rd+1, rd+2, rd+3, rs2+1
+        rd_nz = Signal()                                         # rd != 0
         in_exec = state == _S_EXEC
+        # An instruction's END leaves its successor's PC in ``npc`` and sets ``pc_pend``; ``pc``
+        # copies ``npc`` in the next cycle (FETCH or DONE), so X's result does not reach
+        # ``pc``. ``pc_now`` is the PC as the architecture has it (what every reader sees).
+        pc_pend = Signal()
+        pc_now = Signal(32)
+        m.d.comb += pc_now.eq(Mux(pc_pend, npc_now, pc))
+        m.d.sync += pc_pend.eq(0)
+        with m.If(pc_pend):
+            m.d.sync += pc.eq(npc_now)
 
         # ---- memories ---------------------------------------------------------------------
         m.submodules.pmem = pmem = Memory(shape=isa.INSTR_BITS, depth=self._pmem_depth,
@@ -158,7 +182,7 @@ class Sequencer(wiring.Component):
         pw = pmem.write_port()
         pr = pmem.read_port()
         m.d.comb += [pw.addr.eq(self.pmem_wr_addr), pw.data.eq(self.pmem_wr_data),
-                     pw.en.eq(self.pmem_wr_en), pr.addr.eq(pc[:pc_bits])]
+                     pw.en.eq(self.pmem_wr_en), pr.addr.eq(pc_now[:pc_bits])]
 
         m.submodules.ucode = ucode = Memory(shape=64, depth=isa.UCODE_DEPTH,
                                             init=microcode.control_store())
@@ -190,7 +214,8 @@ class Sequencer(wiring.Component):
         # next micro-address. X redirects F on a taken BRANCH, ULOOP or RET (two bubbles: R and
         # F are refilled), and an AG_SET/AG_SNAP in X holds R one cycle (R may read the
         # generator state it writes). The register after the block RAM keeps its
-        # clock-to-output delay out of the operand read.
+        # clock-to-output delay out of the operand read (F's output only selects R's register
+        # indices into registers, ``a_idx_q``/``b_idx_q``).
         mo = isa.field_offsets(isa.MICRO_FIELDS)
         uword_f = ur.data
         uword_r = Signal(64)
@@ -207,27 +232,88 @@ class Sequencer(wiring.Component):
         def uf(name):
             return field(uword_x, name)
 
-        seq, cond, target = uf("seq"), uf("cond"), uf("target")
-        alu, dst = uf("alu"), uf("dst")
-        eng, slot, special, const = uf("eng"), uf("slot"), uf("special"), uf("const")
+        target = uf("target")
+        slot, const = uf("slot"), uf("const")
         k = const[:2]
         a_sel_r, b_sel_r = field(uword_r, "a"), field(uword_r, "b")
+
+        # X's micro-word decoded one stage early: R decodes ``uword_r`` and the flags load
+        # with ``uword_x`` (so ``xd[n]`` is always the decode of ``uword_x``). The stall,
+        # error and advance cones then start from single flip-flops instead of 3- and 4-bit
+        # field compares.
+        def decode(word):
+            seq_w, special_w = field(word, "seq"), field(word, "special")
+            dst_w, eng_w, cond_w = field(word, "dst"), field(word, "eng"), field(word, "cond")
+            alu_w = field(word, "alu")
+            d = {}
+            for v in UAlu:
+                d["alu_" + v.name.lower()] = alu_w == v
+            d["alu_arith"] = d["alu_add"] | d["alu_sub"]
+            d["alu_neg"] = d["alu_sub"] | d["alu_slt"] | d["alu_sltu"]    # a + ~b + 1
+            d["alu_rsh"] = d["alu_shr"] | d["alu_sra"]
+            # AND/OR/XOR/PASSA/PASSB as a truth table over (a[i], b[i]), index 2*a[i] + b[i]
+            tt = {UAlu.AND: 0b1000, UAlu.OR: 0b1110, UAlu.XOR: 0b0110, UAlu.PASSA: 0b1100,
+                  UAlu.PASSB: 0b1010}
+            for j in range(4):
+                d[f"alu_tt{j}"] = Cat(*[d["alu_" + op.name.lower()] for op, t in tt.items()
+                                       if t >> j & 1]).any()
+            for n, v in (("end", USeq.END), ("call", USeq.CALL), ("ret", USeq.RET),
+                         ("branch", USeq.BRANCH), ("uloop", USeq.ULOOP), ("trap", USeq.TRAP)):
+                d[n] = seq_w == v
+            for v in USpecial:
+                if v != USpecial.NONE:
+                    d[v.name.lower()] = special_w == v
+            for v in UDst:
+                if v != UDst.NONE:
+                    d["dst_" + v.name.lower()] = dst_w == v
+            for e in _ENGINES:
+                d["emit_" + _NAMES[e]] = d["emit"] & (eng_w == e)
+                d["slot_" + _NAMES[e]] = ~d["emit"] & d["dst_slot"] & (eng_w == e)
+            d["zbranch"] = d["branch"] & ((cond_w == UCond.Z) | (cond_w == UCond.NZ))
+            for v in UCond:     # a BRANCH on each condition
+                d["br_" + v.name.lower()] = d["branch"] & (cond_w == v)
+            d["br_always"] = d["br_always"] | d["ret"]      # redirects unconditionally
+            d["dst_t01"] = d["dst_t0"] | d["dst_t1"]
+            # npc_next is X's result (a JMP's target, a CALL's) rather than a stack's value
+            d["npc_res"] = ((d["dst_npc"] | d["call_push"]) & ~d["loop_step"] &
+                            ~d["call_pop"])
+            d["wr_rd"] = d["dst_rd"] | ~d["dst_agreg"] & d["semrd"]
+            d["wr_sem"] = d["semrd"] & ~d["dst_rd"] & ~d["dst_agreg"]   # SEMRD writes rd
+            d["fwd_sem"] = d["wr_sem"] & ~d["dst_t01"]                  # ... and forwards it
+            return d
+
+        r_dec = decode(uword_r)
+        xd = {n: Signal(name=f"x_{n}") for n in r_dec}
         const_r = field(uword_r, "const")
         k_r = const_r[:2]
         uctr = Signal(16)
+        uctr_now = Signal(16)
+        m.d.comb += uctr_now.eq(Mux(uctr_fix, res_q[:16], uctr))
+        with m.If(uctr_fix):
+            m.d.sync += uctr.eq(res_q[:16])
         ustack = Array(Signal(isa.UADDR_BITS, name=f"ustack{i}") for i in range(isa.UCALL_DEPTH))
         usp = Signal(range(isa.UCALL_DEPTH + 1))
+        utop = Signal(range(isa.UCALL_DEPTH), init=isa.UCALL_DEPTH - 1)
+        usp_zero, usp_full = Signal(init=1), Signal()      # usp == 0, usp == UCALL_DEPTH
 
         # ---- architectural state ------------------------------------------------------------
         flag_eq, flag_lt, flag_ltu = Signal(), Signal(), Signal()
         sems = Array(Signal(isa.SEM_VALUE_BITS, name=f"sem{i}") for i in range(isa.NUM_SEMS))
         ls_start = Array(Signal(32, name=f"loop_start{i}") for i in range(isa.LOOP_DEPTH))
         ls_rem = Array(Signal(32, name=f"loop_rem{i}") for i in range(isa.LOOP_DEPTH))
+        rem_top = Signal(32)                  # ls_rem[ltop], kept beside it for LOOP_MORE
         lsp = Signal(range(isa.LOOP_DEPTH + 1))
-        ltop = Signal(range(isa.LOOP_DEPTH))
-        m.d.comb += ltop.eq(lsp - 1)
+        # The stacks' top indices (pointer - 1, wrapped) are registers kept beside the
+        # pointers, so that reading a top entry is a multiplexer without a subtractor.
+        ltop = Signal(range(isa.LOOP_DEPTH), init=isa.LOOP_DEPTH - 1)
         cstack = Array(Signal(32, name=f"call{i}") for i in range(isa.CALL_DEPTH))
         csp = Signal(range(isa.CALL_DEPTH + 1))
+        ctop = Signal(range(isa.CALL_DEPTH), init=isa.CALL_DEPTH - 1)
+        cret = Signal(32)                     # cstack[ctop]: a RET's return PC
+        # Registered pointer tests (``lsp == 0`` ...), kept beside the pointers, for the
+        # stack errors in front of ``adv``.
+        lsp_zero, lsp_full = Signal(init=1), Signal()
+        csp_zero, csp_full = Signal(init=1), Signal()
         ag_level = Array(Signal(3, name=f"ag{i}_level") for i in range(isa.NUM_AG))
         ag_reg = Array(Signal(6, name=f"ag{i}_reg") for i in range(isa.NUM_AG))
         ag_stride = Array(Signal(32, name=f"ag{i}_stride") for i in range(isa.NUM_AG))
@@ -244,13 +330,16 @@ class Sequencer(wiring.Component):
         # goes to one register, not through R's operand multiplexers (late forwarding).
         wr_addr, wr_data, wr_en = Signal(6), Signal(32), Signal()    # X's write (before adv)
 
+        # R's register indices are selected as F's micro-word enters R (``*_idx_q``); only a
+        # generator's register (AGREG) is looked up in R, since an AG_SET in X may change it
+        # while R holds.
         def reg_index(sel, idx):
             with m.Switch(sel):
                 for s, v in ((USrc.RD, rd), (USrc.RS1, rs1), (USrc.RS2, rs2), (USrc.RS3, rs3),
-                             (USrc.RD1, rd + 1), (USrc.RD2, rd + 2), (USrc.RD3, rd + 3),
-                             (USrc.RS2P1, rs2 + 1), (USrc.AGREG, ag_reg[k_r])):
+                             (USrc.RD1, rd_p[0]), (USrc.RD2, rd_p[1]), (USrc.RD3, rd_p[2]),
+                             (USrc.RS2P1, rd_p[3])):
                     with m.Case(s):
-                        m.d.comb += idx.eq(v[:6])
+                        m.d.comb += idx.eq(v)
 
         def operand(sel, port, val):
             with m.Switch(sel):
@@ -275,9 +364,9 @@ class Sequencer(wiring.Component):
                 with m.Case(*_REG_SRCS):
                     m.d.comb += hit.eq(xv & wr_en & (wr_addr == idx))
                 with m.Case(USrc.T0):
-                    m.d.comb += hit.eq(xv & (dst == UDst.T0))
+                    m.d.comb += hit.eq(xv & xd["dst_t0"])
                 with m.Case(USrc.T1):
-                    m.d.comb += hit.eq(xv & (dst == UDst.T1))
+                    m.d.comb += hit.eq(xv & xd["dst_t1"])
 
         a_idx, b_idx = Signal(6), Signal(6)
         a_rd, b_rd = Signal(32), Signal(32)      # R's operands, as the register file has them
@@ -286,8 +375,12 @@ class Sequencer(wiring.Component):
         a_fw, b_fw = Signal(), Signal()          # X's operand is ``x_prev`` instead
         x_prev = Signal(32)                      # the previous X's written value (registered)
         a, b = Signal(32), Signal(32)            # X's operands
-        reg_index(a_sel_r, a_idx)
-        reg_index(b_sel_r, b_idx)
+        a_idx_f, b_idx_f = Signal(6), Signal(6)
+        a_idx_q, b_idx_q = Signal(6), Signal(6)
+        reg_index(field(uword_f, "a"), a_idx_f)
+        reg_index(field(uword_f, "b"), b_idx_f)
+        m.d.comb += [a_idx.eq(Mux(a_sel_r == USrc.AGREG, ag_reg[k_r], a_idx_q)),
+                     b_idx.eq(Mux(b_sel_r == USrc.AGREG, ag_reg[k_r], b_idx_q))]
         m.d.comb += [rf_a.addr.eq(a_idx), rf_b.addr.eq(b_idx)]
         operand(a_sel_r, rf_a, a_rd)
         operand(b_sel_r, rf_b, b_rd)
@@ -298,47 +391,48 @@ class Sequencer(wiring.Component):
         res = Signal(32)
         x_fwd = Signal(32)
         sh = b[:5]
-        with m.Switch(alu):
-            with m.Case(UAlu.ADD):
-                m.d.comb += res.eq(a + b)
-            with m.Case(UAlu.SUB):
-                m.d.comb += res.eq(a - b)
-            with m.Case(UAlu.AND):
-                m.d.comb += res.eq(a & b)
-            with m.Case(UAlu.OR):
-                m.d.comb += res.eq(a | b)
-            with m.Case(UAlu.XOR):
-                m.d.comb += res.eq(a ^ b)
-            with m.Case(UAlu.SHL):
-                m.d.comb += res.eq(a << sh)
-            with m.Case(UAlu.SHR):
-                m.d.comb += res.eq(a >> sh)
-            with m.Case(UAlu.SRA):
-                m.d.comb += res.eq(a.as_signed() >> sh)
-            with m.Case(UAlu.SLT):
-                m.d.comb += res.eq(a.as_signed() < b.as_signed())
-            with m.Case(UAlu.SLTU):
-                m.d.comb += res.eq(a < b)
-            with m.Case(UAlu.PASSA):
-                m.d.comb += res.eq(a)
-            with m.Case(UAlu.PASSB):
-                m.d.comb += res.eq(b)
+        # The ALU as an AND-OR of its op classes under one-hot selects decoded a stage early
+        # (no 12-way multiplexer on the 4-bit field behind the adder and the shifters). One
+        # carry chain computes ADD, SUB, SLT and SLTU: a + (b ^ neg) + neg, the carry in
+        # entering through a constant low bit.
+        neg = xd["alu_neg"]
+        sum_c = Signal(34)
+        m.d.comb += sum_c.eq(Cat(Const(1, 1), a) + Cat(neg, b ^ neg.replicate(32)))
+        diff, carry = sum_c[1:33], sum_c[33]
+        lt_s = Mux(a[31] ^ b[31], a[31], diff[31])      # a < b signed
+        rsh = Signal(32)
+        m.d.comb += rsh.eq(Cat(a, (xd["alu_sra"] & a[31]).replicate(32)) >> sh)
+
+        tt = [xd[f"alu_tt{j}"] for j in range(4)]
+        logic = Cat(*[Mux(a[i], Mux(b[i], tt[3], tt[2]), Mux(b[i], tt[1], tt[0]))
+                      for i in range(32)])
+
+        def sel(flag, value):
+            return Mux(flag, value, 0)
+
+        m.d.comb += res.eq(
+            sel(xd["alu_arith"], diff) |
+            logic |
+            sel(xd["alu_shl"], (a << sh)[:32]) | sel(xd["alu_rsh"], rsh) |
+            (xd["alu_slt"] & lt_s | xd["alu_sltu"] & ~carry))
 
         loop_more = Signal()
-        m.d.comb += loop_more.eq((lsp != 0) & (ls_rem[ltop] > 1))
+        m.d.comb += loop_more.eq(~lsp_zero & (rem_top > 1))
         # A BRANCH on Z/NZ decides on ``res == 0`` registered: the ALU's carry chain is not in
         # front of the control-store address. Its first cycle in X always holds (``zb_seen``
         # is low); from the second on, ``res_zero`` holds the compare of X's (held) operands.
         res_zero = Signal()
-        m.d.sync += res_zero.eq(res == 0)
-        cond_true = Signal()
-        with m.Switch(cond):
-            for c, v in ((UCond.ALWAYS, 1), (UCond.Z, res_zero), (UCond.NZ, ~res_zero),
-                         (UCond.EQ, flag_eq), (UCond.NE, ~flag_eq), (UCond.LT, flag_lt),
-                         (UCond.GE, ~flag_lt), (UCond.LTU, flag_ltu), (UCond.GEU, ~flag_ltu),
-                         (UCond.LOOP_MORE, loop_more)):
-                with m.Case(c):
-                    m.d.comb += cond_true.eq(v)
+        res_zero_h = Signal(2)      # per half: the wide zero test split across the register
+        m.d.sync += [res_zero_h[i].eq(res[16 * i:16 * i + 16] == 0) for i in range(2)]
+        m.d.comb += res_zero.eq(res_zero_h.all())
+        # A taken BRANCH or a RET: a sum of products of conditions decoded a stage early
+        # (``br_*``, RET folded into ``br_always``) and registered flags.
+        br_taken = Signal()
+        m.d.comb += br_taken.eq(Cat(*[xd["br_" + c.name.lower()] & v for c, v in (
+            (UCond.ALWAYS, 1), (UCond.Z, res_zero), (UCond.NZ, ~res_zero),
+            (UCond.EQ, flag_eq), (UCond.NE, ~flag_eq), (UCond.LT, flag_lt),
+            (UCond.GE, ~flag_lt), (UCond.LTU, flag_ltu), (UCond.GEU, ~flag_ltu),
+            (UCond.LOOP_MORE, loop_more))]).any())
 
         # ---- engine queues ----------------------------------------------------------------
         # Record slots: ``rec_raw`` holds what was written, ``wr`` which slots were written
@@ -363,8 +457,20 @@ class Sequencer(wiring.Component):
             m.submodules[f"semq_{_NAMES[e]}"] = sq
             port = getattr(self, _NAMES[e])
             m.d.comb += [port.valid.eq(q.r_rdy), port.payload.eq(q.r_data),
-                         q.r_en.eq(port.ready), q.w_data.eq(Cat(*rec[e])),
-                         can_emit[e].eq(q.w_rdy & sq.w_rdy), outstanding[e].eq(sq.r_rdy)]
+                         q.r_en.eq(port.ready), q.w_data.eq(Cat(*rec[e]))]
+            # The queues' full and empty flags registered from their next levels
+            # (lookahead), so that the stall cone starts from flip-flops, not level compares.
+            flags = {}
+            for f, n in ((q, "q_full"), (sq, "sq_full"), (sq, "sq_empty")):
+                flag = flags[n] = Signal(name=f"{_NAMES[e]}_{n}", init=int(n == "sq_empty"))
+                rd_, wr_ = f.r_en & f.r_rdy, f.w_en & f.w_rdy
+                if n.endswith("full"):
+                    m.d.sync += flag.eq(~rd_ & ((f.level == f.depth) |
+                                                (f.level == f.depth - 1) & wr_))
+                else:
+                    m.d.sync += flag.eq(~wr_ & ((f.level == 0) | (f.level == 1) & rd_))
+            m.d.comb += [can_emit[e].eq(~flags["q_full"] & ~flags["sq_full"]),
+                         outstanding[e].eq(~flags["sq_empty"])]
             offs = isa.field_offsets(lay)
             m.d.comb += sq.w_data.eq(Cat(Cat(*rec[e])[offs["sem"][0]:offs["sem"][0] + 4],
                                          Cat(*rec[e])[offs["sem_en"][0]]))
@@ -379,8 +485,9 @@ class Sequencer(wiring.Component):
         # ---- stall, errors, advance -------------------------------------------------------
         stall = Signal()
         wait_stall = Signal()
+        # ``xv`` implies EXEC (MAP and every error clear it), so X is live on ``xv`` alone.
         x_live = Signal()
-        m.d.comb += x_live.eq(in_exec & xv)
+        m.d.comb += x_live.eq(xv)
         # WAIT registers its value (the ALU result) in its first cycle, compares it with the
         # semaphore in the second and decides in the third: neither the ALU's carry chain nor
         # the compare is in front of ``adv`` or of each other. The first two cycles of a
@@ -391,7 +498,7 @@ class Sequencer(wiring.Component):
         wait_seen, wait_armed, wait_ok, wait_dead = Signal(), Signal(), Signal(), Signal()
         wait_val = Signal(16)
         m.d.comb += [
-            is_wait.eq(special == USpecial.WAIT),
+            is_wait.eq(xd["wait"]),
             wait_short.eq(sem_cur < wait_val),
             wait_go.eq(wait_armed & wait_ok),
             wait_stall.eq(x_live & is_wait & wait_armed & ~wait_ok),
@@ -404,38 +511,34 @@ class Sequencer(wiring.Component):
             wait_dead.eq(wait_short & (outstanding == 0)),   # implies ~wait_ok
         ]
         is_zbranch, zb_seen = Signal(), Signal()
-        m.d.comb += is_zbranch.eq((seq == USeq.BRANCH) &
-                                  ((cond == UCond.Z) | (cond == UCond.NZ)))
+        m.d.comb += is_zbranch.eq(xd["zbranch"])
         m.d.comb += stall.eq(x_live & (
-            ((special == USpecial.EMIT) & ~can_emit[eng]) |
+            Cat(*[xd["emit_" + _NAMES[e]] & ~can_emit[e] for e in _ENGINES]).any() |
             is_wait & ~wait_go |
             is_zbranch & ~zb_seen |
-            (special == USpecial.BARRIER) & (outstanding != 0)))
+            xd["barrier"] & (outstanding != 0)))
 
         err_now = Signal(16)
         exec_err = Signal(16)
         m.d.comb += [
-            exec_err[ErrorBit.LOOP_OVERFLOW].eq(
-                (special == USpecial.LOOP_PUSH) & (lsp == isa.LOOP_DEPTH)),
+            exec_err[ErrorBit.LOOP_OVERFLOW].eq(xd["loop_push"] & lsp_full),
             exec_err[ErrorBit.LOOP_UNDERFLOW].eq(
-                ((special == USpecial.LOOP_STEP) | (special == USpecial.LOOP_POP)) & (lsp == 0)),
-            exec_err[ErrorBit.CALL_OVERFLOW].eq(
-                (special == USpecial.CALL_PUSH) & (csp == isa.CALL_DEPTH)),
-            exec_err[ErrorBit.CALL_UNDERFLOW].eq((special == USpecial.CALL_POP) & (csp == 0)),
-            exec_err[ErrorBit.UCALL_OVERFLOW].eq((seq == USeq.CALL) & (usp == isa.UCALL_DEPTH)),
-            exec_err[ErrorBit.UCALL_UNDERFLOW].eq((seq == USeq.RET) & (usp == 0)),
-            exec_err[ErrorBit.MICRO_TRAP].eq(seq == USeq.TRAP),
+                (xd["loop_step"] | xd["loop_pop"]) & lsp_zero),
+            exec_err[ErrorBit.CALL_OVERFLOW].eq(xd["call_push"] & csp_full),
+            exec_err[ErrorBit.CALL_UNDERFLOW].eq(xd["call_pop"] & csp_zero),
+            exec_err[ErrorBit.UCALL_OVERFLOW].eq(xd["call"] & usp_full),
+            exec_err[ErrorBit.UCALL_UNDERFLOW].eq(xd["ret"] & usp_zero),
+            exec_err[ErrorBit.MICRO_TRAP].eq(xd["trap"]),
             exec_err[ErrorBit.DEADLOCK].eq(is_wait & wait_armed & wait_dead),
-            exec_err[ErrorBit.ILLEGAL_FIELD].eq((special == USpecial.EMIT) & (
-                ((eng == Engine.TENSOR) & self.tensor_illegal) |
-                ((eng == Engine.VECTOR) & self.vector_illegal))),
+            exec_err[ErrorBit.ILLEGAL_FIELD].eq(
+                xd["emit_tensor"] & self.tensor_illegal | xd["emit_vector"] & self.vector_illegal),
         ]
         with m.Switch(state):
             with m.Case(_S_EXEC):
                 with m.If(xv):
                     m.d.comb += err_now.eq(exec_err)
             with m.Case(_S_FETCH):
-                m.d.comb += err_now[ErrorBit.PC_RANGE].eq(pc >= self._pmem_depth)
+                m.d.comb += err_now[ErrorBit.PC_RANGE].eq(pc_now >= self._pmem_depth)
         # The opcode map's valid bit (a block RAM output) is registered in MAP and trapped on
         # in EXEC's first cycle, when nothing has reached X yet (xv is 0): the RAM's slow
         # clock-to-out then only feeds a flip-flop.
@@ -443,13 +546,26 @@ class Sequencer(wiring.Component):
         m.d.sync += illegal.eq((state == _S_MAP) & ~mr.data[isa.UADDR_BITS])
         with m.If(illegal):
             m.d.comb += err_now[ErrorBit.ILLEGAL_OPCODE].eq(1)
+        seq_fault = Signal()    # the errors of the ``seq`` field
+        m.d.comb += seq_fault.eq(exec_err[ErrorBit.UCALL_OVERFLOW] |
+                                 exec_err[ErrorBit.UCALL_UNDERFLOW] |
+                                 exec_err[ErrorBit.MICRO_TRAP])
+        fault = Signal()        # ``err_now != 0``, from its three sources
+        # ``exec_err != 0`` grouped by the registered tests the terms share (one LUT each).
+        eb = ErrorBit
+        exec_any = Signal()
+        m.d.comb += exec_any.eq(Cat(exec_err[eb.LOOP_OVERFLOW] | exec_err[eb.LOOP_UNDERFLOW],
+                                    exec_err[eb.CALL_OVERFLOW] | exec_err[eb.CALL_UNDERFLOW],
+                                    seq_fault, exec_err[eb.DEADLOCK],
+                                    exec_err[eb.ILLEGAL_FIELD]).any())
+        m.d.comb += fault.eq(x_live & exec_any | err_now[ErrorBit.PC_RANGE] | illegal)
         # ``adv``: X's micro-instruction takes effect (x_live implies EXEC, where err_now is
         # exec_err: the opcode map's output and the PC check stay out of this cone). ``go``:
         # the same without the error check, for an EMIT's clear of the written-slot bits: a
         # trapping micro-instruction's clear is never seen, since the sequencer stops and
         # START clears them.
         adv, go = Signal(), Signal()
-        m.d.comb += [go.eq(x_live & ~stall), adv.eq(go & (exec_err == 0))]
+        m.d.comb += [go.eq(x_live & ~stall), adv.eq(go & ~exec_any)]
         m.d.sync += zb_seen.eq(x_live & is_zbranch & ~adv)
 
         # ---- semaphores -------------------------------------------------------------------
@@ -457,17 +573,15 @@ class Sequencer(wiring.Component):
         # as a BRANCH on Z/NZ and only trap through its ``seq`` field: the queue-space and
         # semaphore stall terms and the other error terms are left out of the cone.
         adv_sem = Signal()
-        m.d.comb += adv_sem.eq(x_live & ~(is_zbranch & ~zb_seen) & ~(
-            exec_err[ErrorBit.UCALL_OVERFLOW] | exec_err[ErrorBit.UCALL_UNDERFLOW] |
-            exec_err[ErrorBit.MICRO_TRAP]))
+        m.d.comb += adv_sem.eq(x_live & ~(is_zbranch & ~zb_seen) & ~seq_fault)
         for i in range(isa.NUM_SEMS):
-            incs = [adv_sem & (special == USpecial.SEMINC) & (sem_idx == i)]
+            incs = [adv_sem & xd["seminc"] & (sem_idx == i)]
             for e in _ENGINES:
                 sq = semq[e]
                 done = getattr(self, _NAMES[e] + "_done")
                 incs.append(done & sq.r_rdy & sq.r_data[4] & (sq.r_data[:4] == i))
             total = sum(x.as_unsigned() for x in incs)
-            with m.If(adv_sem & (special == USpecial.SEMSET) & (sem_idx == i)):
+            with m.If(adv_sem & xd["semset"] & (sem_idx == i)):
                 m.d.sync += sems[i].eq(res[:16])
             with m.Else():
                 m.d.sync += sems[i].eq(sems[i] + total)
@@ -476,32 +590,23 @@ class Sequencer(wiring.Component):
         clr = Signal(6)
         ag_match = Signal()
         m.d.comb += ag_match.eq((ag_level[k] != 0) & (ag_level[k] == lsp))
-        with m.If(dst == UDst.RD):
-            m.d.comb += [wr_addr.eq(rd), wr_data.eq(res), wr_en.eq(rd != 0)]
-        with m.Elif(dst == UDst.AGREG):
-            m.d.comb += [wr_addr.eq(ag_reg[k]), wr_data.eq(res),
-                         wr_en.eq(ag_match & (ag_reg[k] != 0))]
-        with m.Elif(special == USpecial.SEMRD):
-            m.d.comb += [wr_addr.eq(rd), wr_data.eq(sem_cur), wr_en.eq(rd != 0)]
+        m.d.comb += [
+            wr_addr.eq(Mux(xd["dst_agreg"], ag_reg[k], rd)),
+            wr_data.eq(Mux(xd["wr_sem"], sem_cur, res)),
+            wr_en.eq(xd["wr_rd"] & rd_nz | xd["dst_agreg"] & ag_match & (ag_reg[k] != 0)),
+        ]
         with m.If(state == _S_CLEAR):
             m.d.comb += [rf_w.addr.eq(clr), rf_w.data.eq(0), rf_w.en.eq(1)]
         with m.Else():
             m.d.comb += [rf_w.addr.eq(wr_addr), rf_w.data.eq(wr_data), rf_w.en.eq(adv & wr_en)]
         # The value X forwards: its register-file write, or its T0/T1 write (``res``).
-        m.d.comb += x_fwd.eq(Mux((dst == UDst.T0) | (dst == UDst.T1), res, wr_data))
+        m.d.comb += x_fwd.eq(Mux(xd["fwd_sem"], sem_cur, res))
 
         # ---- next macro PC ----------------------------------------------------------------
         npc_next = Signal(32)
-        m.d.comb += npc_next.eq(npc)
-        with m.If(dst == UDst.NPC):
-            m.d.comb += npc_next.eq(res)
-        with m.Switch(special):
-            with m.Case(USpecial.LOOP_STEP):
-                m.d.comb += npc_next.eq(ls_start[ltop])
-            with m.Case(USpecial.CALL_PUSH):
-                m.d.comb += npc_next.eq(res)
-            with m.Case(USpecial.CALL_POP):
-                m.d.comb += npc_next.eq(cstack[csp - 1])
+        # X's result enters last, behind a select decoded a stage early.
+        m.d.comb += npc_next.eq(Mux(xd["loop_step"], ls_start[ltop],
+                                    Mux(xd["call_pop"], cret, npc_now)))
 
         # ---- micro next address -----------------------------------------------------------
         # X redirects on a taken BRANCH / ULOOP and on RET; otherwise R's micro-word is X's
@@ -509,14 +614,10 @@ class Sequencer(wiring.Component):
         # upc_f + 1.
         redirect = Signal()
         x_target = Signal(isa.UADDR_BITS)
-        m.d.comb += x_target.eq(target)
-        with m.Switch(seq):
-            with m.Case(USeq.RET):
-                m.d.comb += [redirect.eq(1), x_target.eq(ustack[usp - 1])]
-            with m.Case(USeq.BRANCH):
-                m.d.comb += redirect.eq(cond_true)
-            with m.Case(USeq.ULOOP):
-                m.d.comb += redirect.eq(uctr != 0)
+        m.d.comb += [
+            x_target.eq(Mux(xd["ret"], ustack[utop], target)),
+            redirect.eq(br_taken | xd["uloop"] & (uctr_now != 0)),
+        ]
         seq_f = field(uword_f, "seq")
         f_next = Signal(isa.UADDR_BITS)
         m.d.comb += f_next.eq(Mux((seq_f == USeq.JUMP) | (seq_f == USeq.CALL),
@@ -527,9 +628,8 @@ class Sequencer(wiring.Component):
         def r_reads(srcs):
             return Cat(*[(a_sel_r == src) | (b_sel_r == src) for src in srcs]).any()
 
-        x_holds_r = (seq == USeq.END) | \
-            (special == USpecial.AG_SET) & r_reads(AG_SET_READS) | \
-            (special == USpecial.AG_SNAP) & r_reads(AG_SNAP_READS)
+        x_holds_r = xd["end"] | xd["ag_set"] & r_reads(AG_SET_READS) | \
+            xd["ag_snap"] & r_reads(AG_SNAP_READS)
         # The pipeline moves on ``go``, not ``adv``: a micro-instruction that traps stops the
         # sequencer (DONE) and the next instruction's MAP empties the pipeline, so what F and
         # R hold after a trap is never used, and the error terms (stack checks, the core's
@@ -549,6 +649,7 @@ class Sequencer(wiring.Component):
             m.d.comb += ur.addr.eq(upc_f)
         m.d.sync += upc_f.eq(ur.addr)
         with m.If(r_take):
+            m.d.sync += [a_idx_q.eq(a_idx_f), b_idx_q.eq(b_idx_f)]
             m.d.sync += [uword_r.eq(uword_f), upc_r.eq(upc_f), rv.eq(1)]
         with m.Elif(x_take | (go & redirect)):
             m.d.sync += rv.eq(0)
@@ -559,6 +660,7 @@ class Sequencer(wiring.Component):
         with m.If(~xv | go):
             m.d.sync += [uword_x.eq(uword_r), upc_x.eq(upc_r), a_q.eq(a_rd), b_q.eq(b_rd),
                          a_fw.eq(a_hit), b_fw.eq(b_hit), x_prev.eq(x_fwd)]
+            m.d.sync += [xd[n].eq(r_dec[n]) for n in xd]
         with m.If(x_take):
             m.d.sync += xv.eq(1)
         with m.Elif(go):
@@ -570,59 +672,83 @@ class Sequencer(wiring.Component):
         # a trapping micro-instruction's write is never seen: START clears ``wr``). An EMIT
         # that goes clears the engine's ``wr``.
         for e in _ENGINES:
-            with m.If(go & (special == USpecial.EMIT) & (eng == e)):
+            with m.If(go & xd["emit_" + _NAMES[e]]):
                 m.d.sync += wr[e].eq(0)
-            with m.If(x_live & (special != USpecial.EMIT) & (dst == UDst.SLOT) & (eng == e)):
+            with m.If(x_live & xd["slot_" + _NAMES[e]]):
                 for s, sig in enumerate(rec_raw[e]):
                     with m.If(slot == s):
                         m.d.sync += [sig.eq(res), wr[e][s].eq(1)]
+        # An EMIT pushes on ``adv``, written out for an EMIT: it can only stall for queue
+        # space or as a BRANCH on Z/NZ, and only trap through its ``seq`` field or its record.
+        # So the queues' write enables do not wait for the whole stall and error cones.
+        for e in _ENGINES:
+            illegal_e = getattr(self, _NAMES[e] + "_illegal", Const(0))
+            push = Signal(name=f"push_{_NAMES[e]}")
+            m.d.comb += push.eq(xv & xd["emit_" + _NAMES[e]] & can_emit[e] &
+                                ~(is_zbranch & ~zb_seen) & ~seq_fault & ~illegal_e)
+            m.d.comb += [outq[e].w_en.eq(push), semq[e].w_en.eq(push)]
+        # State that no debug read shows and START resets (or whose pointer START resets)
+        # changes on ``go``; a trapping micro-instruction's change of it is never seen, since
+        # the sequencer stops. The architectural state (PC, flags, loop and call depths,
+        # registers, semaphores) changes on ``adv``. So the error terms stay out of the first
+        # group's cones, and the state machine leaves EXEC on ``go`` (an error overrides it).
+        with m.If(go):
+            m.d.sync += [npc.eq(npc_next), res_q.eq(res)]
+            with m.If(xd["npc_res"]):
+                m.d.sync += npc_fix.eq(1)
+            with m.If(xd["dst_t0"]):
+                m.d.sync += t0.eq(res)
+            with m.If(xd["dst_t1"]):
+                m.d.sync += t1.eq(res)
+            with m.If(xd["dst_uctr"]):
+                m.d.sync += uctr_fix.eq(1)
+            with m.If(xd["call"]):
+                m.d.sync += [ustack[usp].eq(upc_x + 1), usp.eq(usp + 1), utop.eq(usp),
+                             usp_zero.eq(0), usp_full.eq(usp == isa.UCALL_DEPTH - 1)]
+            with m.If(xd["ret"]):
+                m.d.sync += [usp.eq(usp - 1), utop.eq(utop - 1), usp_zero.eq(usp == 1),
+                             usp_full.eq(0)]
+            with m.If(xd["uloop"] & (uctr_now != 0)):
+                m.d.sync += [uctr.eq(uctr_now - 1), uctr_fix.eq(0)]
+            with m.If(xd["end"]):
+                m.d.sync += [state.eq(Mux(xd["halt"], _S_DONE, _S_FETCH)),
+                             usp.eq(0), utop.eq(-1), usp_zero.eq(1), usp_full.eq(0)]
+            with m.If(xd["loop_push"]):
+                m.d.sync += [ls_start[lsp[:2]].eq(pc + 1), ls_rem[lsp[:2]].eq(res)]
+            with m.If(xd["loop_step"]):
+                m.d.sync += [ls_rem[ltop].eq(rem_top - 1), rem_top.eq(rem_top - 1)]
+            with m.If(xd["call_push"]):
+                m.d.sync += cstack[csp[:3]].eq(pc + 1)
+            with m.If(xd["ag_set"]):
+                ks = imm[:2]
+                m.d.sync += [ag_level[ks].eq(imm[8:11]), ag_reg[ks].eq(rd),
+                             ag_stride[ks].eq(res)]
+            with m.If(xd["ag_snap"] & ag_match):
+                m.d.sync += ag_base[k].eq(res)
         with m.If(adv):
-            m.d.sync += npc.eq(npc_next)
-            with m.Switch(dst):
-                with m.Case(UDst.T0):
-                    m.d.sync += t0.eq(res)
-                with m.Case(UDst.T1):
-                    m.d.sync += t1.eq(res)
-                with m.Case(UDst.FLAGS):
-                    m.d.sync += [flag_eq.eq(a == b), flag_lt.eq(a.as_signed() < b.as_signed()),
-                                 flag_ltu.eq(a < b)]
-                with m.Case(UDst.UCTR):
-                    m.d.sync += uctr.eq(res[:16])
-            with m.Switch(seq):
-                with m.Case(USeq.CALL):
-                    m.d.sync += [ustack[usp].eq(upc_x + 1), usp.eq(usp + 1)]
-                with m.Case(USeq.RET):
-                    m.d.sync += usp.eq(usp - 1)
-                with m.Case(USeq.ULOOP):
-                    with m.If(uctr != 0):
-                        m.d.sync += uctr.eq(uctr - 1)
-                with m.Case(USeq.END):
-                    m.d.sync += [pc.eq(npc_next), state.eq(_S_FETCH), usp.eq(0)]
-                    with m.If(special == USpecial.HALT):
-                        m.d.sync += state.eq(_S_DONE)
-            with m.Switch(special):
-                with m.Case(USpecial.EMIT):
-                    for e in _ENGINES:
-                        with m.If(eng == e):
-                            m.d.comb += [outq[e].w_en.eq(1), semq[e].w_en.eq(1)]
-                with m.Case(USpecial.LOOP_PUSH):
-                    m.d.sync += [ls_start[lsp[:2]].eq(pc + 1), ls_rem[lsp[:2]].eq(res),
-                                 lsp.eq(lsp + 1)]
-                with m.Case(USpecial.LOOP_STEP):
-                    m.d.sync += ls_rem[ltop].eq(ls_rem[ltop] - 1)
-                with m.Case(USpecial.LOOP_POP):
-                    m.d.sync += lsp.eq(lsp - 1)
-                with m.Case(USpecial.CALL_PUSH):
-                    m.d.sync += [cstack[csp[:3]].eq(pc + 1), csp.eq(csp + 1)]
-                with m.Case(USpecial.CALL_POP):
-                    m.d.sync += csp.eq(csp - 1)
-                with m.Case(USpecial.AG_SET):
-                    ks = imm[:2]
-                    m.d.sync += [ag_level[ks].eq(imm[8:11]), ag_reg[ks].eq(rd),
-                                 ag_stride[ks].eq(res)]
-                with m.Case(USpecial.AG_SNAP):
-                    with m.If(ag_match):
-                        m.d.sync += ag_base[k].eq(res)
+            with m.If(xd["dst_flags"]):
+                m.d.sync += [flag_eq.eq(a == b), flag_lt.eq(a.as_signed() < b.as_signed()),
+                             flag_ltu.eq(a < b)]
+            with m.If(xd["end"]):
+                m.d.sync += pc_pend.eq(1)
+            with m.If(xd["loop_push"]):
+                m.d.sync += [lsp.eq(lsp + 1), ltop.eq(lsp), lsp_zero.eq(0),
+                             lsp_full.eq(lsp == isa.LOOP_DEPTH - 1)]
+            with m.If(xd["loop_pop"]):
+                m.d.sync += [lsp.eq(lsp - 1), ltop.eq(ltop - 1), lsp_zero.eq(lsp == 1),
+                             lsp_full.eq(0)]
+            with m.If(xd["call_push"]):
+                m.d.sync += [csp.eq(csp + 1), ctop.eq(csp), cret.eq(pc + 1), csp_zero.eq(0),
+                             csp_full.eq(csp == isa.CALL_DEPTH - 1)]
+            with m.If(xd["call_pop"]):
+                m.d.sync += [csp.eq(csp - 1), ctop.eq(ctop - 1), cret.eq(cstack[(ctop - 1)[:3]]),
+                             csp_zero.eq(csp == 1), csp_full.eq(0)]
+
+        with m.If(go & xd["loop_pop"]):
+            m.d.sync += rem_top.eq(ls_rem[(ltop - 1)[:2]])
+        # (last, so that X's result enters ``rem_top``'s multiplexer last)
+        with m.If(go & xd["loop_push"]):
+            m.d.sync += rem_top.eq(res)
 
         # ---- performance counters ---------------------------------------------------------
         retired, cycles = Signal(32), Signal(32)
@@ -639,23 +765,28 @@ class Sequencer(wiring.Component):
                     m.d.sync += semw_c.eq(semw_c + 1)
                 with m.Else():
                     m.d.sync += idle_c.eq(idle_c + 1)
-                with m.If(x_live & (special == USpecial.EMIT) & (eng == e) & ~can_emit[e]):
+                with m.If(x_live & xd["emit_" + _NAMES[e]] & ~can_emit[e]):
                     m.d.sync += blk_c.eq(blk_c + 1)
         with m.If(running):
             m.d.sync += cycles.eq(cycles + 1)
-        with m.If(adv & (seq == USeq.END)):
+        with m.If(adv & xd["end"]):
             m.d.sync += retired.eq(retired + 1)
 
         # ---- top-level state machine --------------------------------------------------------
-        with m.If(err_now != 0):
-            m.d.sync += [err_status.eq(err_status | err_now), err_pc.eq(pc), state.eq(_S_DONE)]
+        with m.If(fault):
+            m.d.sync += [err_status.eq(err_status | err_now), err_pc.eq(pc_now), state.eq(_S_DONE),
+                         xv.eq(0)]
         with m.Switch(state):
             with m.Case(_S_IDLE, _S_DONE):
                 with m.If(self.start):
                     m.d.sync += [state.eq(_S_CLEAR), clr.eq(0), pc.eq(self.start_pc),
                                  err_status.eq(0), err_pc.eq(0), lsp.eq(0), csp.eq(0),
                                  usp.eq(0), flag_eq.eq(0), flag_lt.eq(0), flag_ltu.eq(0),
-                                 retired.eq(0), cycles.eq(0), t0.eq(0), t1.eq(0), uctr.eq(0)]
+                                 ltop.eq(-1), ctop.eq(-1), utop.eq(-1), usp_zero.eq(1),
+                                 usp_full.eq(0), lsp_zero.eq(1), lsp_full.eq(0),
+                                 csp_zero.eq(1), csp_full.eq(0),
+                                 retired.eq(0), cycles.eq(0), t0.eq(0), t1.eq(0), uctr.eq(0),
+                                 uctr_fix.eq(0)]
                     m.d.sync += [s.eq(0) for s in sems]
                     m.d.sync += [ag_level[i].eq(0) for i in range(isa.NUM_AG)]
                     m.d.sync += [ag_stride[i].eq(0) for i in range(isa.NUM_AG)]
@@ -669,12 +800,15 @@ class Sequencer(wiring.Component):
                 with m.If(clr == isa.NUM_REGS - 1):
                     m.d.sync += state.eq(_S_FETCH)
             with m.Case(_S_FETCH):
-                with m.If(err_now == 0):
+                with m.If(~fault):
                     m.d.sync += state.eq(_S_DECODE)
             with m.Case(_S_DECODE):
                 m.d.sync += [ir.eq(pr.data), state.eq(_S_MAP)]
+                fd = {n: pr.data[fi[n][0]:fi[n][0] + fi[n][1]] for n in ("rd", "rs2")}
+                m.d.sync += [rd_p[i].eq(fd["rd"] + i + 1) for i in range(3)]
+                m.d.sync += [rd_p[3].eq(fd["rs2"] + 1), rd_nz.eq(fd["rd"] != 0)]
             with m.Case(_S_MAP):
-                with m.If(err_now == 0):
+                with m.If(~fault):
                     m.d.sync += [rv.eq(0), xv.eq(0), npc.eq(pc + 1), state.eq(_S_EXEC)]
 
         # ---- outputs ----------------------------------------------------------------------
@@ -687,7 +821,7 @@ class Sequencer(wiring.Component):
             rf_d.addr.eq(self.dbg_addr[:6]),
         ]
         dbg = {DBG["flags"]: Cat(flag_eq, flag_lt, flag_ltu), DBG["err_status"]: err_status,
-               DBG["err_pc"]: err_pc, DBG["pc"]: pc, DBG["retired"]: retired,
+               DBG["err_pc"]: err_pc, DBG["pc"]: pc_now, DBG["retired"]: retired,
                DBG["cycles"]: cycles, DBG["loop_depth"]: lsp, DBG["call_depth"]: csp,
                DBG["status"]: Cat(self.busy, self.done, self.error)}
         for i in range(isa.NUM_SEMS):
