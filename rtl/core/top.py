@@ -433,6 +433,10 @@ class NeuronCore(wiring.Component):
                     if i:
                         # A semaphore-wait counter moved since its last sample (4 cycles ago).
                         m.d.sync += seq_wait.eq(seq.dbg_data != dvals[i])
+        # The sum of the three semaphore-wait counters is registered (a read sees it a cycle
+        # late, as it sees the samples), so no adder sits in front of the read multiplexer.
+        sem_wait = Signal(32)
+        m.d.sync += sem_wait.eq(dvals[1] + dvals[2] + dvals[3])
         m.d.comb += [
             regs.perf_cycles_lo.eq(cycles[:32]),
             regs.perf_cycles_hi.eq(cycles[32:]),
@@ -442,7 +446,7 @@ class NeuronCore(wiring.Component):
             regs.perf_dma_rd_bytes.eq(dma.rd_bytes),
             regs.perf_dma_wr_bytes.eq(dma.wr_bytes),
             regs.perf_instret.eq(dvals[0]),
-            regs.perf_sem_wait.eq(dvals[1] + dvals[2] + dvals[3]),
+            regs.perf_sem_wait.eq(sem_wait),
         ]
 
         # ---- windows: program memory, control store + opcode map, LUT ---------------------
