@@ -286,9 +286,9 @@ try:
         from rtl.round.rounding_unit import RoundingUnit
         return RoundingUnit(lanes, n_rand, stages, encoder_stages=enc)
 
-    # (2, 16, 1, 2) is the vector engine's deep configuration (pipelined encoders).
+    # (2, 16, 2, 3) is the vector engine's deep configuration (pipelined encoders).
     @pytest.mark.parametrize("lanes,n_rand,stages,enc", [
-        (4, 16, 2, 0), (2, 5, 0, 0), (2, 16, 1, 2),
+        (4, 16, 2, 0), (2, 5, 0, 0), (2, 16, 1, 2), (2, 16, 2, 3),
         pytest.param(3, 16, 1, 0, marks=pytest.mark.long)])
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_round_unit(simulator, lanes, n_rand, stages, enc):

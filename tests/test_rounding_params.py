@@ -39,9 +39,10 @@ def test_rounding_unit_params():
     with pytest.raises(ValueError, match=r"n_rand must be an integer in 1\.\.32, not 40"):
         RoundingUnit(n_rand=40)
     assert RoundingUnit(stages=1, encoder_stages=2).latency == 3
-    with pytest.raises(ValueError, match="encoder_stages must be an integer from 0 to 2, not 3"):
-        RoundingUnit(encoder_stages=3)
+    assert RoundingUnit(stages=2, encoder_stages=3).latency == 5
+    with pytest.raises(ValueError, match="encoder_stages must be an integer from 0 to 3, not 4"):
+        RoundingUnit(encoder_stages=4)
     with pytest.raises(ValueError, match="encoder_stages must be 0 when stages is 0"):
         RoundingUnit(stages=0, encoder_stages=1)
-    with pytest.raises(ValueError, match="stages must be an integer from 0 to 2, not 3"):
-        FPEncoder(16, 3)
+    with pytest.raises(ValueError, match="stages must be an integer from 0 to 3, not 4"):
+        FPEncoder(16, 4)

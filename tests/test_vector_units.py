@@ -121,7 +121,7 @@ def test_lane_multiplier_pipelined(stages):
     assert len(bad) == 0, [(hex(a[i]), hex(b[i]), hex(got[i]), hex(exp[i])) for i in bad[:5]]
 
 
-@pytest.mark.parametrize("stages", [0, 3])
+@pytest.mark.parametrize("stages", [0, 1, 3, 4])
 def test_vector_alu_vs_golden(stages):
     """Every op (13..15 included) on edge-case pairs and random operands, op changing every
     cycle, against ``sim.vector.alu``."""
@@ -192,7 +192,10 @@ def test_exp2_reduce_vs_fp32_add():
     man[200:400] &= ~((1 << 16) - 1)
     w = ((rng.integers(0, 2, 4000) << 31) | (exps << 23) | man).astype(np.uint32)
     w = np.concatenate([w, [0, 0x80000000, 0x3F000000, 0xBF000000, 0x3EFFFFFF, 0x42FF0000,
-                            0xC2FF0000, 0x42FEFFFF, 0x00000001, 0x80000001]]).astype(np.uint32)
+                            0xC2FF0000, 0x42FEFFFF, 0x00000001, 0x80000001,
+                            # w - n = -2**-k (a power of two below a negative fraction)
+                            0x3F400000, 0xBF400000, 0x3FE00000, 0x40700000, 0x3F7FFFFF,
+                            0x42FDFFFF]]).astype(np.uint32)
     got = simulate(_Exp2(), ["w"], ["v", "n"], ([x] for x in w))
     E = (w.astype(np.int64) >> 23) & 0xFF
     M = w.astype(np.int64) & 0x7FFFFF

@@ -99,11 +99,15 @@ def delay(m, en, value, cycles, name):
     return value
 
 
-def leading_zeros(m, value, name="lz"):
+def leading_zeros(m, value, name="lz", cut=None, cut_level=2):
     """Number of leading zeros of ``value`` (meaningless if it is zero) as a logarithmic tree of
     multiplexers whose every node is a named signal (shared, not re-computed per use, which
     also keeps the generated Verilog small and fast to simulate): returns ``(count,
-    is_zero)``."""
+    is_zero)``.
+
+    ``cut(node, name)``, if given, is applied to every node of level ``cut_level`` (groups of
+    ``2**cut_level`` bits; e.g. a pipeline register), so that the tree's lower levels precede
+    it and its upper levels follow it; ``is_zero`` is then not cut (it is ``value == 0``)."""
     value = Value.cast(value)
     width = len(value)
     size = 1
@@ -136,6 +140,9 @@ def leading_zeros(m, value, name="lz"):
             nz.append(z)
             nc.append(c)
         zeros, counts = nz, nc
+        if cut is not None and level == cut_level:
+            zeros = [cut(z, f"{name}_z{level}_{j}") for j, z in enumerate(zeros)]
+            counts = [cut(c, f"{name}_c{level}_{j}") for j, c in enumerate(counts)]
     is_zero = Signal(name=f"{name}_zero")
     m.d.comb += is_zero.eq(value == 0)
     if size == 1:

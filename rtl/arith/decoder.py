@@ -5,7 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import CANONICAL_NAN_F32, FORMAT_BITS, Format
-from sim.formats import FP8_FORMATS
+from sim.formats import FP8_FORMATS, float_spec
 from rtl.arith.common import Pipe, check_formats, check_fp8_bias, check_stages, leading_zeros
 from rtl.arith.unpack import unpack_float
 
@@ -86,6 +86,10 @@ class FormatDecoder(wiring.Component):
         zero = Signal()
         inf = Signal()
         nan = Signal()
+        # The leading zeros are counted per format, beside the unpacking, and selected with
+        # it (a count after the selection made the decoder's deepest path): those of a float's
+        # significand are those of its hidden bit and mantissa.
+        lz = Signal(range(_SIG_W + 1))
         with m.Switch(self.fmt):
             for f in shared:
                 with m.Case(f):
@@ -93,13 +97,17 @@ class FormatDecoder(wiring.Component):
                         # |x| <= 128 fits 11 bits placed so that 128 is the top bit (exp 7).
                         x = a[0:8].as_signed()
                         mag = Mux(x[7], -x, x)[0:8]
+                        lz8, _ = leading_zeros(m, mag, "int8_lz")
                         m.d.comb += [sign.eq(x[7]), sig.eq(Cat(Const(0, 3), mag)), exp.eq(7),
-                                     zero.eq(x == 0)]
+                                     zero.eq(x == 0), lz.eq(lz8)]
                     else:
                         u = unpack_float(a, f, _SIG_W, self._fp8_bias.get(f))
+                        man_bits = float_spec(f, self._fp8_bias.get(f)).man_bits
+                        lzf, _ = leading_zeros(m, u.sig[_SIG_W - 1 - man_bits:],
+                                               f"{f.name.lower()}_lz")
                         m.d.comb += [sign.eq(u.sign), sig.eq(u.sig), exp.eq(u.exp),
-                                     zero.eq(u.zero), inf.eq(u.inf), nan.eq(u.nan)]
-        lz, _ = leading_zeros(m, sig, "sh_lz")
+                                     zero.eq(u.zero), inf.eq(u.inf), nan.eq(u.nan),
+                                     lz.eq(lzf)]
         # -- cut 1 ------------------------------------------------------------------------
         sign, sig, exp, zero, inf, nan, lz = (pipe(1, v, n) for n, v in (
             ("sign", sign), ("sig", sig), ("exp", exp), ("zero", zero), ("inf", inf),
@@ -148,7 +156,15 @@ class FormatDecoder(wiring.Component):
         neg = x < 0
         mag = Signal(32)
         m.d.comb += mag.eq(Mux(neg, -x, x))         # -2**31 gives 2**31, still 32 bits
-        lz, is_zero = leading_zeros(m, mag, "i32_lz")
+        # The leading zeros of ``x`` or ``~x`` (not of ``mag``, so that they are counted beside
+        # the negation, not after it): those of ``mag`` except for ``mag`` a power of two
+        # above 1, whose count this overstates by one (``~x`` is ``mag - 1``); ``norm`` then
+        # loses its leading one, which the exponent below corrects.
+        ones = Signal(32)
+        m.d.comb += ones.eq(a ^ neg.replicate(32))
+        lz, _ = leading_zeros(m, ones, "i32_lz")
+        is_zero = Signal(name="i32_is_zero")
+        m.d.comb += is_zero.eq(a == 0)
         # -- cut 1 ------------------------------------------------------------------------
         mag, lz, is_zero, neg = (pipe(1, v, n) for n, v in (
             ("i32_mag", mag), ("i32_lz", lz), ("i32_zero", is_zero), ("i32_neg", neg)))
@@ -159,7 +175,9 @@ class FormatDecoder(wiring.Component):
         rounded = Signal(25)
         m.d.comb += rounded.eq(norm[8:32] + (guard & (sticky | norm[8])))
         biased = Signal(8)
-        m.d.comb += biased.eq(127 + 31 - lz + rounded[24])
+        # The leading one lost (``lz`` one too many; the value is exact, a power of two) or
+        # carried out by the rounding: one binade up.
+        m.d.comb += biased.eq(127 + 31 - lz + (rounded[24] | ~norm[31]))
         out = Signal(32)
         m.d.comb += out.eq(Mux(is_zero, 0,
                                Cat(Mux(rounded[24], 0, rounded[0:23]), biased, neg)))

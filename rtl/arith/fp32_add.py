@@ -149,10 +149,23 @@ class FP32Adder(wiring.Component):
         near_diff = Signal(25)                               # hidden bit of big at 24
         m.d.comb += near_diff.eq(Cat(Const(0, 1), r["sig_big"]) - r["near_y"])
         near_lz, near_zero = leading_zeros(m, near_diff, "near_lz")
-        s3 = {k: r[k] for k in ("e_big", "s_big", "sub", "d_le1", "both_zero", "zero_sign",
-                                "nan", "inf", "inf_sign")}
+        # Everything step 4 needs that does not depend on its own arithmetic is decided here,
+        # beside the adder and the count, so that after the cut only the normalisation, the
+        # rounding carry and one choice remain: the special result (NaN, Inf, a zero sum of
+        # zeros), the choice of the near path, and the far path's overflow and FTZ bounds for
+        # each of its three normalisations.
+        special = r["nan"] | r["inf"] | r["both_zero"]
+        # (Expressions, not a process: as a process, with ``stages=3``, Icarus left it X at the
+        # start of the edge-case test; a process whose inputs have not changed yet is not run.)
+        special_val = Mux(r["nan"], CANONICAL_NAN_F32,
+                          Mux(r["inf"], Cat(Const(0, 23), Const(0xFF, 8), r["inf_sign"]),
+                              Cat(Const(0, 31), r["zero_sign"])))
+        e = r["e_big"]
+        s3 = {k: r[k] for k in ("e_big", "s_big")}
         s3.update(far_sum=far_sum, near_diff=near_diff, near_lz=near_lz,
-                  near_zero=near_zero)
+                  near_zero=near_zero, special=special, special_val=special_val,
+                  use_near=r["sub"] & r["d_le1"] & ~near_diff[24],
+                  e_ge254=e >= 254, e_ge255=e == 255, e_eq0=e == 0, e_le1=e <= 1)
         r = {k: pipe(3, v, k) for k, v in s3.items()}
 
         # -- step 4: normalise, round, select, pack -------------------------------------------
@@ -162,45 +175,43 @@ class FP32Adder(wiring.Component):
         far_m = Signal(23)
         far_g = Signal()
         far_s = Signal()
-        far_e = Signal(signed(10))
+        far_e = Signal(8)
+        far_ovf = Signal()            # the exponent reaches 255
+        far_ftz = Signal()            # the exponent is 0 or below
         with m.If(fs[27]):
             m.d.comb += [far_m.eq(fs[4:27]), far_g.eq(fs[3]), far_s.eq(fs[0:3] != 0),
-                         far_e.eq(r["e_big"] + 1)]
+                         far_e.eq(r["e_big"] + 1), far_ovf.eq(r["e_ge254"]), far_ftz.eq(0)]
         with m.Elif(fs[26]):
             m.d.comb += [far_m.eq(fs[3:26]), far_g.eq(fs[2]), far_s.eq(fs[0:2] != 0),
-                         far_e.eq(r["e_big"])]
+                         far_e.eq(r["e_big"]), far_ovf.eq(r["e_ge255"]),
+                         far_ftz.eq(r["e_eq0"])]
         with m.Else():
             m.d.comb += [far_m.eq(fs[2:25]), far_g.eq(fs[1]), far_s.eq(fs[0]),
-                         far_e.eq(r["e_big"] - 1)]
+                         far_e.eq(r["e_big"] - 1), far_ovf.eq(0), far_ftz.eq(r["e_le1"])]
         round_up = far_g & (far_s | far_m[0])
         # Exponent and mantissa as one number: the round carry propagates into the exponent,
         # and out of exponent 254 it yields exactly the Inf pattern 0x7F800000.
         far_mag = Signal(31)
-        m.d.comb += far_mag.eq(Cat(far_m, far_e[0:8]) + round_up)
+        m.d.comb += far_mag.eq(Cat(far_m, far_e) + round_up)
         # Near path: exact; the leading one moves from bit 24 - lz to bit 24.
         near_n = Signal(25)
         m.d.comb += near_n.eq(r["near_diff"] << r["near_lz"])
         near_e = Signal(signed(10))
         m.d.comb += near_e.eq(r["e_big"] - r["near_lz"])
-        use_near = r["sub"] & r["d_le1"] & ~r["near_diff"][24]
         s = r["s_big"]
         result = Signal(32)
-        with m.If(r["nan"]):
-            m.d.comb += result.eq(CANONICAL_NAN_F32)
-        with m.Elif(r["inf"]):
-            m.d.comb += result.eq(Cat(Const(0, 23), Const(0xFF, 8), r["inf_sign"]))
-        with m.Elif(r["both_zero"]):
-            m.d.comb += result.eq(Cat(Const(0, 31), r["zero_sign"]))
-        with m.Elif(use_near):
+        with m.If(r["special"]):
+            m.d.comb += result.eq(r["special_val"])
+        with m.Elif(r["use_near"]):
             with m.If(r["near_zero"]):
                 m.d.comb += result.eq(0)                     # exact cancellation: +0
             with m.Elif(near_e <= 0):
                 m.d.comb += result.eq(Cat(Const(0, 31), s))  # FTZ
             with m.Else():
                 m.d.comb += result.eq(Cat(near_n[1:24], near_e[0:8], s))
-        with m.Elif(far_e >= 255):
+        with m.Elif(far_ovf):
             m.d.comb += result.eq(Cat(Const(0, 23), Const(0xFF, 8), s))
-        with m.Elif(far_e <= 0):
+        with m.Elif(far_ftz):
             m.d.comb += result.eq(Cat(Const(0, 31), s))      # FTZ (an exact subnormal sum)
         with m.Else():
             m.d.comb += result.eq(Cat(far_mag, s))

@@ -44,8 +44,10 @@ class FPEncoder(wiring.Component):
     n_rand : int
         Random bits per SR decision, 1..32.
     stages : int
-        Pipeline registers, 0 (combinational) to 2: 1 registers after the alignment shift, 2
-        also after the rounding increment. Latency ``stages`` cycles, one value per cycle.
+        Pipeline registers, 0 (combinational) to 3: 1 registers after the alignment shift, 2
+        also after the rounding increment, 3 also before the alignment shift (the shift amount
+        and the sticky mask, from the exponent and the format). Latency ``stages`` cycles, one
+        value per cycle.
 
     Members
     -------
@@ -66,8 +68,8 @@ class FPEncoder(wiring.Component):
     rejects it).
     """
 
-    MAX_STAGES = 2
-    _CUTS = {0: (), 1: (1,), 2: (1, 2)}
+    MAX_STAGES = 3
+    _CUTS = {0: (), 1: (1,), 2: (1, 2), 3: (0, 1, 2)}
 
     def __init__(self, n_rand=16, stages=0):
         check_n_rand(n_rand)
@@ -126,12 +128,6 @@ class FPEncoder(wiring.Component):
             with m.Default():
                 m.d.comb += shift.eq(0)
 
-        # Right shift with sticky: y holds the integer part q, n fraction bits, a guard bit and
-        # a sticky slot; sig bits shifted below y are ORed into the sticky.
-        x = Cat(Const(0, n + 2), sig)
-        y = Signal(width)
-        m.d.comb += y.eq(x >> shift)
-
         # sig bit i is shifted out below the sticky slot iff shift > i + n + 2. The thermometer
         # is compared on the exponent directly (unclamped shift > c <=> e below a per-format
         # constant), in parallel with the shift amount, not after it (and after a clamp).
@@ -154,6 +150,20 @@ class FPEncoder(wiring.Component):
             return e < k if 0 < k <= 255 else Const(int(k > 255), 1)
 
         therm = Cat(shift_gt(i + n + 2) for i in range(24))
+
+        # -- cut 0: before the alignment shift -------------------------------------------------
+        # The shift amount and the mask are look-ups of the exponent and the format; after
+        # them, the shifter and the sticky OR filled a cycle of their own (12 routed levels on
+        # the ECP5 in the vector engine).
+        shift, therm = pipe(0, shift, "shift"), pipe(0, therm, "therm")
+        a, fmt, mode, rand = (pipe(0, v, k) for k, v in
+                              (("a", a), ("fmt", fmt), ("mode", mode), ("rand", rand)))
+        sign, e, man, is_nan, is_inf, is_zero, sig = fields(a)
+        # Right shift with sticky: y holds the integer part q, n fraction bits, a guard bit and
+        # a sticky slot; sig bits shifted below y are ORed into the sticky.
+        x = Cat(Const(0, n + 2), sig)
+        y = Signal(width)
+        m.d.comb += y.eq(x >> shift)
         sticky = (sig & therm).any() | y[0]
 
         # -- cut 1: after the alignment shift ---------------------------------------------------
@@ -186,7 +196,7 @@ class FPEncoder(wiring.Component):
         # The result's exponent field (floats, placed above the mantissa) and INT32's exact
         # left shift depend on ``a`` alone: computed beside the rounding increment, before cut
         # 2, so that after it only the add of ``k`` and the range checks remain.
-        _, e1, _, _, _, _, sig1 = fields(a)
+        _, e1, _, nan1, inf1, zero1, sig1 = fields(a)
         ebase = Signal(18)
         with m.Switch(fmt):
             for f in _FLOATS:
@@ -197,11 +207,15 @@ class FPEncoder(wiring.Component):
         m.d.comb += int_big.eq(sig1 << (e1 - 150)[:3])
 
         # -- cut 2: after the rounding increment ------------------------------------------------
+        # The input's class and range flags too, so that the composition starts from them.
         k = pipe(2, k, "k")
         ebase, int_big = pipe(2, ebase, "ebase"), pipe(2, int_big, "int_big")
-        a, fmt, mode = (pipe(2, v, n_) for n_, v in (("a", a), ("fmt", fmt), ("mode", mode)))
-        sign, e, man, is_nan, is_inf, is_zero, sig = fields(a)
-        rtz = mode == RoundMode.RTZ
+        a, fmt = pipe(2, a, "a"), pipe(2, fmt, "fmt")
+        is_nan, is_inf, is_zero = (pipe(2, v, n_) for n_, v in (
+            ("is_nan", nan1), ("is_inf", inf1), ("is_zero", zero1)))
+        e_ge150, e_ge158 = pipe(2, e1 >= 150, "e_ge150"), pipe(2, e1 >= 158, "e_ge158")
+        rtz = pipe(2, mode == RoundMode.RTZ, "rtz")
+        sign = a[31]
 
         # Compose per format.
         o = Signal(32)
@@ -241,11 +255,11 @@ class FPEncoder(wiring.Component):
                     mag = Signal(32, name=f"mag_{f.name.lower()}")
                     if f == Format.INT32:
                         # e in 150..157: exact, shifted left by e - 150 (no rounding)
-                        m.d.comb += mag.eq(Mux(e >= 150, int_big, k))
-                        ovf = (e >= 158) | is_inf
+                        m.d.comb += mag.eq(Mux(e_ge150, int_big, k))
+                        ovf = e_ge158 | is_inf
                     else:
                         m.d.comb += mag.eq(k)
-                        ovf = (e >= 150) | is_inf
+                        ovf = e_ge150 | is_inf
                     neg = Signal(32, name=f"neg_{f.name.lower()}")
                     m.d.comb += neg.eq(-mag)
                     mask = (1 << bits) - 1

@@ -30,7 +30,7 @@ class RoundingUnit(wiring.Component):
         ``o.ready``). 1: one output register. 2 or more: an input register before the encoders
         and an output register after them, then ``stages - 2`` delay registers.
     encoder_stages : int
-        Pipeline registers inside each encoder (``FPEncoder(stages=...)``, 0..2; needs
+        Pipeline registers inside each encoder (``FPEncoder(stages=...)``, 0..3; needs
         ``stages >= 1``). Latency ``stages + encoder_stages`` cycles.
 
     Members

@@ -75,43 +75,67 @@ class VectorAlu(wiring.Component):
             mul.a.eq(x),
             mul.b.eq(s),
         ]
+        # With a pipeline, the other operations' operands (with their DAZ and NaN flags, and
+        # the op as flags) take the first of its registers and the rest follows it: DAZ, order
+        # key, compare, select and the op switch in one cycle were the ALU's deepest path (10
+        # routed levels on the ECP5).
+        x_ez, s_ez = x[23:31] == 0, s[23:31] == 0        # zero or subnormal: DAZ
+        nan = ((x[23:31] == 0xFF) & (x[0:23] != 0)) | ((s[23:31] == 0xFF) & (s[0:23] != 0))
+        # The op as flags: which result, and which of >, <, == make a comparison true (its
+        # value on NaN).
+        f_byp, f_max, f_min = op == AluOp.BYPASS, op == AluOp.MAX, op == AluOp.MIN
+        cmps = {AluOp.EQ: (0, 0, 1, 0), AluOp.NE: (1, 1, 0, 1), AluOp.LT: (0, 1, 0, 0),
+                AluOp.LE: (0, 1, 1, 0), AluOp.GT: (1, 0, 0, 0), AluOp.GE: (1, 0, 1, 0)}
+        f_cmp = Signal()
+        w_gt, w_lt, w_eq, on_nan = (Signal(name=f"want_{k}") for k in ("gt", "lt", "eq", "nan"))
+        with m.Switch(op):
+            for code, flags in cmps.items():
+                with m.Case(int(code)):
+                    m.d.comb += [f_cmp.eq(1)] + [
+                        f.eq(v) for f, v in zip((w_gt, w_lt, w_eq, on_nan), flags)]
+        if n:
+            (x, s, x_ez, s_ez, nan, f_byp, f_max, f_min, f_cmp, w_gt, w_lt, w_eq,
+             on_nan) = (delay(m, self.en, v, 1, f"pre_{k}") for k, v in (
+                ("x", x), ("s", s), ("x_ez", x_ez), ("s_ez", s_ez), ("nan", nan),
+                ("byp", f_byp), ("max", f_max), ("min", f_min), ("cmp", f_cmp), ("w_gt", w_gt),
+                ("w_lt", w_lt), ("w_eq", w_eq), ("on_nan", on_nan)))
         xd = Signal(32)
         sd = Signal(32)
-        m.d.comb += [xd.eq(Mux(x[23:31] == 0, x & sign, x)), sd.eq(Mux(s[23:31] == 0, s & sign, s))]
-        nan = ((xd[23:31] == 0xFF) & (xd[0:23] != 0)) | ((sd[23:31] == 0xFF) & (sd[0:23] != 0))
-        kx = order_key(m, xd, "x")
-        ks = order_key(m, sd, "s")
-        gt, lt, eq = kx > ks, kx < ks, kx == ks
-        nz = xd[0:31] != 0
+        m.d.comb += [xd.eq(Mux(x_ez, x & sign, x)), sd.eq(Mux(s_ez, s & sign, s))]
+        # ``order_key`` of the DAZ'd values, from the DAZ flags: a DAZ'd value is a zero
+        # exactly when its exponent is 0.
+        kx = Signal(32)
+        ks = Signal(32)
+        m.d.comb += [kx.eq(Mux(x_ez, sign, Mux(x[31], ~x, x | sign))),
+                     ks.eq(Mux(s_ez, sign, Mux(s[31], ~s, s | sign)))]
+        gt, lt = kx > ks, kx < ks
+        eq = ~gt & ~lt               # beside the two carry chains, not a 32-bit compare
+        nz = ~x_ez
         both = Cat(Const(0, 31), xd[31] & sd[31])
         either = Cat(Const(0, 31), xd[31] | sd[31])
         mx = Mux(gt, xd, Mux(lt, sd, Mux(nz, xd, both)))
         mn = Mux(lt, xd, Mux(gt, sd, Mux(nz, xd, either)))
 
-        def cmp(cond, on_nan=0):
-            return Mux(nan, on_nan, cond)
-
+        cond = (w_gt & gt) | (w_lt & lt) | (w_eq & eq)
         # The result of every operation but the adder's and the multiplier's, which waits beside
         # them, and the choice among the three.
         other = Signal(32)
-        with m.Switch(op):
-            with m.Case(int(AluOp.BYPASS)):
-                m.d.comb += other.eq(x)
-            with m.Case(int(AluOp.MAX)):
-                m.d.comb += other.eq(Mux(nan, CANONICAL_NAN_F32, mx))
-            with m.Case(int(AluOp.MIN)):
-                m.d.comb += other.eq(Mux(nan, CANONICAL_NAN_F32, mn))
-            for code, cond, on_nan in ((AluOp.EQ, eq, 0), (AluOp.NE, ~eq, 1), (AluOp.LT, lt, 0),
-                                       (AluOp.LE, lt | eq, 0), (AluOp.GT, gt, 0),
-                                       (AluOp.GE, gt | eq, 0)):
-                with m.Case(int(code)):
-                    m.d.comb += other.eq(Mux(cmp(cond, on_nan), ONE_F32, 0))
-            with m.Default():
-                m.d.comb += other.eq(0)
+        with m.If(f_byp):
+            m.d.comb += other.eq(x)
+        with m.Elif((f_max | f_min) & nan):
+            m.d.comb += other.eq(CANONICAL_NAN_F32)
+        with m.Elif(f_max):
+            m.d.comb += other.eq(mx)
+        with m.Elif(f_min):
+            m.d.comb += other.eq(mn)
+        with m.Elif(f_cmp):
+            m.d.comb += other.eq(Mux(Mux(nan, on_nan, cond), ONE_F32, 0))
+        with m.Else():
+            m.d.comb += other.eq(0)
         unit = Signal(2)           # 0 other, 1 adder, 2 multiplier
         m.d.comb += unit.eq(Mux((op == AluOp.ADD) | (op == AluOp.SUB) | (op == AluOp.RSUB), 1,
                                 Mux(op == AluOp.MUL, 2, 0)))
         unit = delay(m, self.en, unit, n, "unit")
-        other = delay(m, self.en, other, n, "other")
+        other = delay(m, self.en, other, max(n - 1, 0), "other")
         m.d.comb += self.o.eq(Mux(unit == 1, add.o, Mux(unit == 2, mul.o, other)))
         return m

@@ -10,7 +10,7 @@ from rtl.arith.decoder import FormatDecoder
 from rtl.arith.fp32_add import FP32Adder
 from rtl.bus.skid import SkidBuffer
 from rtl.round.rounding_unit import RoundingUnit
-from rtl.vector.alu import VectorAlu, order_key
+from rtl.vector.alu import VectorAlu
 from rtl.vector.lut import CFG_LAYOUT, Lut, check_depth, check_lanes
 from sim.dtypes import CANONICAL_NAN_F32, Format
 from sim.vector import CMD_FIELDS, AccOp, AluOp, Src, acc_identity
@@ -36,14 +36,20 @@ class _AccUnit(wiring.Component):
         m.submodules.add = add = FP32Adder(stages=self._stages)
         m.d.comb += [add.a.eq(self.acc), add.b.eq(self.y)]
         sign = Const(0x80000000, 32)
+        acc, yi = self.acc, self.y
+        # DAZ and the order keys (``order_key`` of the DAZ'd values) from the exponents alone:
+        # a DAZ'd value is a zero exactly when its exponent is 0. MAX and MIN run once per
+        # element, from ``acc`` back into it, so this loop has no register to spare.
+        a_ez, y_ez = acc[23:31] == 0, yi[23:31] == 0
         a = Signal(32)
         y = Signal(32)
-        m.d.comb += [a.eq(Mux(self.acc[23:31] == 0, self.acc & sign, self.acc)),
-                     y.eq(Mux(self.y[23:31] == 0, self.y & sign, self.y))]
-        nan = ((a[23:31] == 0xFF) & (a[0:23] != 0)) | ((y[23:31] == 0xFF) & (y[0:23] != 0))
-        ka = order_key(m, a, "acc")
-        ky = order_key(m, y, "y")
-        nz = a[0:31] != 0
+        m.d.comb += [a.eq(Mux(a_ez, acc & sign, acc)), y.eq(Mux(y_ez, yi & sign, yi))]
+        nan = ((acc[23:31] == 0xFF) & (acc[0:23] != 0)) | ((yi[23:31] == 0xFF) & (yi[0:23] != 0))
+        ka = Signal(32)
+        ky = Signal(32)
+        m.d.comb += [ka.eq(Mux(a_ez, sign, Mux(acc[31], ~acc, acc | sign))),
+                     ky.eq(Mux(y_ez, sign, Mux(yi[31], ~yi, yi | sign)))]
+        nz = ~a_ez
         both = Mux(a[31] & y[31], sign, 0)
         either = Mux(a[31] | y[31], sign, 0)
         mx = Mux(ka > ky, a, Mux(ky > ka, y, Mux(nz, a, both)))
@@ -71,7 +77,7 @@ class VectorEngine(wiring.Component):
     one element (all lanes) per cycle, except that a summing instruction (``acc_op`` SUM)
     takes an element only every ``1 + acc_wait`` cycles, while its pipelined adder settles (3
     deep, 0 not); an element's ``o`` beat is valid ``latency`` cycles after its ``a`` beat is
-    taken (49 deep, 13 not), so an instruction takes about ``count * (1 + acc_wait) + latency
+    taken (50 deep, 13 not), so an instruction takes about ``count * (1 + acc_wait) + latency
     + 2`` cycles.
 
     The pipeline has no clock enable: it never stalls. Its results enter a FIFO of
@@ -166,7 +172,7 @@ class VectorEngine(wiring.Component):
 
     @staticmethod
     def _ru_encoder_stages(deep):
-        return 2 if deep else 0
+        return 3 if deep else 0
 
     @property
     def fifo_depth(self):

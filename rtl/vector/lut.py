@@ -97,12 +97,20 @@ def exp2_reduce(m, w, name="x2", cut=None):
     mag = Signal(24, name=f"{name}_mag")          # |w - n| * 2**24, at most 2**23
     m.d.comb += mag.eq(Mux(frac[23], -frac, frac))
     neg = frac[23]
+    # The leading zeros are those of ``frac`` or ``~frac`` (``mag - 1`` when negative), counted
+    # beside the negation and not after it: they are those of ``mag`` except for ``mag`` a
+    # power of two, which they overstate by one. ``norm`` then loses its leading one (and is
+    # zero, the exact mantissa), and the exponent is one more. The count's first two levels
+    # precede the cut.
+    ones = Signal(24, name=f"{name}_ones")
+    m.d.comb += ones.eq(frac ^ neg.replicate(24))
+    lz, _ = leading_zeros(m, ones, f"{name}_lz", cut=cut)
+    is_zero = frac == 0
     if cut is not None:
-        w, n, mag, neg = (cut(x, f"{name}_{nm}") for x, nm in (
-            (w, "w"), (n, "n"), (mag, "mag"), (neg, "neg")))
+        w, n, mag, neg, is_zero = (cut(x, f"{name}_{nm}") for x, nm in (
+            (w, "w"), (n, "n"), (mag, "mag"), (neg, "neg"), (is_zero, "zero")))
         s, E = w[31], w[23:31]
         small = E <= 125
-    lz, is_zero = leading_zeros(m, mag, f"{name}_lz")
     norm = Signal(24, name=f"{name}_norm")
     m.d.comb += norm.eq(mag << lz)
     v = Signal(32, name=f"{name}_v")
@@ -111,7 +119,7 @@ def exp2_reduce(m, w, name="x2", cut=None):
     with m.Elif(is_zero):
         m.d.comb += v.eq(0)
     with m.Else():
-        m.d.comb += v.eq(Cat(norm[0:23], (126 - lz)[0:8], s ^ neg))
+        m.d.comb += v.eq(Cat(norm[0:23], (126 - lz + ~norm[23])[0:8], s ^ neg))
     return v, n
 
 
@@ -401,6 +409,12 @@ class Lut(wiring.Component):
         with m.If(en):
             m.d.sync += [s1_count.eq(delay(m, en, self.count & ~self.bypass, PRE, "count")),
                          s2_count.eq(s1_count)]
+        # The range mode of the elements in stage 1, taken with them: the stage's choices by
+        # mode then start from a register, not from the bank select and the header.
+        s1_mode = Signal(3)
+        s1_exp2 = Signal()
+        with m.If(en):
+            m.d.sync += [s1_mode.eq(mode), s1_exp2.eq(mode == RangeMode.EXP2)]
         regions = []
 
         for lane in range(lanes):
@@ -433,38 +447,17 @@ class Lut(wiring.Component):
                                    cut=lambda x, nm: s1_w if x is w_pre else
                                    delay(m, en, x, 1, nm))
 
-            # -- stage 1 -> 2: range reduction ----------------------------------------------
-            w = s1_w
-            s, E, M = w[31], w[23:31], w[0:23]
+            # The special results by mode (NaN, Inf, zero and range-limit inputs) are decided
+            # from ``w_pre``, before the s1 registers, beside EXP2's fixed-point shift.
+            s, E, M = w_pre[31], w_pre[23:31], w_pre[0:23]
             nan = (E == 0xFF) & (M != 0)
             inf = (E == 0xFF) & (M == 0)
             zero = E == 0
-            e = S(signed(10), "e")
-            m.d.comb += e.eq(E - 127)
-            v = S(32, "v")
-            k = S(signed(10), "k")
             special = S(1, "special")
             sval = S(32, "sval")
-            m.d.comb += [v.eq(w), k.eq(0)]
-
-            # EXP2: n = round half away from zero of w (|w| < 128), v = w - n (exact);
-            # v_exp and n come from exp2_reduce above, split around s1_w.
-            vexp = S(8, "vexp")
-            m.d.comb += vexp.eq(127 + ~E[0])
             pos_inf = Const(0x7F800000, 32)
             signed_inf = Cat(Const(0x7F800000, 31), s)
             signed_zero = Cat(Const(0, 31), s)
-            with m.Switch(mode):
-                with m.Case(int(RangeMode.EXP2)):
-                    m.d.comb += [v.eq(v_exp), k.eq(n)]
-                with m.Case(int(RangeMode.RECIP)):
-                    m.d.comb += [v.eq(Cat(M, Const(127, 8), Const(0, 1))), k.eq(-e)]
-                with m.Case(int(RangeMode.RSQRT)):
-                    m.d.comb += [v.eq(Cat(M, vexp, Const(0, 1))), k.eq(-(e >> 1))]
-                with m.Case(int(RangeMode.SQRT)):
-                    m.d.comb += [v.eq(Cat(M, vexp, Const(0, 1))), k.eq(e >> 1)]
-                with m.Case(int(RangeMode.LOG)):
-                    m.d.comb += v.eq(Cat(M, Const(127, 8), Const(0, 1)))
             table = {
                 RangeMode.EXP2: [(inf | (E >= 134), Mux(s, 0, pos_inf))],
                 RangeMode.RECIP: [(zero, signed_inf), (inf, signed_zero)],
@@ -481,6 +474,35 @@ class Lut(wiring.Component):
                             for i, (cond, value) in enumerate(lst):
                                 with (m.If(cond) if i == 0 else m.Elif(cond)):
                                     m.d.comb += [special.eq(1), sval.eq(value)]
+            special, sval = D(special, 1, "pre_special"), D(sval, 1, "pre_sval")
+
+            # -- stage 1 -> 2: range reduction ----------------------------------------------
+            w = s1_w
+            s, E, M = w[31], w[23:31], w[0:23]
+            e = S(signed(10), "e")
+            m.d.comb += e.eq(E - 127)
+            v = S(32, "v")
+            v_oth = S(32, "v_oth")
+            k = S(signed(10), "k")
+            m.d.comb += [v_oth.eq(w), k.eq(0)]
+
+            # EXP2: n = round half away from zero of w (|w| < 128), v = w - n (exact);
+            # v_exp and n come from exp2_reduce above, split around s1_w. The other modes'
+            # ``v`` (a few multiplexers of ``w``) is chosen beside it, and the two at the end.
+            vexp = S(8, "vexp")
+            m.d.comb += vexp.eq(127 + ~E[0])
+            with m.Switch(s1_mode):
+                with m.Case(int(RangeMode.EXP2)):
+                    m.d.comb += k.eq(n)
+                with m.Case(int(RangeMode.RECIP)):
+                    m.d.comb += [v_oth.eq(Cat(M, Const(127, 8), Const(0, 1))), k.eq(-e)]
+                with m.Case(int(RangeMode.RSQRT)):
+                    m.d.comb += [v_oth.eq(Cat(M, vexp, Const(0, 1))), k.eq(-(e >> 1))]
+                with m.Case(int(RangeMode.SQRT)):
+                    m.d.comb += [v_oth.eq(Cat(M, vexp, Const(0, 1))), k.eq(e >> 1)]
+                with m.Case(int(RangeMode.LOG)):
+                    m.d.comb += v_oth.eq(Cat(M, Const(127, 8), Const(0, 1)))
+            m.d.comb += v.eq(Mux(s1_exp2, v_exp, v_oth))
             s2_v = S(32, "s2_v")
             s2_k = S(signed(10), "s2_k")
             s2_e = S(signed(10), "s2_e")
@@ -489,7 +511,7 @@ class Lut(wiring.Component):
             s2_sval = S(32, "s2_sval")
             with m.If(en):
                 m.d.sync += [s2_v.eq(v), s2_k.eq(k), s2_e.eq(e),
-                             s2_flip.eq(s & (mode == RangeMode.RECIP)),
+                             s2_flip.eq(s & (s1_mode == RangeMode.RECIP)),
                              s2_special.eq(special | s1_byp),
                              s2_sval.eq(Mux(s1_byp, w, sval))]
 
