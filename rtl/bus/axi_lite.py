@@ -5,7 +5,7 @@ Nothing about the register set is written here: every register, port and window 
 from the :class:`sim.memmap.MemoryMap` given to the constructor.
 """
 
-from amaranth.hdl import Module, Signal, Cat, Const, Mux
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -233,22 +233,34 @@ class AXI4LiteRegisters(wiring.Component):
         r_word = ar_addr[2:aw]
         r_mux_data = Signal(32)
         r_mux_resp = Signal(2)
-        m.d.sync += [r_mux_resp.eq(RESP_DECERR), r_mux_data.eq(0)]
-        with m.Switch(r_word):
-            for reg in mm.registers:
-                with m.Case(reg.offset >> 2):
-                    m.d.sync += r_mux_resp.eq(RESP_OKAY)
-                    if reg.access == "wo":
-                        m.d.sync += r_mux_data.eq(0)
-                    elif reg.access == "rw":
-                        m.d.sync += r_mux_data.eq(getattr(self, reg.port))
-                    elif reg.value is not None:
-                        m.d.sync += r_mux_data.eq(reg.value)
-                    elif reg.internal:
-                        assert reg.name == "LOCK_REFUSED", reg
-                        m.d.sync += r_mux_data.eq(refused)
-                    else:
-                        m.d.sync += r_mux_data.eq(getattr(self, reg.port))
+        # The multiplexer is a tree indexed by the low word-address bits (the registers sit in
+        # the first 2**k words), not a compare per register: 128 words are about three routed
+        # levels on ECP5, the compare-per-register form twelve (scripts.logic_depth).
+        k = max((reg.offset >> 2) for reg in mm.registers).bit_length() if mm.registers else 0
+        words = [Const(0, 32)] * (1 << k)
+        mapped = [0] * (1 << k)
+        for reg in mm.registers:
+            if reg.access == "wo":
+                value = Const(0, 32)
+            elif reg.access == "rw":
+                value = getattr(self, reg.port)
+            elif reg.value is not None:
+                value = Const(reg.value, 32)
+            elif reg.internal:
+                assert reg.name == "LOCK_REFUSED", reg
+                value = refused
+            else:
+                value = getattr(self, reg.port)
+            words[reg.offset >> 2] = value
+            mapped[reg.offset >> 2] = 1
+        in_range = (r_word >> k) == 0
+        index = r_word[:k]
+        m.d.sync += [
+            r_mux_data.eq(Mux(in_range, Array(words)[index], 0)),
+            r_mux_resp.eq(Mux(in_range & Const(sum(b << i for i, b in enumerate(mapped)),
+                                               len(mapped)).bit_select(index, 1),
+                              RESP_OKAY, RESP_DECERR)),
+        ]
         with m.If(do_read):
             m.d.sync += [rvalid.eq(1), rresp.eq(r_mux_resp), rdata.eq(r_mux_data)]
             for i, win in enumerate(mm.windows):
