@@ -91,7 +91,7 @@ def test_properties():
     assert TensorEngine(4, 4, {Format.INT8}, add_stages=3).row_delay == 1
     assert TensorEngine(4, 4, {Format.FP16}, add_stages=0).row_delay == 1
     assert PSUM(4, 64, banks=4, add_stages=2).bank_depth == 16
-    assert PSUM(4, 64, add_stages=2).latency == 3
+    assert PSUM(4, 64, add_stages=2).latency == 4
 
 
 @pytest.mark.long

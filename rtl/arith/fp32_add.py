@@ -153,7 +153,7 @@ class FP32Adder(wiring.Component):
         # beside the adder and the count, so that after the cut only the normalisation, the
         # rounding carry and one choice remain: the special result (NaN, Inf, a zero sum of
         # zeros), the choice of the near path, and the far path's overflow and FTZ bounds for
-        # each of its three normalisations.
+        # each of its three normalisations, and the exponent of each.
         special = r["nan"] | r["inf"] | r["both_zero"]
         # (Expressions, not a process: as a process, with ``stages=3``, Icarus left it X at the
         # start of the edge-case test; a process whose inputs have not changed yet is not run.)
@@ -165,7 +165,8 @@ class FP32Adder(wiring.Component):
         s3.update(far_sum=far_sum, near_diff=near_diff, near_lz=near_lz,
                   near_zero=near_zero, special=special, special_val=special_val,
                   use_near=r["sub"] & r["d_le1"] & ~near_diff[24],
-                  e_ge254=e >= 254, e_ge255=e == 255, e_eq0=e == 0, e_le1=e <= 1)
+                  e_ge254=e >= 254, e_ge255=e == 255, e_eq0=e == 0, e_le1=e <= 1,
+                  e_p1=(e + 1)[0:8], e_m1=(e - 1)[0:8])
         r = {k: pipe(3, v, k) for k, v in s3.items()}
 
         # -- step 4: normalise, round, select, pack -------------------------------------------
@@ -180,14 +181,14 @@ class FP32Adder(wiring.Component):
         far_ftz = Signal()            # the exponent is 0 or below
         with m.If(fs[27]):
             m.d.comb += [far_m.eq(fs[4:27]), far_g.eq(fs[3]), far_s.eq(fs[0:3] != 0),
-                         far_e.eq(r["e_big"] + 1), far_ovf.eq(r["e_ge254"]), far_ftz.eq(0)]
+                         far_e.eq(r["e_p1"]), far_ovf.eq(r["e_ge254"]), far_ftz.eq(0)]
         with m.Elif(fs[26]):
             m.d.comb += [far_m.eq(fs[3:26]), far_g.eq(fs[2]), far_s.eq(fs[0:2] != 0),
                          far_e.eq(r["e_big"]), far_ovf.eq(r["e_ge255"]),
                          far_ftz.eq(r["e_eq0"])]
         with m.Else():
             m.d.comb += [far_m.eq(fs[2:25]), far_g.eq(fs[1]), far_s.eq(fs[0]),
-                         far_e.eq(r["e_big"] - 1), far_ovf.eq(0), far_ftz.eq(r["e_le1"])]
+                         far_e.eq(r["e_m1"]), far_ovf.eq(0), far_ftz.eq(r["e_le1"])]
         round_up = far_g & (far_s | far_m[0])
         # Exponent and mantissa as one number: the round carry propagates into the exponent,
         # and out of exponent 254 it yields exactly the Inf pattern 0x7F800000.
@@ -205,7 +206,7 @@ class FP32Adder(wiring.Component):
         with m.Elif(r["use_near"]):
             with m.If(r["near_zero"]):
                 m.d.comb += result.eq(0)                     # exact cancellation: +0
-            with m.Elif(near_e <= 0):
+            with m.Elif(r["e_big"] <= r["near_lz"]):               # near_e <= 0
                 m.d.comb += result.eq(Cat(Const(0, 31), s))  # FTZ
             with m.Else():
                 m.d.comb += result.eq(Cat(near_n[1:24], near_e[0:8], s))

@@ -138,7 +138,10 @@ class FP32Multiplier(wiring.Component):
                     e0=es[0:8], e1=es1[0:8],
                     ovf0=es >= 255, ovf1=es >= 254,           # biased exponent >= 255
                     low0=es <= 0, low1=es <= -1,              # <= 0: below the normal range
-                    ez0=es == 0, ez1=es == -1)                # == 0: just below it
+                    ez0=es == 0, ez1=es == -1,                # == 0: just below it
+                    # The wide reductions of the product's low bits, beside its register.
+                    st0=prod[0:22] != 0, ones0=prod[23:46] == 0x7FFFFF,
+                    ones1=prod[24:47] == 0x7FFFFF)
         r = {k: pipe(3, v, k) for k, v in regs.items()}
 
         # -- step 4: normalise, round, range, pack -----------------------------------------------
@@ -149,7 +152,7 @@ class FP32Multiplier(wiring.Component):
         hi = prod[47]                                 # product in [2, 4): one more binade
         mant = Mux(hi, prod[24:48], prod[23:47])      # 24 bits with the leading one
         guard = Mux(hi, prod[23], prod[22])
-        sticky = Mux(hi, prod[0:23] != 0, prod[0:22] != 0)
+        sticky = r["st0"] | (hi & prod[22])
         inc = guard & (sticky | mant[0])
         packed = Signal(31)
         m.d.comb += packed.eq(Cat(mant[0:23], Mux(hi, r["e1"], r["e0"])) + inc)
@@ -166,7 +169,7 @@ class FP32Multiplier(wiring.Component):
             m.d.comb += result.eq(Cat(Const(0, 31), sign))
         with m.Elif(ovf):
             m.d.comb += result.eq(Cat(Const(0, 23), Const(0xFF, 8), sign))
-        with m.Elif(ez & (mant[0:23] == 0x7FFFFF)):
+        with m.Elif(ez & Mux(hi, r["ones1"], r["ones0"])):      # mant[0:23] all ones
             # In [2**-126 - 2**-150, 2**-126): IEEE rounds this up to the smallest normal.
             m.d.comb += result.eq(Cat(Const(0, 23), Const(1, 8), sign))
         with m.Elif(low):

@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from sim.dtypes import CANONICAL_NAN_F32, FORMAT_BITS, Format
+from sim.dtypes import FORMAT_BITS, Format
 from rtl.arith.common import Pipe, check_formats, check_fp8_bias, check_stages, leading_zeros
 from rtl.arith.unpack import SIG_BITS, unpack_float
 
@@ -13,6 +13,8 @@ __all__ = ["FPMultiplier"]
 
 #: Formats a multiplier can take (INT32 has no multiply).
 MUL_FORMATS = frozenset(Format) - {Format.INT32}
+#: Formats whose subnormal operands are exact (the others read them as zero).
+SUB_FORMATS = frozenset({Format.FP16, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4})
 
 
 class FPMultiplier(wiring.Component):
@@ -33,10 +35,12 @@ class FPMultiplier(wiring.Component):
     MULT18X18D on ECP5. Unpacking logic is generated only for the formats in ``formats``.
 
     The datapath has three steps, each optionally followed by a register: 1. unpack the
-    selected format, count the leading zeros of both significands (FP16/FP8 subnormals; the
-    product has their sum or one more) and form the exponent sums; 2. multiply the
-    significands (the DSP); 3. shift by the known count, normalise by at most one bit, check
-    the exponent range, pack. ``stages`` 1 registers after step 3, 2 after steps 2 and 3 (the
+    selected format: significands, exponent fields, operand classes, and the leading zeros of
+    each significand (FP16/FP8 subnormals); 2. shift the leading zeros out of both
+    significands and multiply them (the DSP); beside it, form the product's exponent and
+    decide both possible outcomes (finite, Inf, zero/FTZ, NaN) for a product whose leading
+    one is its top bit or the next; 3. select by the product's top bit (a one-bit
+    normalisation) and pack. ``stages`` 1 registers after step 3, 2 after steps 2 and 3 (the
     DSP's output register), 3 after every step (also the DSP's inputs).
 
     Parameters
@@ -102,19 +106,23 @@ class FPMultiplier(wiring.Component):
         pipe = Pipe(m, self.en, self._CUTS[self._stages])
         floats = sorted(f for f in self._formats if f != Format.INT8)
         has_int = Format.INT8 in self._formats
-        has_sub = any(f in self._formats for f in (Format.FP16, Format.FP8_E4M3,
-                                                   Format.FP8_E5M2, Format.FP8_E3M4))
+        has_sub = any(f in self._formats for f in SUB_FORMATS)
         sig_w = max((SIG_BITS[f] for f in floats), default=1)
         mw = self.multiplier_width
         pw = 2 * sig_w                                  # float product width
 
         # -- step 1: unpack both operands of the selected format ---------------------------
+        # Only what the format selects is formed here (significands, their leading zeros,
+        # exponents without bias, the class of each operand); every sum waits for step 2,
+        # whose only other work is the DSP.
         sig_a = Signal(sig_w)
         sig_b = Signal(sig_w)
-        exp_a = Signal(signed(10))    # a = sig_a * 2**(exp_a - (sig_w - 1))
-        exp_b = Signal(signed(10))
+        exp_a = Signal(9)             # a = sig_a * 2**(exp_a - bias - (sig_w - 1))
+        exp_b = Signal(9)
+        bias = Signal(signed(10))     # 128 - 2 * bias of the format
         sign = Signal()
-        special = Signal(2)           # 0 finite nonzero, 1 NaN, 2 Inf, 3 zero
+        cls_a = Signal(3)             # nan, inf, zero
+        cls_b = Signal(3)
         is_int = Signal()
         supported = Signal()
         with m.Switch(self.fmt):
@@ -122,14 +130,13 @@ class FPMultiplier(wiring.Component):
                 with m.Case(f):
                     ua = unpack_float(self.a, f, sig_w, self._fp8_bias.get(f))
                     ub = unpack_float(self.b, f, sig_w, self._fp8_bias.get(f))
-                    zero = ua.zero | ub.zero
-                    inf = ua.inf | ub.inf
                     m.d.comb += [
                         sig_a.eq(ua.sig), sig_b.eq(ub.sig),
-                        exp_a.eq(ua.exp), exp_b.eq(ub.exp),
+                        exp_a.eq(ua.exp_raw), exp_b.eq(ub.exp_raw),
+                        bias.eq(128 - 2 * ua.bias),
                         sign.eq(ua.sign ^ ub.sign),
-                        special.eq(Mux(ua.nan | ub.nan | (zero & inf), 1,
-                                       Mux(inf, 2, Mux(zero, 3, 0)))),
+                        cls_a.eq(Cat(ua.nan, ua.inf, ua.zero)),
+                        cls_b.eq(Cat(ub.nan, ub.inf, ub.zero)),
                         supported.eq(1),
                     ]
             if has_int:
@@ -143,66 +150,78 @@ class FPMultiplier(wiring.Component):
                          op_b.eq(Mux(is_int, self.b[0:8].as_signed(), sig_b))]
         else:
             m.d.comb += [op_a.eq(sig_a), op_b.eq(sig_b)]
-        # Subnormal FP16/FP8 operands have leading zeros; the product then has lz_a + lz_b or
-        # one more. Counting them here, beside the multiplier, leaves step 3 a known shift
-        # and a one-bit normalisation instead of a count of the product's leading zeros.
+        regs = dict(op_a=op_a, op_b=op_b, exp_a=exp_a, exp_b=exp_b, bias=bias, sign=sign,
+                    cls_a=cls_a, cls_b=cls_b, is_int=is_int, supported=supported)
+        # Subnormal FP16/FP8 operands have leading zeros. Shifting them out of each operand
+        # before the multiplier leaves the product's leading one at one of its top two bits,
+        # so step 3 is a one-bit normalisation instead of a shift.
+        # Each format's count is formed from its own bits and then selected (the count of
+        # the selected significand would be one level deeper); formats without subnormals
+        # (DAZ) count 0.
         if has_sub:
-            lz_a, _ = leading_zeros(m, sig_a, "lz_a")
-            lz_b, _ = leading_zeros(m, sig_b, "lz_b")
-            lz = Signal(range(2 * sig_w))
-            m.d.comb += lz.eq(lz_a + lz_b)
-        else:
-            lz = Const(0, 1)
-        # The biased FP32 exponent is exp_a + exp_b + 128 - lz if the normalised product's
-        # leading one is its top bit, one less otherwise. The subtraction of lz and the range
-        # checks wait for step 3; here, beside the multiplier, only lz-free sums are formed:
-        # the exponent and the thresholds it is compared with (e <= 0, e <= 1, e >= 255,
-        # e >= 256 become comparisons of these sums with lz).
-        xsum = exp_a + exp_b
-        sums = {}
-        for name, k in (("x128", 128), ("x127", 127), ("xm127", 128 - 255), ("xm128", 128 - 256)):
-            sums[name] = Signal(signed(12), name=name)
-            m.d.comb += sums[name].eq(xsum + k)
-        regs = dict(op_a=op_a, op_b=op_b, lz=lz, sign=sign, special=special, is_int=is_int,
-                    supported=supported, **sums)
+            for x, bits in (("a", self.a), ("b", self.b)):
+                regs[f"lz_{x}"] = lz = Signal(range(sig_w + 1), name=f"lz_{x}")
+                with m.Switch(self.fmt):
+                    for f in floats:
+                        if f in SUB_FORMATS:
+                            u = unpack_float(bits, f, sig_w, self._fp8_bias.get(f))
+                            count, _ = leading_zeros(m, u.sig, f"lz_{x}_{f.name.lower()}")
+                            with m.Case(f):
+                                m.d.comb += lz.eq(count)
         r = {k: pipe(1, v, k) for k, v in regs.items()}
 
-        # -- step 2: the one hardware multiplier --------------------------------------------
+        # -- step 2: the one hardware multiplier, beside it the exponent and the outcome ----
+        if has_sub:
+            ops = []
+            for x in "ab":
+                norm = Signal(sig_w, name=f"norm_{x}")
+                m.d.comb += norm.eq(r[f"op_{x}"][0:sig_w] << r[f"lz_{x}"])
+                ops.append(Mux(r["is_int"], r[f"op_{x}"], norm) if has_int else norm)
+            lz = Signal(range(2 * sig_w + 1))
+            m.d.comb += lz.eq(r["lz_a"] + r["lz_b"])
+        else:
+            ops = [r["op_a"], r["op_b"]]
+            lz = Const(0, 1)
         prod = Signal(signed(2 * mw) if has_int else 2 * mw)
-        m.d.comb += prod.eq(r["op_a"] * r["op_b"])
-        regs = dict(r)
-        del regs["op_a"], regs["op_b"]
-        regs["prod"] = prod
+        m.d.comb += prod.eq(ops[0] * ops[1])
+        # The biased FP32 exponent of the product if its leading one is its top bit; one less
+        # otherwise. Both outcomes (finite, NaN, Inf, zero) are decided here; step 3 picks one.
+        e_top = Signal(signed(12))
+        m.d.comb += e_top.eq(r["exp_a"] + r["exp_b"] + r["bias"] - lz)
+        ca, cb = r["cls_a"], r["cls_b"]
+        zero = ca[2] | cb[2]
+        inf = ca[1] | cb[1]
+        nan = ca[0] | cb[0] | (zero & inf)
+        finite = ~(zero | inf | nan) & r["supported"]
+        regs = dict(prod=prod, is_int=r["is_int"], nan=nan & r["supported"],
+                    sign=r["sign"] & ~nan & r["supported"])
+        for name, e, under, over in (("top", e_top, e_top <= 0, e_top >= 255),
+                                     ("low", e_top - 1, e_top <= 1, e_top >= 256)):
+            keep = Signal(name=f"keep_{name}")              # finite, in range
+            ones = Signal(name=f"ones_{name}")              # NaN or Inf
+            ex = Signal(8, name=f"ex_{name}")               # the packed exponent
+            m.d.comb += [
+                keep.eq(finite & ~under & ~over),
+                ones.eq(nan | inf | (finite & over)),
+                ex.eq(Mux(keep, e[0:8], Mux(ones, 0xFF, 0))),
+            ]
+            regs[f"keep_{name}"] = keep
+            regs[f"ex_{name}"] = ex
         r = {k: pipe(2, v, k) for k, v in regs.items()}
 
-        # -- step 3: normalise and pack -------------------------------------------------------
-        norm = Signal(pw)
-        m.d.comb += norm.eq(r["prod"][0:pw] << r["lz"])
-        top = norm[pw - 1]                              # else the leading one is at pw - 2
-        lz = r["lz"]
-        e_top = Signal(8)
-        e_low = Signal(8)
-        m.d.comb += [e_top.eq(r["x128"] - lz), e_low.eq(r["x127"] - lz)]   # packed bits only
-        exp = Mux(top, e_top, e_low)
-        underflow = Mux(top, r["x128"] <= lz, r["x127"] <= lz)       # e <= 0
-        overflow = Mux(top, r["xm127"] >= lz, r["xm128"] >= lz)      # e >= 255
-        mant = Mux(top, norm[0:pw - 1], Cat(Const(0, 1), norm[0:pw - 2]))
-        s = r["sign"]
+        # -- step 3: normalise by at most one bit and pack -----------------------------------
+        p = r["prod"]
+        top = p[pw - 1]
+        mant = Mux(top, Mux(r["keep_top"], p[0:pw - 1], 0),
+                   Mux(r["keep_low"], Cat(Const(0, 1), p[0:pw - 2]), 0))
         fp_out = Signal(32)
-        with m.If(r["special"] == 1):
-            m.d.comb += fp_out.eq(CANONICAL_NAN_F32)
-        with m.Elif(r["special"] == 2):
-            m.d.comb += fp_out.eq(Cat(Const(0, 23), Const(0xFF, 8), s))
-        with m.Elif((r["special"] == 3) | underflow):
-            m.d.comb += fp_out.eq(Cat(Const(0, 31), s))              # zero, or FTZ
-        with m.Elif(overflow):
-            m.d.comb += fp_out.eq(Cat(Const(0, 23), Const(0xFF, 8), s))
-        with m.Else():
-            m.d.comb += fp_out.eq(Cat(Const(0, 23 - (pw - 1)), mant, exp[0:8], s))
+        m.d.comb += fp_out.eq(Cat(Const(0, 23 - (pw - 1)), mant,
+                                  Mux(top, r["ex_top"], r["ex_low"]), r["sign"]))
+        m.d.comb += fp_out[22].eq(mant[-1] | r["nan"])      # 0x7FC00000 for NaN
         out = Signal(32)
         if has_int:
             m.d.comb += out.eq(Mux(r["is_int"], r["prod"].as_signed(), fp_out))
         else:
             m.d.comb += out.eq(fp_out)
-        m.d.comb += self.p.eq(pipe(3, Mux(r["supported"], out, 0), "p"))
+        m.d.comb += self.p.eq(pipe(3, out, "p"))
         return m

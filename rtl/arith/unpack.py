@@ -23,13 +23,17 @@ SIG_BITS = {
 class Unpacked:
     """A finite value is ``(-1)**sign * sig * 2**(exp - (sig_w - 1))``: ``sig`` has ``sig_w``
     bits with the hidden bit of a normal at the top; subnormals have leading zeros. ``zero``,
-    ``inf`` and ``nan`` classify the pattern (``sig``/``exp`` are meaningless for them)."""
+    ``inf`` and ``nan`` classify the pattern (``sig``/``exp`` are meaningless for them).
+    ``exp_raw`` is ``exp + bias`` (the exponent field, 1 for subnormals), for users that fold
+    the format's constant bias into a later sum."""
     sign: Value
     sig: Value
     exp: Value
     zero: Value
     inf: Value
     nan: Value
+    exp_raw: Value
+    bias: int
 
 
 def unpack_float(bits, fmt, sig_w, bias=None):
@@ -62,7 +66,8 @@ def unpack_float(bits, fmt, sig_w, bias=None):
         raise ValueError(f"sig_w {sig_w} too narrow for {fmt.name}")
     e_max = (1 << exp_bits) - 1
     sig = Cat(Const(0, sig_w - man_bits - 1), man, e != 0)
-    exp = Mux(e == 0, 1, e) - bias_
+    exp_raw = Mux(e == 0, 1, e)
+    exp = exp_raw - bias_
     zero = (e == 0) if daz else ((e == 0) & ~man_nonzero)
     if fn:
         inf = Const(0, 1)
@@ -70,4 +75,5 @@ def unpack_float(bits, fmt, sig_w, bias=None):
     else:
         inf = (e == e_max) & ~man_nonzero
         nan = (e == e_max) & man_nonzero
-    return Unpacked(sign=sign, sig=sig, exp=exp, zero=zero, inf=inf, nan=nan)
+    return Unpacked(sign=sign, sig=sig, exp=exp, zero=zero, inf=inf, nan=nan,
+                    exp_raw=exp_raw, bias=bias_)

@@ -54,10 +54,12 @@ class PSUM(wiring.Component):
     convention for software (one accumulation group per bank), the hardware is one memory.
 
     Throughput: one beat per cycle. The only stall: an accumulating beat whose address is still
-    being written by one of the ``1 + add_stages`` beats before it (a read-after-write hazard,
-    only possible when a group of at most ``1 + add_stages`` beats is followed by one
+    being written by one of the ``2 + add_stages`` beats before it (a read-after-write hazard,
+    only possible when a group of at most ``2 + add_stages`` beats is followed by one
     accumulating into the same words). Latency: a beat accepted at cycle ``t`` is written at the end of
-    cycle ``t + latency``, ``latency = 1 + add_stages``; a ``rd`` request (``en``) at cycle
+    cycle ``t + latency``, ``latency = 2 + add_stages``: the old word is read (1), registered
+    straight out of the block RAM (1: a block RAM's clock-to-output takes most of a cycle on
+    ECP5, 5.8 ns), then added (``add_stages``); a ``rd`` request (``en``) at cycle
     ``t + latency`` or later returns it (the read port is transparent to the write). The
     memory is not cleared by reset (contents start at zero after configuration).
 
@@ -130,7 +132,7 @@ class PSUM(wiring.Component):
     @property
     def latency(self):
         """Cycles from a beat's transfer on ``wr`` to the first ``rd`` request that sees it."""
-        return 1 + self._add_stages
+        return 2 + self._add_stages
 
     def elaborate(self, platform):
         m = Module()
@@ -145,8 +147,8 @@ class PSUM(wiring.Component):
         m.d.comb += [ext.addr.eq(self.rd.addr), ext.en.eq(self.rd.en),
                      self.rd.data.eq(ext.data)]
 
-        # Stage k (1 .. 1+Sa) registers of beats in flight; stage 1+Sa writes.
-        n = 1 + Sa
+        # Stage k (1 .. 2+Sa) registers of beats in flight; stage 2+Sa writes.
+        n = 2 + Sa
         v = [Signal(name=f"s{k + 1}_valid") for k in range(n)]
         a = [Signal(range(self._depth), name=f"s{k + 1}_addr") for k in range(n)]
         d = [Signal(layout, name=f"s{k + 1}_data") for k in range(n)]
@@ -155,7 +157,7 @@ class PSUM(wiring.Component):
 
         wr = self.wr
         hazard = Signal()
-        # Beats in stages 1 .. 1+Sa write at or after the edge that ends this read.
+        # Beats in stages 1 .. 2+Sa write at or after the edge that ends this read.
         clash = [v[k] & (a[k] == wr.p.addr) for k in range(n)]
         m.d.comb += [
             hazard.eq(wr.p.accumulate & Cat(*clash).any()),
@@ -170,14 +172,17 @@ class PSUM(wiring.Component):
             m.d.sync += [v[k].eq(v[k - 1]), a[k].eq(a[k - 1]), d[k].eq(d[k - 1]),
                          acc[k].eq(acc[k - 1]), isint[k].eq(isint[k - 1])]
 
-        # Stage 1: old word (rmw.data) + new word; sums ready at stage 1 + Sa.
+        # Stage 1: the old word leaves the block RAM (rmw.data) into ``old``; stage 2: old word +
+        # new word; sums ready at stage 2 + Sa.
         w = n - 1
+        old = Signal(layout, name="s2_old")
+        m.d.sync += old.eq(rmw.data)
         value = Signal(layout)
         for i in range(cols):
             outs = {}
             if Format.INT32 in self._formats:
                 s = Signal(32, name=f"isum{i}")
-                m.d.comb += s.eq(rmw.data[i] + d[0][i])
+                m.d.comb += s.eq(old[i] + d[1][i])
                 for k in range(Sa):
                     r = Signal(32, name=f"isum{i}_d{k}")
                     m.d.sync += r.eq(s)
@@ -187,7 +192,7 @@ class PSUM(wiring.Component):
                 from rtl.arith.fp32_add import FP32Adder
                 add = FP32Adder(stages=Sa)
                 m.submodules[f"add{i}"] = add
-                m.d.comb += [add.a.eq(rmw.data[i]), add.b.eq(d[0][i])]
+                m.d.comb += [add.a.eq(old[i]), add.b.eq(d[1][i])]
                 outs["fp"] = add.o
             if len(outs) == 2:
                 summ = Mux(isint[w], outs["int"], outs["fp"])

@@ -93,12 +93,8 @@ class VectorAlu(wiring.Component):
                 with m.Case(int(code)):
                     m.d.comb += [f_cmp.eq(1)] + [
                         f.eq(v) for f, v in zip((w_gt, w_lt, w_eq, on_nan), flags)]
-        if n:
-            (x, s, x_ez, s_ez, nan, f_byp, f_max, f_min, f_cmp, w_gt, w_lt, w_eq,
-             on_nan) = (delay(m, self.en, v, 1, f"pre_{k}") for k, v in (
-                ("x", x), ("s", s), ("x_ez", x_ez), ("s_ez", s_ez), ("nan", nan),
-                ("byp", f_byp), ("max", f_max), ("min", f_min), ("cmp", f_cmp), ("w_gt", w_gt),
-                ("w_lt", w_lt), ("w_eq", w_eq), ("on_nan", on_nan)))
+        # The DAZ'd operands and their order keys are formed before the register, so that
+        # after it the two compare carry chains start from flip-flops.
         xd = Signal(32)
         sd = Signal(32)
         m.d.comb += [xd.eq(Mux(x_ez, x & sign, x)), sd.eq(Mux(s_ez, s & sign, s))]
@@ -108,6 +104,12 @@ class VectorAlu(wiring.Component):
         ks = Signal(32)
         m.d.comb += [kx.eq(Mux(x_ez, sign, Mux(x[31], ~x, x | sign))),
                      ks.eq(Mux(s_ez, sign, Mux(s[31], ~s, s | sign)))]
+        if n:
+            (x, xd, sd, kx, ks, x_ez, nan, f_byp, f_max, f_min, f_cmp, w_gt, w_lt, w_eq,
+             on_nan) = (delay(m, self.en, v, 1, f"pre_{k}") for k, v in (
+                ("x", x), ("xd", xd), ("sd", sd), ("kx", kx), ("ks", ks), ("x_ez", x_ez),
+                ("nan", nan), ("byp", f_byp), ("max", f_max), ("min", f_min), ("cmp", f_cmp),
+                ("w_gt", w_gt), ("w_lt", w_lt), ("w_eq", w_eq), ("on_nan", on_nan)))
         gt, lt = kx > ks, kx < ks
         eq = ~gt & ~lt               # beside the two carry chains, not a 32-bit compare
         nz = ~x_ez
