@@ -34,7 +34,7 @@ import pathlib
 import re
 import sys
 
-__all__ = ["DELAYS", "analyse", "main"]
+__all__ = ["DELAYS", "analyse", "by_module", "histogram", "histogram_line", "end_line", "main"]
 
 #: Delay model in ns. ``route``: one routed hop; ``lut``: LUT4 input to output; ``mux``: a
 #: PFUMX / L6MUX21 stage; ``carry_in``/``carry``/``carry_out``: a CCU2C entered from a LUT
@@ -238,6 +238,16 @@ def histogram(ends):
     return dict(sorted(collections.Counter(e["levels"] for e in ends).items()))
 
 
+def histogram_line(ends):
+    """One line: end points per number of routed levels."""
+    return "levels: " + ", ".join(f"{k}: {v}" for k, v in histogram(ends).items())
+
+
+def end_line(e):
+    """One line per end point: estimate, levels, end and start."""
+    return f"{e['estimate_ns']:6.2f} ns {e['levels']:3d} lv  {e['end']}  <-  {e['path'][0]}"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m scripts.logic_depth",
                                      description="The deepest register-to-register paths of "
@@ -266,14 +276,14 @@ def main(argv=None):
                           "by_module": by_module(ends, args.min_levels),
                           "ends": shown[:args.top]}, indent=1))
         return 0
-    print("levels: " + ", ".join(f"{k}: {v}" for k, v in histogram(ends).items()))
+    print(histogram_line(ends))
     if args.by_module:
         for g in by_module(ends, args.min_levels)[:args.top]:
             print(f"{g['estimate_ns']:6.2f} ns {g['levels']:3d} lv {g['ends']:6d} ends  "
                   f"{g['module']}")
         return 0
     for e in shown[:args.top]:
-        print(f"{e['estimate_ns']:6.2f} ns {e['levels']:3d} lv  {e['end']}  <-  {e['path'][0]}")
+        print(end_line(e))
         if args.path:
             for n in e["path"]:
                 print(f"        {n}")

