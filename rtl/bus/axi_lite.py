@@ -238,7 +238,7 @@ class AXI4LiteRegisters(wiring.Component):
         # levels on ECP5, the compare-per-register form twelve (scripts.logic_depth).
         k = max((reg.offset >> 2) for reg in mm.registers).bit_length() if mm.registers else 0
         words = [Const(0, 32)] * (1 << k)
-        mapped = [0] * (1 << k)
+        mapped = 0                   # bit w: word w holds a register
         for reg in mm.registers:
             if reg.access == "wo":
                 value = Const(0, 32)
@@ -252,13 +252,12 @@ class AXI4LiteRegisters(wiring.Component):
             else:
                 value = getattr(self, reg.port)
             words[reg.offset >> 2] = value
-            mapped[reg.offset >> 2] = 1
+            mapped |= 1 << (reg.offset >> 2)
         in_range = (r_word >> k) == 0
         index = r_word[:k]
         m.d.sync += [
             r_mux_data.eq(Mux(in_range, Array(words)[index], 0)),
-            r_mux_resp.eq(Mux(in_range & Const(sum(b << i for i, b in enumerate(mapped)),
-                                               len(mapped)).bit_select(index, 1),
+            r_mux_resp.eq(Mux(in_range & Const(mapped, 1 << k).bit_select(index, 1),
                               RESP_OKAY, RESP_DECERR)),
         ]
         with m.If(do_read):
