@@ -108,6 +108,10 @@ class AXI4LiteRegisters(wiring.Component):
         bus = self.axil
         aw = mm.addr_width
 
+        def win_hit(addr, win):
+            shift = (4 * win.words - 1).bit_length()
+            return addr[shift:aw] == (win.base >> shift)
+
         # Holding registers: AW, W and AR are taken independently of each other.
         aw_full = Signal()
         aw_addr = Signal(aw)
@@ -127,8 +131,25 @@ class AXI4LiteRegisters(wiring.Component):
             bus.bvalid.eq(bvalid), bus.bresp.eq(bresp),
             bus.rvalid.eq(rvalid), bus.rresp.eq(rresp), bus.rdata.eq(rdata),
         ]
+        # The write address is decoded as it is captured: one bit per register and window
+        # (``aw_reg``/``aw_win``) and whether the target is locked, so that a write's clock
+        # enables, its response and ``LOCK_REFUSED`` come from registered decodes instead of
+        # address compares (no added latency).
+        aw_reg = Signal(len(mm.registers))
+        aw_win = Signal(len(mm.windows))
+        aw_locked = Signal()          # the target is a locked register or window
+        def word_hit(addr, reg):
+            return addr[2:aw] == (reg.offset >> 2)
         with m.If(bus.awvalid & ~aw_full):
-            m.d.sync += [aw_full.eq(1), aw_addr.eq(bus.awaddr)]
+            m.d.sync += [
+                aw_full.eq(1), aw_addr.eq(bus.awaddr),
+                aw_reg.eq(Cat(*[word_hit(bus.awaddr, reg) for reg in mm.registers])),
+                aw_win.eq(Cat(*[win_hit(bus.awaddr, win) for win in mm.windows])),
+                aw_locked.eq(Cat(*([word_hit(bus.awaddr, reg) for reg in mm.registers
+                                    if reg.locked and reg.access != "ro"] +
+                                   [win_hit(bus.awaddr, win) for win in mm.windows
+                                    if win.locked])).any()),
+            ]
         with m.If(bus.wvalid & ~w_full):
             m.d.sync += [w_full.eq(1), w_data.eq(bus.wdata), w_strb.eq(bus.wstrb)]
         with m.If(bus.arvalid & ~ar_full):
@@ -178,42 +199,39 @@ class AXI4LiteRegisters(wiring.Component):
             port = getattr(self, win.port)
             m.d.sync += [port.we.eq(0), port.re.eq(0)]
 
-        def win_hit(addr, win):
-            shift = (4 * win.words - 1).bit_length()
-            return addr[shift:aw] == (win.base >> shift)
-
-        # Writes.
+        # Writes: every decision comes from the decodes registered with the address.
         w_word = aw_addr[2:aw]
         with m.If(do_write):
             m.d.sync += bresp.eq(RESP_DECERR)
-            with m.Switch(w_word):
-                for reg in mm.registers:
-                    with m.Case(reg.offset >> 2):
-                        if reg.access == "ro":
-                            m.d.sync += bresp.eq(RESP_SLVERR)
+            with m.If(aw_locked & self.busy):
+                m.d.sync += refused.eq(refused + 1)
+            for i, reg in enumerate(mm.registers):
+                with m.If(aw_reg[i]):
+                    if reg.access == "ro":
+                        m.d.sync += bresp.eq(RESP_SLVERR)
+                        continue
+                    allowed = ~self.busy if reg.locked else Const(1)
+                    with m.If(allowed):
+                        m.d.sync += bresp.eq(RESP_OKAY)
+                        m.d.sync += getattr(self, f"{reg.port}_we").eq(1)
+                        target = getattr(self, reg.port)
+                        if reg.access == "rw":
+                            # Byte enables become flip-flop clock enables (no
+                            # read-modify-write multiplexers).
+                            for b in range((reg.width + 7) // 8):
+                                hi = min(8 * b + 8, reg.width)
+                                with m.If(w_strb[b]):
+                                    m.d.sync += target[8 * b:hi].eq(w_data[8 * b:hi])
                         else:
-                            allowed = ~self.busy if reg.locked else Const(1)
-                            with m.If(allowed):
-                                m.d.sync += bresp.eq(RESP_OKAY)
-                                m.d.sync += getattr(self, f"{reg.port}_we").eq(1)
-                                target = getattr(self, reg.port)
-                                if reg.access == "rw":
-                                    # Byte enables become flip-flop clock enables (no
-                                    # read-modify-write multiplexers).
-                                    for b in range((reg.width + 7) // 8):
-                                        hi = min(8 * b + 8, reg.width)
-                                        with m.If(w_strb[b]):
-                                            m.d.sync += target[8 * b:hi].eq(w_data[8 * b:hi])
-                                else:
-                                    m.d.sync += target.eq(w_data & byte_mask)
-                                if reg.name == "CTRL":
-                                    with m.If(w_data & byte_mask & CTRL_CLEAR_COUNTERS):
-                                        m.d.sync += refused.eq(0)
-                            with m.Else():
-                                m.d.sync += [bresp.eq(RESP_SLVERR), refused.eq(refused + 1)]
-            for win in mm.windows:
+                            m.d.sync += target.eq(w_data & byte_mask)
+                        if reg.name == "CTRL":
+                            with m.If(w_data & byte_mask & CTRL_CLEAR_COUNTERS):
+                                m.d.sync += refused.eq(0)
+                    with m.Else():
+                        m.d.sync += bresp.eq(RESP_SLVERR)
+            for j, win in enumerate(mm.windows):
                 port = getattr(self, win.port)
-                with m.If(win_hit(aw_addr, win)):
+                with m.If(aw_win[j]):
                     allowed = ~self.busy if win.locked else Const(1)
                     with m.If(allowed):
                         m.d.sync += [
@@ -222,8 +240,6 @@ class AXI4LiteRegisters(wiring.Component):
                         ]
                     with m.Else():
                         m.d.sync += bresp.eq(RESP_SLVERR)
-                        if win.locked:
-                            m.d.sync += refused.eq(refused + 1)
 
         # Reads. The register multiplexer is registered (``r_mux_data``/``r_mux_resp``, loaded
         # every cycle from the held address): a read executes once the address has been held
