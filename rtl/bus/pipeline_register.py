@@ -53,6 +53,10 @@ class PipelineRegister(wiring.Component):
             self.o.payload.eq(o_data),
             self.full.eq(o_valid | s_valid),
         ]
+        # The skid register's payload follows ``i`` whenever it holds no beat: only its
+        # valid bit depends on ``o.ready``, so the wide payload's clock enable does not.
+        with m.If(~s_valid):
+            m.d.sync += s_data.eq(self.i.payload)
         with m.If(~o_valid | self.o.ready):
             # The output register is free this edge: fill it from the skid register first.
             with m.If(s_valid):
@@ -60,5 +64,5 @@ class PipelineRegister(wiring.Component):
             with m.Else():
                 m.d.sync += [o_valid.eq(self.i.valid), o_data.eq(self.i.payload)]
         with m.Elif(self.i.valid & ~s_valid):
-            m.d.sync += [s_valid.eq(1), s_data.eq(self.i.payload)]
+            m.d.sync += s_valid.eq(1)
         return m

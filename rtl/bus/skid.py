@@ -49,9 +49,13 @@ class SkidBuffer(wiring.Component):
             self.o.payload.eq(Mux(full, skid, self.i.payload)),
             self.full.eq(full),
         ]
+        # The skid register follows ``i`` while it is empty: only ``full`` depends on
+        # ``o.ready``, not the wide payload's clock enable.
+        with m.If(~full):
+            m.d.sync += skid.eq(self.i.payload)
         with m.If(full):
             with m.If(self.o.ready):
                 m.d.sync += full.eq(0)
         with m.Elif(self.i.valid & ~self.o.ready):
-            m.d.sync += [full.eq(1), skid.eq(self.i.payload)]
+            m.d.sync += full.eq(1)
         return m
