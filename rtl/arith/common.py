@@ -6,7 +6,8 @@ from amaranth.hdl import Cat, Const, Mux, Signal, Value
 from sim.dtypes import Format
 from sim.formats import FP8_FORMATS, bias_range
 
-__all__ = ["check_stages", "check_formats", "check_fp8_bias", "Pipe", "delay", "leading_zeros"]
+__all__ = ["check_stages", "check_formats", "check_fp8_bias", "Pipe", "delay", "leading_zeros",
+           "ge_const"]
 
 
 def check_stages(stages, maximum, name="stages"):
@@ -97,6 +98,23 @@ def delay(m, en, value, cycles, name):
             m.d.sync += reg.eq(value)
         value = reg
     return value
+
+
+def ge_const(value, k):
+    """``value >= k`` (unsigned) for an integer constant ``k``, as AND/OR logic of the bits.
+
+    Yosys maps a comparison operator to a carry chain (a CCU2C chain on the ECP5: a routed
+    level in and one out); against a constant, AND/OR terms map to a LUT or two instead."""
+    value = Value.cast(value)
+    width = len(value)
+    if k <= 0:
+        return Const(1, 1)
+    if k >= 1 << width:
+        return Const(0, 1)
+    ge = Const(1, 1)                  # the empty low part: equal, so ">=" holds
+    for i in range(width):            # from the LSB: bits 0..i of value >= those of k
+        ge = (value[i] & ge) if (k >> i) & 1 else (value[i] | ge)
+    return ge
 
 
 def leading_zeros(m, value, name="lz", cut=None, cut_level=2):

@@ -8,7 +8,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.arith.common import Pipe, check_stages
+from rtl.arith.common import Pipe, check_stages, ge_const
 from sim.dtypes import FORMAT_BITS, Format, RoundMode
 from sim.rounding import (MAX_N_RAND, canonical_nan, encode_params, max_finite_bits,
                           target_bits)
@@ -146,8 +146,8 @@ class FPEncoder(wiring.Component):
             return gt
 
         def below(k):
-            """``e < k`` for a constant ``k`` of any range."""
-            return e < k if 0 < k <= 255 else Const(int(k > 255), 1)
+            """``e < k`` for a constant ``k`` of any range (LUT logic, not a carry chain)."""
+            return ~ge_const(e, k)
 
         therm = Cat(shift_gt(i + n + 2) for i in range(24))
 
@@ -206,6 +206,38 @@ class FPEncoder(wiring.Component):
         int_big = Signal(32)          # INT32, e in 150..157: sig << (e - 150), exact
         m.d.comb += int_big.eq(sig1 << (e1 - 150)[:3])
 
+        # The range check of the result, ``ebase + k`` against the largest code, decided on
+        # the exponent before the cut: ``ebase`` has zero low ``man_bits`` bits and ``k`` (the
+        # rounded significand, hidden bit at ``man_bits``) is at most ``2 << man_bits``, so
+        # the result's exponent field is ``X + h`` with ``X = ebase >> man_bits`` and ``h =
+        # k >> man_bits`` in 0..2. Flags of ``X`` against each threshold minus ``h`` are
+        # registered; after the cut ``h`` picks one (no compare after the add).
+        def x_ge(f, c):
+            """``X >= c`` for ``fmt == f``: ``X = max(0, e + bias - 128)``."""
+            _, bias, _, _ = encode_params(f)
+            return Const(1, 1) if c <= 0 else ge_const(e1, c + 128 - bias)
+
+        def x_eq(f, c):
+            """``X == c`` for ``fmt == f``."""
+            _, bias, _, _ = encode_params(f)
+            if c < 0:
+                return Const(0, 1)
+            if c == 0:
+                return ~ge_const(e1, 129 - bias)
+            return ge_const(e1, c + 128 - bias) & ~ge_const(e1, c + 129 - bias)
+
+        big_flags = {}                # per format: ((flag for h=0), (h=1), (h=2)), each a tuple
+        for f in _FLOATS:
+            man_bits, bias, exp_bits, has_inf = encode_params(f)
+            if has_inf:
+                inf_e = (1 << exp_bits) - 1          # mag >= inf_code <=> X + h >= inf_e
+                big_flags[f] = tuple((x_ge(f, inf_e - h),) for h in range(3))
+            else:
+                maxf = max_finite_bits(f)            # mag > maxf: above its exponent field,
+                top_e = maxf >> man_bits             # or equal to it with a larger mantissa
+                big_flags[f] = tuple((x_ge(f, top_e + 1 - h), x_eq(f, top_e - h))
+                                     for h in range(3))
+
         # -- cut 2: after the rounding increment ------------------------------------------------
         # The input's class and range flags too, so that the composition starts from them.
         k = pipe(2, k, "k")
@@ -213,7 +245,11 @@ class FPEncoder(wiring.Component):
         a, fmt = pipe(2, a, "a"), pipe(2, fmt, "fmt")
         is_nan, is_inf, is_zero = (pipe(2, v, n_) for n_, v in (
             ("is_nan", nan1), ("is_inf", inf1), ("is_zero", zero1)))
-        e_ge150, e_ge158 = pipe(2, e1 >= 150, "e_ge150"), pipe(2, e1 >= 158, "e_ge158")
+        e_ge150 = pipe(2, ge_const(e1, 150), "e_ge150")
+        e_ge158 = pipe(2, ge_const(e1, 158), "e_ge158")
+        big_flags = {f: tuple(tuple(pipe(2, v, f"big_{f.name.lower()}_{h}_{i}")
+                                    for i, v in enumerate(fl)) for h, fl in enumerate(fls))
+                     for f, fls in big_flags.items()}
         rtz = pipe(2, mode == RoundMode.RTZ, "rtz")
         sign = a[31]
 
@@ -227,6 +263,21 @@ class FPEncoder(wiring.Component):
                     mag = Signal(8 + man_bits + 2, name=f"mag_{f.name.lower()}")
                     m.d.comb += mag.eq(ebase + k)
                     s = sign << (bits - 1)
+                    # h = k >> man_bits: 2 (bit man_bits + 1, the rest zero), 1 or 0
+                    h_is = (~k[man_bits] & ~k[man_bits + 1], k[man_bits], k[man_bits + 1])
+                    fl = big_flags[f]
+                    if has_inf:
+                        big = Signal(name=f"ovf_{f.name.lower()}")
+                        m.d.comb += big.eq((h_is[0] & fl[0][0]) | (h_is[1] & fl[1][0]) |
+                                           (h_is[2] & fl[2][0]))
+                    else:
+                        maxf = max_finite_bits(f)
+                        man_gt = ge_const(k[:man_bits], (maxf & ((1 << man_bits) - 1)) + 1)
+                        big = Signal(name=f"ovf_{f.name.lower()}")
+                        m.d.comb += big.eq(
+                            (h_is[0] & (fl[0][0] | (fl[0][1] & man_gt))) |
+                            (h_is[1] & (fl[1][0] | (fl[1][1] & man_gt))) |
+                            (h_is[2] & fl[2][0]))     # h = 2: the mantissa bits are zero
                     if has_inf:
                         inf_code = ((1 << exp_bits) - 1) << man_bits
                         with m.If(is_nan):
@@ -235,7 +286,7 @@ class FPEncoder(wiring.Component):
                             m.d.comb += o.eq(s | inf_code)
                         with m.Elif(is_zero):
                             m.d.comb += o.eq(s)
-                        with m.Elif(mag >= inf_code):
+                        with m.Elif(big):                   # mag >= inf_code
                             m.d.comb += o.eq(s | Mux(rtz, inf_code - 1, inf_code))
                         with m.Else():
                             m.d.comb += o.eq(s | mag)
@@ -245,7 +296,7 @@ class FPEncoder(wiring.Component):
                             m.d.comb += o.eq(canonical_nan(f))
                         with m.Elif(is_zero):
                             m.d.comb += o.eq(s)
-                        with m.Elif(is_inf | (mag > maxf)):
+                        with m.Elif(is_inf | big):          # mag > maxf
                             m.d.comb += o.eq(s | maxf)
                         with m.Else():
                             m.d.comb += o.eq(s | mag)
