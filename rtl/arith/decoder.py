@@ -6,7 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import CANONICAL_NAN_F32, FORMAT_BITS, Format
 from sim.formats import FP8_FORMATS, float_spec
-from rtl.arith.common import Pipe, check_formats, check_fp8_bias, check_stages, leading_zeros
+from rtl.arith.common import (Pipe, check_formats, check_fp8_bias, check_stages, ge_const,
+                              leading_zeros)
 from rtl.arith.unpack import unpack_float
 
 __all__ = ["FormatDecoder"]
@@ -28,7 +29,8 @@ class FormatDecoder(wiring.Component):
       to 24 bits (the only inexact decode).
 
     Combinational (``stages=0``), or one register stage (``stages=1``): cut after the
-    leading-zero counts (INT32: absolute value and count, then shift, round and pack), latency
+    leading-zero counts (INT32: absolute value, count and a shift by 16 if the upper half is
+    empty, then the rest of the shift, round and pack), latency
     1 cycle, one value per cycle, ``en`` low freezes the stage.
 
     Parameters
@@ -165,20 +167,31 @@ class FormatDecoder(wiring.Component):
         lz, _ = leading_zeros(m, ones, "i32_lz")
         is_zero = Signal(name="i32_is_zero")
         m.d.comb += is_zero.eq(a == 0)
+        # A normalising shift by 16 is taken before the cut: the count's top bit (the upper
+        # 16 bits zero) is two levels of logic, ready beside the negation.
+        pre = Signal(32, name="i32_pre")
+        m.d.comb += pre.eq(Mux(ones[16:32] == 0, mag << 16, mag))
         # -- cut 1 ------------------------------------------------------------------------
-        mag, lz, is_zero, neg = (pipe(1, v, n) for n, v in (
-            ("i32_mag", mag), ("i32_lz", lz), ("i32_zero", is_zero), ("i32_neg", neg)))
+        pre, lz, is_zero, neg = (pipe(1, v, n) for n, v in (
+            ("i32_pre", pre), ("i32_lz", lz), ("i32_zero", is_zero), ("i32_neg", neg)))
+        fine = lz[0:4]
         norm = Signal(32)
-        m.d.comb += norm.eq(mag << lz)               # leading one at bit 31
+        m.d.comb += norm.eq(pre << fine)             # leading one at bit 31
         guard = norm[7]
-        sticky = norm[0:7] != 0
+        # ``norm[0:7] != 0`` taken from ``pre`` and the fine shift beside the shifter, not
+        # after it: bit i of ``pre`` lands below bit 7 iff ``i + fine < 7``.
+        sticky = Signal(name="i32_sticky")
+        m.d.comb += sticky.eq(Cat(pre[i] & ~ge_const(fine, 7 - i) for i in range(7)).any())
         rounded = Signal(25)
         m.d.comb += rounded.eq(norm[8:32] + (guard & (sticky | norm[8])))
-        biased = Signal(8)
         # The leading one lost (``lz`` one too many; the value is exact, a power of two) or
-        # carried out by the rounding: one binade up.
-        m.d.comb += biased.eq(127 + 31 - lz + (rounded[24] | ~norm[31]))
+        # carried out by the rounding: one binade up. Both exponents come from ``lz`` beside
+        # the shifter and the rounding carry; its carry out only picks one.
+        e_lo, e_hi = Signal(8, name="i32_e_lo"), Signal(8, name="i32_e_hi")
+        m.d.comb += [e_lo.eq(127 + 31 - lz), e_hi.eq(127 + 32 - lz)]
+        biased = Mux(rounded[24] | ~norm[31], e_hi, e_lo)
         out = Signal(32)
-        m.d.comb += out.eq(Mux(is_zero, 0,
-                               Cat(Mux(rounded[24], 0, rounded[0:23]), biased, neg)))
+        # A carry out of the rounding leaves ``rounded`` at exactly 2**24: the mantissa bits
+        # are zero then, with no multiplexer.
+        m.d.comb += out.eq(Mux(is_zero, 0, Cat(rounded[0:23], biased, neg)))
         return out
