@@ -33,6 +33,8 @@ def _peek(state):
 async def long_stream_with_reseeds(dut):
     cfg = dut_config()
     lanes, cycles = cfg["lanes"], cfg["cycles"]
+    # One cycle more with LanePrngs(seed_register=True).
+    seed_pipeline = SEED_PIPELINE + int(cfg.get("seed_register", False))
     rng = random.Random(cocotb.RANDOM_SEED)
     dut._log.info(f"seed {cocotb.RANDOM_SEED}, {cycles} cycles, {lanes} lanes")
     start_clock(dut)
@@ -54,12 +56,12 @@ async def long_stream_with_reseeds(dut):
             dut.advance.value = (1 << lanes) - 1        # must be ignored while busy
             # Re-seed again (restarts): once at a fixed point with hash words in flight, then
             # at random.
-            if (restarts == 0 and busy_left == SEED_PIPELINE + 1) or rng.random() < 0.01:
+            if (restarts == 0 and busy_left == seed_pipeline + 1) or rng.random() < 0.01:
                 seed = rng.getrandbits(32)
                 dut.seed.value = seed
                 dut.seed_load.value = 1
                 states = lane_states(lanes, seed)
-                busy_left = STATE_WORDS * lanes + SEED_PIPELINE
+                busy_left = STATE_WORDS * lanes + seed_pipeline
                 restarts += 1
             await FallingEdge(dut.clk)
             continue
@@ -74,7 +76,7 @@ async def long_stream_with_reseeds(dut):
             dut.seed_load.value = 1
             dut.advance.value = rng.getrandbits(lanes)
             states = lane_states(lanes, seed)
-            busy_left = STATE_WORDS * lanes + SEED_PIPELINE
+            busy_left = STATE_WORDS * lanes + seed_pipeline
             reseeds += 1
             dut._log.info(f"cycle {cyc}: re-seed 0x{seed:08x}")
         else:
@@ -95,15 +97,23 @@ try:
 
     from cocotb_tests.common.runner import SIMULATORS, run_cocotb
 
-    def _dut(lanes):
+    def _dut(lanes, seed_register=False):
         from rtl.round.prng import LanePrngs
-        return LanePrngs(lanes)
+        return LanePrngs(lanes, seed_register=seed_register)
 
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_prng(simulator):
         lanes = 4
         run_cocotb(lambda: _dut(lanes), name=f"prng_l{lanes}",
                    config={"lanes": lanes, "cycles": 6000},
+                   test_module="cocotb_tests.test_prng", simulator=simulator)
+
+    @pytest.mark.parametrize("simulator", SIMULATORS)
+    def test_prng_seed_register(simulator):
+        """The opt-in input register: the same streams, ``busy`` one cycle longer."""
+        lanes = 2
+        run_cocotb(lambda: _dut(lanes, True), name=f"prng_l{lanes}_sreg",
+                   config={"lanes": lanes, "cycles": 6000, "seed_register": True},
                    test_module="cocotb_tests.test_prng", simulator=simulator)
 
     @pytest.mark.long

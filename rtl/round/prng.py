@@ -85,12 +85,18 @@ class LanePrngs(wiring.Component):
     one shared MurmurHash3 finaliser produces the words of ``splitmix32(seed)``, one per cycle,
     shifted into the chained lane states. The finaliser is pipelined (:attr:`SEED_LATENCY`
     register stages, one per 32-bit multiply), so re-seeding takes ``6 * lanes +
-    SEED_LATENCY`` cycles, during which ``busy`` is 1, ``out`` is meaningless and ``advance`` is
-    ignored. A ``seed_load`` while busy restarts.
+    SEED_LATENCY`` cycles (:attr:`seed_cycles`), during which ``busy`` is 1, ``out`` is
+    meaningless and ``advance`` is ignored. A ``seed_load`` while busy restarts.
 
     Parameters
     ----------
     lanes : int
+    seed_register : bool, default False
+        Register ``seed`` and ``seed_load`` before the seeding logic (opt-in): the pulse's
+        decode and the seed's multiplexer in front of the unit then end at a flip-flop
+        instead of running on through the Weyl adder (10 routed levels in the core2 netlist).
+        ``busy`` still rises the cycle after the pulse, and re-seeding takes one cycle more,
+        ``6 * lanes + SEED_LATENCY + 1``.
 
     Members
     -------
@@ -107,9 +113,12 @@ class LanePrngs(wiring.Component):
     #: this many cycles.
     SEED_LATENCY = 2
 
-    def __init__(self, lanes):
+    def __init__(self, lanes, *, seed_register=False):
         check_lanes(lanes)
+        if not isinstance(seed_register, bool):
+            raise TypeError(f"seed_register must be a bool, not {seed_register!r}")
         self._lanes = lanes
+        self._seed_register = seed_register
         super().__init__({
             "seed": In(32),
             "seed_load": In(1),
@@ -121,6 +130,15 @@ class LanePrngs(wiring.Component):
     @property
     def lanes(self):
         return self._lanes
+
+    @property
+    def seed_register(self):
+        return self._seed_register
+
+    @property
+    def seed_cycles(self):
+        """Cycles ``busy`` stays 1 after a ``seed_load`` pulse."""
+        return STATE_WORDS * self._lanes + self.SEED_LATENCY + int(self._seed_register)
 
     def elaborate(self, platform):
         m = Module()
@@ -145,9 +163,14 @@ class LanePrngs(wiring.Component):
         word = Signal(32)
         word_valid = Signal()
         issue = Signal()
+        seed, seed_load = self.seed, self.seed_load
+        if self._seed_register:
+            seed, seed_load = Signal(32, name="seed_q"), Signal(name="seed_load_q")
+            m.d.sync += [seed.eq(self.seed), seed_load.eq(self.seed_load)]
         m.d.comb += [
             issue.eq(count != 0),
-            self.busy.eq(issue | h1_valid | word_valid),
+            self.busy.eq(issue | h1_valid | word_valid |
+                         (seed_load if self._seed_register else 0)),
         ]
         m.d.sync += [
             h1.eq(((weyl ^ (weyl >> 16)) * 0x85EBCA6B)[:32]),
@@ -155,8 +178,8 @@ class LanePrngs(wiring.Component):
             h1_valid.eq(issue),
             word_valid.eq(h1_valid),
         ]
-        with m.If(self.seed_load):
-            m.d.sync += [weyl.eq(self.seed + WEYL_STEP), count.eq(STATE_WORDS * lanes)]
+        with m.If(seed_load):
+            m.d.sync += [weyl.eq(seed + WEYL_STEP), count.eq(STATE_WORDS * lanes)]
         with m.Elif(issue):
             m.d.sync += [weyl.eq(weyl + WEYL_STEP), count.eq(count - 1)]
         hashed = word ^ (word >> 16)
