@@ -141,14 +141,19 @@ class FP32Adder(wiring.Component):
 
         # -- step 3: add/subtract; near path: subtract and count leading zeros -----------------
         big3 = Cat(Const(0, 3), r["sig_big"])               # 27 bits, hidden bit at 26
-        # One carry chain for both: big + y, or big + ~y + 1 whose carry out (no borrow, as
-        # |big| >= |small|) is dropped.
-        total = Signal(28)
-        m.d.comb += total.eq(big3 + Mux(r["sub"], ~r["far_y"], r["far_y"]) + r["sub"])
-        far_sum = Cat(total[0:27], total[27] & ~r["sub"])
+        # One 28-bit carry chain for both: big + y, or big - y as big + ~y + 1 with ``~y``
+        # sign-extended, so that bit 27 is the sum's carry or 0 (no borrow, as |big| >=
+        # |small|) straight out of the chain, with no gate after it.
+        far_sum = Signal(28)
+        m.d.comb += far_sum.eq(big3 + Cat(Mux(r["sub"], ~r["far_y"], r["far_y"]), r["sub"]) +
+                               r["sub"])
+        near_big = Cat(Const(0, 1), r["sig_big"])
         near_diff = Signal(25)                               # hidden bit of big at 24
-        m.d.comb += near_diff.eq(Cat(Const(0, 1), r["sig_big"]) - r["near_y"])
-        near_lz, near_zero = leading_zeros(m, near_diff, "near_lz")
+        m.d.comb += near_diff.eq(near_big - r["near_y"])
+        near_lz, _ = leading_zeros(m, near_diff, "near_lz")
+        # Exact cancellation: the operands compared, not the difference tested after the chain.
+        near_zero = Signal()
+        m.d.comb += near_zero.eq(near_big == r["near_y"])
         # Everything step 4 needs that does not depend on its own arithmetic is decided here,
         # beside the adder and the count, so that after the cut only the normalisation, the
         # rounding carry and one choice remain: the special result (NaN, Inf, a zero sum of
