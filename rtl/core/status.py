@@ -4,7 +4,7 @@ The codes are ``sim.errors.ErrorCode``; the register view (``STATUS``, ``ERR_COD
 ``ERR_ADDR``, ``ERR_INFO``, ``ERR_COUNT``) is ``sim/memmap.py``'s.
 """
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -92,23 +92,33 @@ class ErrorStatus(wiring.Component):
             m.d.sync += self.done_flag.eq(0)
         with m.If(self.done):
             m.d.sync += self.done_flag.eq(1)
-        # Count (saturating); after a clear in the same cycle the count restarts from 0.
-        base = Signal(32)
-        m.d.comb += base.eq(0)
-        with m.If(~self.clear):
-            m.d.comb += base.eq(self.count)
-        total = Signal(33)
-        m.d.comb += total.eq(base + nvalid)
+        # Count (saturating); after a clear in the same cycle the count restarts from 0. The
+        # sums ``count + j`` (saturated) are formed from the register alone and the reports
+        # only select one, so that they are not in front of an adder.
+        # (``keep``: yosys would otherwise share the adders behind the select again.)
+        plus = [self.count]
+        for j in range(1, n + 1):
+            total = Signal(33, name=f"count_plus{j}")
+            sat = Signal(32, name=f"count_sat{j}", attrs={"keep": 1})
+            m.d.comb += [total.eq(self.count + j), sat.eq(total[32].replicate(32) | total[:32])]
+            plus.append(sat)
         with m.If(nvalid != 0):
-            m.d.sync += self.count.eq(total[32].replicate(32) | total[:32])
-        # Latch the lowest-index report when nothing is latched (or being cleared).
+            with m.If(self.clear):
+                m.d.sync += self.count.eq(nvalid)
+            with m.Else():
+                m.d.sync += self.count.eq(Array(plus)[nvalid])
+        # Latch the lowest-index report when nothing is latched (or being cleared): an AND-OR
+        # of the reports under one-hot selects instead of a chain of multiplexers.
         free = ~self.error | self.clear
-        with m.If(free):
-            for k in reversed(range(n)):
-                with m.If(valid[k]):
-                    r = self.report[k]
-                    m.d.sync += [self.error.eq(1), self.code.eq(r.code), self.addr.eq(r.addr),
-                                 self.info.eq(r.info)]
+        first = [Signal(name=f"first{k}") for k in range(n)]
+        m.d.comb += [first[k].eq(valid[k] & ~Cat(*valid[:k]).any()) for k in range(n)]
+        with m.If(free & Cat(*valid).any()):
+            m.d.sync += self.error.eq(1)
+            for name in ("code", "addr", "info"):
+                picked = 0
+                for k in range(n):
+                    picked = picked | Mux(first[k], getattr(self.report[k], name), 0)
+                m.d.sync += getattr(self, name).eq(picked)
 
         m.d.sync += self.irq.eq((self.done_flag & self.irq_enable[0]) |
                                 (self.error & self.irq_enable[1]))
