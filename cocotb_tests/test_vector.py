@@ -371,13 +371,14 @@ async def test_cfg_port(dut):
     bad = [coef_addr(0, tb.depth, 0), coef_addr(0, 5, 3), desc_addr(0, 1, 31) + 1,
            hdr_addr(0, Hdr.POST) + 1, 0x3000, status_addr(Status.DEPTH) + 1]
     for addr in bad:
+        # A beat is carried out the cycle after the LUT's cfg register takes it.
         await tb.cfg_write([(addr, 0x12345678)])
-        await RisingEdge(dut.clk)
+        await ClockCycles(dut.clk, 2)
         assert int(dut.error.value) == 1 == tb.model.error, hex(addr)
         got, exp = await tb.cfg_read([status_addr(Status.ERROR)])
         assert got == exp == [1]
         await tb.cfg_write([(status_addr(Status.ERROR), 0)])
-        await RisingEdge(dut.clk)
+        await ClockCycles(dut.clk, 2)
         assert int(dut.error.value) == 0 == tb.model.error
     got, exp = await tb.cfg_read([coef_addr(1, tb.depth + 1, 0)])     # bad read
     assert got == exp == [0] and int(dut.error.value) == 1

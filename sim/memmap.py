@@ -229,10 +229,11 @@ def build_memory_map(dma_windows=4):
                "program-memory width decides how words form instructions (docs/isa.md)."),
         Window("UCODE", 0x8000, 4096, "Control store (microcode) words."),
         # A LUT read goes through the vector engine's cfg port: the core registers the request
-        # (1), a pipeline register in front of the cfg port holds it (2), the table memory
-        # answers (3) and the core registers the word (4).
+        # (1), a pipeline register in front of the cfg port holds it (2), the LUT's cfg
+        # register takes it (3), the table memory answers (4) and the core registers the word
+        # (5).
         Window("LUT", 0xC000, 2048, "LUT activation tables (vector engine cfg port).",
-               read_latency=4),
+               read_latency=5),
     )
     return MemoryMap(addr_width=16, registers=tuple(regs), windows=windows,
                      dma_windows=dma_windows)

@@ -71,6 +71,9 @@ class ReadStreamer(wiring.Component):
         a = Signal(self.addr_bits)
         st = Signal(self.addr_bits)
         left = Signal(self.n_bits)
+        # left == 1, kept beside it: its n_bits-wide test was in front of ``req.ready`` and so
+        # of the controllers' queue read enables.
+        left_one = Signal()
         parts = Signal(range(lanes + 1))
         s1_valid, s1_last = Signal(), Signal()
         s1_parts = Signal(range(lanes + 1))
@@ -92,13 +95,14 @@ class ReadStreamer(wiring.Component):
         with m.If(advance):
             m.d.sync += s1_valid.eq(active)
             with m.If(active):
-                m.d.sync += [s1_last.eq(left == 1), s1_parts.eq(parts), s1_tag.eq(tag),
-                             a.eq(a + st), left.eq(left - 1)]
-                with m.If(left == 1):
+                m.d.sync += [s1_last.eq(left_one), s1_parts.eq(parts), s1_tag.eq(tag),
+                             a.eq(a + st), left.eq(left - 1), left_one.eq(left == 2)]
+                with m.If(left_one):
                     m.d.sync += active.eq(0)
-        m.d.comb += self.req.ready.eq(~active | (advance & (left == 1)))
+        m.d.comb += self.req.ready.eq(~active | (advance & left_one))
         with m.If(self.req.valid & self.req.ready):
             r = self.req.payload
             m.d.sync += [active.eq(r.count != 0), a.eq(r.addr), st.eq(r.stride),
-                         left.eq(r.count), parts.eq(r.parts), tag.eq(r.tag)]
+                         left.eq(r.count), left_one.eq(r.count == 1), parts.eq(r.parts),
+                         tag.eq(r.tag)]
         return m

@@ -91,7 +91,7 @@ class VectorController(wiring.Component):
     cfg : Out(stream {addr: 16, data: 32, write: 1})
         LUT configuration writes of TABLE commands.
     seed : Out(32), seed_load : Out(1)
-        Re-seed pulse of SEED commands.
+        Re-seed pulse of SEED commands (registered: the cycle after the command completes).
     e_idle : In(1)
         The engine has nothing in flight. A command with ``o_n`` = 0 completes when its inputs
         have been sent and ``e_idle`` is 1; no later instruction enters the engine before.
@@ -275,14 +275,19 @@ class VectorController(wiring.Component):
             o_head.eq(cq.r_rdy & (ch.o_n != 0) & (ch.kind == KIND_ENGINE)),
             self.e_o.ready.eq(o_head & self.o_sbuf.ready),
         ]
+        # left == 1 kept in a flag beside ``left``: the last-beat test is then a multiplexer
+        # of two flags in front of the completion queue's read enable.
+        left_one = Signal()
         cur_left = Mux(started, left, ch.o_n)
+        cur_one = Mux(started, left_one, ch.o_n == 1)
         cur_addr = Mux(started, oaddr, ch.o_addr)
         m.d.comb += [self.o_sbuf.addr.eq(cur_addr), self.o_sbuf.data.eq(self.e_o.payload)]
         with m.If(self.e_o.valid & o_head):
             m.d.comb += [self.o_sbuf.mask[r].eq(ch.parts > r) for r in range(lanes)]
         with m.If(self.e_o.valid & self.e_o.ready):
-            m.d.sync += [started.eq(1), left.eq(cur_left - 1), oaddr.eq(cur_addr + ch.o_stride)]
-            with m.If(cur_left == 1):
+            m.d.sync += [started.eq(1), left.eq(cur_left - 1), left_one.eq(cur_left == 2),
+                         oaddr.eq(cur_addr + ch.o_stride)]
+            with m.If(cur_one):
                 m.d.sync += started.eq(0)
                 m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
         with m.If(cq.r_rdy & (ch.kind == KIND_ENGINE) & (ch.o_n == 0) & (noout_sent != 0) &
@@ -296,12 +301,16 @@ class VectorController(wiring.Component):
         m.d.sync += table_done.eq(table_fin)
         with m.If(table_done):
             m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
+        m.d.sync += self.seed_load.eq(0)
         with m.If(quiet & ((ch.kind == KIND_SEED) | (ch.kind == KIND_NOP) |
                            ((ch.kind == KIND_TABLE) & (ch.n == 0)))):
             # The op queue's head is this command too (all earlier ones have been issued).
             m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en),
-                         opq.r_en.eq(ch.kind != KIND_TABLE),
-                         self.seed_load.eq(ch.kind == KIND_SEED), self.seed.eq(ch.scalar)]
+                         opq.r_en.eq(ch.kind != KIND_TABLE)]
+            # Registered: the engine's idle flag reached the rounding unit's generators through
+            # this (10 routed levels, core2 b408932); the engine is idle, so a cycle later is
+            # still before any later element reaches the generators.
+            m.d.sync += [self.seed_load.eq(ch.kind == KIND_SEED), self.seed.eq(ch.scalar)]
 
         m.d.sync += [self.done.eq(fin), self.done_sem.eq(ch.sem)]
         m.d.comb += self.busy.eq(opq.r_rdy | aq.r_rdy | bq.r_rdy | cq.r_rdy | sa.busy |

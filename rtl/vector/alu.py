@@ -111,6 +111,15 @@ class VectorAlu(wiring.Component):
                 ("nan", nan), ("byp", f_byp), ("max", f_max), ("min", f_min), ("cmp", f_cmp),
                 ("w_gt", w_gt), ("w_lt", w_lt), ("w_eq", w_eq), ("on_nan", on_nan)))
         gt, lt = kx > ks, kx < ks
+        if n >= 3:
+            # With a third register to spare, the two compare carry chains end in it and the
+            # selection follows: key register -> compare -> select -> register was 10-11
+            # routed levels (core2's engine alone on the ECP5, b408932).
+            (gt, lt, x, xd, sd, x_ez, nan, f_byp, f_max, f_min, f_cmp, w_gt, w_lt, w_eq,
+             on_nan) = (delay(m, self.en, v, 1, f"cmp_{k}") for k, v in (
+                ("gt", gt), ("lt", lt), ("x", x), ("xd", xd), ("sd", sd), ("x_ez", x_ez),
+                ("nan", nan), ("byp", f_byp), ("max", f_max), ("min", f_min), ("cmp", f_cmp),
+                ("w_gt", w_gt), ("w_lt", w_lt), ("w_eq", w_eq), ("on_nan", on_nan)))
         eq = ~gt & ~lt               # beside the two carry chains, not a 32-bit compare
         nz = ~x_ez
         both = Cat(Const(0, 31), xd[31] & sd[31])
@@ -138,6 +147,6 @@ class VectorAlu(wiring.Component):
         m.d.comb += unit.eq(Mux((op == AluOp.ADD) | (op == AluOp.SUB) | (op == AluOp.RSUB), 1,
                                 Mux(op == AluOp.MUL, 2, 0)))
         unit = delay(m, self.en, unit, n, "unit")
-        other = delay(m, self.en, other, max(n - 1, 0), "other")
+        other = delay(m, self.en, other, max(n - 1 - (n >= 3), 0), "other")
         m.d.comb += self.o.eq(Mux(unit == 1, add.o, Mux(unit == 2, mul.o, other)))
         return m

@@ -1,6 +1,6 @@
 """The vector/activation engine (``docs/vector.md``; golden model ``sim.vector``)."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.utils import ceil_log2
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -21,48 +21,83 @@ __all__ = ["VectorEngine", "CMD_LAYOUT"]
 CMD_LAYOUT = data.StructLayout({name: width for name, width in CMD_FIELDS})
 
 
+def _order_key(value, ez):
+    """``order_key`` (``sim.vector``) of the DAZ'd ``value``, from its DAZ flag ``ez`` (the
+    exponent is 0): a monotonic unsigned key, -0 and +0 equal."""
+    sign = Const(0x80000000, 32)
+    return Mux(ez, sign, Mux(value[31], ~value, value | sign))
+
+
 class _AccUnit(wiring.Component):
     """``acc OP y`` for the accumulate ops (``sim.vector.acc_update``). MAX and MIN are
     combinational; SUM's adder has ``stages`` free-running registers, so its result is valid
     once ``acc`` and ``y`` have been stable for ``stages`` cycles (the engine spaces summed
-    elements that far apart and holds ``y`` meanwhile)."""
+    elements that far apart and holds ``y`` meanwhile).
+
+    ``rst`` makes ``o`` ``rst_value`` (an instruction's ``acc_reset``: its op's identity).
+
+    MAX and MIN run once per element, from ``acc`` back into it, so that loop has no register
+    to spare: the DAZ'd value, order key, DAZ flag and NaN flag of ``y`` come with it
+    (``y_daz``, ``y_key``, ``y_ez``, ``y_nan``, registered with ``y``), and the key and flags
+    of ``acc`` are kept here in registers. With
+    ``we`` (``acc`` takes ``o`` this cycle) under MAX or MIN they take those of the result (the
+    larger or smaller key: the key of the chosen value); otherwise they follow ``acc`` one
+    cycle late, so ``acc`` must have been stable for two cycles before an element under MAX or
+    MIN (the engine's instructions start with a pipeline fill far longer than that). Through
+    the key computed from ``acc`` the loop was 11 routed levels (core2's engine, b408932)."""
 
     def __init__(self, stages=0):
         self._stages = stages
-        super().__init__({"op": In(2), "acc": In(32), "y": In(32), "o": Out(32)})
+        super().__init__({"op": In(2), "acc": In(32), "y": In(32), "y_daz": In(32),
+                          "y_key": In(32), "y_ez": In(1), "y_nan": In(1), "we": In(1),
+                          "rst": In(1),
+                          "rst_value": In(32), "o": Out(32)})
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.add = add = FP32Adder(stages=self._stages)
         m.d.comb += [add.a.eq(self.acc), add.b.eq(self.y)]
         sign = Const(0x80000000, 32)
-        acc, yi = self.acc, self.y
-        # DAZ and the order keys (``order_key`` of the DAZ'd values) from the exponents alone:
-        # a DAZ'd value is a zero exactly when its exponent is 0. MAX and MIN run once per
-        # element, from ``acc`` back into it, so this loop has no register to spare.
-        a_ez, y_ez = acc[23:31] == 0, yi[23:31] == 0
-        a = Signal(32)
-        y = Signal(32)
-        m.d.comb += [a.eq(Mux(a_ez, acc & sign, acc)), y.eq(Mux(y_ez, yi & sign, yi))]
-        nan = ((acc[23:31] == 0xFF) & (acc[0:23] != 0)) | ((yi[23:31] == 0xFF) & (yi[0:23] != 0))
-        ka = Signal(32)
-        ky = Signal(32)
-        m.d.comb += [ka.eq(Mux(a_ez, sign, Mux(acc[31], ~acc, acc | sign))),
-                     ky.eq(Mux(y_ez, sign, Mux(yi[31], ~yi, yi | sign)))]
+        acc = self.acc
+        a_key = Signal(32)
+        a_ez = Signal()
+        a_nan = Signal()
+        a = Signal(32)                   # acc, DAZ'd
+        m.d.comb += a.eq(Mux(a_ez, acc & sign, acc))
+        ka, ky, y_ez, y = a_key, self.y_key, self.y_ez, self.y_daz
+        nan = a_nan | self.y_nan
         nz = ~a_ez
+        gt, lt = ka > ky, ky > ka
         both = Mux(a[31] & y[31], sign, 0)
         either = Mux(a[31] | y[31], sign, 0)
-        mx = Mux(ka > ky, a, Mux(ky > ka, y, Mux(nz, a, both)))
-        mn = Mux(ka < ky, a, Mux(ky < ka, y, Mux(nz, a, either)))
-        with m.Switch(self.op):
-            with m.Case(int(AccOp.SUM)):
-                m.d.comb += self.o.eq(add.o)
-            with m.Case(int(AccOp.MAX)):
-                m.d.comb += self.o.eq(Mux(nan, CANONICAL_NAN_F32, mx))
-            with m.Case(int(AccOp.MIN)):
-                m.d.comb += self.o.eq(Mux(nan, CANONICAL_NAN_F32, mn))
-            with m.Default():
-                m.d.comb += self.o.eq(self.acc)
+        is_max, is_min = self.op == AccOp.MAX, self.op == AccOp.MIN
+        # The two compares select last, between candidates formed beside them (the other ops,
+        # NaN, the equal-keys case and ``rst``): a chain of multiplexers after the compares
+        # (max/min, NaN, the op, the reset) was 10 routed levels.
+        mm = (is_max | is_min) & ~nan & ~self.rst
+        sel_a = mm & Mux(is_max, gt, lt)
+        sel_y = mm & Mux(is_max, lt, gt)
+        tie = Mux(nz, a, Mux(is_max, both, either))
+        other = Signal(32)
+        with m.If(self.rst):
+            m.d.comb += other.eq(self.rst_value)
+        with m.Elif(self.op == AccOp.SUM):
+            m.d.comb += other.eq(add.o)
+        with m.Elif(is_max | is_min):
+            m.d.comb += other.eq(Mux(nan, CANONICAL_NAN_F32, tie))
+        with m.Else():
+            m.d.comb += other.eq(self.acc)
+        m.d.comb += self.o.eq(Mux(sel_a, a, Mux(sel_y, y, other)))
+        # The result's key is that of the value chosen (a DAZ'd operand, or a zero of key
+        # ``sign`` when both are zeros); its DAZ flag likewise (equal keys: equal flags).
+        take_y = Mux(is_max, lt, gt)
+        with m.If(self.we & (is_max | is_min)):
+            m.d.sync += [a_key.eq(Mux(take_y, ky, ka)), a_ez.eq(Mux(take_y, y_ez, a_ez)),
+                         a_nan.eq(nan)]
+        with m.Else():
+            acc_ez = acc[23:31] == 0
+            m.d.sync += [a_key.eq(_order_key(acc, acc_ez)), a_ez.eq(acc_ez),
+                         a_nan.eq((acc[23:31] == 0xFF) & (acc[0:23] != 0))]
         return m
 
 
@@ -114,8 +149,10 @@ class VectorEngine(wiring.Component):
     o : Out(stream.Signature(ArrayLayout(32, lanes)))
         Encoded results (``fmt_o``, ``rmode``), low-aligned.
     cfg, rdata, error :
-        LUT configuration port (``rtl.vector.lut.Lut``), ``cfg`` through a skid buffer (no
-        latency; its ``ready`` is a register).
+        LUT configuration port (``rtl.vector.lut.Lut``: a beat is taken into a register, so
+        ``ready`` is a register, and carried out from it; one beat every two cycles at most, a
+        read's ``rdata`` two cycles after it is taken). A beat in that register does not make
+        the engine ``busy``: it is carried out before any later instruction reaches the LUT.
     seed : In(32), seed_load : In(1)
         Re-seed the rounding unit's generators (a pulse).
     busy : Out(1)
@@ -196,13 +233,12 @@ class VectorEngine(wiring.Component):
         DEC, ALU, FRONT = self._front(self._deep)
 
         m.submodules.lut = lut = Lut(lanes, self._depth, deep=self._deep)
-        # cfg enters through a skid buffer: the LUT's cfg.ready (a function of the beat's
-        # address, the bank lock and a pending read) stays out of the sender. Through it, the
-        # core's TABLE beats ran streamer output -> LUT cfg write -> the streamer's and the
-        # controller's queue enables (core2 on the ECP5, e0c3325: 19.43 ns, 15.52 routing).
-        m.submodules.cfg_skid = cfg_skid = SkidBuffer(CFG_LAYOUT)
-        wiring.connect(m, wiring.flipped(self.cfg), cfg_skid.i)
-        wiring.connect(m, cfg_skid.o, lut.cfg)
+        # The LUT takes a cfg beat into a register and its ready is that register's (its
+        # address decode, the bank lock and a pending read stay out of the sender): through
+        # a combinational ready the core's TABLE beats ran streamer output -> LUT cfg write ->
+        # the streamer's and the controller's queue enables (core2 on the ECP5, e0c3325:
+        # 19.43 ns, 15.52 routing).
+        wiring.connect(m, wiring.flipped(self.cfg), lut.cfg)
         wiring.connect(m, lut.rdata, wiring.flipped(self.rdata))
         m.d.comb += self.error.eq(lut.error)
 
@@ -244,6 +280,9 @@ class VectorEngine(wiring.Component):
 
         c = Signal(CMD_LAYOUT)           # the current instruction
         remaining = Signal(16)
+        # remaining == 0, kept beside it: its 16-bit test was in front of the credit counter
+        # and the input handshakes (11 routed levels from ``remaining``, core2's engine).
+        rem_zero = Signal()
         lane_reg = [Signal(vec, name="lane_reg0"), Signal(vec, name="lane_reg1")]
         acc = Signal(vec)
         run = Const(1)                   # the pipeline's (constant) enable
@@ -322,11 +361,21 @@ class VectorEngine(wiring.Component):
         # accumulate adder reads with ``acc``; ``acc`` takes the sum ``acc_wait`` cycles later.
         y_valid, y_emit = p_valid[-1], p_emit[-1]
         y_h = Signal(vec)
+        yh_key = Signal(vec)             # DAZ'd value, key, DAZ and NaN flags of y_h (_AccUnit)
+        yh_daz = Signal(vec)
+        yh_ez = Signal(lanes)
+        yh_nan = Signal(lanes)
         yh_valid = Signal()
         yh_emit = Signal()
         m.d.sync += [yh_valid.eq(y_valid), yh_emit.eq(y_emit)]
         with m.If(y_valid):
             m.d.sync += y_h.eq(lut.y)
+            for l in range(lanes):
+                yl = lut.y[l]
+                ez = yl[23:31] == 0
+                m.d.sync += [yh_key[l].eq(_order_key(yl, ez)), yh_ez[l].eq(ez),
+                             yh_daz[l].eq(Mux(ez, yl & 0x80000000, yl)),
+                             yh_nan[l].eq((yl[23:31] == 0xFF) & (yl[0:23] != 0))]
         elem = yh_valid & ~yh_emit
         if ACC:
             acc_we = Signal()
@@ -339,17 +388,32 @@ class VectorEngine(wiring.Component):
         else:
             acc_we = elem
             acc_pending = Const(0)
+        # An instruction's acc_reset loads its op's identity through the units (the engine is
+        # idle then: no element is accumulated in that cycle).
+        acc_rst = Signal()
+        acc_rst_value = Signal(32)
+        with m.Switch(self.cmd.payload.acc_op):
+            for op in AccOp:
+                with m.Case(int(op)):
+                    m.d.comb += acc_rst_value.eq(acc_identity(op))
         for l in range(lanes):
             au = m.submodules[f"acc{l}"] = _AccUnit(ACC)
-            m.d.comb += [au.op.eq(c.acc_op), au.acc.eq(acc[l]), au.y.eq(y_h[l])]
-            with m.If(acc_we):
+            m.d.comb += [au.op.eq(c.acc_op), au.acc.eq(acc[l]), au.y.eq(y_h[l]), au.y_daz.eq(yh_daz[l]),
+                         au.y_key.eq(yh_key[l]), au.y_ez.eq(yh_ez[l]), au.y_nan.eq(yh_nan[l]),
+                         au.we.eq(acc_we), au.rst.eq(acc_rst), au.rst_value.eq(acc_rst_value)]
+            with m.If(acc_we | acc_rst):
                 m.d.sync += acc[l].eq(au.o)
         out = yh_valid & (yh_emit | c.emit)
         w_beat = Signal(beat)
         m.d.comb += [w_beat.data.eq(Mux(yh_emit, acc, y_h)), w_beat.fmt.eq(c.fmt_o),
                      w_beat.mode.eq(c.rmode), ofifo.w_en.eq(out), ofifo.w_data.eq(w_beat)]
-        m.d.sync += credits.eq(credits - inject + (ofifo.r_en & ofifo.r_rdy) +
-                               (yh_valid & ~out))
+        # Both outcomes of ``inject`` are summed beside it (one adder each, from the register
+        # and the returned credits), and it only selects.
+        ret = Signal(2)
+        ret_m1 = Signal(signed(3))
+        m.d.comb += [ret.eq((ofifo.r_en & ofifo.r_rdy) + (yh_valid & ~out)),
+                     ret_m1.eq(ret - 1)]
+        m.d.sync += credits.eq(Mux(inject, credits + ret_m1, credits + ret))
         empty = ~(yh_valid | acc_pending | Cat(*p_valid).any())
 
         # -- lane operands (PRO0/PRO1 take one ``b`` beat each) -----------------------------
@@ -362,20 +426,20 @@ class VectorEngine(wiring.Component):
                 m.d.sync += lane_reg[i].eq(dec_b_o)
 
         # -- instruction sequencing -------------------------------------------------------
-        # cmd.ready and busy are plain assignments of the state (not set inside the FSM): a
-        # process that only reads a never-changing state is not run at time 0 by Icarus in
-        # SystemVerilog mode, which would leave them X.
+        # cmd.ready and busy come from ``idle``, a flip-flop beside the FSM's state that is 1
+        # exactly in IDLE: the controller's queue read enables and its completion logic follow
+        # them, and the state's decode in front of them made those paths 9-10 routed levels
+        # (core2, b408932). (Plain assignments, not set inside the FSM: a process that only
+        # reads a never-changing state is not run at time 0 by Icarus in SystemVerilog mode,
+        # which would leave them X.)
+        idle = Signal(init=1)
         with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(self.cmd.valid):
+                    m.d.sync += idle.eq(0)
                     p = self.cmd.payload
-                    m.d.sync += [c.eq(p), remaining.eq(p.count)]
-                    with m.If(p.acc_reset):
-                        for l in range(lanes):
-                            with m.Switch(p.acc_op):
-                                for op in AccOp:
-                                    with m.Case(int(op)):
-                                        m.d.sync += acc[l].eq(acc_identity(op))
+                    m.d.sync += [c.eq(p), remaining.eq(p.count), rem_zero.eq(p.count == 0)]
+                    m.d.comb += acc_rst.eq(p.acc_reset)
                     with m.If(p.src0 == Src.LANE):
                         m.next = "PRO0"
                     with m.Elif(p.src1 == Src.LANE):
@@ -394,7 +458,7 @@ class VectorEngine(wiring.Component):
                 with m.If(b_in.valid):
                     m.next = "BODY"
             with m.State("BODY"):
-                with m.If(remaining == 0):
+                with m.If(rem_zero):
                     with m.If(c.emit_acc):
                         m.next = "EMIT"
                     with m.Else():
@@ -405,16 +469,17 @@ class VectorEngine(wiring.Component):
                                  b_in.ready.eq(can_inject & a_in.valid & need_b)]
                     with m.If(can_inject & a_in.valid & b_ok):
                         m.d.comb += inject.eq(1)
-                        m.d.sync += remaining.eq(remaining - 1)
+                        m.d.sync += [remaining.eq(remaining - 1), rem_zero.eq(remaining == 1)]
             with m.State("EMIT"):
                 with m.If(can_inject):
                     m.d.comb += [inject.eq(1), inject_emit.eq(1)]
                     m.next = "DRAIN"
             with m.State("DRAIN"):
                 with m.If(empty):
+                    m.d.sync += idle.eq(1)
                     m.next = "IDLE"
         # busy covers a beat waiting in an input skid buffer: the controller counts a beat as
         # sent once the buffer has it, possibly before this engine has taken its command.
-        m.d.comb += [self.cmd.ready.eq(fsm.ongoing("IDLE")),
-                     self.busy.eq(~fsm.ongoing("IDLE") | a_skid.full | b_skid.full)]
+        m.d.comb += [self.cmd.ready.eq(idle),
+                     self.busy.eq(~idle | a_skid.full | b_skid.full)]
         return m

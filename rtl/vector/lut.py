@@ -100,11 +100,12 @@ def exp2_reduce(m, w, name="x2", cut=None):
     # The leading zeros are those of ``frac`` or ``~frac`` (``mag - 1`` when negative), counted
     # beside the negation and not after it: they are those of ``mag`` except for ``mag`` a
     # power of two, which they overstate by one. ``norm`` then loses its leading one (and is
-    # zero, the exact mantissa), and the exponent is one more. The count's first two levels
-    # precede the cut.
+    # zero, the exact mantissa), and the exponent is one more. The count's first three levels
+    # (groups of 8 bits) precede the cut: with two, count and normalising shift after the cut
+    # were 9-10 routed levels (core2's engine alone, b408932).
     ones = Signal(24, name=f"{name}_ones")
     m.d.comb += ones.eq(frac ^ neg.replicate(24))
-    lz, _ = leading_zeros(m, ones, f"{name}_lz", cut=cut)
+    lz, _ = leading_zeros(m, ones, f"{name}_lz", cut=cut, cut_level=3)
     is_zero = frac == 0
     if cut is not None:
         w, n, mag, neg, is_zero = (cut(x, f"{name}_{nm}") for x, nm in (
@@ -199,12 +200,16 @@ class Lut(wiring.Component):
     Members
     -------
     cfg : In(stream.Signature(CFG_LAYOUT))
-        Word writes and reads of the map in ``sim.vector`` (``CFG_*``). A bad address sets
-        ``error`` (a read then returns 0). A write to bank ``bank`` waits (``ready`` low) while
+        Word writes and reads of the map in ``sim.vector`` (``CFG_*``). A beat is taken into a
+        register (``ready`` is its complement: one beat every two cycles at most) and carried
+        out from it the next cycle at the earliest: a write lands in the cycle after it is
+        taken, a read's ``rdata`` beat is valid two cycles after it. A bad address sets
+        ``error`` (a read then returns 0). A write to bank ``bank`` waits in the register while
         ``lock`` is high, so a running instruction never sees its table change; the other bank
         can be loaded meanwhile (double buffering).
     rdata : Out(stream.Signature(32))
-        One beat per cfg read, in order; ``cfg`` is not ready while a read result waits.
+        One beat per cfg read, in order; a beat waits in the register while a read result
+        waits.
     error : Out(1)
         Sticky; cleared by a write to ``Status.ERROR``.
     z : In(ArrayLayout(32, lanes))
@@ -298,34 +303,59 @@ class Lut(wiring.Component):
         m.d.comb += self.error.eq(error)
 
         # -- cfg port ---------------------------------------------------------------------
+        # A beat is taken into a register with its address decoded (``q_*``) and carried out
+        # from there the next cycle: the bank-lock check, the RAM write enables, the header
+        # and counter writes and the read multiplexer start from flip-flops, and ``cfg.ready``
+        # is one (low while a beat waits). The stream from the cfg port through the address
+        # decode to the descriptor RAM's write enables was 10 routed levels (core2, b408932).
         p = self.cfg.payload
         a = p.addr
-        bank_a = a[CFG_BANK_BIT]
         region = a[12:14]
-        low = a[0:12]
         is_status = a[15]
+        low_in = a[0:12]
+        entry_in = low_in[2:12]
+        st_in = a[0:15]
+        coef_in = ~is_status & (region == 0) & (low_in[0:2] != 3) & (entry_in < depth)
+        desc_in = ~is_status & (region == 1) & (low_in < 2 * MAX_BINADES)
+        hdr_in = ~is_status & (region == 2) & (low_in <= Hdr.POST)
+        status_in = is_status & (st_in <= Status.DEPTH)
+        bad_in = ~(coef_in | desc_in | hdr_in | status_in) | \
+            (is_status & p.write & (st_in == Status.DEPTH))
+        q_valid = Signal()
+        q = Signal(CFG_LAYOUT, name="q")
+        coef_ok, desc_ok, bad, lockable = (
+            Signal(name=f"q_{n}") for n in ("coef", "desc", "bad", "lockable"))
+        # One-hot selects of the header register (per bank) and of the status register.
+        hsel = [{reg: Signal(name=f"q_hsel_b{bank}_{reg.name.lower()}") for reg in Hdr}
+                for bank in range(2)]
+        ssel = {reg: Signal(name=f"q_ssel_{reg.name.lower()}") for reg in Status}
+        m.d.comb += self.cfg.ready.eq(~q_valid)
+        with m.If(self.cfg.valid & ~q_valid):
+            m.d.sync += [q_valid.eq(1), q.eq(p),
+                         coef_ok.eq(coef_in), desc_ok.eq(desc_in), bad.eq(bad_in),
+                         lockable.eq(p.write & (coef_in | desc_in | hdr_in))]
+            m.d.sync += [sig.eq(hdr_in & (a[CFG_BANK_BIT] == bank) & (low_in[0:3] == reg))
+                         for bank in range(2) for reg, sig in hsel[bank].items()]
+            m.d.sync += [sig.eq(status_in & (st_in == reg)) for reg, sig in ssel.items()]
+        p = q
+        bank_a = q.addr[CFG_BANK_BIT]
+        low = q.addr[0:12]
         entry = low[2:12]
         word = low[0:2]
-        coef_ok = ~is_status & (region == 0) & (word != 3) & (entry < depth)
-        desc_ok = ~is_status & (region == 1) & (low < 2 * MAX_BINADES)
-        hdr_ok = ~is_status & (region == 2) & (low <= Hdr.POST)
-        st_reg = a[0:15]
-        status_ok = is_status & (st_reg <= Status.DEPTH)
-        bad = ~(coef_ok | desc_ok | hdr_ok | status_ok) | \
-            (is_status & self.cfg.payload.write & (st_reg == Status.DEPTH))
-        blocked = self.cfg.payload.write & ~is_status & self.lock & (bank_a == self.bank) & \
-            (coef_ok | desc_ok | hdr_ok)
+        blocked = lockable & self.lock & (bank_a == self.bank)
         rd_valid = Signal()
         rd_coef = Signal()
         rd_word = Signal(2)
         rd_value = Signal(32)
-        m.d.comb += self.cfg.ready.eq(~(rd_valid & ~self.rdata.ready) & ~blocked)
-        take = self.cfg.valid & self.cfg.ready
+        take = Signal()
+        m.d.comb += take.eq(q_valid & ~(rd_valid & ~self.rdata.ready) & ~blocked)
+        with m.If(take):
+            m.d.sync += q_valid.eq(0)
         m.d.comb += [
             coef_wp.addr.eq(Cat(entry[0:abits], bank_a)),
             coef_wp.data.eq(Cat(p.data, p.data, p.data)),
             coef_cfg_rp.addr.eq(Cat(entry[0:abits], bank_a)),
-            coef_cfg_rp.en.eq(take & ~p.write),
+            coef_cfg_rp.en.eq(q_valid & ~p.write & ~(rd_valid & ~self.rdata.ready)),
             desc_wp.addr.eq(Cat(low[0:6], bank_a)),
             desc_wp.data.eq(Cat(p.data[0:DESC_BASE_BITS], p.data[16:19])),
             desc_cfg_rp.addr.eq(Cat(low[0:6], bank_a)),
@@ -349,46 +379,37 @@ class Lut(wiring.Component):
         for reg, ctr in counters.items():
             m.d.sync += ctr.eq(ctr + inc[reg])
         with m.If(take):
-            m.d.sync += [rd_valid.eq(~p.write), rd_coef.eq(coef_ok), rd_word.eq(word),
-                         rd_value.eq(0)]
+            m.d.sync += rd_valid.eq(~p.write)
             with m.If(bad):
                 m.d.sync += error.eq(1)
             with m.Elif(p.write):
-                with m.If(hdr_ok):
-                    for bank in range(2):
-                        with m.If(bank_a == bank):
-                            with m.Switch(low[0:3]):
-                                for reg, sig in hdr[bank].items():
-                                    with m.Case(int(reg)):
-                                        m.d.sync += sig.eq(p.data)
-                with m.If(status_ok):
-                    with m.Switch(st_reg):
-                        with m.Case(int(Status.ERROR)):
-                            m.d.sync += error.eq(0)
-                        for reg, ctr in counters.items():
-                            with m.Case(int(reg)):
-                                m.d.sync += ctr.eq(0)
-            with m.Else():
-                with m.If(desc_ok):
-                    m.d.sync += rd_value.eq(Cat(desc_cfg_rp.data[0:DESC_BASE_BITS],
-                                                Const(0, 16 - DESC_BASE_BITS),
-                                                desc_cfg_rp.data[DESC_BASE_BITS:]))
-                with m.If(hdr_ok):
-                    for bank in range(2):
-                        with m.If(bank_a == bank):
-                            with m.Switch(low[0:3]):
-                                for reg, sig in hdr[bank].items():
-                                    with m.Case(int(reg)):
-                                        m.d.sync += rd_value.eq(sig)
-                with m.If(status_ok):
-                    with m.Switch(st_reg):
-                        with m.Case(int(Status.ERROR)):
-                            m.d.sync += rd_value.eq(error)
-                        with m.Case(int(Status.DEPTH)):
-                            m.d.sync += rd_value.eq(depth)
-                        for reg, ctr in counters.items():
-                            with m.Case(int(reg)):
-                                m.d.sync += rd_value.eq(ctr)
+                for bank in range(2):
+                    for reg, sig in hdr[bank].items():
+                        with m.If(hsel[bank][reg]):
+                            m.d.sync += sig.eq(p.data)
+                with m.If(ssel[Status.ERROR]):
+                    m.d.sync += error.eq(0)
+                for reg, ctr in counters.items():
+                    with m.If(ssel[reg]):
+                        m.d.sync += ctr.eq(0)
+        # The read result register loads whenever it is free (``rdata`` empty or taken), not
+        # only with ``take``: its enable then does not wait for the bank-lock check, and the
+        # value loaded in the cycle a read is taken is the read's.
+        rd_next = Signal(32)
+        terms = [Mux(desc_ok, Cat(desc_cfg_rp.data[0:DESC_BASE_BITS],
+                                  Const(0, 16 - DESC_BASE_BITS),
+                                  desc_cfg_rp.data[DESC_BASE_BITS:]), 0)]
+        terms += [Mux(sig, hdr[bank][reg], 0) for bank in range(2)
+                  for reg, sig in hsel[bank].items()]
+        values = {Status.ERROR: error, Status.DEPTH: depth, **counters}
+        terms += [Mux(sig, values[reg], 0) for reg, sig in ssel.items()]
+        # The selects are one-hot (or all low for a bad address: 0), so an OR of the terms.
+        acc_or = terms[0]
+        for t in terms[1:]:
+            acc_or = acc_or | t
+        m.d.comb += rd_next.eq(Mux(p.write, 0, acc_or))
+        with m.If(~rd_valid | self.rdata.ready):
+            m.d.sync += [rd_coef.eq(coef_ok), rd_word.eq(word), rd_value.eq(rd_next)]
 
         # -- the active bank's header -------------------------------------------------------
         mode = Signal(3)
@@ -560,7 +581,9 @@ class Lut(wiring.Component):
             vnan = (vE == 0xFF) & (vM != 0)
             m.d.comb += region.eq(Mux(s2_special | vnan | ~s2_count, 0,
                                       Mux(beyond, Mux(vs, 2, 3), 1)))
-            regions.append(region)
+            # Registered before the counters' adders (one cycle late: a counter read or write
+            # follows an instruction's last element by far more).
+            regions.append(D(region, 1, "region"))
             s3_dx = S(32, "s3_dx")
             s3 = {}
             for name, sig in (("k", s2_k), ("e", s2_e), ("flip", s2_flip),
@@ -579,14 +602,20 @@ class Lut(wiring.Component):
             a1 = sub("a1", FP32Adder(stages=ADD))
             m.d.comb += [m1.c.eq(c2), m1.d.eq(s3_dx), m1.en.eq(en),
                          a1.a.eq(D(c1, MUL, "c1")), a1.b.eq(m1.o), a1.en.eq(en)]
-            s4 = {n_: S(sig.shape(), f"s4_{n_}") for n_, sig in s3.items()}
+            s4 = {n_: S(sig.shape(), f"s4_{n_}") for n_, sig in s3.items() if n_ != "e"}
             s4_t2 = S(32, "s4_t2")
             s4_c0 = S(32, "s4_c0")
             s4_dx = S(32, "s4_dx")
             with m.If(en):
                 m.d.sync += [s4_t2.eq(a1.o), s4_c0.eq(D(c0, MUL + ADD, "c0")),
                              s4_dx.eq(D(s3_dx, MUL + ADD, "s3_dx"))]
-                m.d.sync += [s4[n_].eq(D(s3[n_], MUL + ADD, f"s3_{n_}")) for n_ in s3]
+                m.d.sync += [s4[n_].eq(D(s3[n_], MUL + ADD, f"s3_{n_}")) for n_ in s3
+                             if n_ != "e"]
+            # ``e`` is converted to FP32 before its s4 register, not after it in front of the
+            # log term's multiplier (9 routed levels).
+            s4_ef = S(32, "s4_ef")
+            with m.If(en):
+                m.d.sync += s4_ef.eq(int_to_f32(m, D(s3["e"], MUL + ADD, "s3_e"), 9))
 
             # -- stage 4 -> 5: y = c0 + t2 * dx; log term -----------------------------------
             m2 = sub("m2", _Mulz(MUL))
@@ -595,10 +624,10 @@ class Lut(wiring.Component):
                          a2.a.eq(D(s4_c0, MUL, "s4_c0")), a2.b.eq(m2.o), a2.en.eq(en)]
             # e * POST: e is in [-127, 128], so int_to_f32 (9 bits) leaves the low 15 bits of
             # the significand zero and a 9 x 24-bit product in logic is exact (no DSP).
-            e_f = int_to_f32(m, s4["e"], 9)
+            e_f = s4_ef
             lmul = sub("lmul", LaneMultiplier(a_bits=9, logic_bits=24, stages=MUL))
             m.d.comb += [lmul.a.eq(e_f), lmul.b.eq(post), lmul.en.eq(en)]
-            s5 = {n_: S(sig.shape(), f"s5_{n_}") for n_, sig in s4.items() if n_ != "e"}
+            s5 = {n_: S(sig.shape(), f"s5_{n_}") for n_, sig in s4.items()}
             s5_y = S(32, "s5_y")
             s5_lt = S(32, "s5_lt")
             with m.If(en):
