@@ -5,7 +5,7 @@ passed through), the access pattern of operand ``a`` (SBUF or PSUM), of operand 
 optional) and of the output (SBUF), and a semaphore to increment when the output is written.
 """
 
-from amaranth.hdl import Module, Mux, Shape, Signal
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -155,12 +155,15 @@ class VectorController(wiring.Component):
         m = Module()
         lanes, cols = self.lanes, self.cols
         L = self.cmd_layout
-        width = L.size
         abits = Shape.cast(L["a_addr"].shape).width
 
+        # A queue entry is the command and its count tests, decided on the way in: from the
+        # heads, ``o_n == 1`` and the other tests were two levels in front of the completion
+        # queue's read enable (core2, 9-10 routed levels from the head to the queue's state).
+        E = data.StructLayout({"c": L, "o_n_zero": 1, "o_n_one": 1, "n_zero": 1})
         queues = {}
         for qname in ("op", "a", "b", "cpl"):
-            f = fifo.SyncFIFOBuffered(width=width, depth=self.queue_depth)
+            f = fifo.SyncFIFOBuffered(width=E.size, depth=self.queue_depth)
             m.submodules[f"{qname}_q"] = f
             queues[qname] = f
         all_ready = Signal()
@@ -171,16 +174,19 @@ class VectorController(wiring.Component):
             en = self.cmd.valid & all_ready
             if qname == "b":
                 en = en & self.cmd.p.b_en
-            m.d.comb += [f.w_data.eq(self.cmd.payload.as_value()), f.w_en.eq(en)]
+            cp = self.cmd.payload
+            m.d.comb += [f.w_data.eq(Cat(cp.as_value(), cp.o_n == 0, cp.o_n == 1, cp.n == 0)),
+                         f.w_en.eq(en)]
 
         def head(f):
-            return data.View(L, f.r_data)
+            e = data.View(E, f.r_data)
+            return e.c, e
 
         # Engine instruction words, in order.
         # A command without outputs completes when the engine goes idle, so no later command
         # may start in the engine before it has completed (fence).
         opq = queues["op"]
-        oh = head(opq)
+        oh, oe = head(opq)
         fence = Signal()
         op_engine = oh.kind == KIND_ENGINE
         m.d.comb += [self.e_cmd.valid.eq(opq.r_rdy & ~fence & op_engine),
@@ -189,10 +195,10 @@ class VectorController(wiring.Component):
             m.d.comb += opq.r_en.eq(self.e_cmd.ready & ~fence)
         with m.Elif(oh.kind == KIND_TABLE):
             m.d.comb += opq.r_en.eq(1)
-        with m.If(self.e_cmd.valid & self.e_cmd.ready & (oh.o_n == 0)):
+        with m.If(self.e_cmd.valid & self.e_cmd.ready & oe.o_n_zero):
             m.d.sync += fence.eq(1)
         cq = queues["cpl"]
-        ch = head(cq)
+        ch, ce = head(cq)
         # Every earlier command has completed and the engine has nothing in flight.
         quiet = Signal()
         table_done = Signal()            # the last TABLE beat was written, a cycle ago
@@ -201,7 +207,7 @@ class VectorController(wiring.Component):
         # Operand a: SBUF or PSUM through one streamer (tag bits: PSUM, no output, table).
         sa = m.submodules.a_stream = ReadStreamer(lanes, abits, self.n_bits, tag_bits=3)
         aq = queues["a"]
-        ah = head(aq)
+        ah, ae = head(aq)
         a_table = ah.kind == KIND_TABLE
         a_go = Signal()
         m.d.comb += a_go.eq(aq.r_rdy & (~a_table | (quiet & (ch.kind == KIND_TABLE))))
@@ -210,7 +216,7 @@ class VectorController(wiring.Component):
             sa.req.p.addr.eq(ah.a_addr), sa.req.p.stride.eq(ah.a_stride),
             sa.req.p.count.eq(Mux(ah.kind == KIND_ENGINE, ah.n, Mux(a_table, ah.n, 0))),
             sa.req.p.parts.eq(ah.parts),
-            sa.req.p.tag.eq(ah.a_psum | ((ah.o_n == 0) & (ah.kind == KIND_ENGINE)) << 1 |
+            sa.req.p.tag.eq(ah.a_psum | (ae.o_n_zero & (ah.kind == KIND_ENGINE)) << 1 |
                             a_table << 2),
             self.a_sbuf.addr.eq(sa.rd_addr), self.a_sbuf.en.eq(sa.rd_en),
             self.a_psum.addr.eq(sa.rd_addr), self.a_psum.en.eq(sa.rd_en),
@@ -243,7 +249,7 @@ class VectorController(wiring.Component):
         sbs = m.submodules.b_stream = ReadStreamer(lanes, ceil_log2(self.sbuf_depth),
                                                    self.n_bits)
         bq = queues["b"]
-        bh = head(bq)
+        bh, _ = head(bq)
         m.d.comb += [
             sbs.req.valid.eq(bq.r_rdy), bq.r_en.eq(sbs.req.ready),
             sbs.req.p.addr.eq(bh.b_addr), sbs.req.p.stride.eq(bh.b_stride),
@@ -259,7 +265,7 @@ class VectorController(wiring.Component):
         inc = Signal()
         dec = Signal()
         m.d.comb += inc.eq((self.e_a.valid & self.e_a.ready & sa.o.p.last & sa.o.p.tag[1]) |
-                           (sa.req.valid & sa.req.ready & (ah.n == 0) & (ah.o_n == 0) &
+                           (sa.req.valid & sa.req.ready & ae.n_zero & ae.o_n_zero &
                             (ah.kind == KIND_ENGINE)))
         m.d.sync += noout_sent.eq(noout_sent + inc - dec)
 
@@ -272,14 +278,14 @@ class VectorController(wiring.Component):
         # SBUF's ready); a beat is taken from the engine only in the cycle SBUF writes it.
         o_head = Signal()
         m.d.comb += [
-            o_head.eq(cq.r_rdy & (ch.o_n != 0) & (ch.kind == KIND_ENGINE)),
+            o_head.eq(cq.r_rdy & ~ce.o_n_zero & (ch.kind == KIND_ENGINE)),
             self.e_o.ready.eq(o_head & self.o_sbuf.ready),
         ]
         # left == 1 kept in a flag beside ``left``: the last-beat test is then a multiplexer
         # of two flags in front of the completion queue's read enable.
         left_one = Signal()
         cur_left = Mux(started, left, ch.o_n)
-        cur_one = Mux(started, left_one, ch.o_n == 1)
+        cur_one = Mux(started, left_one, ce.o_n_one)
         cur_addr = Mux(started, oaddr, ch.o_addr)
         m.d.comb += [self.o_sbuf.addr.eq(cur_addr), self.o_sbuf.data.eq(self.e_o.payload)]
         with m.If(self.e_o.valid & o_head):
@@ -290,7 +296,7 @@ class VectorController(wiring.Component):
             with m.If(cur_one):
                 m.d.sync += started.eq(0)
                 m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
-        with m.If(cq.r_rdy & (ch.kind == KIND_ENGINE) & (ch.o_n == 0) & (noout_sent != 0) &
+        with m.If(cq.r_rdy & (ch.kind == KIND_ENGINE) & ce.o_n_zero & (noout_sent != 0) &
                   fence & self.e_idle):
             m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en), dec.eq(1)]
             m.d.sync += fence.eq(0)
@@ -303,7 +309,7 @@ class VectorController(wiring.Component):
             m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
         m.d.sync += self.seed_load.eq(0)
         with m.If(quiet & ((ch.kind == KIND_SEED) | (ch.kind == KIND_NOP) |
-                           ((ch.kind == KIND_TABLE) & (ch.n == 0)))):
+                           ((ch.kind == KIND_TABLE) & ce.n_zero))):
             # The op queue's head is this command too (all earlier ones have been issued).
             m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en),
                          opq.r_en.eq(ch.kind != KIND_TABLE)]

@@ -67,7 +67,12 @@ class _AccUnit(wiring.Component):
         ka, ky, y_ez, y = a_key, self.y_key, self.y_ez, self.y_daz
         nan = a_nan | self.y_nan
         nz = ~a_ez
-        gt, lt = ka > ky, ky > ka
+        # Each compare as two 16-bit carry chains side by side and a LUT joining them: one
+        # 32-bit chain was most of the loop's depth.
+        gt_h, lt_h = ka[16:] > ky[16:], ky[16:] > ka[16:]
+        gt_l, lt_l = ka[:16] > ky[:16], ky[:16] > ka[:16]
+        gt = gt_h | (~lt_h & gt_l)
+        lt = lt_h | (~gt_h & lt_l)
         both = Mux(a[31] & y[31], sign, 0)
         either = Mux(a[31] | y[31], sign, 0)
         is_max, is_min = self.op == AccOp.MAX, self.op == AccOp.MIN
