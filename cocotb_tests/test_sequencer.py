@@ -107,7 +107,8 @@ class Harness:
         # tensor_illegal / vector_illegal: the core's record check; a bare sequencer accepts
         # every record (undriven, they would be X in the simulation).
         for sig in ("start", "pmem_wr_en", "ucode_wr_en", "map_wr_en", "tensor_illegal",
-                    "vector_illegal"):
+                    "vector_illegal", "tensor_slot_terms", "vector_slot_terms",
+                    "tensor_blank_terms", "vector_blank_terms"):
             getattr(d, sig).value = 0
         d.start_pc.value = 0
         d.dbg_addr.value = 0
@@ -252,6 +253,8 @@ async def test_directed(dut):
     hw, _ = await _check(h, assemble(DIRECTED["loops"]), "loops")
     assert hw["regs"][21] == sum(1000 + 10 * i + j for i in range(3) for j in range(4))
     assert hw["regs"][23] == 1000 and hw["regs"][24] == 16 and hw["regs"][30] == 0
+    hw, _ = await _check(h, assemble(DIRECTED["ag_shared"]), "ag_shared")
+    assert hw["regs"][21] == 100 + 111 + 122 and hw["regs"][23] == 100
     hw, _ = await _check(h, assemble(DIRECTED["branches"]), "branches")
     assert hw["regs"][10] == 103 and hw["regs"][11] == 0
     covered = set()

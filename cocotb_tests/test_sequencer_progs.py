@@ -114,6 +114,22 @@ DIRECTED = {
         ag   1, r0, r0, 0
         halt
     """,
+    "ag_shared": """
+        li   r1, 3
+        li   r6, 10
+        li   r7, 1
+        ag   0, r5, r6, 1         ; two generators on r5 at one level: ENDLOOP's step of
+        ag   1, r5, r7, 1         ; generator 1 reads r5 as generator 0's step writes it
+        li   r5, 100
+        loop r1, shared_end
+          add  r21, r21, r5       ; 100 + 111 + 122
+    shared_end:
+        endloop
+        add  r23, r5, r0          ; restored to 100
+        ag   0, r0, r0, 0
+        ag   1, r0, r0, 0
+        halt
+    """,
     "engines": """
         li   r1, 0x30004          ; n0 = 4, n1 = 3
         li   r2, 2                ; ext_stride0

@@ -7,7 +7,7 @@ its executable form ``sim/refsim.py``.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import fifo, stream, wiring
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -58,6 +58,8 @@ class Sequencer(wiring.Component):
     max_outstanding : int
         Records per engine issued and not yet completed before EMIT stalls, 1..64
         (``sim.isa.MAX_OUTSTANDING`` by default).
+    check_terms : int
+        Record-check terms per slot (``*_slot_terms``), 1..32.
 
     Members
     -------
@@ -81,11 +83,22 @@ class Sequencer(wiring.Component):
     dma_done, tensor_done, vector_done : In(1)
         One pulse per completed record of that engine, in issue order (sem_en or not): the
         sequencer applies the record's semaphore increment.
-    tensor_rec, vector_rec : Out(record width)
-        The record being built for that engine (what the next EMIT to it pushes).
+    slot_data : Out(32)
+        The value X writes into a record slot (X's result, whether or not it writes one).
+    tensor_slot_terms, vector_slot_terms : In(ArrayLayout(check_terms, slots))
+        The core's record-check terms of ``slot_data`` (combinational from it), for each slot
+        of that engine as if ``slot_data`` were written into it: the sequencer registers a
+        slot's terms beside the slot when it writes it, so that the check at EMIT starts
+        from flip-flops.
+    tensor_blank_terms, vector_blank_terms : In(ArrayLayout(check_terms, slots))
+        The terms of a slot not written since the last EMIT to that engine (it reads as 0):
+        the core drives the terms of 0 (constants).
+    tensor_terms, vector_terms : Out(ArrayLayout(check_terms, slots))
+        The terms of the record being built for that engine (what the next EMIT to it
+        pushes): registered terms of written slots, blank terms of the others.
     tensor_illegal, vector_illegal : In(1)
-        The core's verdict on ``*_rec`` (combinational from it): an EMIT of an illegal record
-        raises ``ILLEGAL_FIELD`` and pushes nothing. Tie to 0 to accept every record.
+        The core's verdict on ``*_terms`` (combinational from them): an EMIT of an illegal
+        record raises ``ILLEGAL_FIELD`` and pushes nothing. Tie to 0 to accept every record.
     dbg_addr : In(8), dbg_data : Out(32)
         Combinational debug read port (:data:`DBG`): registers, semaphores, flags, errors,
         performance counters.
@@ -103,10 +116,12 @@ class Sequencer(wiring.Component):
     ``sim.microcode``).
     """
 
-    def __init__(self, *, pmem_depth=1024, queue_depth=2, max_outstanding=isa.MAX_OUTSTANDING):
+    def __init__(self, *, pmem_depth=1024, queue_depth=2, max_outstanding=isa.MAX_OUTSTANDING,
+                 check_terms=1):
         for name, value, lo, hi in (("pmem_depth", pmem_depth, 16, 65536),
                                     ("queue_depth", queue_depth, 1, 16),
-                                    ("max_outstanding", max_outstanding, 1, 64)):
+                                    ("max_outstanding", max_outstanding, 1, 64),
+                                    ("check_terms", check_terms, 1, 32)):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{name} must be an integer, not {value!r}")
             if not lo <= value <= hi:
@@ -116,6 +131,7 @@ class Sequencer(wiring.Component):
         self._pmem_depth = pmem_depth
         self._queue_depth = queue_depth
         self._max_outstanding = max_outstanding
+        self._check_terms = check_terms
         pc_bits = ceil_log2(pmem_depth)
         sig = {
             "start": In(1), "start_pc": In(32),
@@ -130,14 +146,19 @@ class Sequencer(wiring.Component):
         for e in _ENGINES:
             sig[_NAMES[e]] = Out(stream.Signature(record_layout(e)))
             sig[_NAMES[e] + "_done"] = In(1)
+        sig["slot_data"] = Out(32)
         for e in (Engine.TENSOR, Engine.VECTOR):
-            sig[_NAMES[e] + "_rec"] = Out(isa.layout_width(isa.RECORDS[e]))
+            terms = data.ArrayLayout(check_terms, isa.RECORD_SLOTS[e])
+            sig[_NAMES[e] + "_slot_terms"] = In(terms)
+            sig[_NAMES[e] + "_blank_terms"] = In(terms)
+            sig[_NAMES[e] + "_terms"] = Out(terms)
             sig[_NAMES[e] + "_illegal"] = In(1)
         super().__init__(sig)
 
     pmem_depth = property(lambda self: self._pmem_depth)
     queue_depth = property(lambda self: self._queue_depth)
     max_outstanding = property(lambda self: self._max_outstanding)
+    check_terms = property(lambda self: self._check_terms)
 
     def elaborate(self, platform):
         m = Module()
@@ -362,12 +383,21 @@ class Sequencer(wiring.Component):
             # R's operand is what X writes this cycle (register file, T0 or T1).
             with m.Switch(sel):
                 with m.Case(*_REG_SRCS):
-                    m.d.comb += hit.eq(xv & wr_en & (wr_addr == idx))
+                    # ``wr_en & (wr_addr == idx)`` with both write addresses compared at once
+                    # and the generator's tests per generator before the select by ``k``.
+                    m.d.comb += hit.eq(xv & (
+                        xd["wr_rd"] & rd_nz & (rd == idx) |
+                        xd["dst_agreg"] & ag_hit_ok[k] & (ag_reg[k] == idx)))
                 with m.Case(USrc.T0):
                     m.d.comb += hit.eq(xv & xd["dst_t0"])
                 with m.Case(USrc.T1):
                     m.d.comb += hit.eq(xv & xd["dst_t1"])
 
+        # Per generator: its level is the current loop level and its register is not r0 (a
+        # generator write, AGREG as destination, takes effect then).
+        ag_hit_ok = Array(Signal(name=f"ag{j}_hit_ok") for j in range(isa.NUM_AG))
+        m.d.comb += [ag_hit_ok[j].eq((ag_level[j] != 0) & (ag_level[j] == lsp) &
+                                     (ag_reg[j] != 0)) for j in range(isa.NUM_AG)]
         a_idx, b_idx = Signal(6), Signal(6)
         a_rd, b_rd = Signal(32), Signal(32)      # R's operands, as the register file has them
         a_hit, b_hit = Signal(), Signal()        # ... or X's result of this cycle instead
@@ -440,7 +470,7 @@ class Sequencer(wiring.Component):
         # EMIT then clears only ``wr`` (a few flip-flops) instead of every slot, and a slot
         # write does not wait for ``go``: X's result is a function of its registered operands,
         # so a stalled micro-instruction rewrites the same value (see the effects below).
-        rec, rec_raw, wr = {}, {}, {}
+        rec, rec_raw, wr, rec_terms = {}, {}, {}, {}
         outq, semq = {}, {}
         can_emit = Array(Signal(name=f"can_emit{e}") for e in range(4))
         outstanding = Signal(3)   # one bit per engine: a record issued and not completed
@@ -476,7 +506,15 @@ class Sequencer(wiring.Component):
                                          Cat(*rec[e])[offs["sem_en"][0]]))
             m.d.comb += sq.r_en.eq(getattr(self, _NAMES[e] + "_done"))
             if e != Engine.DMA:
-                m.d.comb += getattr(self, _NAMES[e] + "_rec").eq(Cat(*rec[e]))
+                # The record check's terms, registered beside each slot (``rec_terms``) from
+                # the core's terms of the value written: the check at EMIT starts from these
+                # flip-flops rather than from the slots through the field compares.
+                rec_terms[e] = [Signal(self._check_terms, name=f"rec_{_NAMES[e]}{s}_terms")
+                                for s in range(nslots)]
+                out_terms = getattr(self, _NAMES[e] + "_terms")
+                blank = getattr(self, _NAMES[e] + "_blank_terms")
+                m.d.comb += [out_terms[s].eq(Mux(wr[e][s], rec_terms[e][s], blank[s]))
+                             for s in range(nslots)]
 
         sem_idx = imm[:4]
         sem_cur = Signal(16)
@@ -553,19 +591,24 @@ class Sequencer(wiring.Component):
         fault = Signal()        # ``err_now != 0``, from its three sources
         # ``exec_err != 0`` grouped by the registered tests the terms share (one LUT each).
         eb = ErrorBit
-        exec_any = Signal()
-        m.d.comb += exec_any.eq(Cat(exec_err[eb.LOOP_OVERFLOW] | exec_err[eb.LOOP_UNDERFLOW],
-                                    exec_err[eb.CALL_OVERFLOW] | exec_err[eb.CALL_UNDERFLOW],
-                                    seq_fault, exec_err[eb.DEADLOCK],
-                                    exec_err[eb.ILLEGAL_FIELD]).any())
+        # The record check (``ILLEGAL_FIELD``, the core's verdict on the registered check
+        # terms) enters last, apart from the terms of registered flags (``exec_other``).
+        exec_any, exec_other = Signal(), Signal()
+        m.d.comb += [
+            exec_other.eq(Cat(exec_err[eb.LOOP_OVERFLOW] | exec_err[eb.LOOP_UNDERFLOW],
+                              exec_err[eb.CALL_OVERFLOW] | exec_err[eb.CALL_UNDERFLOW],
+                              seq_fault, exec_err[eb.DEADLOCK]).any()),
+            exec_any.eq(exec_other | exec_err[eb.ILLEGAL_FIELD]),
+        ]
         m.d.comb += fault.eq(x_live & exec_any | err_now[ErrorBit.PC_RANGE] | illegal)
         # ``adv``: X's micro-instruction takes effect (x_live implies EXEC, where err_now is
         # exec_err: the opcode map's output and the PC check stay out of this cone). ``go``:
         # the same without the error check, for an EMIT's clear of the written-slot bits: a
         # trapping micro-instruction's clear is never seen, since the sequencer stops and
         # START clears them.
-        adv, go = Signal(), Signal()
-        m.d.comb += [go.eq(x_live & ~stall), adv.eq(go & ~exec_any)]
+        adv, go, adv_pre = Signal(), Signal(), Signal()
+        m.d.comb += [go.eq(x_live & ~stall), adv_pre.eq(go & ~exec_other),
+                     adv.eq(adv_pre & ~exec_err[eb.ILLEGAL_FIELD])]
         m.d.sync += zb_seen.eq(x_live & is_zbranch & ~adv)
 
         # ---- semaphores -------------------------------------------------------------------
@@ -599,6 +642,7 @@ class Sequencer(wiring.Component):
             m.d.comb += [rf_w.addr.eq(clr), rf_w.data.eq(0), rf_w.en.eq(1)]
         with m.Else():
             m.d.comb += [rf_w.addr.eq(wr_addr), rf_w.data.eq(wr_data), rf_w.en.eq(adv & wr_en)]
+        m.d.comb += self.slot_data.eq(res)
         # The value X forwards: its register-file write, or its T0/T1 write (``res``).
         m.d.comb += x_fwd.eq(Mux(xd["fwd_sem"], sem_cur, res))
 
@@ -678,6 +722,9 @@ class Sequencer(wiring.Component):
                 for s, sig in enumerate(rec_raw[e]):
                     with m.If(slot == s):
                         m.d.sync += [sig.eq(res), wr[e][s].eq(1)]
+                        if e in rec_terms:
+                            slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
+                            m.d.sync += rec_terms[e][s].eq(slot_terms[s])
         # An EMIT pushes on ``adv``, written out for an EMIT: it can only stall for queue
         # space or as a BRANCH on Z/NZ, and only trap through its ``seq`` field or its record.
         # So the queues' write enables do not wait for the whole stall and error cones.
@@ -773,14 +820,13 @@ class Sequencer(wiring.Component):
             m.d.sync += retired.eq(retired + 1)
 
         # ---- top-level state machine --------------------------------------------------------
-        with m.If(fault):
-            m.d.sync += [err_status.eq(err_status | err_now), err_pc.eq(pc_now), state.eq(_S_DONE),
-                         xv.eq(0)]
+        err_any = Signal()      # ``err_status != 0``, registered beside it
         with m.Switch(state):
             with m.Case(_S_IDLE, _S_DONE):
                 with m.If(self.start):
                     m.d.sync += [state.eq(_S_CLEAR), clr.eq(0), pc.eq(self.start_pc),
-                                 err_status.eq(0), err_pc.eq(0), lsp.eq(0), csp.eq(0),
+                                 err_status.eq(0), err_any.eq(0), err_pc.eq(0), lsp.eq(0),
+                                 csp.eq(0),
                                  usp.eq(0), flag_eq.eq(0), flag_lt.eq(0), flag_ltu.eq(0),
                                  ltop.eq(-1), ctop.eq(-1), utop.eq(-1), usp_zero.eq(1),
                                  usp_full.eq(0), lsp_zero.eq(1), lsp_full.eq(0),
@@ -800,22 +846,26 @@ class Sequencer(wiring.Component):
                 with m.If(clr == isa.NUM_REGS - 1):
                     m.d.sync += state.eq(_S_FETCH)
             with m.Case(_S_FETCH):
-                with m.If(~fault):
-                    m.d.sync += state.eq(_S_DECODE)
+                m.d.sync += state.eq(_S_DECODE)
             with m.Case(_S_DECODE):
                 m.d.sync += [ir.eq(pr.data), state.eq(_S_MAP)]
                 fd = {n: pr.data[fi[n][0]:fi[n][0] + fi[n][1]] for n in ("rd", "rs2")}
                 m.d.sync += [rd_p[i].eq(fd["rd"] + i + 1) for i in range(3)]
                 m.d.sync += [rd_p[3].eq(fd["rs2"] + 1), rd_nz.eq(fd["rd"] != 0)]
             with m.Case(_S_MAP):
-                with m.If(~fault):
-                    m.d.sync += [rv.eq(0), xv.eq(0), npc.eq(pc + 1), state.eq(_S_EXEC)]
+                m.d.sync += [rv.eq(0), xv.eq(0), npc.eq(pc + 1), state.eq(_S_EXEC)]
+        # An error stops the sequencer (last, so that it overrides the state machine: ``fault``
+        # enters the state's multiplexer last). It cannot happen in IDLE, DONE, CLEAR, DECODE
+        # or MAP (X is empty there, the PC check is FETCH's and the opcode check follows MAP).
+        with m.If(fault):
+            m.d.sync += [err_status.eq(err_status | err_now), err_pc.eq(pc_now), state.eq(_S_DONE),
+                         xv.eq(0), err_any.eq(1)]
 
         # ---- outputs ----------------------------------------------------------------------
         m.d.comb += [
             self.busy.eq((state != _S_IDLE) & (state != _S_DONE)),
             self.done.eq(state == _S_DONE),
-            self.error.eq(err_status != 0),
+            self.error.eq(err_any),
             self.err_status.eq(err_status),
             self.err_pc.eq(err_pc),
             rf_d.addr.eq(self.dbg_addr[:6]),

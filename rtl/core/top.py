@@ -236,7 +236,8 @@ class NeuronCore(wiring.Component):
             return comp
 
         regs = m.submodules.regs = AXI4LiteRegisters(mm)
-        seq = soft_reset("seq", Sequencer(pmem_depth=self._pmem_depth))
+        seq = soft_reset("seq", Sequencer(pmem_depth=self._pmem_depth,
+                                          check_terms=self._RECORD_TERMS))
         dma = m.submodules.dma = DMA(partitions=P, sbuf_depth=self._sbuf_depth,
                                      max_burst=self._max_burst, windows=self._dma_windows)
         sbuf = m.submodules.sbuf = SBUF(P, self._sbuf_depth)
@@ -526,38 +527,85 @@ class NeuronCore(wiring.Component):
         ]
         return m
 
+    #: Record-check terms per slot (``Sequencer.check_terms``): TENSOR slot 3 has the most
+    #: (k and m: 2 or 5 each, fmt: 1).
+    _RECORD_TERMS = 11
+
     def _record_check(self, m, seq):
         """``sim.isa.tensor_record_error`` / ``vector_record_error`` on the records the
         sequencer is building: an EMIT of an invalid one traps ``ILLEGAL_FIELD`` (reported as
-        ``ILLEGAL_INSTRUCTION`` at the instruction's PC) and nothing reaches the engines."""
+        ``ILLEGAL_INSTRUCTION`` at the instruction's PC) and nothing reaches the engines.
+
+        The check is split in two: terms of at most 4 bits each of the value written into a
+        slot (``seq.slot_data``; the sequencer registers them beside the slot), and the
+        verdict, a small function of the registered terms (``seq.*_terms``) at EMIT."""
         from rtl.control.layouts import record_layout
-        t = data.View(record_layout(isa.Engine.TENSOR), seq.tensor_rec)
-        fmt_ok = Signal()
-        m.d.comb += fmt_ok.eq(0)
-        with m.Switch(t.fmt):
-            for f in self._formats:
-                with m.Case(int(f)):
-                    m.d.comb += fmt_ok.eq(1)
-        m.d.comb += seq.tensor_illegal.eq(
-            (t.k == 0) | (t.k > self._rows) | (t.m == 0) | (t.m > self._cols) | (t.n == 0) |
-            ~fmt_ok)
-        v = data.View(record_layout(isa.Engine.VECTOR), seq.vector_rec)
-        checked = Signal()
-        reduce_ok = Signal()
-        m.d.comb += [
-            checked.eq(0), reduce_ok.eq(0),
-        ]
-        with m.Switch(v.op):
-            with m.Case(*isa.VEC_CHECKED_OPS):
-                m.d.comb += checked.eq(1)
-        with m.Switch(v.alu):
-            with m.Case(*isa.VEC_REDUCE_ALUS):
-                m.d.comb += reduce_ok.eq(1)
-        m.d.comb += seq.vector_illegal.eq(
-            (v.op > isa.VecOp.ACC_RD) |
-            (checked & ((v.alu > isa.VEC_ALU_MAX) | (v.rnd > isa.VEC_RND_MAX))) |
-            ((v.op == isa.VecOp.REDUCE) & ~reduce_ok) |
-            ((v.op == isa.VecOp.TT) & (v.b_space == isa.Space.PSUM)))
+
+        def nibbles(value):
+            return [value[i:i + 4] for i in range(0, len(value), 4)]
+
+        def range_terms(value, hi):
+            # 1 <= value <= hi for an 8-bit field, from its nibbles h (high) and l (low) and
+            # hi's H and L: h < H, h == H, l <= L, h == 0, l == 0 (with H = 0, two terms:
+            # h != 0 and l outside 1..L).
+            hi = min(hi, 0xFF)
+            h, l, hh, ll = value[4:8], value[:4], hi >> 4, hi & 15
+            if hh == 0:
+                return [h != 0, (l == 0) | (l > ll)]
+            return [h < hh, h == hh, l <= ll, h == 0, l == 0]
+
+        def range_bad(terms):
+            if len(terms) == 2:
+                return terms[0] | terms[1]
+            h_lt, h_eq, l_le, h_z, l_z = terms
+            return ~(h_lt | h_eq & l_le) | h_z & l_z
+
+        def fmt_ok(fmt):
+            return Cat(*[fmt == int(f) for f in self._formats]).any()
+
+        def tensor_terms(word):
+            t = data.View(record_layout(isa.Engine.TENSOR), word)
+            k, mm = range_terms(t.k, self._rows), range_terms(t.m, self._cols)
+            return {2: [n != 0 for n in nibbles(t.n)], 3: k + mm + [~fmt_ok(t.fmt)]}
+
+        def tensor_bad(terms):
+            nk = len(range_terms(Const(0, 8), self._rows))
+            k, mm = terms[3][:nk], terms[3][nk:-1]
+            return ~Cat(*terms[2]).any() | range_bad(k) | range_bad(mm) | terms[3][-1]
+
+        def vector_terms(word):
+            v = data.View(record_layout(isa.Engine.VECTOR), word)
+            return {0: [v.op > isa.VecOp.ACC_RD,
+                        Cat(*[v.op == o for o in isa.VEC_CHECKED_OPS]).any(),
+                        v.op == isa.VecOp.REDUCE, v.op == isa.VecOp.TT,
+                        v.alu > isa.VEC_ALU_MAX,
+                        ~Cat(*[v.alu == a for a in isa.VEC_REDUCE_ALUS]).any(),
+                        v.rnd > isa.VEC_RND_MAX, v.b_space == isa.Space.PSUM]}
+
+        def vector_bad(terms):
+            op_bad, checked, reduce, tt, alu_bad, alu_nored, rnd_bad, b_psum = terms[0]
+            return (op_bad | checked & (alu_bad | rnd_bad) | reduce & alu_nored |
+                    tt & b_psum)
+
+        for e, terms_of, bad in ((isa.Engine.TENSOR, tensor_terms, tensor_bad),
+                                 (isa.Engine.VECTOR, vector_terms, vector_bad)):
+            name = {isa.Engine.TENSOR: "tensor", isa.Engine.VECTOR: "vector"}[e]
+            nslots = isa.RECORD_SLOTS[e]
+            width = isa.layout_width(isa.RECORDS[e])
+            slot_terms = getattr(seq, name + "_slot_terms")
+            blank_terms = getattr(seq, name + "_blank_terms")
+            # Slot s's terms: the word with ``slot_data`` in slot s (the other slots' bits are
+            # not used by slot s's terms).
+            for s_ in range(nslots):
+                word = Cat(Const(0, 32 * s_), seq.slot_data, Const(0, width - 32 * (s_ + 1)))
+                terms = terms_of(word).get(s_, [])
+                blank = terms_of(Const(0, width)).get(s_, [])
+                assert len(terms) <= self._RECORD_TERMS
+                m.d.comb += [slot_terms[s_].eq(Cat(*terms)), blank_terms[s_].eq(Cat(*blank))]
+            held = getattr(seq, name + "_terms")
+            counts = {s_: len(t) for s_, t in terms_of(Const(0, width)).items()}
+            m.d.comb += getattr(seq, name + "_illegal").eq(
+                bad({s_: [held[s_][i] for i in range(n)] for s_, n in counts.items()}))
 
     def _vector_adapter(self, m, seq, vctrl, cmd_layout, AccOp, AluOp, Src):
         """VECTOR records (``sim.isa.VECTOR_RECORD``) to controller commands, as
