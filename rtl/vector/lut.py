@@ -6,7 +6,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from rtl.arith.common import delay, leading_zeros
+from rtl.arith.common import delay, ge_const, leading_zeros
 from rtl.arith.fp32_add import FP32Adder
 from rtl.arith.fp32_mul import FP32Multiplier
 from rtl.vector.mul import LaneMultiplier
@@ -89,11 +89,15 @@ def exp2_reduce(m, w, name="x2", cut=None):
     x = Signal(31, name=f"{name}_fix")
     m.d.comb += x.eq(Cat(M, Const(1, 1)) << t)
     frac = x[0:24]
-    small = E <= 125
-    n_abs = Signal(9, name=f"{name}_n_abs")
-    m.d.comb += n_abs.eq(Mux(small, 0, x[24:31] + x[23]))
+    small = ~ge_const(E, 126)
+    # n and -n side by side (-(h + r) = ~h + (1 - r) in 10 bits), not a negation after the
+    # rounding add: 9 routed levels from the pre-scale's output register.
+    x_hi = Cat(x[24:31], Const(0, 3))
+    n_pos = Signal(10, name=f"{name}_n_pos")
+    n_neg = Signal(10, name=f"{name}_n_neg")
+    m.d.comb += [n_pos.eq(x_hi + x[23]), n_neg.eq(~x_hi + ~x[23])]
     n = Signal(signed(10), name=f"{name}_n")
-    m.d.comb += n.eq(Mux(s, -n_abs, n_abs))
+    m.d.comb += n.eq(Mux(small, 0, Mux(s, n_neg, n_pos)))
     mag = Signal(24, name=f"{name}_mag")          # |w - n| * 2**24, at most 2**23
     m.d.comb += mag.eq(Mux(frac[23], -frac, frac))
     neg = frac[23]
@@ -111,7 +115,7 @@ def exp2_reduce(m, w, name="x2", cut=None):
         w, n, mag, neg, is_zero = (cut(x, f"{name}_{nm}") for x, nm in (
             (w, "w"), (n, "n"), (mag, "mag"), (neg, "neg"), (is_zero, "zero")))
         s, E = w[31], w[23:31]
-        small = E <= 125
+        small = ~ge_const(E, 126)
     norm = Signal(24, name=f"{name}_norm")
     m.d.comb += norm.eq(mag << lz)
     v = Signal(32, name=f"{name}_v")
@@ -480,7 +484,7 @@ class Lut(wiring.Component):
             signed_inf = Cat(Const(0x7F800000, 31), s)
             signed_zero = Cat(Const(0, 31), s)
             table = {
-                RangeMode.EXP2: [(inf | (E >= 134), Mux(s, 0, pos_inf))],
+                RangeMode.EXP2: [(inf | ge_const(E, 134), Mux(s, 0, pos_inf))],
                 RangeMode.RECIP: [(zero, signed_inf), (inf, signed_zero)],
                 RangeMode.RSQRT: [(zero, signed_inf), (inf & ~s, 0), (s, CANONICAL_NAN_F32)],
                 RangeMode.SQRT: [(zero, signed_zero), (inf & ~s, pos_inf),
