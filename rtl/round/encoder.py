@@ -316,13 +316,15 @@ class FPEncoder(wiring.Component):
                     mask = (1 << bits) - 1
                     with m.If(is_nan | is_zero):
                         m.d.comb += o.eq(0)
+                    # The range checks as logic against constants (ge_const), beside the
+                    # negation's carry chain rather than as two more chains.
                     with m.Elif(sign):
-                        with m.If(ovf | (mag > lo_mag)):
+                        with m.If(ovf | ge_const(mag, lo_mag + 1)):
                             m.d.comb += o.eq((-lo_mag) & mask)
                         with m.Else():
                             m.d.comb += o.eq(neg[:bits])
                     with m.Else():
-                        with m.If(ovf | (mag > hi)):
+                        with m.If(ovf | ge_const(mag, hi + 1)):
                             m.d.comb += o.eq(hi)
                         with m.Else():
                             m.d.comb += o.eq(mag)
