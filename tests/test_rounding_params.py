@@ -25,9 +25,8 @@ def test_prng_params():
         LanePrngs(True)
     with pytest.raises(ValueError, match="init must be 6 32-bit words"):
         Prng([1, 2, 3])
-    assert (LanePrngs(2).seed_cycles, LanePrngs(2, seed_register=True).seed_cycles) == (14, 15)
-    with pytest.raises(TypeError, match="seed_register must be a bool, not 1"):
-        LanePrngs(2, seed_register=1)
+    # docs/rounding.md: re-seeding takes 6 * lanes + 4 cycles.
+    assert (LanePrngs(1).seed_cycles, LanePrngs(2).seed_cycles) == (10, 16)
 
 
 def test_rounding_unit_params():
@@ -47,8 +46,5 @@ def test_rounding_unit_params():
         RoundingUnit(encoder_stages=4)
     with pytest.raises(ValueError, match="encoder_stages must be 0 when stages is 0"):
         RoundingUnit(stages=0, encoder_stages=1)
-    assert RoundingUnit(seed_register=True).seed_register
-    with pytest.raises(TypeError, match="seed_register must be a bool, not None"):
-        RoundingUnit(seed_register=None)
     with pytest.raises(ValueError, match="stages must be an integer from 0 to 3, not 4"):
         FPEncoder(16, 4)

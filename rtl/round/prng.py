@@ -4,7 +4,7 @@ The golden model is ``sim/prng.py`` (same generator, same seeding, same reset st
 ``docs/rounding.md`` for the choice of generator.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -84,19 +84,14 @@ class LanePrngs(wiring.Component):
     After reset the lanes hold the states of seed 0. A ``seed_load`` pulse starts re-seeding:
     one shared MurmurHash3 finaliser produces the words of ``splitmix32(seed)``, one per cycle,
     shifted into the chained lane states. The finaliser is pipelined (:attr:`SEED_LATENCY`
-    register stages, one per 32-bit multiply), so re-seeding takes ``6 * lanes +
-    SEED_LATENCY`` cycles (:attr:`seed_cycles`), during which ``busy`` is 1, ``out`` is
-    meaningless and ``advance`` is ignored. A ``seed_load`` while busy restarts.
+    register stages: each 32-bit multiply is split into 16 x 16-bit partial products, one
+    stage, and their sum, the next), so re-seeding takes ``6 * lanes + SEED_LATENCY`` cycles
+    (:attr:`seed_cycles`), during which ``busy`` is 1, ``out`` is meaningless and ``advance``
+    is ignored. A ``seed_load`` while busy restarts.
 
     Parameters
     ----------
     lanes : int
-    seed_register : bool, default False
-        Register ``seed`` and ``seed_load`` before the seeding logic (opt-in): the pulse's
-        decode and the seed's multiplexer in front of the unit then end at a flip-flop
-        instead of running on through the Weyl adder (10 routed levels in the core2 netlist).
-        ``busy`` still rises the cycle after the pulse, and re-seeding takes one cycle more,
-        ``6 * lanes + SEED_LATENCY + 1``.
 
     Members
     -------
@@ -111,14 +106,11 @@ class LanePrngs(wiring.Component):
 
     #: Register stages of the seeding hash: re-seeding keeps ``busy`` for ``6 * lanes`` plus
     #: this many cycles.
-    SEED_LATENCY = 2
+    SEED_LATENCY = 4
 
-    def __init__(self, lanes, *, seed_register=False):
+    def __init__(self, lanes):
         check_lanes(lanes)
-        if not isinstance(seed_register, bool):
-            raise TypeError(f"seed_register must be a bool, not {seed_register!r}")
         self._lanes = lanes
-        self._seed_register = seed_register
         super().__init__({
             "seed": In(32),
             "seed_load": In(1),
@@ -132,13 +124,31 @@ class LanePrngs(wiring.Component):
         return self._lanes
 
     @property
-    def seed_register(self):
-        return self._seed_register
-
-    @property
     def seed_cycles(self):
         """Cycles ``busy`` stays 1 after a ``seed_load`` pulse."""
-        return STATE_WORDS * self._lanes + self.SEED_LATENCY + int(self._seed_register)
+        return STATE_WORDS * self._lanes + self.SEED_LATENCY
+
+    @staticmethod
+    def _mul_lo32(m, name, a, const):
+        """``(a * const) mod 2**32`` in two stages; returns the result (a register) and the
+        enable of its first stage's register (the caller drives it).
+
+        Stage 1 registers three 16 x 16-bit partial products (one MULT18X18D each on ECP5, or
+        shift-and-add logic for the constant), stage 2 their sum: ``lo*lo + (lo*hi + hi*lo)
+        << 16``; ``hi*hi`` only reaches bit 32 and above."""
+        a_lo, a_hi = a[:16], a[16:32]
+        c_lo, c_hi = const & 0xFFFF, const >> 16
+        p_ll = Signal(32, name=f"{name}_p_ll")
+        p_lh = Signal(16, name=f"{name}_p_lh")
+        p_hl = Signal(16, name=f"{name}_p_hl")
+        res = Signal(32, name=name)
+        m.d.sync += [
+            p_ll.eq(a_lo * c_lo),
+            p_lh.eq((a_lo * c_hi)[:16]),
+            p_hl.eq((a_hi * c_lo)[:16]),
+            res.eq(p_ll + ((p_lh + p_hl)[:16] << 16)),
+        ]
+        return res
 
     def elaborate(self, platform):
         m = Module()
@@ -151,41 +161,30 @@ class LanePrngs(wiring.Component):
             m.d.comb += [self.out[i].eq(gen.out), gen.advance.eq(self.advance[i] & ~self.busy)]
 
         # Seeding: a Weyl sequence through the MurmurHash3 finaliser, one word per cycle, in
-        # SEED_LATENCY stages (each 32-bit multiply in its own cycle). A restart needs no flush:
-        # words of the old seed still in the pipeline shift in first and the 6 * lanes new
-        # words then replace the whole chained state.
+        # SEED_LATENCY stages (partial products, then their sum, for each 32-bit multiply).
+        # A restart needs no flush: words of the old seed still in the pipeline shift in first
+        # and the 6 * lanes new words then replace the whole chained state.
         # ``weyl`` holds the Weyl word being hashed (the seed plus one step at the load), so the
         # Weyl adder is not in front of the first multiply.
         count = Signal(range(STATE_WORDS * lanes + 1))
         weyl = Signal(32)
-        h1 = Signal(32)
-        h1_valid = Signal()
-        word = Signal(32)
-        word_valid = Signal()
         issue = Signal()
-        seed, seed_load = self.seed, self.seed_load
-        if self._seed_register:
-            seed, seed_load = Signal(32, name="seed_q"), Signal(name="seed_load_q")
-            m.d.sync += [seed.eq(self.seed), seed_load.eq(self.seed_load)]
+        valid = Signal(self.SEED_LATENCY)       # valid[k]: the word after stage k + 1
         m.d.comb += [
             issue.eq(count != 0),
-            self.busy.eq(issue | h1_valid | word_valid |
-                         (seed_load if self._seed_register else 0)),
+            self.busy.eq(issue | valid.any()),
         ]
-        m.d.sync += [
-            h1.eq(((weyl ^ (weyl >> 16)) * 0x85EBCA6B)[:32]),
-            word.eq(((h1 ^ (h1 >> 13)) * 0xC2B2AE35)[:32]),
-            h1_valid.eq(issue),
-            word_valid.eq(h1_valid),
-        ]
-        with m.If(seed_load):
-            m.d.sync += [weyl.eq(seed + WEYL_STEP), count.eq(STATE_WORDS * lanes)]
+        m.d.sync += valid.eq(Cat(issue, valid[:-1]))
+        h1 = self._mul_lo32(m, "h1", weyl ^ (weyl >> 16), 0x85EBCA6B)
+        word = self._mul_lo32(m, "word", h1 ^ (h1 >> 13), 0xC2B2AE35)
+        with m.If(self.seed_load):
+            m.d.sync += [weyl.eq(self.seed + WEYL_STEP), count.eq(STATE_WORDS * lanes)]
         with m.Elif(issue):
             m.d.sync += [weyl.eq(weyl + WEYL_STEP), count.eq(count - 1)]
         hashed = word ^ (word >> 16)
         for i, gen in enumerate(gens):
             m.d.comb += [
-                gen.shift.eq(word_valid),
+                gen.shift.eq(valid[-1]),
                 gen.shift_in.eq(hashed if i == lanes - 1 else gens[i + 1].shift_out),
             ]
         return m

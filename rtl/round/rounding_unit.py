@@ -32,9 +32,6 @@ class RoundingUnit(wiring.Component):
     encoder_stages : int
         Pipeline registers inside each encoder (``FPEncoder(stages=...)``, 0..3; needs
         ``stages >= 1``). Latency ``stages + encoder_stages`` cycles.
-    seed_register : bool, default False
-        ``LanePrngs(seed_register=...)``: register ``seed`` and ``seed_load`` before the
-        seeding logic (re-seeding takes one cycle more).
 
     Members
     -------
@@ -46,16 +43,15 @@ class RoundingUnit(wiring.Component):
     seed : In(32)
     seed_load : In(1)
         A pulse re-seeds every lane from ``seed`` (``sim.prng.lane_states``); this takes
-        ``6 * lanes + 2`` cycles (``+ 3`` with ``seed_register``), during which ``i.ready`` is
-        0. A beat accepted in the cycle of the
-        pulse still uses the old streams. After reset the lanes hold the streams of seed 0.
+        ``6 * lanes + 4`` cycles (``LanePrngs.seed_cycles``), during which ``i.ready`` is 0.
+        A beat accepted in the cycle of the pulse still uses the old streams. After reset the lanes hold the streams of seed 0.
 
     A lane draws one random word per element only for beats in mode SR, so the results depend
     only on the seed and the sequence of SR beats. Back-pressure: the pipeline advances when
     ``o`` is empty or accepted (``~o.valid | o.ready``); nothing is lost or duplicated.
     """
 
-    def __init__(self, lanes=4, n_rand=16, stages=2, encoder_stages=0, *, seed_register=False):
+    def __init__(self, lanes=4, n_rand=16, stages=2, encoder_stages=0):
         check_lanes(lanes)
         check_n_rand(n_rand)
         if isinstance(stages, bool) or not isinstance(stages, int):
@@ -66,9 +62,6 @@ class RoundingUnit(wiring.Component):
         if encoder_stages and not stages:
             raise ValueError("encoder_stages must be 0 when stages is 0 (a combinational unit), "
                              f"not {encoder_stages}")
-        if not isinstance(seed_register, bool):
-            raise TypeError(f"seed_register must be a bool, not {seed_register!r}")
-        self._seed_register = seed_register
         self._encoder_stages = encoder_stages
         self._lanes = lanes
         self._n_rand = n_rand
@@ -99,10 +92,6 @@ class RoundingUnit(wiring.Component):
         return self._stages
 
     @property
-    def seed_register(self):
-        return self._seed_register
-
-    @property
     def encoder_stages(self):
         return self._encoder_stages
 
@@ -114,7 +103,7 @@ class RoundingUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         lanes, n, stages = self._lanes, self._n_rand, self._stages
-        prngs = m.submodules.prngs = LanePrngs(lanes, seed_register=self._seed_register)
+        prngs = m.submodules.prngs = LanePrngs(lanes)
         m.d.comb += [prngs.seed.eq(self.seed), prngs.seed_load.eq(self.seed_load)]
 
         en = Signal()                 # the whole pipeline moves
