@@ -9,7 +9,7 @@ Expected values come from the memory map and a Python model of the windows, neve
 import random
 
 import cocotb
-from cocotb.triggers import ClockCycles, RisingEdge, Event, Combine
+from cocotb.triggers import ClockCycles, RisingEdge
 
 from amaranth.hdl import Module
 from amaranth.lib import memory, wiring

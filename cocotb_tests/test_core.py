@@ -7,15 +7,13 @@ tolerance (that checks the reference itself).
 """
 
 import os
-import random
 
 import cocotb
 import ml_dtypes
 import numpy as np
 
 from cocotb_tests.common.config import dut_config
-from cocotb_tests.common.core_env import (CoreEnv, attention_program, f32_bits,
-                                          gemm_program, mlp_program, run_program, table_words)
+from cocotb_tests.common.core_env import (CoreEnv, attention_program, gemm_program, mlp_program, run_program, table_words)
 from sim.asm import assemble
 from sim.refsim import RefSim
 

@@ -16,7 +16,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from sim.dtypes import Format, STORAGE_BITS
 from sim.errors import ErrorCode

@@ -2,15 +2,12 @@
 AxiMaster against a bytearray model: random INCR bursts (full width and narrow), unaligned
 starts, random back-pressure on W, B and R, concurrent reads and writes, DECERR above the end."""
 
-import itertools
 import random
 
 import cocotb
-from cocotb.triggers import ClockCycles
 
-from cocotb_tests.common.clock import reset, start_clock
+from cocotb_tests.common.clock import reset, settle_comb, start_clock
 from cocotb_tests.common.config import dut_config
-from cocotb_tests.test_uart import settle_comb
 
 
 def pauses(rng, p):

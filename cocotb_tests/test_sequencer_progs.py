@@ -8,7 +8,7 @@ Plain Python (no cocotb, no pytest fixtures): imported by ``cocotb_tests/test_se
 import random
 
 from sim import isa
-from sim.dtypes import Format, RoundMode
+from sim.dtypes import RoundMode
 from sim.isa import VecAlu
 
 __all__ = ["DIRECTED", "HANG_REGRESSIONS", "random_program"]

@@ -6,12 +6,11 @@ program the RTL's performance counters (running cycles, per-engine busy / semaph
 must equal the predicted timeline (up to one constant offset: the start-up).
 """
 
-import random
 
 import cocotb
 
 from cocotb_tests.common.config import dut_config
-from cocotb_tests.test_sequencer import DBG, Harness, _setup
+from cocotb_tests.test_sequencer import _setup
 from cocotb_tests.test_sequencer_progs import DIRECTED, random_program
 from sim.asm import assemble
 from sim.cycles import MicroSim

@@ -5,7 +5,6 @@ inputs. A small wrapper (below) tags each result beat with its PSUM address the 
 tensor controller does: one ``tag`` per moving group, consumed with the group's last beat.
 """
 
-import os
 import random
 
 import numpy as np
@@ -14,7 +13,7 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.common.clock import reset, start_clock
-from cocotb_tests.test_tensor import (Instr, _cfg, _pack, _seed, drive_moving,
+from cocotb_tests.test_tensor import (Instr, _cfg, _seed, drive_moving,
                                       drive_stationary)
 from sim.dtypes import Format
 from sim.tensor import PsumModel, column_sums, random_operands

@@ -9,7 +9,6 @@ The line driver and monitor here (:class:`UartLine`) are also used by
 import random
 
 import cocotb
-from cocotb_tests.common.clock import settle_comb
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 

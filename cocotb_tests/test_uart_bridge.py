@@ -17,11 +17,19 @@ import cocotb
 from cocotb.task import bridge, resume
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
-from cocotb_tests.common.clock import reset, start_clock
+from cocotb_tests.common.clock import reset, settle_comb, start_clock
 from cocotb_tests.common.config import dut_config
-from cocotb_tests.test_uart import PERIOD_NS, UartLine, gap_pattern, settle_comb
-from fpga.host_serial import (BusError, SerialTransport, encode_ping, encode_read,
-                              encode_write, REPLY_PING, REPLY_READ, REPLY_WRITE)
+from cocotb_tests.test_uart import PERIOD_NS, UartLine, gap_pattern
+from fpga.host_serial import (
+    REPLY_PING,
+    REPLY_READ,
+    REPLY_WRITE,
+    BusError,
+    SerialTransport,
+    encode_ping,
+    encode_read,
+    encode_write,
+)
 
 SLVERR_BASE = 0xE000_0000     # [0xE0000000, 0xF0000000): SLVERR
 DECERR_BASE = 0xF000_0000     # [0xF0000000, 2**32): DECERR

@@ -7,14 +7,13 @@ numpy."""
 
 import random
 
-import numpy as np
-
 import cocotb
+import numpy as np
 from cocotb.task import bridge
 
-from cocotb_tests.common.clock import reset, start_clock
+from cocotb_tests.common.clock import reset, settle_comb, start_clock
 from cocotb_tests.common.config import dut_config
-from cocotb_tests.test_uart import PERIOD_NS, UartLine, gap_pattern, settle_comb
+from cocotb_tests.test_uart import PERIOD_NS, UartLine, gap_pattern
 from cocotb_tests.test_uart_bridge import SimSerialPort
 from fpga.host_serial import RAM_WINDOW, BoardMemory, BusError, SerialTransport
 

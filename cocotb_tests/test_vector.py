@@ -20,7 +20,7 @@ from cocotb_tests.common.config import dut_config
 from sim.dtypes import Format, RoundMode
 from sim.lut import TableSpec, compile_table
 from sim.tables import SHIPPED
-from sim.vector import (AccOp, AluOp, Hdr, RangeMode, Src, Status, VectorEngineModel,
+from sim.vector import (AccOp, AluOp, Hdr, Src, Status, VectorEngineModel,
                         coef_addr, desc_addr, hdr_addr, pack_cmd, status_addr, unpack_cmd)
 
 F32_EDGES = [

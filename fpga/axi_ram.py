@@ -9,9 +9,9 @@ with the master's ``wstrb``. Addresses at or above ``size_bytes`` answer DECERR 
 dropped, reads return 0).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, memory, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import In
 
 from rtl.bus.axi import AXI4LiteSignature, AXI4Signature
 from rtl.bus.skid import SkidBuffer

@@ -8,7 +8,7 @@ checks the VCO/PFD ranges of the results, and the fpga_build test cross-checks t
 
 from dataclasses import dataclass
 
-from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Instance, Module, Signal
+from amaranth.hdl import ClockSignal, Elaboratable, Instance, Module, Signal
 from amaranth.lib.cdc import ResetSynchronizer
 
 __all__ = ["ECP5PLLParams", "ICE40PLLParams", "ecp5_pll", "ice40_pll", "ECP5ClockGen",

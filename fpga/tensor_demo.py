@@ -22,7 +22,7 @@ result beat is held in the capture registers until popped. Reads answer two cycl
 AR handshake (the read mux is registered once).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 

@@ -8,7 +8,7 @@ names, so the core and the demo register block fit alike. Other 1-bit outputs na
 ``busy`` or ``error`` drive LEDs when the board has enough.
 """
 
-from amaranth.hdl import ClockDomain, Elaboratable, Module, Mux, Signal
+from amaranth.hdl import ClockDomain, Elaboratable, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Flow, In, Out
 

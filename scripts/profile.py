@@ -20,7 +20,6 @@ sequencer's counters with a 4-cycle resolution); *idle* otherwise.
 
 import argparse
 import json
-import os
 import pathlib
 import sys
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from sim.dtypes import Format, RoundMode
 from sim.formats import decode, fp32_add
-from sim.rounding import RoundingUnitModel, encode
+from sim.rounding import RoundingUnitModel
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

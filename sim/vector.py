@@ -24,7 +24,7 @@ import enum
 
 import numpy as np
 
-from sim.dtypes import CANONICAL_NAN_F32, Format, RoundMode
+from sim.dtypes import CANONICAL_NAN_F32
 from sim.formats import daz, decode, fp32_add, fp32_mul, round_to_fp32
 
 __all__ = [

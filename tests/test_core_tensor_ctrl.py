@@ -12,7 +12,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 
 from amaranth_tb import send_commands, simulate, tick_until
-from rtl.core.sbuf import SBUF, SBUFWriteSignature
+from rtl.core.sbuf import SBUF
 from rtl.core.tensor_ctrl import TensorController
 
 ROWS, COLS, DEPTH, PDEPTH = 4, 4, 64, 64

@@ -9,7 +9,7 @@ import pytest
 
 from sim.lut import TableSpec, compile_table
 from sim.tables import SHIPPED
-from sim.vector import MAX_BINADES, RangeMode
+from sim.vector import MAX_BINADES
 
 
 def test_compile_errors():

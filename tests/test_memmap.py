@@ -6,7 +6,7 @@ import json
 import pytest
 
 from sim.errors import ERRORS, ErrorCode, describe, SEQUENCER_ERROR_MAP, ERROR_CODE_BITS
-from sim.memmap import MEMORY_MAP, build_memory_map, MemoryMap, PERF_COUNTERS
+from sim.memmap import MEMORY_MAP, build_memory_map, PERF_COUNTERS
 from sim.isa import ErrorBit
 
 

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from cocotb_tests.test_sequencer_progs import DIRECTED, random_program
-from sim import isa
 from sim.asm import assemble
 from sim.isa import Engine, ErrorBit
 from sim.refsim import RefSim

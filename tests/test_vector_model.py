@@ -10,7 +10,7 @@ import pytest
 from sim.dtypes import Format, RoundMode
 from sim.lut import compile_table
 from sim.tables import SHIPPED, table
-from sim.vector import (CMD_BITS, CMD_FIELDS, AccOp, AluOp, Hdr, RangeMode, Src, Status,
+from sim.vector import (CMD_BITS, CMD_FIELDS, AccOp, AluOp, Hdr, Src, Status,
                         VectorEngineModel, acc_identity, alu, coef_addr, desc_addr, hdr_addr,
                         ldexp_ftz, lut_eval, make_cmd, mulz, pack_cmd, status_addr, unpack_cmd)
 

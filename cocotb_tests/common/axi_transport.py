@@ -1,8 +1,7 @@
 """The host driver's transport in a cocotb simulation: a cocotbext-axi ``AxiLiteMaster`` on
 the core's ``axil`` port (``sim/host.py`` runs unchanged on top of it)."""
 
-import cocotb
-from cocotb.triggers import ClockCycles, RisingEdge, Timer
+from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from sim.host import Transport, BusError

@@ -14,8 +14,7 @@ import random
 
 import numpy as np
 
-import cocotb
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from .clock import reset as _reset

@@ -31,9 +31,7 @@ import hashlib
 import json
 import os
 import pathlib
-import shutil
 import sys
-import sysconfig
 
 from amaranth.back import verilog
 from amaranth.lib import wiring

@@ -5,10 +5,9 @@ Both halves count ``divisor`` clock cycles per bit (``divisor = round(clk_freq /
 significant first, and one stop bit (1).
 """
 
-from amaranth.hdl import Elaboratable, Module, Signal, Cat, Const
+from amaranth.hdl import Module, Signal, Cat, Const
 from amaranth.lib import cdc, stream, wiring
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import bits_for
 
 __all__ = ["UartTx", "UartRx", "uart_divisor", "MIN_DIVISOR"]
 

@@ -20,9 +20,9 @@ the serial line has no flow control, so a host must not have more unanswered REA
 in flight than fit these buffers (``fpga/host_serial.py`` keeps to this).
 """
 
-from amaranth.hdl import Module, Signal, Cat, Const
+from amaranth.hdl import Module, Signal, Cat
 from amaranth.lib import fifo, stream, wiring
-from amaranth.lib.wiring import In, Out, Signature
+from amaranth.lib.wiring import In, Out
 
 from .axi import AXI4LiteSignature
 from .uart import UartRx, UartTx, _check_divisor, uart_divisor

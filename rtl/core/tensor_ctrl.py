@@ -6,7 +6,7 @@ into the tensor engine, tags each result beat with its PSUM address and the over
 flag, and when the last beat has been written signals completion (a semaphore increment).
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2

@@ -8,15 +8,14 @@ See ``docs/core.md`` for the block diagram, the window layouts and the abort pro
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, ResetInserter, Signal, Value
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from sim import isa
 from sim.dtypes import Format
 from sim.errors import SEQUENCER_ERROR_MAP, ErrorCode
-from sim.memmap import (CTRL_ABORT, CTRL_CLEAR, CTRL_CLEAR_COUNTERS, CTRL_START,
-                        build_memory_map)
+from sim.memmap import (CTRL_ABORT, CTRL_CLEAR, CTRL_CLEAR_COUNTERS, build_memory_map)
 
 from .sbuf import SBUF, check_pow2
 from .tensor_ctrl import TensorController

@@ -15,7 +15,7 @@ products, which leave the sum unchanged except that a ``-0`` sum becomes ``+0``.
 ``sim.tensor.matmul`` reproduces this order bit for bit.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2

@@ -4,7 +4,6 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from sim.dtypes import Format
 
 from .array import SystolicArray, check_dim
 from .pe import (ENGINE_FORMATS, MAX_ADD_STAGES, MAX_MUL_STAGES, check_formats, check_stages,

@@ -13,7 +13,7 @@ from rtl.round.rounding_unit import RoundingUnit
 from rtl.vector.alu import VectorAlu
 from rtl.vector.lut import CFG_LAYOUT, Lut, check_depth, check_lanes
 from sim.dtypes import CANONICAL_NAN_F32, Format
-from sim.vector import CMD_FIELDS, AccOp, AluOp, Src, acc_identity
+from sim.vector import CMD_FIELDS, AccOp, Src, acc_identity
 
 __all__ = ["VectorEngine", "CMD_LAYOUT"]
 
@@ -438,7 +438,7 @@ class VectorEngine(wiring.Component):
         # reads a never-changing state is not run at time 0 by Icarus in SystemVerilog mode,
         # which would leave them X.)
         idle = Signal(init=1)
-        with m.FSM() as fsm:
+        with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.cmd.valid):
                     m.d.sync += idle.eq(0)
