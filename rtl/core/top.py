@@ -215,7 +215,7 @@ class NeuronCore(wiring.Component):
         from rtl.bus.axi_lite import AXI4LiteRegisters
         from rtl.bus.pipeline_register import PipelineRegister
         from rtl.control.sequencer import DBG, Sequencer
-        from rtl.core.status import ErrorStatus
+        from rtl.core.status import ErrorReport, ErrorStatus
         from rtl.core.watchdog import Watchdog
         from rtl.dma.dma import DMA
         from rtl.tensor.engine import TensorEngine
@@ -346,7 +346,13 @@ class NeuronCore(wiring.Component):
         for bit in reversed(isa.ErrorBit):
             with m.If(es[int(bit)]):
                 m.d.comb += seq_code.eq(SEQUENCER_ERROR_MAP[bit.name])
-        rep = status.report
+        # The reports reach the status block through a register: its count and first-error
+        # selection then start at flip-flops instead of behind the sources' decodes (the
+        # sequencer's err_status -> code -> count path was 9 routed levels in core2 at
+        # 6476d00). Errors are latched one cycle later; the abort below still reacts to
+        # the reports themselves, and a program's DONE comes at least a cycle after it.
+        rep = Signal(data.ArrayLayout(ErrorReport, 4))
+        m.d.sync += status.report.eq(rep)
         m.d.comb += [
             rep[0].valid.eq(seq.error & ~seq_err_prev & running),
             rep[0].code.eq(seq_code), rep[0].addr.eq(seq.err_pc), rep[0].info.eq(es),
