@@ -21,7 +21,7 @@ from cocotb_tests.common.config import dut_config
 from cocotb_tests.test_sequencer_progs import DIRECTED, HANG_REGRESSIONS, random_program
 from sim import isa, microcode
 from sim.asm import assemble
-from sim.isa import Engine, ErrorBit, Opcode, UAlu, UDst, USpecial, USrc
+from sim.isa import Engine, ErrorBit, Opcode, UAlu, UCond, UDst, USeq, USpecial, USrc
 from sim.refsim import RefSim, record_fields
 
 _NAMES = {Engine.DMA: "dma", Engine.TENSOR: "tensor", Engine.VECTOR: "vector"}
@@ -448,6 +448,79 @@ async def test_runtime_microcode(dut):
     hw, _ = await _check(h, words, "forward", {0xF3: fwd_ref})
     assert hw["err_status"] == 0
     for op in (microcode.FUSED_OPCODE, 0xF1, 0xF2, 0xF3):
+        await h.write_map(op, 0)
+
+
+@cocotb.test()
+async def test_micro_word_combinations(dut):
+    """Micro-words that combine a semaphore operation or a register write with a ``seq`` field
+    that holds or traps them (run-time microcode): the sequencer decides their ``adv`` from
+    flags decoded for them alone (``seminc_*``/``semset_*``, ``wk_*``). A BRANCH on Z/NZ holds
+    one cycle and then takes effect once; a CALL past the micro-stack, a RET at its bottom, a
+    TRAP and a LOOP_POP at depth 0 trap and leave the semaphore and the register unchanged."""
+    h, _ = await _setup(dut, 7)
+    u = microcode.u
+    end = microcode.END
+    routines = {
+        # sem += 1, rd = rs1; rd += 1 unless rs1 was 0
+        0xF4: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.SEMINC, seq=USeq.BRANCH,
+                 cond=UCond.Z, target="cw_a_done"),
+               u(a=USrc.RD, b=USrc.CONST, const=1, alu=UAlu.ADD, dst=UDst.RD, **end),
+               "cw_a_done:", u(**end)],
+        # sem = rs1; rd = rs1 + 2 if rs1 was 0
+        0xF5: [u(a=USrc.RS1, special=USpecial.SEMSET, seq=USeq.BRANCH, cond=UCond.NZ,
+                 target="cw_b_done"),
+               u(a=USrc.RS1, b=USrc.CONST, const=2, alu=UAlu.ADD, dst=UDst.RD, **end),
+               "cw_b_done:", u(**end)],
+        # sem += 1 and rd += 1 per micro call, until the micro call stack overflows
+        0xF6: ["cw_c:", u(a=USrc.RD, b=USrc.CONST, const=1, alu=UAlu.ADD, dst=UDst.RD,
+                          special=USpecial.SEMINC, seq=USeq.CALL, target="cw_c")],
+        0xF7: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.SEMSET, seq=USeq.RET)],
+        0xF8: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.SEMINC, seq=USeq.RET)],
+        0xF9: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.SEMINC, seq=USeq.TRAP)],
+        0xFA: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.LOOP_POP, **end)],
+    }
+    base = microcode.fused_matmul_act()[1]
+    for op, items in routines.items():
+        words, _ = microcode.link(items, base=base, labels=microcode.LABELS)
+        await h.load_microcode(base, words)
+        await h.write_map(op, microcode.map_entry(base))
+        base += len(words)
+
+    def sem_add(sim, f, n):
+        s = f["imm"] & 15
+        sim.sems[s] = (sim.sems[s] + n) & 0xFFFF
+
+    def ref_a(sim, f):
+        sem_add(sim, f, 1)
+        v = sim.r(f["rs1"])
+        sim.w(f["rd"], v and (v + 1) & 0xFFFFFFFF)
+
+    def ref_b(sim, f):
+        v = sim.r(f["rs1"])
+        sim.sems[f["imm"] & 15] = v & 0xFFFF
+        if v == 0:
+            sim.w(f["rd"], 2)
+
+    def ref_c(sim, f):
+        sem_add(sim, f, isa.UCALL_DEPTH)
+        sim.w(f["rd"], (sim.r(f["rd"]) + isa.UCALL_DEPTH) & 0xFFFFFFFF)
+        sim._trap(ErrorBit.UCALL_OVERFLOW)
+
+    ext = {0xF4: ref_a, 0xF5: ref_b, 0xF6: ref_c,
+           0xF7: lambda sim, f: sim._trap(ErrorBit.UCALL_UNDERFLOW),
+           0xF8: lambda sim, f: sim._trap(ErrorBit.UCALL_UNDERFLOW),
+           0xF9: lambda sim, f: sim._trap(ErrorBit.MICRO_TRAP),
+           0xFA: lambda sim, f: sim._trap(ErrorBit.LOOP_UNDERFLOW)}
+    prologue = assemble("li r1, 7\nli r2, 0\nli r3, 40\nsemset 5, 3\nsemset 6, 9")[:5]
+    runs = [[isa.encode(0xF4, rd=3, rs1=1, imm=5), isa.encode(0xF4, rd=4, rs1=2, imm=5),
+             isa.encode(0xF5, rd=7, rs1=1, imm=6), isa.encode(0xF5, rd=8, rs1=2, imm=5)]]
+    runs += [[isa.encode(op, rd=3, rs1=1, imm=5)] for op in range(0xF6, 0xFB)]
+    for i, run in enumerate(runs):
+        hw, _ = await _check(h, prologue + run + assemble("halt"), f"combination {i}", ext)
+        dut._log.info("combination %d: sems 5/6 = %d/%d, r3 = %d, errors %#x", i,
+                      hw["sems"][5], hw["sems"][6], hw["regs"][3], hw["err_status"])
+    for op in routines:
         await h.write_map(op, 0)
 
 

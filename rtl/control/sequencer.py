@@ -186,6 +186,7 @@ class Sequencer(wiring.Component):
         # (DECODE), keep the adders out of the operand read.
         rd_p = [Signal(6, name=f"rd_p{i}") for i in range(4)]     # rd+1, rd+2, rd+3, rs2+1
         rd_nz = Signal()                                         # rd != 0
+        src_eq_rd = Signal(4)       # rs1, rs2, rs3, rs2 + 1 == rd (registered in DECODE)
         in_exec = state == _S_EXEC
         # An instruction's END leaves its successor's PC in ``npc`` and sets ``pc_pend``; ``pc``
         # copies ``npc`` in the next cycle (FETCH or DONE), so X's result does not reach
@@ -301,6 +302,26 @@ class Sequencer(wiring.Component):
             d["wr_rd"] = d["dst_rd"] | ~d["dst_agreg"] & d["semrd"]
             d["wr_sem"] = d["semrd"] & ~d["dst_rd"] & ~d["dst_agreg"]   # SEMRD writes rd
             d["fwd_sem"] = d["wr_sem"] & ~d["dst_t01"]                  # ... and forwards it
+            # An AGREG write and an AG_SNAP per generator ``k`` (one-hot)
+            # The register-file write's hold and trap terms, for writing micro-instructions
+            # only (flags of their own: see the write port)
+            writes = d["dst_rd"] | d["dst_agreg"] | d["semrd"]
+            for n in ["emit_" + _NAMES[e] for e in _ENGINES] + [
+                    "wait", "zbranch", "barrier", "loop_push", "call_push", "call_pop",
+                    "call", "ret", "trap"]:
+                d["wk_" + n] = writes & d[n]
+            d["wk_loop_pop"] = writes & (d["loop_step"] | d["loop_pop"])
+            for j in range(isa.NUM_AG):
+                k_j = field(word, "const")[:2] == j
+                d[f"dst_agreg_k{j}"] = d["dst_agreg"] & k_j
+                d[f"ag_snap_k{j}"] = d["ag_snap"] & k_j
+            # SEMINC/SEMSET by the ``seq`` terms that can hold or trap them (a BRANCH on Z/NZ
+            # holds, a RET or CALL may trap on the micro-stack, a TRAP traps): ``adv`` for
+            # them is one sum of products of these and registered flags (``sem_inc``).
+            for n in ("seminc", "semset"):
+                d[n + "_plain"] = d[n] & ~d["zbranch"] & ~d["ret"] & ~d["call"] & ~d["trap"]
+                for c in ("zbranch", "ret", "call"):
+                    d[f"{n}_{c}"] = d[n] & d[c]
             return d
 
         r_dec = decode(uword_r)
@@ -335,9 +356,17 @@ class Sequencer(wiring.Component):
         # stack errors in front of ``adv``.
         lsp_zero, lsp_full = Signal(init=1), Signal()
         csp_zero, csp_full = Signal(init=1), Signal()
-        ag_level = Array(Signal(3, name=f"ag{i}_level") for i in range(isa.NUM_AG))
+        ag_lvl_oh = [Signal(isa.LOOP_DEPTH, name=f"ag{i}_lvl_oh") for i in range(isa.NUM_AG)]
+        ag_tag = [Signal(isa.LOOP_DEPTH, name=f"ag{i}_tag") for i in range(isa.NUM_AG)]
+        lsp_oh = Signal(isa.LOOP_DEPTH + 1, init=1)      # one-hot ``lsp``
         ag_reg = Array(Signal(6, name=f"ag{i}_reg") for i in range(isa.NUM_AG))
         ag_stride = Array(Signal(32, name=f"ag{i}_stride") for i in range(isa.NUM_AG))
+        # Registered compares of the generators' registers, kept beside them for the
+        # forwarding test of an AGREG operand: ``ag_rd_eq[j]`` is ``ag_reg[j] == rd``,
+        # ``ag_pair_eq[i, j]`` (i < j) is ``ag_reg[i] == ag_reg[j]``.
+        ag_rd_eq = [Signal(name=f"ag{i}_rd_eq") for i in range(isa.NUM_AG)]
+        ag_pair_eq = {(i, j): Signal(name=f"ag{i}_ag{j}_eq", init=1)
+                      for i in range(isa.NUM_AG) for j in range(i + 1, isa.NUM_AG)}
         ag_base = Array(Signal(32, name=f"ag{i}_base") for i in range(isa.NUM_AG))
         t0, t1 = Signal(32), Signal(32)
         err_status = Signal(16)
@@ -362,6 +391,16 @@ class Sequencer(wiring.Component):
                     with m.Case(s):
                         m.d.comb += idx.eq(v)
 
+        def reg_index_eq_rd(sel, eq):
+            # ``reg_index(sel) == rd`` from the compares registered at DECODE (``src_eq_rd``);
+            # rd + 1..3 never equal rd.
+            with m.Switch(sel):
+                with m.Case(USrc.RD):
+                    m.d.comb += eq.eq(1)
+                for s, v in ((USrc.RS1, 0), (USrc.RS2, 1), (USrc.RS3, 2), (USrc.RS2P1, 3)):
+                    with m.Case(s):
+                        m.d.comb += eq.eq(src_eq_rd[v])
+
         def operand(sel, port, val):
             with m.Switch(sel):
                 with m.Case(*_REG_SRCS):
@@ -379,15 +418,28 @@ class Sequencer(wiring.Component):
                 with m.Case(USrc.AGBASE):
                     m.d.comb += val.eq(ag_base[k_r])
 
-        def forwarded(sel, idx, hit):
+        def ag_same(i, j):      # ``ag_reg[i] == ag_reg[j]``
+            return Const(1) if i == j else ag_pair_eq[min(i, j), max(i, j)]
+
+        def forwarded(sel, idx_q, rd_eq_q, hit):
             # R's operand is what X writes this cycle (register file, T0 or T1).
             with m.Switch(sel):
                 with m.Case(*_REG_SRCS):
                     # ``wr_en & (wr_addr == idx)`` with both write addresses compared at once
-                    # and the generator's tests per generator before the select by ``k``.
+                    # and the generator's tests per generator under X's one-hot ``k``. The
+                    # index compares come from registers where they can: ``rd_eq_q``
+                    # (``idx_q == rd``, registered with ``idx_q``) and, for an AGREG operand
+                    # (the index is ``ag_reg[k_r]``), ``ag_rd_eq`` and ``ag_pair_eq``.
+                    is_agr = sel == USrc.AGREG
+                    rd_eq = Mux(is_agr, Cat(*[kr_oh[i] & ag_rd_eq[i]
+                                              for i in range(isa.NUM_AG)]).any(), rd_eq_q)
+                    ag_eq = [Mux(is_agr, Cat(*[kr_oh[i] & ag_same(i, j)
+                                               for i in range(isa.NUM_AG)]).any(),
+                                 ag_reg[j] == idx_q) for j in range(isa.NUM_AG)]
                     m.d.comb += hit.eq(xv & (
-                        xd["wr_rd"] & rd_nz & (rd == idx) |
-                        xd["dst_agreg"] & ag_hit_ok[k] & (ag_reg[k] == idx)))
+                        xd["wr_rd"] & rd_nz & rd_eq |
+                        Cat(*[xd[f"dst_agreg_k{j}"] & ag_hit_ok[j] & ag_eq[j]
+                              for j in range(isa.NUM_AG)]).any()))
                 with m.Case(USrc.T0):
                     m.d.comb += hit.eq(xv & xd["dst_t0"])
                 with m.Case(USrc.T1):
@@ -395,9 +447,15 @@ class Sequencer(wiring.Component):
 
         # Per generator: its level is the current loop level and its register is not r0 (a
         # generator write, AGREG as destination, takes effect then).
+        # As AND/OR terms of one-hot registers kept beside the level and the register:
+        # ``ag_lvl_oh`` (bit v - 1: level v, 1..LOOP_DEPTH; the other levels never match),
+        # ``ag_tag`` (the same, zero while the register is r0) and ``lsp_oh``.
+        ag_lvl_ok = [Signal(name=f"ag{j}_lvl_ok") for j in range(isa.NUM_AG)]
+        m.d.comb += [ag_lvl_ok[j].eq((ag_lvl_oh[j] & lsp_oh[1:]).any())
+                     for j in range(isa.NUM_AG)]
         ag_hit_ok = Array(Signal(name=f"ag{j}_hit_ok") for j in range(isa.NUM_AG))
-        m.d.comb += [ag_hit_ok[j].eq((ag_level[j] != 0) & (ag_level[j] == lsp) &
-                                     (ag_reg[j] != 0)) for j in range(isa.NUM_AG)]
+        m.d.comb += [ag_hit_ok[j].eq((ag_tag[j] & lsp_oh[1:]).any())
+                     for j in range(isa.NUM_AG)]
         a_idx, b_idx = Signal(6), Signal(6)
         a_rd, b_rd = Signal(32), Signal(32)      # R's operands, as the register file has them
         a_hit, b_hit = Signal(), Signal()        # ... or X's result of this cycle instead
@@ -407,6 +465,12 @@ class Sequencer(wiring.Component):
         a, b = Signal(32), Signal(32)            # X's operands
         a_idx_f, b_idx_f = Signal(6), Signal(6)
         a_idx_q, b_idx_q = Signal(6), Signal(6)
+        a_rd_eq_q, b_rd_eq_q = Signal(), Signal()      # ``*_idx_q == rd``
+        a_rd_eq_f, b_rd_eq_f = Signal(), Signal()
+        reg_index_eq_rd(field(uword_f, "a"), a_rd_eq_f)
+        reg_index_eq_rd(field(uword_f, "b"), b_rd_eq_f)
+        kr_oh = Signal(isa.NUM_AG)                    # ``k_r`` one-hot
+        m.d.comb += kr_oh.eq(Const(1, isa.NUM_AG) << k_r)
         reg_index(field(uword_f, "a"), a_idx_f)
         reg_index(field(uword_f, "b"), b_idx_f)
         m.d.comb += [a_idx.eq(Mux(a_sel_r == USrc.AGREG, ag_reg[k_r], a_idx_q)),
@@ -414,8 +478,8 @@ class Sequencer(wiring.Component):
         m.d.comb += [rf_a.addr.eq(a_idx), rf_b.addr.eq(b_idx)]
         operand(a_sel_r, rf_a, a_rd)
         operand(b_sel_r, rf_b, b_rd)
-        forwarded(a_sel_r, a_idx, a_hit)
-        forwarded(b_sel_r, b_idx, b_hit)
+        forwarded(a_sel_r, a_idx_q, a_rd_eq_q, a_hit)
+        forwarded(b_sel_r, b_idx_q, b_rd_eq_q, b_hit)
         m.d.comb += [a.eq(Mux(a_fw, x_prev, a_q)), b.eq(Mux(b_fw, x_prev, b_q))]
 
         res = Signal(32)
@@ -473,6 +537,7 @@ class Sequencer(wiring.Component):
         rec, rec_raw, wr, rec_terms = {}, {}, {}, {}
         outq, semq = {}, {}
         can_emit = Array(Signal(name=f"can_emit{e}") for e in range(4))
+        qflags = {}     # the queues' registered flags by engine
         outstanding = Signal(3)   # one bit per engine: a record issued and not completed
         for e in _ENGINES:
             lay = isa.RECORDS[e]
@@ -482,7 +547,8 @@ class Sequencer(wiring.Component):
             rec[e] = [Signal(32, name=f"rec_{_NAMES[e]}{s}_v") for s in range(nslots)]
             m.d.comb += [rec[e][s].eq(Mux(wr[e][s], rec_raw[e][s], 0)) for s in range(nslots)]
             q = outq[e] = fifo.SyncFIFO(width=isa.layout_width(lay), depth=self._queue_depth)
-            sq = semq[e] = fifo.SyncFIFO(width=5, depth=self._max_outstanding)
+            # (the semaphore one-hot, zero without sem_en: no decoder behind the read)
+            sq = semq[e] = fifo.SyncFIFO(width=isa.NUM_SEMS, depth=self._max_outstanding)
             m.submodules[f"q_{_NAMES[e]}"] = q
             m.submodules[f"semq_{_NAMES[e]}"] = sq
             port = getattr(self, _NAMES[e])
@@ -499,11 +565,13 @@ class Sequencer(wiring.Component):
                                                 (f.level == f.depth - 1) & wr_))
                 else:
                     m.d.sync += flag.eq(~wr_ & ((f.level == 0) | (f.level == 1) & rd_))
+            qflags[e] = flags
             m.d.comb += [can_emit[e].eq(~flags["q_full"] & ~flags["sq_full"]),
                          outstanding[e].eq(~flags["sq_empty"])]
             offs = isa.field_offsets(lay)
-            m.d.comb += sq.w_data.eq(Cat(Cat(*rec[e])[offs["sem"][0]:offs["sem"][0] + 4],
-                                         Cat(*rec[e])[offs["sem_en"][0]]))
+            rec_sem = Cat(*rec[e])[offs["sem"][0]:offs["sem"][0] + 4]
+            m.d.comb += sq.w_data.eq(Mux(Cat(*rec[e])[offs["sem_en"][0]],
+                                         Const(1, isa.NUM_SEMS) << rec_sem, 0))
             m.d.comb += sq.r_en.eq(getattr(self, _NAMES[e] + "_done"))
             if e != Engine.DMA:
                 # The record check's terms, registered beside each slot (``rec_terms``) from
@@ -517,6 +585,8 @@ class Sequencer(wiring.Component):
                              for s in range(nslots)]
 
         sem_idx = imm[:4]
+        # ``sem_idx`` one-hot, registered as the instruction loads (DECODE).
+        sem_sel = Signal(isa.NUM_SEMS, init=1)
         sem_cur = Signal(16)
         m.d.comb += sem_cur.eq(sems[sem_idx])
 
@@ -550,11 +620,13 @@ class Sequencer(wiring.Component):
         ]
         is_zbranch, zb_seen = Signal(), Signal()
         m.d.comb += is_zbranch.eq(xd["zbranch"])
-        m.d.comb += stall.eq(x_live & (
+        stall_any = Signal()    # ``stall`` without ``x_live``
+        m.d.comb += stall_any.eq(
             Cat(*[xd["emit_" + _NAMES[e]] & ~can_emit[e] for e in _ENGINES]).any() |
             is_wait & ~wait_go |
             is_zbranch & ~zb_seen |
-            xd["barrier"] & (outstanding != 0)))
+            xd["barrier"] & (outstanding != 0))
+        m.d.comb += stall.eq(x_live & stall_any)
 
         err_now = Signal(16)
         exec_err = Signal(16)
@@ -612,36 +684,67 @@ class Sequencer(wiring.Component):
         m.d.sync += zb_seen.eq(x_live & is_zbranch & ~adv)
 
         # ---- semaphores -------------------------------------------------------------------
-        # ``adv_sem`` is ``adv`` for a SEMINC/SEMSET micro-instruction, which can only stall
-        # as a BRANCH on Z/NZ and only trap through its ``seq`` field: the queue-space and
-        # semaphore stall terms and the other error terms are left out of the cone.
-        adv_sem = Signal()
-        m.d.comb += adv_sem.eq(x_live & ~(is_zbranch & ~zb_seen) & ~seq_fault)
+        # ``sem_inc``/``sem_set`` are ``adv`` for a SEMINC/SEMSET micro-instruction, which can
+        # only stall as a BRANCH on Z/NZ and only trap through its ``seq`` field (RET, CALL,
+        # TRAP): one sum of products of flags decoded for them alone (so that synthesis does
+        # not share the stall cone's terms) and registered flags. The semaphore index is
+        # ``sem_sel``, one-hot and registered with the instruction. The sequencer's increment
+        # enters the adder as its carry in (bit 0 of both operands is 1 and it), beside the
+        # engines' increments: it meets the carry chain at its start instead of going through
+        # the sum of the increments.
+        sem_inc, sem_set = Signal(), Signal()
+        for sig, n in ((sem_inc, "seminc"), (sem_set, "semset")):
+            m.d.comb += sig.eq(x_live & (xd[n + "_plain"] | xd[n + "_zbranch"] & zb_seen |
+                                         xd[n + "_ret"] & ~usp_zero |
+                                         xd[n + "_call"] & ~usp_full))
         for i in range(isa.NUM_SEMS):
-            incs = [adv_sem & xd["seminc"] & (sem_idx == i)]
+            incs = []
             for e in _ENGINES:
                 sq = semq[e]
                 done = getattr(self, _NAMES[e] + "_done")
-                incs.append(done & sq.r_rdy & sq.r_data[4] & (sq.r_data[:4] == i))
-            total = sum(x.as_unsigned() for x in incs)
-            with m.If(adv_sem & xd["semset"] & (sem_idx == i)):
+                incs.append(done & outstanding[e] & sq.r_data[i])
+            eng_total = Signal(2, name=f"sem{i}_eng_inc")
+            m.d.comb += eng_total.eq(sum(x.as_unsigned() for x in incs))
+            sem_sum = Signal(isa.SEM_VALUE_BITS + 1, name=f"sem{i}_sum")
+            m.d.comb += sem_sum.eq(Cat(Const(1, 1), sems[i]) +
+                                   Cat(sem_inc & sem_sel[i], eng_total))
+            with m.If(sem_set & sem_sel[i]):
                 m.d.sync += sems[i].eq(res[:16])
             with m.Else():
-                m.d.sync += sems[i].eq(sems[i] + total)
+                m.d.sync += sems[i].eq(sem_sum[1:])
 
         # ---- register file write port -----------------------------------------------------
         clr = Signal(6)
-        ag_match = Signal()
-        m.d.comb += ag_match.eq((ag_level[k] != 0) & (ag_level[k] == lsp))
+        # ``adv & wr_en`` is ``x_live & wr_en & ~wr_kill``: ``wr_kill`` is the stall and error
+        # terms (``stall_any``, ``exec_other``, the record check) as one sum of products of
+        # registered flags, with the micro-word's flags decoded for writing micro-instructions
+        # alone (``wk_*``), so that synthesis does not share the stall and error cones' series
+        # of terms (go, adv_pre, adv) with the register file's write enables.
+        wr_kill = Signal()
+        m.d.comb += wr_kill.eq(Cat(
+            *[xd["wk_emit_" + _NAMES[e]] & (qflags[e]["q_full"] | qflags[e]["sq_full"])
+              for e in _ENGINES],
+            xd["wk_emit_tensor"] & self.tensor_illegal,
+            xd["wk_emit_vector"] & self.vector_illegal,
+            xd["wk_wait"] & (~wait_armed | ~wait_ok | wait_dead),
+            xd["wk_zbranch"] & ~zb_seen,
+            xd["wk_barrier"] & ~Cat(*[qflags[e]["sq_empty"] for e in _ENGINES]).all(),
+            xd["wk_loop_push"] & lsp_full, xd["wk_loop_pop"] & lsp_zero,
+            xd["wk_call_push"] & csp_full, xd["wk_call_pop"] & csp_zero,
+            xd["wk_call"] & usp_full, xd["wk_ret"] & usp_zero, xd["wk_trap"]).any())
         m.d.comb += [
             wr_addr.eq(Mux(xd["dst_agreg"], ag_reg[k], rd)),
             wr_data.eq(Mux(xd["wr_sem"], sem_cur, res)),
-            wr_en.eq(xd["wr_rd"] & rd_nz | xd["dst_agreg"] & ag_match & (ag_reg[k] != 0)),
+            # (per generator, under one-hot selects decoded a stage early)
+            wr_en.eq(xd["wr_rd"] & rd_nz |
+                     Cat(*[xd[f"dst_agreg_k{j}"] & ag_hit_ok[j]
+                           for j in range(isa.NUM_AG)]).any()),
         ]
         with m.If(state == _S_CLEAR):
             m.d.comb += [rf_w.addr.eq(clr), rf_w.data.eq(0), rf_w.en.eq(1)]
         with m.Else():
-            m.d.comb += [rf_w.addr.eq(wr_addr), rf_w.data.eq(wr_data), rf_w.en.eq(adv & wr_en)]
+            m.d.comb += [rf_w.addr.eq(wr_addr), rf_w.data.eq(wr_data),
+                         rf_w.en.eq(x_live & wr_en & ~wr_kill)]
         m.d.comb += self.slot_data.eq(res)
         # The value X forwards: its register-file write, or its T0/T1 write (``res``).
         m.d.comb += x_fwd.eq(Mux(xd["fwd_sem"], sem_cur, res))
@@ -693,7 +796,8 @@ class Sequencer(wiring.Component):
             m.d.comb += ur.addr.eq(upc_f)
         m.d.sync += upc_f.eq(ur.addr)
         with m.If(r_take):
-            m.d.sync += [a_idx_q.eq(a_idx_f), b_idx_q.eq(b_idx_f)]
+            m.d.sync += [a_idx_q.eq(a_idx_f), b_idx_q.eq(b_idx_f),
+                         a_rd_eq_q.eq(a_rd_eq_f), b_rd_eq_q.eq(b_rd_eq_f)]
             m.d.sync += [uword_r.eq(uword_f), upc_r.eq(upc_f), rv.eq(1)]
         with m.Elif(x_take | (go & redirect)):
             m.d.sync += rv.eq(0)
@@ -768,10 +872,21 @@ class Sequencer(wiring.Component):
                 m.d.sync += cstack[csp[:3]].eq(pc + 1)
             with m.If(xd["ag_set"]):
                 ks = imm[:2]
-                m.d.sync += [ag_level[ks].eq(imm[8:11]), ag_reg[ks].eq(rd),
+                for j in range(isa.NUM_AG):
+                    with m.If(ks == j):
+                        m.d.sync += ag_rd_eq[j].eq(1)
+                        m.d.sync += [ag_pair_eq[min(i, j), max(i, j)].eq(ag_rd_eq[i])
+                                     for i in range(isa.NUM_AG) if i != j]
+                m.d.sync += [ag_reg[ks].eq(rd),
                              ag_stride[ks].eq(res)]
-            with m.If(xd["ag_snap"] & ag_match):
-                m.d.sync += ag_base[k].eq(res)
+                lvl_oh = Cat(*[imm[8:11] == v for v in range(1, isa.LOOP_DEPTH + 1)])
+                for j in range(isa.NUM_AG):
+                    with m.If(ks == j):
+                        m.d.sync += [ag_lvl_oh[j].eq(lvl_oh),
+                                     ag_tag[j].eq(Mux(rd_nz, lvl_oh, 0))]
+            for j in range(isa.NUM_AG):
+                with m.If(xd[f"ag_snap_k{j}"] & ag_lvl_ok[j]):
+                    m.d.sync += ag_base[j].eq(res)
         with m.If(adv):
             with m.If(xd["dst_flags"]):
                 m.d.sync += [flag_eq.eq(a == b), flag_lt.eq(a.as_signed() < b.as_signed()),
@@ -779,10 +894,12 @@ class Sequencer(wiring.Component):
             with m.If(xd["end"]):
                 m.d.sync += pc_pend.eq(1)
             with m.If(xd["loop_push"]):
-                m.d.sync += [lsp.eq(lsp + 1), ltop.eq(lsp), lsp_zero.eq(0),
+                m.d.sync += [lsp.eq(lsp + 1), lsp_oh.eq(lsp_oh << 1), ltop.eq(lsp),
+                             lsp_zero.eq(0),
                              lsp_full.eq(lsp == isa.LOOP_DEPTH - 1)]
             with m.If(xd["loop_pop"]):
-                m.d.sync += [lsp.eq(lsp - 1), ltop.eq(ltop - 1), lsp_zero.eq(lsp == 1),
+                m.d.sync += [lsp.eq(lsp - 1), lsp_oh.eq(lsp_oh >> 1), ltop.eq(ltop - 1),
+                             lsp_zero.eq(lsp == 1),
                              lsp_full.eq(0)]
             with m.If(xd["call_push"]):
                 m.d.sync += [csp.eq(csp + 1), ctop.eq(csp), cret.eq(pc + 1), csp_zero.eq(0),
@@ -826,6 +943,7 @@ class Sequencer(wiring.Component):
                 with m.If(self.start):
                     m.d.sync += [state.eq(_S_CLEAR), clr.eq(0), pc.eq(self.start_pc),
                                  err_status.eq(0), err_any.eq(0), err_pc.eq(0), lsp.eq(0),
+                                 lsp_oh.eq(1),
                                  csp.eq(0),
                                  usp.eq(0), flag_eq.eq(0), flag_lt.eq(0), flag_ltu.eq(0),
                                  ltop.eq(-1), ctop.eq(-1), utop.eq(-1), usp_zero.eq(1),
@@ -834,10 +952,13 @@ class Sequencer(wiring.Component):
                                  retired.eq(0), cycles.eq(0), t0.eq(0), t1.eq(0), uctr.eq(0),
                                  uctr_fix.eq(0)]
                     m.d.sync += [s.eq(0) for s in sems]
-                    m.d.sync += [ag_level[i].eq(0) for i in range(isa.NUM_AG)]
                     m.d.sync += [ag_stride[i].eq(0) for i in range(isa.NUM_AG)]
                     m.d.sync += [ag_base[i].eq(0) for i in range(isa.NUM_AG)]
                     m.d.sync += [ag_reg[i].eq(0) for i in range(isa.NUM_AG)]
+                    m.d.sync += [ag_rd_eq[i].eq(~rd_nz) for i in range(isa.NUM_AG)]
+                    m.d.sync += [v.eq(1) for v in ag_pair_eq.values()]
+                    m.d.sync += [ag_lvl_oh[i].eq(0) for i in range(isa.NUM_AG)]
+                    m.d.sync += [ag_tag[i].eq(0) for i in range(isa.NUM_AG)]
                     for e in _ENGINES:
                         m.d.sync += [c.eq(0) for c in perf[e]]
                         m.d.sync += wr[e].eq(0)
@@ -849,9 +970,16 @@ class Sequencer(wiring.Component):
                 m.d.sync += state.eq(_S_DECODE)
             with m.Case(_S_DECODE):
                 m.d.sync += [ir.eq(pr.data), state.eq(_S_MAP)]
-                fd = {n: pr.data[fi[n][0]:fi[n][0] + fi[n][1]] for n in ("rd", "rs2")}
+                fd = {n: pr.data[fi[n][0]:fi[n][0] + fi[n][1]]
+                      for n in ("rd", "rs1", "rs2", "rs3")}
+                m.d.sync += src_eq_rd.eq(Cat(fd["rs1"] == fd["rd"], fd["rs2"] == fd["rd"],
+                                             fd["rs3"] == fd["rd"],
+                                             (fd["rs2"] + 1)[:6] == fd["rd"]))
                 m.d.sync += [rd_p[i].eq(fd["rd"] + i + 1) for i in range(3)]
                 m.d.sync += [rd_p[3].eq(fd["rs2"] + 1), rd_nz.eq(fd["rd"] != 0)]
+                m.d.sync += [ag_rd_eq[i].eq(ag_reg[i] == fd["rd"]) for i in range(isa.NUM_AG)]
+                imm_d = pr.data[fi["imm"][0]:fi["imm"][0] + 4]
+                m.d.sync += sem_sel.eq(Const(1, isa.NUM_SEMS) << imm_d)
             with m.Case(_S_MAP):
                 m.d.sync += [rv.eq(0), xv.eq(0), npc.eq(pc + 1), state.eq(_S_EXEC)]
         # An error stops the sequencer (last, so that it overrides the state machine: ``fault``
