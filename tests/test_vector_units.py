@@ -15,10 +15,11 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from rtl.vector.alu import VectorAlu
+from rtl.vector.engine import _AccUnit
 from rtl.vector.lut import exp2_reduce, int_to_f32, segment_offset
 from rtl.vector.mul import LaneMultiplier
 from sim.formats import fp32_add, fp32_mul
-from sim.vector import AluOp, _int_to_f32, alu
+from sim.vector import AccOp, AluOp, _int_to_f32, acc_identity, acc_update, alu
 
 SEED = 20261122
 EDGES = [0, 0x80000000, 0x3F800000, 0xBF800000, 0x00000001, 0x807FFFFF, 0x00800000, 0x80800000,
@@ -256,3 +257,74 @@ def test_lane_multiplier_params():
         with pytest.raises(ValueError, match="stages must be an integer from 0 to 4, not -1"):
             VectorAlu(-1)
         gc.collect()
+
+
+def _flags(v):
+    """What the engine registers beside ``y_h`` for the accumulators: DAZ'd value, order key,
+    DAZ flag, NaN flag."""
+    ez = (v >> 23) & 0xFF == 0
+    daz = v & 0x80000000 if ez else v
+    key = 0x80000000 if ez else ((~v) & 0xFFFFFFFF if v >> 31 else v | 0x80000000)
+    nan = (v >> 23) & 0xFF == 0xFF and v & 0x7FFFFF != 0
+    return daz, key, int(ez), int(nan)
+
+
+@pytest.mark.parametrize("op", [AccOp.MAX, AccOp.MIN])
+def test_acc_unit_max_min_vs_golden(op):
+    """The engine's accumulator unit (``rtl.vector.engine._AccUnit``) under MAX and MIN, as the
+    engine drives it: reset to the identity, a cycle for the keys to follow ``acc``, then runs
+    of elements one per cycle (``we``) with idle cycles between, against
+    ``sim.vector.acc_update``. Operands: edge cases (zeros of both signs, subnormals, Inf,
+    NaN), values equal to the accumulator and random ones."""
+    rng = np.random.default_rng(SEED + 40 + int(op))
+    pool = EDGES + [0x00000010, 0x80000010, 0x807FFFFF, 0x00400000]
+    dut = _AccUnit(0)
+    log = []
+
+    async def bench(ctx):
+        acc = 0
+        ctx.set(dut.op, op)
+        ctx.set(dut.rst_value, acc_identity(op))
+        for episode in range(150):
+            ctx.set(dut.rst, 1)
+            ctx.set(dut.acc, acc)
+            assert ctx.get(dut.o) == acc_identity(op)
+            await ctx.tick()
+            acc = acc_identity(op)
+            ctx.set(dut.rst, 0)
+            ctx.set(dut.acc, acc)
+            await ctx.tick()                      # the keys follow acc
+            for _ in range(int(rng.integers(1, 12))):
+                r = rng.random()
+                if r < 0.4:
+                    y = int(rng.choice(pool))
+                elif r < 0.55:
+                    y = acc                       # equal keys
+                elif r < 0.6:
+                    y = acc ^ 0x80000000          # equal magnitude, other sign
+                elif r < 0.75:                    # zeros and subnormals (DAZ: equal keys)
+                    y = int(rng.choice([0, 0x80000000, 0x00000010, 0x807FFFFF]))
+                else:
+                    y = int(rng.integers(0, 2 ** 32))
+                if episode < 100 and (y >> 23) & 0xFF == 0xFF and y & 0x7FFFFF:
+                    y = int(rng.choice(pool[:10]))   # most episodes without NaN
+                daz, key, ez, nan = _flags(y)
+                for name, v in (("y", y), ("y_daz", daz), ("y_key", key), ("y_ez", ez),
+                                ("y_nan", nan), ("acc", acc)):
+                    ctx.set(getattr(dut, name), v)
+                idle = rng.random() < 0.3
+                ctx.set(dut.we, 0 if idle else 1)
+                if not idle:
+                    o = ctx.get(dut.o)
+                    exp = int(acc_update(op, np.uint32(acc), np.uint32(y)))
+                    if o != exp:
+                        log.append((hex(acc), hex(y), hex(o), hex(exp)))
+                    acc = o
+                await ctx.tick()
+                ctx.set(dut.we, 0)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert not log, log[:5]

@@ -205,22 +205,35 @@ class FP32Adder(wiring.Component):
         near_e = Signal(signed(10))
         m.d.comb += near_e.eq(r["e_big"] - r["near_lz"])
         s = r["s_big"]
+        # The near path's FTZ test ``e_big <= near_lz`` as the carry out of ``e_big +
+        # ~near_lz`` (``e_big > near_lz``): as a compare, yosys (alumacc) shared the chain of
+        # ``near_e`` and tested its result after it, two chains in a row.
+        e_gt_lz = Signal(9)
+        m.d.comb += e_gt_lz.eq(r["e_big"] + ~Cat(r["near_lz"], Const(0, 8 - len(r["near_lz"]))))
+        near_ftz = ~e_gt_lz[8]
+        # The result as an AND-OR of the candidates under one-hot selects, which come from
+        # registered flags but for the near path's FTZ test and the far path's bounds: the
+        # priority chain (special, near: zero, FTZ, value; far: overflow, FTZ, value) after
+        # the chains was 9 routed levels (vector2 alone, 6476d00: s3_e_big -> o).
+        special = r["special"]
+        use_near = ~special & r["use_near"]
+        use_far = ~special & ~r["use_near"]
+        sel_near = Signal()
+        sel_inf = Signal()
+        sel_far = Signal()
+        m.d.comb += [sel_near.eq(use_near & ~r["near_zero"] & ~near_ftz),
+                     sel_inf.eq(use_far & far_ovf),
+                     sel_far.eq(use_far & ~far_ovf & ~far_ftz)]
         result = Signal(32)
-        with m.If(r["special"]):
-            m.d.comb += result.eq(r["special_val"])
-        with m.Elif(r["use_near"]):
-            with m.If(r["near_zero"]):
-                m.d.comb += result.eq(0)                     # exact cancellation: +0
-            with m.Elif(r["e_big"] <= r["near_lz"]):               # near_e <= 0
-                m.d.comb += result.eq(Cat(Const(0, 31), s))  # FTZ
-            with m.Else():
-                m.d.comb += result.eq(Cat(near_n[1:24], near_e[0:8], s))
-        with m.Elif(far_ovf):
-            m.d.comb += result.eq(Cat(Const(0, 23), Const(0xFF, 8), s))
-        with m.Elif(far_ftz):
-            m.d.comb += result.eq(Cat(Const(0, 31), s))      # FTZ (an exact subnormal sum)
-        with m.Else():
-            m.d.comb += result.eq(Cat(far_mag, s))
+        m.d.comb += [
+            result[0:31].eq((special.replicate(31) & r["special_val"][0:31]) |
+                            (sel_near.replicate(31) & Cat(near_n[1:24], near_e[0:8])) |
+                            (sel_inf.replicate(31) & Const(0x7F800000, 31)) |
+                            (sel_far.replicate(31) & far_mag)),
+            # every non-special result has the sign s, but for an exact cancellation's +0
+            result[31].eq(Mux(special, r["special_val"][31],
+                              s & ~(r["use_near"] & r["near_zero"]))),
+        ]
 
         m.d.comb += self.o.eq(pipe(4, result, "o"))
         return m

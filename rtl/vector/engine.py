@@ -66,43 +66,61 @@ class _AccUnit(wiring.Component):
         m.d.comb += a.eq(Mux(a_ez, acc & sign, acc))
         ka, ky, y_ez, y = a_key, self.y_key, self.y_ez, self.y_daz
         nan = a_nan | self.y_nan
-        nz = ~a_ez
         # Each compare as two 16-bit carry chains side by side and a LUT joining them: one
-        # 32-bit chain was most of the loop's depth.
-        gt_h, lt_h = ka[16:] > ky[16:], ky[16:] > ka[16:]
-        gt_l, lt_l = ka[:16] > ky[:16], ky[:16] > ka[:16]
-        gt = gt_h | (~lt_h & gt_l)
-        lt = lt_h | (~gt_h & lt_l)
+        # 32-bit chain was most of the loop's depth. Each is the carry out of ``p + ~q``
+        # (``p > q``): as ``p > q`` and ``q > p`` yosys (alumacc) shares one chain for the
+        # two and forms the second from its carry and a 16-bit equality test, a LUT tree
+        # (vector2 alone, 6476d00: a_key -> acc 9 routed levels, no chain on the path).
+        def above(p, q, name):
+            c = Signal(len(p) + 1, name=name)
+            m.d.comb += c.eq(p + ~q)
+            return c[-1]
+        gt_h, lt_h = above(ka[16:], ky[16:], "gt_h"), above(ky[16:], ka[16:], "lt_h")
+        gt_l = above(ka[:16], ky[:16], "gt_l")    # (below y's: not needed, see ``gt``)
+        gt = Signal()
+        m.d.comb += gt.eq(gt_h | (~lt_h & gt_l))
         both = Mux(a[31] & y[31], sign, 0)
         either = Mux(a[31] | y[31], sign, 0)
         is_max, is_min = self.op == AccOp.MAX, self.op == AccOp.MIN
-        # The two compares select last, between candidates formed beside them (the other ops,
-        # NaN, the equal-keys case and ``rst``): a chain of multiplexers after the compares
-        # (max/min, NaN, the op, the reset) was 10 routed levels.
-        mm = (is_max | is_min) & ~nan & ~self.rst
-        sel_a = mm & Mux(is_max, gt, lt)
-        sel_y = mm & Mux(is_max, lt, gt)
-        tie = Mux(nz, a, Mux(is_max, both, either))
+        # Only ``gt`` (acc's key above y's) selects, last, between two candidates formed beside
+        # the chains: a chain of multiplexers after the compares (max/min, NaN, the op, the
+        # reset) was 10 routed levels (b408932), and selects of six inputs (``mm &
+        # Mux(is_max, gt, lt)``) before a three-way multiplexer still 10 (core2, 6476d00:
+        # y_key -> acc). ``gt`` low means y's key above or equal; equal keys are equal DAZ'd
+        # values unless both are zeros (the zero key), so the "not gt" candidate is y's
+        # outcome except when both are zeros, where it is the zeros' tie rule.
+        mm = Signal()                    # MAX or MIN decides this cycle
+        m.d.comb += mm.eq((is_max | is_min) & ~nan & ~self.rst)
+        tie = Mux(is_max, both, either)
+        v_gt = Mux(is_max, a, y)         # acc's key above: MAX keeps acc, MIN takes y
+        v_le = Mux(a_ez & y_ez, tie, Mux(is_max, y, a))
         other = Signal(32)
         with m.If(self.rst):
             m.d.comb += other.eq(self.rst_value)
         with m.Elif(self.op == AccOp.SUM):
             m.d.comb += other.eq(add.o)
         with m.Elif(is_max | is_min):
-            m.d.comb += other.eq(Mux(nan, CANONICAL_NAN_F32, tie))
+            m.d.comb += other.eq(CANONICAL_NAN_F32)      # (mm low: a NaN)
         with m.Else():
             m.d.comb += other.eq(self.acc)
-        m.d.comb += self.o.eq(Mux(sel_a, a, Mux(sel_y, y, other)))
+        o_gt = Signal(32)
+        o_le = Signal(32)
+        m.d.comb += [o_gt.eq(Mux(mm, v_gt, other)), o_le.eq(Mux(mm, v_le, other)),
+                     self.o.eq(Mux(gt, o_gt, o_le))]
         # The result's key is that of the value chosen (a DAZ'd operand, or a zero of key
-        # ``sign`` when both are zeros); its DAZ flag likewise (equal keys: equal flags).
-        take_y = Mux(is_max, lt, gt)
-        with m.If(self.we & (is_max | is_min)):
-            m.d.sync += [a_key.eq(Mux(take_y, ky, ka)), a_ez.eq(Mux(take_y, y_ez, a_ez)),
-                         a_nan.eq(nan)]
-        with m.Else():
-            acc_ez = acc[23:31] == 0
-            m.d.sync += [a_key.eq(_order_key(acc, acc_ez)), a_ez.eq(acc_ez),
-                         a_nan.eq((acc[23:31] == 0xFF) & (acc[0:23] != 0))]
+        # ``sign`` when both are zeros); its DAZ flag likewise (equal keys: equal flags, so
+        # the "not gt" candidate may be y's). Selected by ``gt`` last as well.
+        upd = Signal()
+        m.d.comb += upd.eq(self.we & (is_max | is_min))
+        acc_ez = acc[23:31] == 0
+        acc_key = _order_key(acc, acc_ez)
+        acc_nan = (acc[23:31] == 0xFF) & (acc[0:23] != 0)
+        k_gt = Mux(upd, Mux(is_max, ka, ky), acc_key)
+        k_le = Mux(upd, Mux(is_max, ky, ka), acc_key)
+        ez_gt = Mux(upd, Mux(is_max, a_ez, y_ez), acc_ez)
+        ez_le = Mux(upd, Mux(is_max, y_ez, a_ez), acc_ez)
+        m.d.sync += [a_key.eq(Mux(gt, k_gt, k_le)), a_ez.eq(Mux(gt, ez_gt, ez_le)),
+                     a_nan.eq(Mux(upd, nan, acc_nan))]
         return m
 
 
@@ -403,7 +421,8 @@ class VectorEngine(wiring.Component):
                     m.d.comb += acc_rst_value.eq(acc_identity(op))
         for l in range(lanes):
             au = m.submodules[f"acc{l}"] = _AccUnit(ACC)
-            m.d.comb += [au.op.eq(c.acc_op), au.acc.eq(acc[l]), au.y.eq(y_h[l]), au.y_daz.eq(yh_daz[l]),
+            m.d.comb += [au.op.eq(c.acc_op), au.acc.eq(acc[l]), au.y.eq(y_h[l]),
+                         au.y_daz.eq(yh_daz[l]),
                          au.y_key.eq(yh_key[l]), au.y_ez.eq(yh_ez[l]), au.y_nan.eq(yh_nan[l]),
                          au.we.eq(acc_we), au.rst.eq(acc_rst), au.rst_value.eq(acc_rst_value)]
             with m.If(acc_we | acc_rst):

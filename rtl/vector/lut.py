@@ -80,8 +80,8 @@ def exp2_reduce(m, w, name="x2", cut=None):
     exact zero is +0 as in IEEE RNE. Below 0.5, ``n = 0`` and ``w + (-0)`` is ``w`` with DAZ.
 
     ``cut(value, name)``, if given, is applied to ``w``, ``n`` and the signed difference's
-    magnitude and sign (e.g. a pipeline register): the leading-zero count and the normalising
-    shift then follow it, and ``n`` is returned after it.
+    magnitude and sign and the leading-zero counts of its three 8-bit groups (e.g. a pipeline
+    register): the normalising shift then follows it, and ``n`` is returned after it.
     """
     s, E, M = w[31], w[23:31], w[0:23]
     t = Signal(3, name=f"{name}_t")
@@ -104,27 +104,63 @@ def exp2_reduce(m, w, name="x2", cut=None):
     # The leading zeros are those of ``frac`` or ``~frac`` (``mag - 1`` when negative), counted
     # beside the negation and not after it: they are those of ``mag`` except for ``mag`` a
     # power of two, which they overstate by one. ``norm`` then loses its leading one (and is
-    # zero, the exact mantissa), and the exponent is one more. The count's first three levels
-    # (groups of 8 bits) precede the cut: with two, count and normalising shift after the cut
-    # were 9-10 routed levels (core2's engine alone, b408932).
+    # zero, the exact mantissa), and the exponent is one more.
+    # The count is taken per 8-bit group before the cut (a count and an all-zero flag each,
+    # from the top); after it the groups' flags shift ``mag`` by 8, 16 or 24 directly while
+    # they pick the group's count, which shifts the rest (0..7), and the exponent is a table
+    # of the count, both exponents (``norm[23]`` set or not) beside the shift. As one count
+    # through a leading-zero tree's last two levels, then a 0..23 shift, then ``126 - lz +
+    # ~norm[23]``, that was 9 routed levels to ``s2_v`` (core2, 6476d00).
     ones = Signal(24, name=f"{name}_ones")
     m.d.comb += ones.eq(frac ^ neg.replicate(24))
-    lz, _ = leading_zeros(m, ones, f"{name}_lz", cut=cut, cut_level=3)
-    is_zero = frac == 0
+    gz, gc = [], []
+    for i, lo in enumerate((16, 8, 0)):
+        c, z = leading_zeros(m, ones[lo:lo + 8], f"{name}_lz{i}")
+        gc.append(c)
+        gz.append(z)
+    is_zero = Signal(name=f"{name}_frac_zero")
+    # ``frac`` is zero when the significand's low ``24 - t`` bits are (for t = 0 the hidden
+    # bit is there): tests of the mantissa's low bits beside the shift, picked by ``t``'s
+    # three bits (``E[0:3]``), not a 24-bit test after the shifter (core2, 6476d00:
+    # z -> x2_zero 10 routed levels).
+    low_zero = [Const(0, 1)] + [M[0:24 - k] == 0 for k in range(1, 8)]
+    m.d.comb += is_zero.eq(Cat(*(low_zero[(e + 2) % 8] for e in range(8))).bit_select(E[0:3], 1))
+    w_zero = E == 0
     if cut is not None:
-        w, n, mag, neg, is_zero = (cut(x, f"{name}_{nm}") for x, nm in (
-            (w, "w"), (n, "n"), (mag, "mag"), (neg, "neg"), (is_zero, "zero")))
-        s, E = w[31], w[23:31]
-        small = ~ge_const(E, 126)
+        w, n, mag, neg, is_zero, small, w_zero = (cut(x, f"{name}_{nm}") for x, nm in (
+            (w, "w"), (n, "n"), (mag, "mag"), (neg, "neg"), (is_zero, "zero"),
+            (small, "small"), (w_zero, "w_zero")))
+        gz = [cut(z, f"{name}_gz{i}") for i, z in enumerate(gz)]
+        gc = [cut(c, f"{name}_gc{i}") for i, c in enumerate(gc)]
+        s = w[31]
+    coarse = Signal(24, name=f"{name}_coarse")
+    m.d.comb += coarse.eq(Mux(~gz[0], mag, Mux(~gz[1], mag << 8, Mux(~gz[2], mag << 16, 0))))
+    fine = Signal(3, name=f"{name}_fine")
+    m.d.comb += fine.eq(Mux(~gz[0], gc[0], Mux(~gz[1], gc[1], gc[2])))
     norm = Signal(24, name=f"{name}_norm")
-    m.d.comb += norm.eq(mag << lz)
+    m.d.comb += norm.eq(coarse << fine)
+
+    # The exponent, 126 - lz (``norm[23]`` set) or 127 - lz (clear: a power of two), for lz =
+    # 8 * group + the group's count (24 when ``ones`` is zero): per group a table of its
+    # count, from the registers, and the groups' flags choose.
+    def exponent(base):
+        def table(i):
+            t = Signal(8, name=f"{name}_e{base}_{i}")
+            m.d.comb += t.eq(Cat(*(Const(base - 8 * i - c, 8) for c in range(8)))
+                             .word_select(gc[i], 8))
+            return t
+        e = Signal(8, name=f"{name}_e{base}")
+        m.d.comb += e.eq(Mux(~gz[0], table(0), Mux(~gz[1], table(1),
+                                                   Mux(~gz[2], table(2), base - 24))))
+        return e
+    e_lead, e_next = exponent(126), exponent(127)
     v = Signal(32, name=f"{name}_v")
     with m.If(small):
-        m.d.comb += v.eq(Mux(E == 0, Cat(Const(0, 31), s), w))
+        m.d.comb += v.eq(Mux(w_zero, Cat(Const(0, 31), s), w))
     with m.Elif(is_zero):
         m.d.comb += v.eq(0)
     with m.Else():
-        m.d.comb += v.eq(Cat(norm[0:23], (126 - lz + ~norm[23])[0:8], s ^ neg))
+        m.d.comb += v.eq(Cat(norm[0:23], Mux(norm[23], e_lead, e_next), s ^ neg))
     return v, n
 
 
