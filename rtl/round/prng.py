@@ -130,8 +130,7 @@ class LanePrngs(wiring.Component):
 
     @staticmethod
     def _mul_lo32(m, name, a, const):
-        """``(a * const) mod 2**32`` in two stages; returns the result (a register) and the
-        enable of its first stage's register (the caller drives it).
+        """``(a * const) mod 2**32`` in two register stages; returns the result register.
 
         Stage 1 registers three 16 x 16-bit partial products (one MULT18X18D each on ECP5, or
         shift-and-add logic for the constant), stage 2 their sum: ``lo*lo + (lo*hi + hi*lo)
