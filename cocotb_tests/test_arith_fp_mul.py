@@ -121,6 +121,8 @@ try:
         # cFP8 biases, 3 stages, no FP16 (8-bit significand path, no INT8: unsigned)
         "cfp8_s3": ([Format.BF16, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4], 3, 0.6,
                     {Format.FP8_E4M3: 3, Format.FP8_E5M2: 20, Format.FP8_E3M4: 6}),
+        # the FPGA core2's PEs: every step registered (the DSP fed from registers), stalling
+        "pe_s4": (PE, 4, 0.65, {}),
     }
 
     def _test(simulator, config, n_random, pairs8=None):
@@ -139,7 +141,7 @@ try:
         (4 x 65,536), 8,192 random BF16 and FP16 pairs plus their edge pairs, stalling."""
         _test(simulator, "pe_s2", 8192)
 
-    @pytest.mark.parametrize("config", ["all_s0", "cfp8_s3"])
+    @pytest.mark.parametrize("config", ["all_s0", "cfp8_s3", "pe_s4"])
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_fp_mul_configs(simulator, config):
         """Other configurations: 4,096 random pairs per 8-bit format, 4,096 per wider one."""

@@ -370,6 +370,9 @@ if pytest is not None:
     CONFIGS = {
         "4x4": (4, 4, ["INT8", "FP8_E4M3", "FP8_E5M2", "FP8_E3M4", "BF16", "FP16"], 1, 2, ()),
         "8x8i": (8, 8, ["INT8"], 1, 1, ()),
+        # the FPGA core2's array: every multiplier step and three adder steps registered
+        "2x2s43": (2, 2, ["INT8", "FP8_E4M3", "FP8_E5M2", "FP8_E3M4", "BF16", "FP16"], 4, 3,
+                   ()),
         "8x8": (8, 8, ["INT8", "FP8_E4M3", "FP8_E5M2", "FP8_E3M4", "BF16", "FP16"], 0, 0,
                 (pytest.mark.long,)),
         "16x8": (16, 8, ["INT8", "FP8_E4M3", "FP8_E5M2", "BF16", "FP16"], 2, 3,

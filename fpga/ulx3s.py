@@ -77,10 +77,10 @@ CONFIGS = {
     # 54919fe that routed met it (50.16-54.36 MHz post-route, nextpnr seeds 1 and 2; one seed
     # 1 build stalled in the router; docs/fpga.md, Goals).
     "core2": Config("core2", _core(rows=2, sbuf_depth=1024, psum_depth=256,
-                                   tensor_add_stages=3, tensor_mul_stages=3), 50e6, pes=4,
+                                   tensor_add_stages=3, tensor_mul_stages=4), 50e6, pes=4,
                     description="NeuronCore 2x2, all formats, SBUF 2x1024, PSUM 2x256",
                     params={"rows": 2, "cols": 2, "sbuf_depth": 1024, "psum_depth": 256,
-                            "tensor_add_stages": 3, "tensor_mul_stages": 3}),
+                            "tensor_add_stages": 3, "tensor_mul_stages": 4}),
     # Does not fit: 8 vector lanes need about 8 x 30 + 64 = 304 MULT18X18D (156 on the 85F).
     "core8": Config("core8", _core(rows=8, sbuf_depth=1024, psum_depth=256), 100e6, pes=64,
                     description="NeuronCore 8x8, all formats (does NOT fit an 85F)",

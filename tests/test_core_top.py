@@ -32,10 +32,10 @@ from sim.dtypes import Format
     ({"tensor_add_stages": 0}, ValueError,
      "tensor_add_stages must be an integer from 1 to 4, not 0"),
     ({"tensor_add_stages": 2.0}, TypeError, "tensor_add_stages must be an integer"),
-    ({"tensor_mul_stages": 4}, ValueError,
-     "tensor_mul_stages must be an integer from 1 to 3, not 4"),
+    ({"tensor_mul_stages": 5}, ValueError,
+     "tensor_mul_stages must be an integer from 1 to 4, not 5"),
     ({"tensor_mul_stages": 0}, ValueError,
-     "tensor_mul_stages must be an integer from 1 to 3, not 0"),
+     "tensor_mul_stages must be an integer from 1 to 4, not 0"),
 ])
 def test_core_parameter_errors(kwargs, exc, msg):
     with pytest.raises(exc) as info:

@@ -66,6 +66,6 @@ def test_core_pipeline_options(tmp_path):
     desc = json.loads((tmp_path / "c2.json").read_text())
     assert desc["config"]["tensor_add_stages"] == 2
     assert desc["config"]["tensor_mul_stages"] == 2
-    proc = run("core", "--mul-stages", "4", "--out", str(tmp_path))
+    proc = run("core", "--mul-stages", "5", "--out", str(tmp_path))
     assert proc.returncode == 2
-    assert "tensor_mul_stages must be an integer from 1 to 3, not 4" in proc.stderr
+    assert "tensor_mul_stages must be an integer from 1 to 4, not 5" in proc.stderr

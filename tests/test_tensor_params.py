@@ -30,8 +30,8 @@ ALL = {Format.INT8, Format.BF16}
     (dict(rows=4, cols=4, formats=[Format.FP32]), ValueError,
      "formats must be a subset of .* not containing FP32"),
     (dict(rows=4, cols=4, formats=[]), ValueError, "formats must contain at least one"),
-    (dict(rows=4, cols=4, mul_stages=4), ValueError,
-     "mul_stages must be an integer from 0 to 3, not 4"),
+    (dict(rows=4, cols=4, mul_stages=5), ValueError,
+     "mul_stages must be an integer from 0 to 4, not 5"),
     (dict(rows=4, cols=4, add_stages=-1), ValueError,
      "add_stages must be an integer from 0 to 4, not -1"),
     (dict(rows=4, cols=4, add_stages="2"), TypeError, "add_stages must be an integer, not '2'"),
@@ -48,7 +48,7 @@ def test_engine_parameter_errors(kwargs, exc, msg):
 def test_pe_parameter_errors():
     with pytest.raises(TypeError, match="top must be a bool, not 1"):
         ProcessingElement(ALL, top=1)
-    with pytest.raises(ValueError, match="mul_stages must be an integer from 0 to 3, not 9"):
+    with pytest.raises(ValueError, match="mul_stages must be an integer from 0 to 4, not 9"):
         ProcessingElement(ALL, mul_stages=9)
     with pytest.raises(ValueError, match="int_bits must be an integer from 16 to 32, not 33"):
         ProcessingElement(ALL, int_bits=33)

@@ -34,21 +34,22 @@ class FPMultiplier(wiring.Component):
     ``max(w + 1, 8)`` bits signed when INT8 is included. That is at most 12 x 12, one
     MULT18X18D on ECP5. Unpacking logic is generated only for the formats in ``formats``.
 
-    The datapath has three steps, each optionally followed by a register: 1. unpack the
+    The datapath has four steps, each optionally followed by a register: 1. unpack the
     selected format: significands, exponent fields, operand classes, and the leading zeros of
     each significand (FP16/FP8 subnormals); 2. shift the leading zeros out of both
-    significands and multiply them (the DSP); beside it, form the product's exponent and
-    decide both possible outcomes (finite, Inf, zero/FTZ, NaN) for a product whose leading
-    one is its top bit or the next; 3. select by the product's top bit (a one-bit
-    normalisation) and pack. ``stages`` 1 registers after step 3, 2 after steps 2 and 3 (the
-    DSP's output register), 3 after every step (also the DSP's inputs).
+    significands and form the product's exponent; 3. multiply the significands (the DSP);
+    beside it, decide both possible outcomes (finite, Inf, zero/FTZ, NaN) for a product whose
+    leading one is its top bit or the next; 4. select by the product's top bit (a one-bit
+    normalisation) and pack. ``stages`` 1 registers after step 4, 2 after steps 3 and 4 (the
+    DSP's output register), 3 after steps 1, 3 and 4, 4 after every step (so the DSP's inputs
+    come straight from registers: flip-flop, multiplier, flip-flop).
 
     Parameters
     ----------
     formats : collection of Format
         Formats the instance multiplies (any but INT32). Selecting another code gives ``p == 0``.
     stages : int
-        Pipeline registers, 0 to 3; 0 is purely combinational. Latency ``stages`` cycles,
+        Pipeline registers, 0 to 4; 0 is purely combinational. Latency ``stages`` cycles,
         throughput one product per cycle.
     fp8_bias : mapping of FP8 Format to int, optional
         Exponent bias of each cFP8 format, fixed at elaboration (defaults 7, 15, 3).
@@ -67,8 +68,8 @@ class FPMultiplier(wiring.Component):
         earlier; 0 after reset until the first operands arrive.
     """
 
-    MAX_STAGES = 3
-    _CUTS = {0: (), 1: (3,), 2: (2, 3), 3: (1, 2, 3)}
+    MAX_STAGES = 4
+    _CUTS = {0: (), 1: (4,), 2: (3, 4), 3: (1, 3, 4), 4: (1, 2, 3, 4)}
 
     def __init__(self, formats=tuple(MUL_FORMATS), stages=1, *, fp8_bias=None):
         self._formats = check_formats(formats, MUL_FORMATS)
@@ -113,8 +114,7 @@ class FPMultiplier(wiring.Component):
 
         # -- step 1: unpack both operands of the selected format ---------------------------
         # Only what the format selects is formed here (significands, their leading zeros,
-        # exponents without bias, the class of each operand); every sum waits for step 2,
-        # whose only other work is the DSP.
+        # exponents without bias, the class of each operand); every sum waits for step 2.
         sig_a = Signal(sig_w)
         sig_b = Signal(sig_w)
         exp_a = Signal(9)             # a = sig_a * 2**(exp_a - bias - (sig_w - 1))
@@ -154,7 +154,7 @@ class FPMultiplier(wiring.Component):
                     cls_a=cls_a, cls_b=cls_b, is_int=is_int, supported=supported)
         # Subnormal FP16/FP8 operands have leading zeros. Shifting them out of each operand
         # before the multiplier leaves the product's leading one at one of its top two bits,
-        # so step 3 is a one-bit normalisation instead of a shift.
+        # so step 4 is a one-bit normalisation instead of a shift.
         # Each format's count is formed from its own bits and then selected (the count of
         # the selected significand would be one level deeper); formats without subnormals
         # (DAZ) count 0.
@@ -170,7 +170,7 @@ class FPMultiplier(wiring.Component):
                                 m.d.comb += lz.eq(count)
         r = {k: pipe(1, v, k) for k, v in regs.items()}
 
-        # -- step 2: the one hardware multiplier, beside it the exponent and the outcome ----
+        # -- step 2: shift the leading zeros out; the product's exponent ---------------------
         if has_sub:
             ops = []
             for x in "ab":
@@ -182,12 +182,23 @@ class FPMultiplier(wiring.Component):
         else:
             ops = [r["op_a"], r["op_b"]]
             lz = Const(0, 1)
-        prod = Signal(signed(2 * mw) if has_int else 2 * mw)
-        m.d.comb += prod.eq(ops[0] * ops[1])
         # The biased FP32 exponent of the product if its leading one is its top bit; one less
-        # otherwise. Both outcomes (finite, NaN, Inf, zero) are decided here; step 3 picks one.
+        # otherwise.
         e_top = Signal(signed(12))
         m.d.comb += e_top.eq(r["exp_a"] + r["exp_b"] + r["bias"] - lz)
+        regs = dict(e_top=e_top, cls_a=r["cls_a"], cls_b=r["cls_b"], is_int=r["is_int"],
+                    sign=r["sign"], supported=r["supported"])
+        for x, op in zip("ab", ops):
+            mul_op = Signal(signed(mw) if has_int else mw, name=f"mul_op_{x}")
+            m.d.comb += mul_op.eq(op)
+            regs[f"mul_op_{x}"] = mul_op
+        r = {k: pipe(2, v, k) for k, v in regs.items()}
+
+        # -- step 3: the one hardware multiplier, beside it the outcome ----------------------
+        prod = Signal(signed(2 * mw) if has_int else 2 * mw)
+        m.d.comb += prod.eq(r["mul_op_a"] * r["mul_op_b"])
+        # Both outcomes (finite, NaN, Inf, zero) are decided here; step 4 picks one.
+        e_top = r["e_top"]
         ca, cb = r["cls_a"], r["cls_b"]
         zero = ca[2] | cb[2]
         inf = ca[1] | cb[1]
@@ -207,9 +218,9 @@ class FPMultiplier(wiring.Component):
             ]
             regs[f"keep_{name}"] = keep
             regs[f"ex_{name}"] = ex
-        r = {k: pipe(2, v, k) for k, v in regs.items()}
+        r = {k: pipe(3, v, k) for k, v in regs.items()}
 
-        # -- step 3: normalise by at most one bit and pack -----------------------------------
+        # -- step 4: normalise by at most one bit and pack -----------------------------------
         p = r["prod"]
         top = p[pw - 1]
         mant = Mux(top, Mux(r["keep_top"], p[0:pw - 1], 0),
@@ -223,5 +234,5 @@ class FPMultiplier(wiring.Component):
             m.d.comb += out.eq(Mux(r["is_int"], r["prod"].as_signed(), fp_out))
         else:
             m.d.comb += out.eq(fp_out)
-        m.d.comb += self.p.eq(pipe(3, out, "p"))
+        m.d.comb += self.p.eq(pipe(4, out, "p"))
         return m

@@ -91,10 +91,11 @@ class NeuronCore(wiring.Component):
         stream back to back (the streaming GEMM: 480,822 -> 514,552 cycles). The FPGA
         configuration ``core2`` uses 2.
     tensor_mul_stages : int
-        Multiplier stages of each tensor PE, 1 to 3. Adds to the array's latency once (not per
+        Multiplier stages of each tensor PE, 1 to 4. Adds to the array's latency once (not per
         row), so tiles still stream back to back; 2 cuts the PE's weight -> multiplier ->
         product path (a 2x2 all-format engine alone on the ECP5, add stages 2: 51.29 -> 63.01
-        MHz). 1 by default; the FPGA configuration ``core2`` uses 2.
+        MHz); 4 feeds the DSP multiplier from registers (``FPMultiplier``). 1 by default; the
+        FPGA configuration ``core2`` uses 4.
 
     Members
     -------
@@ -146,7 +147,7 @@ class NeuronCore(wiring.Component):
         check_pow2("max_burst", max_burst, 1, 256)
         _int("tensor_add_stages", tensor_add_stages, 1, 4)
         self._tensor_add_stages = tensor_add_stages
-        _int("tensor_mul_stages", tensor_mul_stages, 1, 3)
+        _int("tensor_mul_stages", tensor_mul_stages, 1, 4)
         self._tensor_mul_stages = tensor_mul_stages
         self._rows, self._cols = rows, cols
         self._sbuf_depth, self._psum_depth = sbuf_depth, psum_depth

@@ -32,7 +32,7 @@ def check_formats(formats):
 
 
 #: Limits of ``FPMultiplier.MAX_STAGES`` and ``FP32Adder.MAX_STAGES`` (checked by a test).
-MAX_MUL_STAGES = 3
+MAX_MUL_STAGES = 4
 MAX_ADD_STAGES = 4
 
 
