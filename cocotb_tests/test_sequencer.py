@@ -525,6 +525,51 @@ async def test_micro_word_combinations(dut):
 
 
 @cocotb.test()
+async def test_micro_word_write_traps(dut):
+    """Micro-words that write a register (``dst=RD``) and, in the same word, EMIT a record the
+    core finds illegal (``tensor_illegal``/``vector_illegal`` driven high: ``ILLEGAL_FIELD``,
+    nothing pushed) or WAIT on a semaphore that nothing outstanding can raise (held two
+    cycles, then ``DEADLOCK``): the register write is killed by the ``wk_*`` terms in every
+    cycle, so the register keeps its value."""
+    h, _ = await _setup(dut, 8)
+    u = microcode.u
+    end = microcode.END
+    routines = {
+        0xF4: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.EMIT, eng=Engine.TENSOR, **end)],
+        0xF5: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.EMIT, eng=Engine.VECTOR, **end)],
+        # waits for sem[imm] >= rs1 and writes rs1 to rd
+        0xF6: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.WAIT, **end)],
+    }
+    base = microcode.fused_matmul_act()[1]
+    for op, items in routines.items():
+        words, _ = microcode.link(items, base=base, labels=microcode.LABELS)
+        await h.load_microcode(base, words)
+        await h.write_map(op, microcode.map_entry(base))
+        base += len(words)
+    ext = {0xF4: lambda sim, f: sim._trap(ErrorBit.ILLEGAL_FIELD),
+           0xF5: lambda sim, f: sim._trap(ErrorBit.ILLEGAL_FIELD),
+           0xF6: lambda sim, f: sim._trap(ErrorBit.DEADLOCK)}
+    prologue = assemble("li r1, 7\nli r3, 40\nsemset 5, 3")[:3]
+    for op, illegal, what in ((0xF4, "tensor_illegal", "illegal tensor record"),
+                              (0xF5, "vector_illegal", "illegal vector record"),
+                              (0xF6, None, "deadlocked wait")):
+        if illegal:
+            getattr(dut, illegal).value = 1
+        words = prologue + [isa.encode(op, rd=3, rs1=1, imm=5)] + assemble("halt")
+        hw, _ = await _check(h, words, what, ext)
+        if illegal:
+            getattr(dut, illegal).value = 0
+        bit = ErrorBit.DEADLOCK if illegal is None else ErrorBit.ILLEGAL_FIELD
+        assert hw["err_status"] == 1 << bit and hw["err_pc"] == len(prologue), \
+            f"{what}: errors {hw['err_status']:#x} at pc {hw['err_pc']}"
+        assert hw["regs"][3] == 40, f"{what}: r3 written ({hw['regs'][3]}) by a trapping word"
+        assert not any(h.log[e] for e in Engine), f"{what}: a record was pushed"
+        dut._log.info("%s: errors %#x, r3 = %d", what, hw["err_status"], hw["regs"][3])
+    for op in routines:
+        await h.write_map(op, 0)
+
+
+@cocotb.test()
 async def test_trap_with_records_queued(dut):
     """Regression of the random-program hang (``HANG_REGRESSIONS``): the predecessor traps
     while a slow VECTOR engine still has records queued; the engines take them after ``done``

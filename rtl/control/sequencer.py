@@ -44,6 +44,23 @@ _NAMES = {Engine.DMA: "dma", Engine.TENSOR: "tensor", Engine.VECTOR: "vector"}
 # Operand sources read from the register file.
 _REG_SRCS = (USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3, USrc.RS2P1,
              USrc.AGREG)
+# What holds X's micro-instruction (a stall) and what traps it (an error bit): each term is a
+# flag decoded from the micro-word (``decode`` in ``Sequencer.elaborate``) and a condition of
+# registered state, bound in ``elaborate`` under the same key. The stall, the errors of X and
+# the register file's write kill are all built from these two lists, so they cannot disagree.
+_HOLD_TERMS = tuple("emit_" + _NAMES[e] for e in _ENGINES) + ("wait", "zbranch", "barrier")
+_TRAP_TERMS = (
+    (ErrorBit.LOOP_OVERFLOW, "loop_push"),
+    (ErrorBit.LOOP_UNDERFLOW, "loop_top"),      # LOOP_STEP or LOOP_POP
+    (ErrorBit.CALL_OVERFLOW, "call_push"),
+    (ErrorBit.CALL_UNDERFLOW, "call_pop"),
+    (ErrorBit.UCALL_OVERFLOW, "call"),
+    (ErrorBit.UCALL_UNDERFLOW, "ret"),
+    (ErrorBit.MICRO_TRAP, "trap"),
+    (ErrorBit.DEADLOCK, "wait"),
+    (ErrorBit.ILLEGAL_FIELD, "emit_tensor"),
+    (ErrorBit.ILLEGAL_FIELD, "emit_vector"),
+)
 
 
 class Sequencer(wiring.Component):
@@ -302,15 +319,13 @@ class Sequencer(wiring.Component):
             d["wr_rd"] = d["dst_rd"] | ~d["dst_agreg"] & d["semrd"]
             d["wr_sem"] = d["semrd"] & ~d["dst_rd"] & ~d["dst_agreg"]   # SEMRD writes rd
             d["fwd_sem"] = d["wr_sem"] & ~d["dst_t01"]                  # ... and forwards it
-            # An AGREG write and an AG_SNAP per generator ``k`` (one-hot)
-            # The register-file write's hold and trap terms, for writing micro-instructions
-            # only (flags of their own: see the write port)
+            d["loop_top"] = d["loop_step"] | d["loop_pop"]   # reads the loop stack's top
+            # The flags of ``_HOLD_TERMS``/``_TRAP_TERMS`` again for writing micro-instructions
+            # only (``wk_*``, flip-flops of their own: see the register file's write port).
             writes = d["dst_rd"] | d["dst_agreg"] | d["semrd"]
-            for n in ["emit_" + _NAMES[e] for e in _ENGINES] + [
-                    "wait", "zbranch", "barrier", "loop_push", "call_push", "call_pop",
-                    "call", "ret", "trap"]:
+            for n in dict.fromkeys(_HOLD_TERMS + tuple(n for _, n in _TRAP_TERMS)):
                 d["wk_" + n] = writes & d[n]
-            d["wk_loop_pop"] = writes & (d["loop_step"] | d["loop_pop"])
+            # An AGREG write and an AG_SNAP per generator ``k`` (one-hot)
             for j in range(isa.NUM_AG):
                 k_j = field(word, "const")[:2] == j
                 d[f"dst_agreg_k{j}"] = d["dst_agreg"] & k_j
@@ -620,29 +635,35 @@ class Sequencer(wiring.Component):
         ]
         is_zbranch, zb_seen = Signal(), Signal()
         m.d.comb += is_zbranch.eq(xd["zbranch"])
+        # The conditions of ``_HOLD_TERMS`` and ``_TRAP_TERMS``, by the same keys; the stall,
+        # ``exec_err`` and the register file's ``wr_kill`` are sums of products of these and
+        # the terms' decoded flags (``xd[n]``, or ``xd["wk_" + n]`` for ``wr_kill``).
+        hold_when = {"emit_" + _NAMES[e]: ~can_emit[e] for e in _ENGINES}
+        hold_when.update(wait=~wait_go, zbranch=~zb_seen, barrier=outstanding != 0)
+        eb = ErrorBit
+        trap_when = {
+            (eb.LOOP_OVERFLOW, "loop_push"): lsp_full,
+            (eb.LOOP_UNDERFLOW, "loop_top"): lsp_zero,
+            (eb.CALL_OVERFLOW, "call_push"): csp_full,
+            (eb.CALL_UNDERFLOW, "call_pop"): csp_zero,
+            (eb.UCALL_OVERFLOW, "call"): usp_full,
+            (eb.UCALL_UNDERFLOW, "ret"): usp_zero,
+            (eb.MICRO_TRAP, "trap"): Const(1),
+            (eb.DEADLOCK, "wait"): wait_armed & wait_dead,
+            (eb.ILLEGAL_FIELD, "emit_tensor"): self.tensor_illegal,
+            (eb.ILLEGAL_FIELD, "emit_vector"): self.vector_illegal,
+        }
+        assert hold_when.keys() == set(_HOLD_TERMS), "hold conditions differ from _HOLD_TERMS"
+        assert trap_when.keys() == set(_TRAP_TERMS), "trap conditions differ from _TRAP_TERMS"
         stall_any = Signal()    # ``stall`` without ``x_live``
-        m.d.comb += stall_any.eq(
-            Cat(*[xd["emit_" + _NAMES[e]] & ~can_emit[e] for e in _ENGINES]).any() |
-            is_wait & ~wait_go |
-            is_zbranch & ~zb_seen |
-            xd["barrier"] & (outstanding != 0))
+        m.d.comb += stall_any.eq(Cat(*[xd[n] & hold_when[n] for n in _HOLD_TERMS]).any())
         m.d.comb += stall.eq(x_live & stall_any)
 
         err_now = Signal(16)
         exec_err = Signal(16)
-        m.d.comb += [
-            exec_err[ErrorBit.LOOP_OVERFLOW].eq(xd["loop_push"] & lsp_full),
-            exec_err[ErrorBit.LOOP_UNDERFLOW].eq(
-                (xd["loop_step"] | xd["loop_pop"]) & lsp_zero),
-            exec_err[ErrorBit.CALL_OVERFLOW].eq(xd["call_push"] & csp_full),
-            exec_err[ErrorBit.CALL_UNDERFLOW].eq(xd["call_pop"] & csp_zero),
-            exec_err[ErrorBit.UCALL_OVERFLOW].eq(xd["call"] & usp_full),
-            exec_err[ErrorBit.UCALL_UNDERFLOW].eq(xd["ret"] & usp_zero),
-            exec_err[ErrorBit.MICRO_TRAP].eq(xd["trap"]),
-            exec_err[ErrorBit.DEADLOCK].eq(is_wait & wait_armed & wait_dead),
-            exec_err[ErrorBit.ILLEGAL_FIELD].eq(
-                xd["emit_tensor"] & self.tensor_illegal | xd["emit_vector"] & self.vector_illegal),
-        ]
+        for bit in dict.fromkeys(b for b, _ in _TRAP_TERMS):
+            m.d.comb += exec_err[bit].eq(Cat(*[xd[n] & trap_when[b, n] for b, n in _TRAP_TERMS
+                                               if b == bit]).any())
         with m.Switch(state):
             with m.Case(_S_EXEC):
                 with m.If(xv):
@@ -662,7 +683,6 @@ class Sequencer(wiring.Component):
                                  exec_err[ErrorBit.MICRO_TRAP])
         fault = Signal()        # ``err_now != 0``, from its three sources
         # ``exec_err != 0`` grouped by the registered tests the terms share (one LUT each).
-        eb = ErrorBit
         # The record check (``ILLEGAL_FIELD``, the core's verdict on the registered check
         # terms) enters last, apart from the terms of registered flags (``exec_other``).
         exec_any, exec_other = Signal(), Signal()
@@ -716,22 +736,15 @@ class Sequencer(wiring.Component):
         # ---- register file write port -----------------------------------------------------
         clr = Signal(6)
         # ``adv & wr_en`` is ``x_live & wr_en & ~wr_kill``: ``wr_kill`` is the stall and error
-        # terms (``stall_any``, ``exec_other``, the record check) as one sum of products of
-        # registered flags, with the micro-word's flags decoded for writing micro-instructions
-        # alone (``wk_*``), so that synthesis does not share the stall and error cones' series
-        # of terms (go, adv_pre, adv) with the register file's write enables.
+        # terms (``_HOLD_TERMS``, ``_TRAP_TERMS``: what ``stall_any`` and ``exec_err`` are made
+        # of) as one sum of products of registered conditions and the micro-word's flags
+        # decoded for writing micro-instructions alone (``wk_*``), so that synthesis does not
+        # share the stall and error cones' series of terms (go, adv_pre, adv) with the register
+        # file's write enables.
         wr_kill = Signal()
         m.d.comb += wr_kill.eq(Cat(
-            *[xd["wk_emit_" + _NAMES[e]] & (qflags[e]["q_full"] | qflags[e]["sq_full"])
-              for e in _ENGINES],
-            xd["wk_emit_tensor"] & self.tensor_illegal,
-            xd["wk_emit_vector"] & self.vector_illegal,
-            xd["wk_wait"] & (~wait_armed | ~wait_ok | wait_dead),
-            xd["wk_zbranch"] & ~zb_seen,
-            xd["wk_barrier"] & ~Cat(*[qflags[e]["sq_empty"] for e in _ENGINES]).all(),
-            xd["wk_loop_push"] & lsp_full, xd["wk_loop_pop"] & lsp_zero,
-            xd["wk_call_push"] & csp_full, xd["wk_call_pop"] & csp_zero,
-            xd["wk_call"] & usp_full, xd["wk_ret"] & usp_zero, xd["wk_trap"]).any())
+            *[xd["wk_" + n] & hold_when[n] for n in _HOLD_TERMS],
+            *[xd["wk_" + n] & trap_when[b, n] for b, n in _TRAP_TERMS]).any())
         m.d.comb += [
             wr_addr.eq(Mux(xd["dst_agreg"], ag_reg[k], rd)),
             wr_data.eq(Mux(xd["wr_sem"], sem_cur, res)),
