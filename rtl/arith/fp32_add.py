@@ -104,6 +104,13 @@ class FP32Adder(wiring.Component):
         d_one = Mux(swap, d_ba == 1, d_ab == 1)
         sig_a = Mux(za, 0, Cat(a[0:23], 1))             # DAZ: no mantissa, no hidden bit
         sig_b = Mux(zb, 0, Cat(b[0:23], 1))
+        # For step 2's sticky bit: 3 + the trailing zeros of each significand (its lowest one
+        # at bit ``tz3`` of the far path's 27-bit ``sig << 3``), counted beside the order
+        # compare from the operand's own bits, as the leading zeros of the reversed bits.
+        tz3 = {}
+        for x, v in (("a", a), ("b", b)):
+            bits = [Const(0, 1)] * 3 + [v[i] for i in range(23)] + [Const(1, 1)]
+            tz3[x], _ = leading_zeros(m, Cat(*reversed(bits)), f"tz3_{x}")
         s1 = dict(
             sig_big=Mux(swap, sig_b, sig_a),
             sig_small=Mux(swap, sig_a, sig_b),
@@ -111,6 +118,9 @@ class FP32Adder(wiring.Component):
             s_big=Mux(swap, b[31], a[31]),
             sub=a[31] ^ b[31],
             shift=shift,
+            # the small significand is nonzero (not DAZ); its 3 + trailing zeros
+            small_nz=Mux(swap, ~za, ~zb),
+            small_tz3=Mux(swap, tz3["a"], tz3["b"]),
             d_le1=d_le1,
             d_one=d_one,
             both_zero=za & zb,
@@ -123,14 +133,14 @@ class FP32Adder(wiring.Component):
 
         # -- step 2: alignment ----------------------------------------------------------------
         # Far path: the small significand, 3 bits up (guard, round, sticky), shifted right.
-        # The sticky bit (anything shifted below the round bit) comes from a mask of the low
-        # `shift - 3` bits, beside the shifter rather than after it.
+        # The sticky bit (anything shifted below the round bit): the small significand's lowest
+        # one is shifted out, ``shift > 3 + trailing zeros`` (one 5-bit compare beside the
+        # shifter instead of a mask and a 24-bit OR after it).
         aligned = Signal(27)
         m.d.comb += aligned.eq(Cat(Const(0, 3), r["sig_small"]) >> r["shift"])
-        mask = Cat(*[r["shift"] > i + 3 for i in range(24)])
-        sticky = (r["sig_small"] & mask) != 0
+        sticky = r["small_nz"] & (r["shift"] > r["small_tz3"])
         s2 = dict(r)
-        del s2["sig_small"], s2["shift"]
+        del s2["sig_small"], s2["shift"], s2["small_nz"], s2["small_tz3"]
         s2.update(
             far_y=Cat(aligned[0] | sticky, aligned[1:27]),
             # Near path: one guard bit below the big significand; the small one is shifted by

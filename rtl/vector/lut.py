@@ -587,21 +587,26 @@ class Lut(wiring.Component):
             in_range = ~center & ~beyond
             drp = desc.read_port(domain="comb")
             m.d.comb += drp.addr.eq(Cat(b[0:5], vs, self.bank))
-            # With IDX the segment descriptor read (binade -> descriptor LUT-RAM) is registered
-            # first; the table index, the coefficient block RAM's address and dx are computed
-            # from that register, and the block RAM is read one cycle later.
-            kk = D(drp.data[DESC_BASE_BITS:], IDX, "kk")
+            # With IDX the segment descriptor read (binade -> descriptor LUT-RAM) and what
+            # follows from it and the mantissa alone (the segment's offset ``mtop``, the mask
+            # of the mantissa bits below it) are registered first; the table index, the
+            # coefficient block RAM's address and dx are computed from those registers, and
+            # the block RAM is read one cycle later.
+            kk = drp.data[DESC_BASE_BITS:]
+            kinv = S(3, "kinv")
+            m.d.comb += kinv.eq(7 - kk)
+            mtop_p = S(7, "mtop_p")
+            m.d.comb += mtop_p.eq(v[16:23] >> kinv)
+            low7_p = S(7, "low7_p")
+            m.d.comb += low7_p.eq(~(Const(0x7F, 7) << kinv))
+            mtop = D(mtop_p, IDX, "mtop")
+            low7 = D(low7_p, IDX, "low7")
             base = D(drp.data[0:DESC_BASE_BITS], IDX, "base")
             center_d = D(center, IDX, "center")
             beyond_d = D(beyond, IDX, "beyond")
             in_range_d = D(in_range, IDX, "in_range")
             v_d = D(v, IDX, "v")
             vs_d = v_d[31]
-            top7 = v_d[16:23]
-            mtop = S(7, "mtop")
-            kinv = S(3, "kinv")
-            m.d.comb += kinv.eq(7 - kk)
-            m.d.comb += mtop.eq(top7 >> kinv)
             idx = S(abits, "idx")
             with m.If(center_d):
                 m.d.comb += idx.eq(0)
@@ -610,7 +615,7 @@ class Lut(wiring.Component):
             with m.Else():
                 m.d.comb += idx.eq(base + mtop)
             low_bits = S(23, "low_bits")   # mantissa bits below the segment start
-            m.d.comb += low_bits.eq(Cat(Const(0xFFFF, 16), ~(Const(0x7F, 7) << kinv)))
+            m.d.comb += low_bits.eq(Cat(Const(0xFFFF, 16), low7))
             # With DX the leading-zero count of dx is registered before its normalising shift,
             # and the block RAM's output waits beside it in a register.
             dx = segment_offset(m, v_d, in_range_d, low_bits, f"l{lane}_dx",
