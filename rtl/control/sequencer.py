@@ -63,6 +63,39 @@ _TRAP_TERMS = (
 )
 
 
+def _log_shift(m, name, value, amount, *, left, fill=None):
+    """``value`` (32 bits) shifted left or right by ``amount`` (5 bits), as three levels of
+    multiplexers: by ``amount[0:2]`` (0..3), ``amount[2:4]`` (0, 4, 8, 12), ``amount[4]``
+    (0, 16), each a 4:1 (the last 2:1) multiplexer per bit and a signal of its own
+    (``{name}0``..``{name}2``, the last returned). A right shift fills with ``fill`` (1 bit,
+    0 by default).
+
+    Bit-identical to ``(value << amount)[:32]`` and ``Cat(value, fill.replicate(32)) >>
+    amount``, with three LUT levels instead of the five levels of 2:1 multiplexers yosys
+    builds for those (the ALU is on the sequencer's deepest paths, ``x_prev`` -> ALU -> the
+    registers and semaphores). Separate left and right shifters: folding the left shift into
+    the right one by bit reversal puts a multiplexer in front of the shifter."""
+    fill = Const(0) if fill is None else fill
+
+    def shifted(v, n):
+        if left:
+            return Cat(Const(0, n), v[:32 - n])
+        return Cat(v[n:], fill.replicate(n))
+
+    cur = value
+    for lvl, (lo, hi) in enumerate(((0, 2), (2, 4), (4, 5))):
+        sel = amount[lo:hi]
+        ways = [shifted(cur, j << lo) for j in range(1 << (hi - lo))]
+        nxt = Signal(32, name=f"{name}{lvl}")
+        if len(ways) == 4:
+            m.d.comb += nxt.eq(Mux(sel[1], Mux(sel[0], ways[3], ways[2]),
+                                   Mux(sel[0], ways[1], ways[0])))
+        else:
+            m.d.comb += nxt.eq(Mux(sel[0], ways[1], ways[0]))
+        cur = nxt
+    return cur
+
+
 class Sequencer(wiring.Component):
     """Microcoded control sequencer with three engine queues.
 
@@ -509,8 +542,11 @@ class Sequencer(wiring.Component):
         m.d.comb += sum_c.eq(Cat(Const(1, 1), a) + Cat(neg, b ^ neg.replicate(32)))
         diff, carry = sum_c[1:33], sum_c[33]
         lt_s = Mux(a[31] ^ b[31], a[31], diff[31])      # a < b signed
-        rsh = Signal(32)
-        m.d.comb += rsh.eq(Cat(a, (xd["alu_sra"] & a[31]).replicate(32)) >> sh)
+        # The shifters: three levels of 4:1 multiplexers each (``_log_shift``).
+        sra_fill = Signal()
+        m.d.comb += sra_fill.eq(xd["alu_sra"] & a[31])
+        lsh = _log_shift(m, "alu_lsh", a, sh, left=True)
+        rsh = _log_shift(m, "alu_rsh", a, sh, left=False, fill=sra_fill)
 
         tt = [xd[f"alu_tt{j}"] for j in range(4)]
         logic = Cat(*[Mux(a[i], Mux(b[i], tt[3], tt[2]), Mux(b[i], tt[1], tt[0]))
@@ -522,7 +558,7 @@ class Sequencer(wiring.Component):
         m.d.comb += res.eq(
             sel(xd["alu_arith"], diff) |
             logic |
-            sel(xd["alu_shl"], (a << sh)[:32]) | sel(xd["alu_rsh"], rsh) |
+            sel(xd["alu_shl"], lsh) | sel(xd["alu_rsh"], rsh) |
             (xd["alu_slt"] & lt_s | xd["alu_sltu"] & ~carry))
 
         loop_more = Signal()
