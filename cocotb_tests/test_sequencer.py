@@ -451,6 +451,17 @@ async def test_runtime_microcode(dut):
         await h.write_map(op, 0)
 
 
+async def _load_routines(h, routines):
+    """Link each ``{opcode: micro-code items}`` routine behind the built-in microcode, load it
+    into the control store and map its opcode to it."""
+    base = microcode.fused_matmul_act()[1]
+    for op, items in routines.items():
+        words, _ = microcode.link(items, base=base, labels=microcode.LABELS)
+        await h.load_microcode(base, words)
+        await h.write_map(op, microcode.map_entry(base))
+        base += len(words)
+
+
 @cocotb.test()
 async def test_micro_word_combinations(dut):
     """Micro-words that combine a semaphore operation or a register write with a ``seq`` field
@@ -480,12 +491,7 @@ async def test_micro_word_combinations(dut):
         0xF9: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.SEMINC, seq=USeq.TRAP)],
         0xFA: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.LOOP_POP, **end)],
     }
-    base = microcode.fused_matmul_act()[1]
-    for op, items in routines.items():
-        words, _ = microcode.link(items, base=base, labels=microcode.LABELS)
-        await h.load_microcode(base, words)
-        await h.write_map(op, microcode.map_entry(base))
-        base += len(words)
+    await _load_routines(h, routines)
 
     def sem_add(sim, f, n):
         s = f["imm"] & 15
@@ -540,12 +546,7 @@ async def test_micro_word_write_traps(dut):
         # waits for sem[imm] >= rs1 and writes rs1 to rd
         0xF6: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.WAIT, **end)],
     }
-    base = microcode.fused_matmul_act()[1]
-    for op, items in routines.items():
-        words, _ = microcode.link(items, base=base, labels=microcode.LABELS)
-        await h.load_microcode(base, words)
-        await h.write_map(op, microcode.map_entry(base))
-        base += len(words)
+    await _load_routines(h, routines)
     ext = {0xF4: lambda sim, f: sim._trap(ErrorBit.ILLEGAL_FIELD),
            0xF5: lambda sim, f: sim._trap(ErrorBit.ILLEGAL_FIELD),
            0xF6: lambda sim, f: sim._trap(ErrorBit.DEADLOCK)}
