@@ -118,9 +118,11 @@ class FP32Adder(wiring.Component):
             s_big=Mux(swap, b[31], a[31]),
             sub=a[31] ^ b[31],
             shift=shift,
-            # the small significand is nonzero (not DAZ); its 3 + trailing zeros
-            small_nz=Mux(swap, ~za, ~zb),
-            small_tz3=Mux(swap, tz3["a"], tz3["b"]),
+            # per operand (not selected by the order compare here, whose carry chain is in
+            # front of step 1's register): nonzero significand (not DAZ), 3 + trailing zeros
+            swap=swap,
+            nz_a=~za, nz_b=~zb,
+            tz3_a=tz3["a"], tz3_b=tz3["b"],
             d_le1=d_le1,
             d_one=d_one,
             both_zero=za & zb,
@@ -138,9 +140,12 @@ class FP32Adder(wiring.Component):
         # shifter instead of a mask and a 24-bit OR after it).
         aligned = Signal(27)
         m.d.comb += aligned.eq(Cat(Const(0, 3), r["sig_small"]) >> r["shift"])
-        sticky = r["small_nz"] & (r["shift"] > r["small_tz3"])
+        # Both orders' compares, then one select by the registered order.
+        sticky_ab = [r[f"nz_{x}"] & (r["shift"] > r[f"tz3_{x}"]) for x in "ab"]
+        sticky = Mux(r["swap"], sticky_ab[0], sticky_ab[1])
         s2 = dict(r)
-        del s2["sig_small"], s2["shift"], s2["small_nz"], s2["small_tz3"]
+        for k in ("sig_small", "shift", "swap", "nz_a", "nz_b", "tz3_a", "tz3_b"):
+            del s2[k]
         s2.update(
             far_y=Cat(aligned[0] | sticky, aligned[1:27]),
             # Near path: one guard bit below the big significand; the small one is shifted by
