@@ -69,7 +69,13 @@ class Pipe:
 
     ``pipe(k, value, name)`` returns ``value`` itself if cut ``k`` is not registered, else a
     register named ``s{k}_{name}`` loaded with ``value`` on every cycle with ``en`` high (so a
-    low ``en`` freezes every stage). Registers reset to 0.
+    low ``en`` freezes every stage).
+
+    The registers have no reset (they start at 0 in simulation and in a bitstream, and keep
+    their contents through a reset): they hold data, never control, and every user tracks
+    their validity with valid bits of its own (``delay`` of a valid, which does reset). A
+    reset on each of the datapaths' many thousand flip-flops made the reset net's fan-out a
+    critical path on the ECP5 and constrained which flip-flops share a slice.
     """
 
     def __init__(self, m, en, cuts):
@@ -81,7 +87,7 @@ class Pipe:
         if k not in self.cuts:
             return value
         value = Value.cast(value)
-        reg = Signal(value.shape(), name=f"s{k}_{name}")
+        reg = Signal(value.shape(), name=f"s{k}_{name}", reset_less=True)
         with self._m.If(self._en):
             self._m.d.sync += reg.eq(value)
         return reg

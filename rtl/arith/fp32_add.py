@@ -56,7 +56,8 @@ class FP32Adder(wiring.Component):
         pipeline holds its contents and ``o`` keeps its value.
     o : Out(32)
         FP32 sum of the operands presented ``stages`` enabled cycles earlier. The registers
-        reset to 0, so ``o`` reads +0 until the first operands reach it.
+        start at 0 and have no reset (:class:`rtl.arith.common.Pipe`), so ``o`` reads +0 at
+        power-up until the first operands reach it.
     """
 
     MAX_STAGES = 4

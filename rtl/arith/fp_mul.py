@@ -65,7 +65,8 @@ class FPMultiplier(wiring.Component):
         pipeline holds and ``p`` keeps its value.
     p : Out(32)
         FP32 product (INT32 for INT8) of the operands presented ``stages`` enabled cycles
-        earlier; 0 after reset until the first operands arrive.
+        earlier; 0 at power-up until the first operands arrive (the registers have no reset,
+        see :class:`rtl.arith.common.Pipe`).
     """
 
     MAX_STAGES = 4

@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.arith.common import delay
 from rtl.arith.decoder import FormatDecoder
 from rtl.arith.fp32_add import FP32Adder
+from rtl.bus.pipeline_register import PipelineRegister
 from rtl.bus.skid import SkidBuffer
 from rtl.round.rounding_unit import RoundingUnit
 from rtl.vector.alu import VectorAlu
@@ -135,7 +136,7 @@ class VectorEngine(wiring.Component):
     one element (all lanes) per cycle, except that a summing instruction (``acc_op`` SUM)
     takes an element only every ``1 + acc_wait`` cycles, while its pipelined adder settles (3
     deep, 0 not); an element's ``o`` beat is valid ``latency`` cycles after its ``a`` beat is
-    taken (50 deep, 13 not), so an instruction takes about ``count * (1 + acc_wait) + latency
+    taken (51 deep, 14 not), so an instruction takes about ``count * (1 + acc_wait) + latency
     + 2`` cycles.
 
     The pipeline has no clock enable: it never stalls. Its results enter a FIFO of
@@ -244,9 +245,9 @@ class VectorEngine(wiring.Component):
     @property
     def latency(self):
         """Cycles from an ``a`` beat taken to its ``o`` beat valid: the stages before the LUT,
-        the LUT, the hold register ``y_h``, the result FIFO (2) and the rounding unit's
-        registers (input, encoder stages, output)."""
-        return (self._front(self._deep)[2] + Lut.latency_of(self._deep) + 1 + 2 + 2 +
+        the LUT, the hold register ``y_h``, the result FIFO (2), the register after it and
+        the rounding unit's registers (input, encoder stages, output)."""
+        return (self._front(self._deep)[2] + Lut.latency_of(self._deep) + 1 + 2 + 1 + 2 +
                 self._ru_encoder_stages(self._deep))
 
     def elaborate(self, platform):
@@ -284,11 +285,18 @@ class VectorEngine(wiring.Component):
         beat = ru.i.payload.shape()
         m.submodules.ofifo = ofifo = fifo.SyncFIFOBuffered(
             width=beat.size, depth=self.fifo_depth)
+        # A register stage between the FIFO and the rounding unit: the FIFO's data is a block
+        # RAM's output, and the beat's rounding mode decides whether the lanes' PRNGs advance
+        # (the clock enable of some 200 flip-flops per lane): block RAM -> PRNG enable was the
+        # path of core2 at 90324a7 (router2, seed 2: 17.49 ns, 11.19 of it routing).
+        m.submodules.ru_in = ru_in = PipelineRegister(beat)
         # The skid buffer keeps o.ready (the SBUF write arbiter's) out of the rounding unit.
         m.submodules.o_skid = skid = SkidBuffer(vec)
         m.d.comb += [ru.seed.eq(self.seed), ru.seed_load.eq(self.seed_load),
-                     ru.i.valid.eq(ofifo.r_rdy), ofifo.r_en.eq(ru.i.ready),
-                     ru.i.payload.eq(data.View(beat, ofifo.r_data)),
+                     ru_in.i.valid.eq(ofifo.r_rdy), ofifo.r_en.eq(ru_in.i.ready),
+                     ru_in.i.payload.eq(ofifo.r_data),
+                     ru.i.valid.eq(ru_in.o.valid), ru_in.o.ready.eq(ru.i.ready),
+                     ru.i.payload.eq(ru_in.o.payload),
                      skid.i.valid.eq(ru.o.valid), skid.i.payload.eq(ru.o.payload.data),
                      ru.o.ready.eq(skid.i.ready)]
         wiring.connect(m, skid.o, wiring.flipped(self.o))
