@@ -55,6 +55,9 @@ def test_board_top_plans(board, config, tmp_path):
     assert "--timing-allow-fail" in script
     il = (tmp_path / f"{board}-{config}" / "top.il").read_text()
     assert "EHXPLLL" in il if family == "ecp5" else "SB_PLL40_PAD" in il
+    if family == "ecp5":
+        # The synchronised reset reaches the flip-flops through a global buffer (fpga/pll.py).
+        assert il.count("cell \\DCCA ") == 1, "the ECP5 reset must pass one DCCA"
     assert result["target_mhz"] > 0 and result["uart_divisor"] >= 4
 
 
