@@ -215,6 +215,7 @@ class NeuronCore(wiring.Component):
     def elaborate(self, platform):
         from rtl.bus.axi_lite import AXI4LiteRegisters
         from rtl.bus.pipeline_register import PipelineRegister
+        from rtl.bus.skid import SkidBuffer
         from rtl.control.sequencer import DBG, Sequencer
         from rtl.core.status import ErrorReport, ErrorStatus
         from rtl.core.watchdog import Watchdog
@@ -249,6 +250,13 @@ class NeuronCore(wiring.Component):
         tctrl = soft_reset("tensor_ctrl", TensorController(
             P, C, self._sbuf_depth, self._psum_depth, data_width=16,
             done_delay=psum.latency, queue_depth=2))
+        # The tensor engine's results reach the controller through a skid buffer: the engine's
+        # stall (``result.ready``, the clock enable of its whole data path and its
+        # ``moving.ready``) then comes from a flip-flop, not from the controller's PSUM write
+        # register through the completion queue. That chain, PSUM write register -> tensor
+        # stall -> moving stream -> MOV issuer's clock enables, was core2's path at 0f4481b
+        # (router2, seed 2: 17.28 ns, 15.34 of it routing).
+        res_skid = soft_reset("tensor_result", SkidBuffer(te.result.payload.shape()))
         ve = soft_reset("vector", VectorEngine(P, depth=self._lut_entries, n_rand=self._n_rand))
         cfg_reg = soft_reset("vector_cfg", PipelineRegister(ve.cfg.payload.shape()))
         vctrl = soft_reset("vector_ctrl", VectorController(
@@ -271,7 +279,8 @@ class NeuronCore(wiring.Component):
         # ---- tensor path ------------------------------------------------------------------
         wiring.connect(m, tctrl.stationary, te.stationary)
         wiring.connect(m, tctrl.moving, te.moving)
-        wiring.connect(m, te.result, tctrl.result)
+        wiring.connect(m, te.result, res_skid.i)
+        wiring.connect(m, res_skid.o, tctrl.result)
         m.d.comb += [
             psum.wr.valid.eq(tctrl.psum_wr.valid),
             psum.wr.payload.eq(tctrl.psum_wr.payload),
@@ -332,8 +341,8 @@ class NeuronCore(wiring.Component):
         finish = Signal()
         engines_idle = Signal()
         m.d.comb += [
-            engines_idle.eq(~dma.busy & ~tctrl.busy & ~te.busy & psum.idle & ~vctrl.busy &
-                            ~ve.busy),
+            engines_idle.eq(~dma.busy & ~tctrl.busy & ~te.busy & ~res_skid.full & psum.idle &
+                            ~vctrl.busy & ~ve.busy),
             start.eq(ctrl_we & ctrl[0] & ~running),
         ]
         # Errors: sequencer traps, DMA errors, watchdog, LUT configuration errors.
@@ -416,7 +425,7 @@ class NeuronCore(wiring.Component):
         cycles = Signal(64)
         counters = {n: Signal(32, name=f"perf_{n}") for n in ("tensor_busy", "vector_busy",
                                                               "dma_busy")}
-        busy_now = {"tensor_busy": tctrl.busy | te.busy | ~psum.idle,
+        busy_now = {"tensor_busy": tctrl.busy | te.busy | res_skid.full | ~psum.idle,
                     "vector_busy": vctrl.busy | ve.busy, "dma_busy": dma.busy}
         with m.If(start | clear_cnt):
             m.d.sync += cycles.eq(0)
