@@ -257,6 +257,7 @@ class NeuronCore(wiring.Component):
         # stall -> moving stream -> MOV issuer's clock enables, was core2's path at 0f4481b
         # (router2, seed 2: 17.28 ns, 15.34 of it routing).
         res_skid = soft_reset("tensor_result", SkidBuffer(te.result.payload.shape()))
+        te_busy = te.busy | res_skid.full      # the engine, or a result beat in its skid buffer
         ve = soft_reset("vector", VectorEngine(P, depth=self._lut_entries, n_rand=self._n_rand))
         cfg_reg = soft_reset("vector_cfg", PipelineRegister(ve.cfg.payload.shape()))
         vctrl = soft_reset("vector_ctrl", VectorController(
@@ -341,8 +342,8 @@ class NeuronCore(wiring.Component):
         finish = Signal()
         engines_idle = Signal()
         m.d.comb += [
-            engines_idle.eq(~dma.busy & ~tctrl.busy & ~te.busy & ~res_skid.full & psum.idle &
-                            ~vctrl.busy & ~ve.busy),
+            engines_idle.eq(~dma.busy & ~tctrl.busy & ~te_busy & psum.idle & ~vctrl.busy &
+                            ~ve.busy),
             start.eq(ctrl_we & ctrl[0] & ~running),
         ]
         # Errors: sequencer traps, DMA errors, watchdog, LUT configuration errors.
@@ -425,7 +426,7 @@ class NeuronCore(wiring.Component):
         cycles = Signal(64)
         counters = {n: Signal(32, name=f"perf_{n}") for n in ("tensor_busy", "vector_busy",
                                                               "dma_busy")}
-        busy_now = {"tensor_busy": tctrl.busy | te.busy | res_skid.full | ~psum.idle,
+        busy_now = {"tensor_busy": tctrl.busy | te_busy | ~psum.idle,
                     "vector_busy": vctrl.busy | ve.busy, "dma_busy": dma.busy}
         with m.If(start | clear_cnt):
             m.d.sync += cycles.eq(0)
