@@ -356,11 +356,13 @@ async def test_illegal_records_then_correct_run(dut):
 CORE_CONFIG = {"rows": 4, "cols": 4, "sbuf_depth": 1024, "psum_depth": 64,
                "formats": ["bf16"], "lut_entries": 64}
 #: The FPGA's core2 shape with its deeper tensor PEs (``tensor_add_stages=3``,
-#: ``tensor_mul_stages=4``, which change the array's timing, not its results): the same
+#: ``tensor_mul_stages=4``, which change the array's timing, not its results) and, as on an
+#: FPGA, its engines in the ``engine`` domain reset by the soft-reset flip-flop alone
+#: (``engine_domain``; the errors, aborts and reset of the tests exercise it): the same
 #: programs, bit-exact against RefSim.
 CORE_FPGA_CONFIG = {"rows": 2, "cols": 2, "sbuf_depth": 1024, "psum_depth": 64,
                     "formats": ["bf16"], "lut_entries": 64, "tensor_add_stages": 3,
-                    "tensor_mul_stages": 4}
+                    "tensor_mul_stages": 4, "engine_domain": True}
 
 
 def core_factory(cfg):

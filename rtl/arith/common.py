@@ -93,13 +93,15 @@ class Pipe:
         return reg
 
 
-def delay(m, en, value, cycles, name):
+def delay(m, en, value, cycles, name, *, reset_less=False):
     """``value`` through ``cycles`` registers (``{name}_d1``, ...) loaded on every cycle with
     ``en`` high, so that it stays in step with a pipeline of that many enabled stages; ``value``
-    itself when ``cycles`` is 0. Registers reset to 0."""
+    itself when ``cycles`` is 0. Registers reset to 0, unless ``reset_less``: for data whose
+    validity a unit tracks with bits of its own (as ``Pipe`` does), so that the reset and
+    the core's soft reset do not fan out to every pipeline bit."""
     value = Value.cast(value)
     for i in range(cycles):
-        reg = Signal(value.shape(), name=f"{name}_d{i + 1}")
+        reg = Signal(value.shape(), name=f"{name}_d{i + 1}", reset_less=reset_less)
         with m.If(en):
             m.d.sync += reg.eq(value)
         value = reg

@@ -19,7 +19,8 @@ class PipelineRegister(wiring.Component):
     is ready (latency 1, one beat per cycle). While ``o`` is stalled the output register holds
     its beat (``o.payload`` stable), one more beat is taken into the skid register, and
     ``i.ready`` is low until the skid register has moved into the output register. Nothing is
-    lost, duplicated or reordered. Reset empties both registers.
+    lost, duplicated or reordered. Reset empties both registers (their valid bits; the payload
+    registers have no reset, and ``o.payload`` means nothing while ``o.valid`` is low).
 
     Parameters
     ----------
@@ -44,9 +45,9 @@ class PipelineRegister(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         o_valid = Signal()
-        o_data = Signal.like(self.i.payload)
+        o_data = Signal.like(self.i.payload, reset_less=True)
         s_valid = Signal()
-        s_data = Signal.like(self.i.payload)
+        s_data = Signal.like(self.i.payload, reset_less=True)
         m.d.comb += [
             self.i.ready.eq(~s_valid),
             self.o.valid.eq(o_valid),

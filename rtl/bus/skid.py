@@ -17,7 +17,8 @@ class SkidBuffer(wiring.Component):
     ``o.valid`` and ``o.payload`` are a multiplexer after ``i``'s, throughput is one beat per
     cycle, latency 0, and the upstream sees back-pressure one cycle late: it may present one
     more beat, which is kept. Nothing is lost, duplicated or reordered; ``o.payload`` is stable
-    while ``o.valid`` is high and ``o.ready`` low.
+    while ``o.valid`` is high and ``o.ready`` low. The skid register's payload has no reset (its
+    valid bit has).
 
     Parameters
     ----------
@@ -42,7 +43,7 @@ class SkidBuffer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         full = Signal()
-        skid = Signal.like(self.i.payload)
+        skid = Signal.like(self.i.payload, reset_less=True)   # ``full`` says what it holds
         m.d.comb += [
             self.i.ready.eq(~full),
             self.o.valid.eq(full | self.i.valid),

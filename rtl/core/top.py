@@ -7,7 +7,8 @@ AXI4-Lite register block, error status, watchdog and interrupt, wired into one c
 See ``docs/core.md`` for the block diagram, the window layouts and the abort protocol.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, ResetInserter, Signal, Value
+from amaranth.hdl import (Cat, ClockDomain, ClockSignal, Const, DomainRenamer, Instance,
+                          Module, Mux, ResetInserter, Signal, Value)
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -96,6 +97,17 @@ class NeuronCore(wiring.Component):
         product path (a 2x2 all-format engine alone on the ECP5, add stages 2: 51.29 -> 63.01
         MHz); 4 feeds the DSP multiplier from registers (``FPMultiplier``). 1 by default; the
         FPGA configuration ``core2`` uses 4.
+    engine_domain : bool or None
+        How the soft reset (abort) reaches the units it resets. False: they stay in ``sync``
+        under a ``ResetInserter``, so each of their registers resets on ``rst | abort``.
+        True: they run in a local domain ``engine`` (the same clock, no domain reset), reset
+        by one flip-flop that the reset sets and that otherwise follows the abort, through a
+        DCCA global buffer on an ECP5 platform: on an FPGA the OR of the first form is one
+        LUT driving every such register's reset. The behaviour is the same (the units are
+        also held in reset for one cycle after ``rst`` falls). None (default): True when
+        elaborated for a platform (an FPGA build), False otherwise; Amaranth's simulator
+        does not support the ``engine`` domain (its clock is assigned from ``sync``, which
+        its delta cycles make racy), Verilog simulators do.
 
     Members
     -------
@@ -117,7 +129,7 @@ class NeuronCore(wiring.Component):
     def __init__(self, rows=4, cols=None, *, partitions=None, lanes=None, sbuf_depth=256,
                  psum_depth=64, formats=_ENGINE_FORMATS, lut_entries=64, n_rand=8,
                  pmem_depth=256, dma_windows=4, max_burst=16, tensor_add_stages=1,
-                 tensor_mul_stages=1):
+                 tensor_mul_stages=1, engine_domain=None):
         _int("rows", rows, 2, 128)
         cols = rows if cols is None else cols
         _int("cols", cols, 2, rows)
@@ -149,6 +161,9 @@ class NeuronCore(wiring.Component):
         self._tensor_add_stages = tensor_add_stages
         _int("tensor_mul_stages", tensor_mul_stages, 1, 4)
         self._tensor_mul_stages = tensor_mul_stages
+        if engine_domain is not None and not isinstance(engine_domain, bool):
+            raise TypeError(f"engine_domain must be True, False or None, not {engine_domain!r}")
+        self._engine_domain = engine_domain
         self._rows, self._cols = rows, cols
         self._sbuf_depth, self._psum_depth = sbuf_depth, psum_depth
         self._formats = tuple(sorted(set(formats)))
@@ -185,7 +200,8 @@ class NeuronCore(wiring.Component):
                 "pmem_depth": self._pmem_depth, "dma_windows": self._dma_windows,
                 "max_burst": self._max_burst,
                 "tensor_add_stages": self._tensor_add_stages,
-                "tensor_mul_stages": self._tensor_mul_stages}
+                "tensor_mul_stages": self._tensor_mul_stages,
+                "engine_domain": self._engine_domain}
 
     def describe(self):
         """A JSON-able description: configuration, top-level ports, memory map, windows."""
@@ -229,12 +245,36 @@ class NeuronCore(wiring.Component):
         P, C = self._rows, self._cols
         mm = self._mm
 
-        # Soft reset of everything that must return to idle on an abort.
+        # Soft reset of everything that must return to idle on an abort (``engine_domain``).
+        # Without the engine domain the units stay in ``sync`` under a ``ResetInserter(soft)``,
+        # so their registers reset on ``rst | soft``. On an FPGA that OR was one LUT driving
+        # the reset of every such register (12,777 of them in core2 at f472b21; router2 seed
+        # 3's path, aborting -> a vector LUT register's LSR, 16.94 ns, 15.75 routing). With
+        # it the units run in ``engine``: the same clock, no domain reset, reset by ``soft``
+        # alone, a flip-flop that the reset sets and that follows ``aborting`` after it,
+        # through a DCCA onto a global network on the ECP5 (nextpnr-ice40 promotes resets
+        # itself).
         soft = Signal()
+        soft_ff = Signal(init=1)
+        aborting = Signal()
+        use_engine = platform is not None if self._engine_domain is None else self._engine_domain
+        if not use_engine:
+            m.d.comb += soft.eq(aborting)
 
-        def soft_reset(name, comp):
-            m.submodules[name] = ResetInserter(soft)(comp)
-            return comp
+            def soft_reset(name, comp):
+                m.submodules[name] = ResetInserter(soft)(comp)
+                return comp
+        else:
+            m.domains.engine = ClockDomain("engine", reset_less=True, local=True)
+            m.d.comb += ClockSignal("engine").eq(ClockSignal("sync"))
+            if getattr(platform, "family", None) == "ecp5":
+                m.submodules.soft_buf = Instance("DCCA", i_CLKI=soft_ff, i_CE=1, o_CLKO=soft)
+            else:
+                m.d.comb += soft.eq(soft_ff)
+
+            def soft_reset(name, comp):
+                m.submodules[name] = DomainRenamer({"sync": "engine"})(ResetInserter(soft)(comp))
+                return comp
 
         regs = m.submodules.regs = AXI4LiteRegisters(mm)
         seq = soft_reset("seq", Sequencer(pmem_depth=self._pmem_depth,
@@ -337,7 +377,6 @@ class NeuronCore(wiring.Component):
         ctrl = regs.ctrl
         ctrl_we = regs.ctrl_we
         running = Signal()
-        aborting = Signal()
         start = Signal()
         finish = Signal()
         engines_idle = Signal()
@@ -379,16 +418,20 @@ class NeuronCore(wiring.Component):
             rep[0].valid | rep[1].valid | rep[3].valid))
         with m.If(start):
             m.d.sync += running.eq(1)
-        with m.If(abort_req):
-            m.d.sync += aborting.eq(1)
+        # ``aborting`` and its copy ``soft_ff`` (the soft reset; the reset sets it) load the
+        # same next value: the latter then equals ``aborting`` from a cycle after the reset.
+        aborting_next = Signal()
+        m.d.comb += aborting_next.eq(aborting | abort_req)
         # The program ends when the sequencer is done and every engine has drained, or when
         # an abort has drained the DMA (the rest is held in reset meanwhile).
         with m.If(running & ~start & ((~aborting & seq.done & ~seq.busy & engines_idle) |
                                       (aborting & ~dma.busy))):
-            m.d.comb += finish.eq(1)
-            m.d.sync += [running.eq(0), aborting.eq(0)]
+            m.d.comb += [finish.eq(1), aborting_next.eq(0)]
+            m.d.sync += running.eq(0)
+        m.d.sync += aborting.eq(aborting_next)
+        if use_engine:
+            m.d.sync += soft_ff.eq(aborting_next)
         m.d.comb += [
-            soft.eq(aborting),
             dma.abort.eq(aborting),
             seq.start.eq(start),
             seq.start_pc.eq(regs.start_pc),

@@ -65,9 +65,10 @@ def row_delay(formats, add_stages):
 
 
 def _delay(m, value, n, en, name):
-    """``value`` delayed by ``n`` registers that advance only while ``en`` is 1."""
+    """``value`` delayed by ``n`` registers that advance only while ``en`` is 1. They hold
+    data only (the array tracks validity), so they have no reset."""
     for i in range(n):
-        reg = Signal.like(value, name=f"{name}_d{i}")
+        reg = Signal.like(value, name=f"{name}_d{i}", reset_less=True)
         with m.If(en):
             m.d.sync += reg.eq(value)
         value = reg

@@ -151,7 +151,7 @@ class PSUM(wiring.Component):
         n = 2 + Sa
         v = [Signal(name=f"s{k + 1}_valid") for k in range(n)]
         a = [Signal(range(self._depth), name=f"s{k + 1}_addr") for k in range(n)]
-        d = [Signal(layout, name=f"s{k + 1}_data") for k in range(n)]
+        d = [Signal(layout, name=f"s{k + 1}_data", reset_less=True) for k in range(n)]
         acc = [Signal(name=f"s{k + 1}_acc") for k in range(n)]
         isint = [Signal(name=f"s{k + 1}_int") for k in range(n)]
 
@@ -175,7 +175,7 @@ class PSUM(wiring.Component):
         # Stage 1: the old word leaves the block RAM (rmw.data) into ``old``; stage 2: old word +
         # new word; sums ready at stage 2 + Sa.
         w = n - 1
-        old = Signal(layout, name="s2_old")
+        old = Signal(layout, name="s2_old", reset_less=True)
         m.d.sync += old.eq(rmw.data)
         value = Signal(layout)
         for i in range(cols):
@@ -184,7 +184,7 @@ class PSUM(wiring.Component):
                 s = Signal(32, name=f"isum{i}")
                 m.d.comb += s.eq(old[i] + d[1][i])
                 for k in range(Sa):
-                    r = Signal(32, name=f"isum{i}_d{k}")
+                    r = Signal(32, name=f"isum{i}_d{k}", reset_less=True)
                     m.d.sync += r.eq(s)
                     s = r
                 outs["int"] = s

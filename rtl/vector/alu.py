@@ -106,7 +106,7 @@ class VectorAlu(wiring.Component):
                      ks.eq(Mux(s_ez, sign, Mux(s[31], ~s, s | sign)))]
         if n:
             (x, xd, sd, kx, ks, x_ez, nan, f_byp, f_max, f_min, f_cmp, w_gt, w_lt, w_eq,
-             on_nan) = (delay(m, self.en, v, 1, f"pre_{k}") for k, v in (
+             on_nan) = (delay(m, self.en, v, 1, f"pre_{k}", reset_less=True) for k, v in (
                 ("x", x), ("xd", xd), ("sd", sd), ("kx", kx), ("ks", ks), ("x_ez", x_ez),
                 ("nan", nan), ("byp", f_byp), ("max", f_max), ("min", f_min), ("cmp", f_cmp),
                 ("w_gt", w_gt), ("w_lt", w_lt), ("w_eq", w_eq), ("on_nan", on_nan)))
@@ -116,7 +116,7 @@ class VectorAlu(wiring.Component):
             # selection follows: key register -> compare -> select -> register was 10-11
             # routed levels (core2's engine alone on the ECP5, b408932).
             (gt, lt, x, xd, sd, x_ez, nan, f_byp, f_max, f_min, f_cmp, w_gt, w_lt, w_eq,
-             on_nan) = (delay(m, self.en, v, 1, f"cmp_{k}") for k, v in (
+             on_nan) = (delay(m, self.en, v, 1, f"cmp_{k}", reset_less=True) for k, v in (
                 ("gt", gt), ("lt", lt), ("x", x), ("xd", xd), ("sd", sd), ("x_ez", x_ez),
                 ("nan", nan), ("byp", f_byp), ("max", f_max), ("min", f_min), ("cmp", f_cmp),
                 ("w_gt", w_gt), ("w_lt", w_lt), ("w_eq", w_eq), ("on_nan", on_nan)))
@@ -146,7 +146,7 @@ class VectorAlu(wiring.Component):
         unit = Signal(2)           # 0 other, 1 adder, 2 multiplier
         m.d.comb += unit.eq(Mux((op == AluOp.ADD) | (op == AluOp.SUB) | (op == AluOp.RSUB), 1,
                                 Mux(op == AluOp.MUL, 2, 0)))
-        unit = delay(m, self.en, unit, n, "unit")
-        other = delay(m, self.en, other, max(n - 1 - (n >= 3), 0), "other")
+        unit = delay(m, self.en, unit, n, "unit", reset_less=True)
+        other = delay(m, self.en, other, max(n - 1 - (n >= 3), 0), "other", reset_less=True)
         m.d.comb += self.o.eq(Mux(unit == 1, add.o, Mux(unit == 2, mul.o, other)))
         return m

@@ -345,9 +345,9 @@ class VectorEngine(wiring.Component):
                 m.d.sync += gap.eq(gap - 1)
 
         # -- decode and ALU 0 ---------------------------------------------------------------
-        a0_y = Signal(vec)
-        a0_t = Signal(vec)
-        a1_y = Signal(vec)
+        a0_y = Signal(vec, reset_less=True)
+        a0_t = Signal(vec, reset_less=True)
+        a1_y = Signal(vec, reset_less=True)
         dec_b_o = Signal(vec)
         need_b = (c.src0 == Src.TENSOR) | (c.src1 == Src.TENSOR)
         DEC_IN = DEC // 3                 # registers before the decoders, inside, after them
@@ -362,12 +362,14 @@ class VectorEngine(wiring.Component):
             # 21.59 ns: INT32 absolute value, count, shift, round), now cut in the middle.
             da = m.submodules[f"dec_a{l}"] = FormatDecoder(self._formats, stages=DEC_MID)
             db = m.submodules[f"dec_b{l}"] = FormatDecoder(self._formats, stages=DEC_MID)
-            m.d.comb += [da.a.eq(delay(m, run, a_in.payload[l], DEC_IN, f"in_a{l}")),
-                         da.fmt.eq(c.fmt_a), da.en.eq(run),
-                         db.a.eq(delay(m, run, b_in.payload[l], DEC_IN, f"in_b{l}")),
+            # (the lanes' data registers have no reset: ``p_valid`` says what they hold)
+            data_in = [delay(m, run, x.payload[l], DEC_IN, f"in_{n}{l}", reset_less=True)
+                       for n, x in (("a", a_in), ("b", b_in))]
+            m.d.comb += [da.a.eq(data_in[0]), da.fmt.eq(c.fmt_a), da.en.eq(run),
+                         db.a.eq(data_in[1]),
                          db.fmt.eq(c.fmt_b), db.en.eq(run)]
-            xa = delay(m, run, da.o, DEC - DEC_IN - DEC_MID, f"dec_a{l}_o")
-            xb = delay(m, run, db.o, DEC - DEC_IN - DEC_MID, f"dec_b{l}_o")
+            xa = delay(m, run, da.o, DEC - DEC_IN - DEC_MID, f"dec_a{l}_o", reset_less=True)
+            xb = delay(m, run, db.o, DEC - DEC_IN - DEC_MID, f"dec_b{l}_o", reset_less=True)
             m.d.comb += dec_b_o[l].eq(xb)
             alu0 = m.submodules[f"alu0_{l}"] = VectorAlu(ALU)
             s0 = Mux(c.src0 == Src.IMM, c.imm0, Mux(c.src0 == Src.LANE, lane_reg[0][l], xb))
@@ -375,7 +377,8 @@ class VectorEngine(wiring.Component):
             alu1 = m.submodules[f"alu1_{l}"] = VectorAlu(ALU)
             s1 = Mux(c.src1 == Src.IMM, c.imm1, Mux(c.src1 == Src.LANE, lane_reg[1][l], a0_t[l]))
             m.d.comb += [alu1.op.eq(c.op1), alu1.x.eq(a0_y[l]), alu1.s.eq(s1), alu1.en.eq(run)]
-            m.d.sync += [a0_y[l].eq(alu0.o), a0_t[l].eq(delay(m, run, xb, ALU, f"b{l}")),
+            m.d.sync += [a0_y[l].eq(alu0.o),
+                         a0_t[l].eq(delay(m, run, xb, ALU, f"b{l}", reset_less=True)),
                          a1_y[l].eq(alu1.o)]
         m.d.sync += [p_valid[0].eq(inject), p_emit[0].eq(inject_emit)]
         for i in range(1, FRONT + lat):

@@ -216,8 +216,9 @@ class _Mulz(wiring.Component):
         m = Module()
         m.submodules.mul = mul = LaneMultiplier(logic_bits=6, stages=self._stages)
         m.d.comb += [mul.a.eq(self.c), mul.b.eq(self.d), mul.en.eq(self.en)]
-        cz = delay(m, self.en, self.c[23:31] == 0, self._stages, "cz")
-        sign = delay(m, self.en, self.c[31] ^ self.d[31], self._stages, "sign")
+        cz = delay(m, self.en, self.c[23:31] == 0, self._stages, "cz", reset_less=True)
+        sign = delay(m, self.en, self.c[31] ^ self.d[31], self._stages, "sign",
+                     reset_less=True)
         m.d.comb += self.o.eq(Mux(cz, Cat(Const(0, 31), sign), mul.o))
         return m
 
@@ -479,16 +480,18 @@ class Lut(wiring.Component):
         regions = []
 
         for lane in range(lanes):
+            # A lane's registers hold data only (the engine tracks validity), so they have
+            # no reset: the reset and the core's soft reset then do not fan out to them.
             def S(shape, name, init=0):
-                return Signal(shape, name=f"l{lane}_{name}", init=init)
+                return Signal(shape, name=f"l{lane}_{name}", init=init, reset_less=True)
 
             def sub(name, comp):
                 m.submodules[f"l{lane}_{name}"] = comp
                 return comp
 
             # -- stage 0 -> 1: w = z * PRE (or z when bypassed) -----------------------------
-            def D(value, cycles, name):
-                return delay(m, en, value, cycles, f"l{lane}_{name}")
+            def D(value, cycles, name, reset_less=True):
+                return delay(m, en, value, cycles, f"l{lane}_{name}", reset_less=reset_less)
 
             z = self.z[lane]
             pre_mul = sub("pre_mul", FP32Multiplier(stages=PRE))
@@ -506,7 +509,7 @@ class Lut(wiring.Component):
             # (``w_pre`` after the cut is ``s1_w`` itself, not a second copy of it.)
             v_exp, n = exp2_reduce(m, w_pre, f"l{lane}_x2",
                                    cut=lambda x, nm: s1_w if x is w_pre else
-                                   delay(m, en, x, 1, nm))
+                                   delay(m, en, x, 1, nm, reset_less=True))
 
             # The special results by mode (NaN, Inf, zero and range-limit inputs) are decided
             # from ``w_pre``, before the s1 registers, beside EXP2's fixed-point shift.
@@ -619,7 +622,8 @@ class Lut(wiring.Component):
             # With DX the leading-zero count of dx is registered before its normalising shift,
             # and the block RAM's output waits beside it in a register.
             dx = segment_offset(m, v_d, in_range_d, low_bits, f"l{lane}_dx",
-                                cut=(lambda x, n: delay(m, en, x, DX, n)) if DX else None)
+                                cut=(lambda x, n: delay(m, en, x, DX, n, reset_less=True)) if DX
+                                else None)
             rp = coef.read_port(domain="sync")
             m.d.comb += [rp.addr.eq(Cat(idx, self.bank)), rp.en.eq(en)]
             region = S(2, "region")    # 1 hit, 2 under, 3 over, 0 not counted
@@ -627,8 +631,9 @@ class Lut(wiring.Component):
             m.d.comb += region.eq(Mux(s2_special | vnan | ~s2_count, 0,
                                       Mux(beyond, Mux(vs, 2, 3), 1)))
             # Registered before the counters' adders (one cycle late: a counter read or write
-            # follows an instruction's last element by far more).
-            regions.append(D(region, 1, "region"))
+            # follows an instruction's last element by far more). This register resets: what
+            # it holds is counted.
+            regions.append(D(region, 1, "region", reset_less=False))
             s3_dx = S(32, "s3_dx")
             s3 = {}
             for name, sig in (("k", s2_k), ("e", s2_e), ("flip", s2_flip),
