@@ -246,25 +246,23 @@ class NeuronCore(wiring.Component):
         mm = self._mm
 
         # Soft reset of everything that must return to idle on an abort (``engine_domain``).
-        # Without the engine domain the units stay in ``sync`` under a ``ResetInserter(soft)``,
-        # so their registers reset on ``rst | soft``. On an FPGA that OR was one LUT driving
-        # the reset of every such register (12,777 of them in core2 at f472b21; router2 seed
-        # 3's path, aborting -> a vector LUT register's LSR, 16.94 ns, 15.75 routing). With
-        # it the units run in ``engine``: the same clock, no domain reset, reset by ``soft``
-        # alone, a flip-flop that the reset sets and that follows ``aborting`` after it,
-        # through a DCCA onto a global network on the ECP5 (nextpnr-ice40 promotes resets
-        # itself).
-        soft = Signal()
-        soft_ff = Signal(init=1)
+        # Without the engine domain the units stay in ``sync`` under a
+        # ``ResetInserter(aborting)``, so their registers reset on ``rst | aborting``. On an
+        # FPGA that OR was one LUT driving the reset of every such register (12,777 of them in
+        # core2 at f472b21; router2 seed 3's path, aborting -> a vector LUT register's LSR,
+        # 16.94 ns, 15.75 routing). With it the units run in ``engine``: the same clock, no
+        # domain reset, reset by one flip-flop (``soft_ff``) that the reset sets and that
+        # follows ``aborting`` after it, through a DCCA onto a global network on the ECP5
+        # (``soft``; nextpnr-ice40 promotes resets itself).
         aborting = Signal()
         use_engine = platform is not None if self._engine_domain is None else self._engine_domain
         if not use_engine:
-            m.d.comb += soft.eq(aborting)
-
             def soft_reset(name, comp):
-                m.submodules[name] = ResetInserter(soft)(comp)
+                m.submodules[name] = ResetInserter(aborting)(comp)
                 return comp
         else:
+            soft_ff = Signal(init=1)
+            soft = Signal()
             m.domains.engine = ClockDomain("engine", reset_less=True, local=True)
             m.d.comb += ClockSignal("engine").eq(ClockSignal("sync"))
             if getattr(platform, "family", None) == "ecp5":

@@ -4,6 +4,7 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.arith.common import delay
 from sim.dtypes import Format
 
 __all__ = ["ENGINE_FORMATS", "MAX_MUL_STAGES", "MAX_ADD_STAGES", "check_formats", "check_stages",
@@ -62,17 +63,6 @@ def row_delay(formats, add_stages):
     an INT8-only array uses a plain registered adder (one cycle) whatever ``add_stages`` is.
     """
     return max(add_stages, 1) if _has_fp(formats) else 1
-
-
-def _delay(m, value, n, en, name):
-    """``value`` delayed by ``n`` registers that advance only while ``en`` is 1. They hold
-    data only (the array tracks validity), so they have no reset."""
-    for i in range(n):
-        reg = Signal.like(value, name=f"{name}_d{i}", reset_less=True)
-        with m.If(en):
-            m.d.sync += reg.eq(value)
-        value = reg
-    return value
 
 
 class ProcessingElement(wiring.Component):
@@ -208,17 +198,19 @@ class ProcessingElement(wiring.Component):
             # the 32-bit ports are sign extension, so they cost no flip-flops.
             p = Signal(signed(16))
             m.d.comb += p.eq(weight[:8].as_signed() * x[:8].as_signed())
-            p = _delay(m, p, Sm, en, "mul")
+            # (here and below the pipeline registers hold data only, the array tracks
+            # validity: they have no reset)
+            p = delay(m, en, p, Sm, "mul", reset_less=True)
             if self._top:
-                m.d.comb += self.psum_out.eq(_delay(m, p, D, en, "psum"))
+                m.d.comb += self.psum_out.eq(delay(m, en, p, D, "psum", reset_less=True))
                 return m
             s = Signal(signed(self._int_bits))
             m.d.comb += s.eq(self.psum_in[:self._int_bits].as_signed() + p)
-            m.d.comb += self.psum_out.eq(_delay(m, s, D, en, "isum"))
+            m.d.comb += self.psum_out.eq(delay(m, en, s, D, "isum", reset_less=True))
             return m
 
         if self._top:
-            m.d.comb += self.psum_out.eq(_delay(m, product, D, en, "psum"))
+            m.d.comb += self.psum_out.eq(delay(m, en, product, D, "psum", reset_less=True))
             return m
 
         is_int = Signal()
@@ -227,7 +219,7 @@ class ProcessingElement(wiring.Component):
         if has_int:
             s = Signal(32)
             m.d.comb += s.eq(self.psum_in + product)
-            outs.append(_delay(m, s, D, en, "isum"))
+            outs.append(delay(m, en, s, D, "isum", reset_less=True))
         if has_fp:
             from rtl.arith.fp32_add import FP32Adder
             m.submodules.add = add = FP32Adder(stages=self._add_stages)
@@ -236,10 +228,10 @@ class ProcessingElement(wiring.Component):
                 m.d.comb += add.en.eq(en)
             fsum = add.o
             if self._add_stages == 0:
-                fsum = _delay(m, add.o, 1, en, "fsum")
+                fsum = delay(m, en, add.o, 1, "fsum", reset_less=True)
             outs.append(fsum)
         if len(outs) == 2:
-            sel = _delay(m, is_int, Sm + D, en, "is_int")
+            sel = delay(m, en, is_int, Sm + D, "is_int", reset_less=True)
             m.d.comb += self.psum_out.eq(Mux(sel, outs[0], outs[1]))
         else:
             m.d.comb += self.psum_out.eq(outs[0])
