@@ -188,8 +188,10 @@ def plan(board_name, config, *, freq=None, baud=115200, seed=1, router="router1"
     nextpnr_opts = f"{board.nextpnr_opts} --seed {seed}"
     if router != ROUTERS[0]:
         nextpnr_opts += f" --router {router}"
+    from scripts.synth import AFTER_READ
     build_plan = board.platform().build(top, name="top", do_build=False, do_program=False,
-                                        synth_opts=board.synth_opts, nextpnr_opts=nextpnr_opts)
+                                        synth_opts=board.synth_opts, nextpnr_opts=nextpnr_opts,
+                                        script_after_read=AFTER_READ)
     return board, cfg, top, build_plan
 
 

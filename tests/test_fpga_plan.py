@@ -14,6 +14,7 @@ import pytest
 from fpga import build as fbuild
 from fpga.pll import ecp5_pll, ice40_pll
 from fpga.report import make_report, parse_nextpnr_log, parse_yosys_log
+from scripts.synth import AFTER_READ
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: Configurations whose elaboration takes minutes (all formats in every PE): long runs only.
@@ -65,6 +66,28 @@ def test_board_top_plans(board, config, tmp_path):
         # soft reset flip-flop alone (no LUT OR-ing it with the domain reset).
         assert re.search(r"wire .*engine_clk", il), "the core's engine domain is missing"
     assert result["target_mhz"] > 0 and result["uart_divisor"] >= 4
+    # The RTL's don't-cares reach yosys (scripts/synth.py AFTER_READ) and, in a core, select
+    # the control store's read port.
+    ys = (tmp_path / f"{board}-{config}" / "top.ys").read_text()
+    assert ys.index(AFTER_READ) < ys.index("synth_"), "the yosys hints must precede synthesis"
+    if config.startswith("core"):
+        assert _ucode_read_ports(il) == 1
+
+
+def _ucode_read_ports(il):
+    """How many ``$memrd_v2`` cells of memory ``ucode`` the RTLIL text ``il`` has: what the
+    selection ``r:MEMID=\\ucode t:$memrd_v2 %i`` of ``YOSYS_HINTS`` matches."""
+    memids = re.findall(r"cell \$memrd_v2 \S+\n(?:\s+parameter .*\n)*?"
+                        r"\s+parameter \\MEMID (\S+)", il)
+    return memids.count('"\\\\ucode"')
+
+
+def test_yosys_hints_select_the_control_store():
+    """The hint's selection names the sequencer's control store and nothing else there."""
+    from amaranth.back import rtlil
+    from rtl.control.sequencer import Sequencer
+    assert "r:MEMID=\\ucode t:$memrd_v2 %i" in AFTER_READ
+    assert _ucode_read_ports(rtlil.convert(Sequencer(pmem_depth=16), name="top")) == 1
 
 
 @pytest.mark.parametrize("fout", [25e6, 50e6, 62.5e6, 100e6, 110e6, 125e6, 150e6])

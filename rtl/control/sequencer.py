@@ -18,7 +18,17 @@ from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond,
 
 from .layouts import record_layout
 
-__all__ = ["Sequencer", "DBG"]
+__all__ = ["Sequencer", "DBG", "YOSYS_HINTS"]
+
+#: Yosys commands (to run right after ``read_rtlil``) that tell synthesis what the RTL
+#: guarantees but cannot express in Amaranth: the control store is written only while the
+#: sequencer is not busy, so no micro-word is fetched in the cycle it is written and a read
+#: that collides with a write may return anything (``COLLISION_X_MASK``). Without it yosys
+#: keeps the read-first value with comparator and bypass logic around the block RAM (139 FF
+#: and 81 LUT4 on the ECP5), on the fetch loop: control store -> next micro-address -> store.
+#: The FPGA builds (``fpga/build.py``) and ``scripts/unit_fmax.py`` run it; Verilog users
+#: with another synthesis tool may give the same don't-care the same way.
+YOSYS_HINTS = r"setparam -set COLLISION_X_MASK 1'1 r:MEMID=\ucode t:$memrd_v2 %i"
 
 #: Debug read-port map (``dbg_addr``): registers 0..63, then these.
 DBG = {
@@ -124,7 +134,10 @@ class Sequencer(wiring.Component):
     pmem_wr_addr, pmem_wr_data, pmem_wr_en : In
         Program-memory write port (any time; the sequencer reads instructions one by one).
     ucode_wr_addr (9), ucode_wr_data (64), ucode_wr_en : In
-        Control-store write port: new microroutines at run time.
+        Control-store write port: new microroutines at run time, while the sequencer is not
+        ``busy`` (a write while busy is ignored; the core refuses UCODE-window writes while
+        busy, ``sim/memmap.py``), so the micro-word fetched in a cycle is never the one
+        written in it (:data:`YOSYS_HINTS`).
     map_wr_addr (8), map_wr_data (10), map_wr_en : In
         Opcode-map write port: ``map_wr_data = 1 << 9 | micro-address``; 0 makes an opcode
         illegal.
@@ -260,8 +273,9 @@ class Sequencer(wiring.Component):
                                             init=microcode.control_store())
         uw_port = ucode.write_port()
         ur = ucode.read_port()
+        # Written only while not busy: see YOSYS_HINTS.
         m.d.comb += [uw_port.addr.eq(self.ucode_wr_addr), uw_port.data.eq(self.ucode_wr_data),
-                     uw_port.en.eq(self.ucode_wr_en)]
+                     uw_port.en.eq(self.ucode_wr_en & ~self.busy)]
 
         m.submodules.opmap = opmap = Memory(shape=isa.MAP_BITS, depth=256,
                                             init=microcode.opcode_map())
