@@ -20,6 +20,11 @@ One helper for every testbench::
 * ``WAVES=1`` in the environment dumps waveforms (FST for Verilator, VCD for Icarus) into the
   build directory and prints where.
 * ``COCOTB_RANDOM_SEED`` (or ``seed=``) fixes the seed; the seed used is in the cocotb log.
+* ``VERILATOR_CXX_OPT`` is the C++ optimisation of the Verilated model (``OPT_FAST`` and
+  ``OPT_GLOBAL`` of ``verilated.mk``): ``-O0`` by default, as the test suite's simulations last
+  seconds while the compile of a large unit takes minutes (the 16-lane rounding encoder: 64 s
+  at ``-O0``, 276 s at Verilator's own ``-Os``); ``scripts/bench_sim.py`` sets ``-Os``. Each
+  other value builds in a directory of its own.
 * ``VERILATOR_ARGS`` adds Verilator build arguments (a separate build directory per set) and
   ``SIM_PLUSARGS`` run-time plusargs, e.g. ``VERILATOR_ARGS="--x-assign unique --x-initial
   unique" SIM_PLUSARGS="+verilator+rand+reset+2"`` to check that no result depends on an
@@ -31,6 +36,7 @@ import hashlib
 import json
 import os
 import pathlib
+import re
 import sys
 
 from amaranth.back import verilog
@@ -42,6 +48,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD_ROOT = ROOT / "build" / "sim"
 SIMULATORS = ("icarus", "verilator")
 TOPLEVEL = "top"
+#: C++ optimisation of Verilated models unless ``VERILATOR_CXX_OPT`` says otherwise.
+DEFAULT_CXX_OPT = "-O0"
 
 
 def tool_env():
@@ -143,15 +151,21 @@ def run_cocotb(component, *, name, test_module, simulator, config=None, testcase
     """
     if simulator not in SIMULATORS:
         raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
+    cxx_opt = (os.environ.get("VERILATOR_CXX_OPT") or DEFAULT_CXX_OPT).strip()
+    if simulator == "verilator" and not re.fullmatch(r"-O[0-3sgz]|-Ofast", cxx_opt):
+        raise ValueError(f"VERILATOR_CXX_OPT must be a C++ optimisation flag (-O0, -O1, -O2, "
+                         f"-O3, -Os, -Og, -Oz, -Ofast), not {cxx_opt!r}")
     from cocotb_tools.runner import get_results, get_runner
     tool_env()
     config = dict(config or {})
     vpath = generate_verilog(component, name=name, config=config, ports=ports)
     extra_args = os.environ.get("VERILATOR_ARGS", "").split() if simulator == "verilator" else []
     build_dir = vpath.parent / simulator
-    if extra_args:
+    variant = extra_args + ([cxx_opt] if simulator == "verilator" and
+                            cxx_opt != DEFAULT_CXX_OPT else [])
+    if variant:
         build_dir = vpath.parent / (simulator + "-" + hashlib.sha256(
-            " ".join(extra_args).encode()).hexdigest()[:8])
+            " ".join(variant).encode()).hexdigest()[:8])
     waves = os.environ.get("WAVES", "0") not in ("", "0")
     if waves and simulator == "verilator":
         build_dir = build_dir.with_name(build_dir.name + "-waves")   # tracing is a build option
@@ -169,6 +183,11 @@ def run_cocotb(component, *, name, test_module, simulator, config=None, testcase
         # VERILATOR_ARGS: extra build arguments (later ones win, e.g. "--x-assign unique").
         build_args += extra_args
     runner = get_runner(simulator)
+    if simulator == "verilator":
+        # verilated.mk's optimisation variables, through make's command-line variables
+        # (tool_env() set MAKEFLAGS).
+        os.environ["MAKEFLAGS"] = (f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={cxx_opt} "
+                                   f"OPT_GLOBAL={cxx_opt}")
     with _Lock(vpath.parent / f".{simulator}.lock"):
         runner.build(
             verilog_sources=[vpath, *extra_sources],
