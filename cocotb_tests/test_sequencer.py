@@ -447,11 +447,14 @@ async def test_runtime_microcode(dut):
         [isa.encode(0xF3, rd=2, imm=3)] + assemble("halt")
     hw, _ = await _check(h, words, "forward", {0xF3: fwd_ref})
     assert hw["err_status"] == 0
-    # A control-store write while the sequencer is busy is ignored (the store's read port needs
-    # no collision logic, rtl/control/sequencer.py YOSYS_HINTS): overwriting the 0xF1 routine
-    # with the recursive one (which traps) while a program runs 0xF1 changes nothing.
+    # Program-memory, control-store and opcode-map writes while the sequencer is busy are
+    # ignored (their read ports need no collision logic, rtl/control/sequencer.py YOSYS_HINTS):
+    # overwriting the 0xF1 routine with the recursive one (which traps), the HALT with an 0xF2
+    # (the same trap) and 0xF1's map entry with 0 (illegal) while a program runs changes
+    # nothing.
     d = h.dut
     bad = microcode.recursive_ucall(rep_base)
+    words = assemble("li r9, 3") + [isa.encode(0xF1, rs1=9, imm=6)] * 4 + assemble("halt")
     writes = []
 
     async def write_while_busy():
@@ -464,12 +467,21 @@ async def test_runtime_microcode(dut):
             d.ucode_wr_en.value = 1
             await FallingEdge(d.clk)
         d.ucode_wr_en.value = 0
+        writes.append(int(d.busy.value))
+        d.pmem_wr_addr.value = len(words) - 1
+        d.pmem_wr_data.value = isa.encode(0xF2)
+        d.pmem_wr_en.value = 1
+        d.map_wr_addr.value = 0xF1
+        d.map_wr_data.value = 0
+        d.map_wr_en.value = 1
+        await FallingEdge(d.clk)
+        d.pmem_wr_en.value = 0
+        d.map_wr_en.value = 0
 
     writer = cocotb.start_soon(write_while_busy())
-    words = assemble("li r9, 3") + [isa.encode(0xF1, rs1=9, imm=6)] * 4 + assemble("halt")
     hw, _ = await _check(h, words, "write while busy", {0xF1: rep_ref})
     await writer
-    assert writes == [1] * len(bad), f"the writes did not all land while busy: {writes}"
+    assert writes == [1] * (len(bad) + 1), f"the writes did not all land while busy: {writes}"
     assert hw["err_status"] == 0 and hw["sems"][6] == 12
     for op in (microcode.FUSED_OPCODE, 0xF1, 0xF2, 0xF3):
         await h.write_map(op, 0)

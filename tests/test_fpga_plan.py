@@ -71,23 +71,30 @@ def test_board_top_plans(board, config, tmp_path):
     ys = (tmp_path / f"{board}-{config}" / "top.ys").read_text()
     assert ys.index(AFTER_READ) < ys.index("synth_"), "the yosys hints must precede synthesis"
     if config.startswith("core"):
-        assert _ucode_read_ports(il) == 1
+        assert _hinted_read_ports(il) == {"pmem": 1, "ucode": 1, "opmap": 1}
 
 
-def _ucode_read_ports(il):
-    """How many ``$memrd_v2`` cells of memory ``ucode`` the RTLIL text ``il`` has: what the
-    selection ``r:MEMID=\\ucode t:$memrd_v2 %i`` of ``YOSYS_HINTS`` matches."""
+#: The sequencer's memories whose read ports ``YOSYS_HINTS`` marks (written only while idle).
+_HINTED = ("pmem", "ucode", "opmap")
+
+
+def _hinted_read_ports(il):
+    """``{memory: number of $memrd_v2 cells}`` in the RTLIL text ``il`` for the memories of
+    :data:`_HINTED`: what the ``r:MEMID=...`` selection of ``YOSYS_HINTS`` matches."""
     memids = re.findall(r"cell \$memrd_v2 \S+\n(?:\s+parameter .*\n)*?"
-                        r"\s+parameter \\MEMID (\S+)", il)
-    return memids.count('"\\\\ucode"')
+                        r"\s+parameter \\MEMID \"\\\\(\w+)\"", il)
+    return {name: memids.count(name) for name in _HINTED}
 
 
-def test_yosys_hints_select_the_control_store():
-    """The hint's selection names the sequencer's control store and nothing else there."""
+def test_yosys_hints_select_the_sequencer_memories():
+    """The hint's selection names the sequencer's program memory, control store and opcode
+    map, one read port each (a renamed memory would silently lose its hint)."""
     from amaranth.back import rtlil
     from rtl.control.sequencer import Sequencer
-    assert "r:MEMID=\\ucode t:$memrd_v2 %i" in AFTER_READ
-    assert _ucode_read_ports(rtlil.convert(Sequencer(pmem_depth=16), name="top")) == 1
+    for name in _HINTED:
+        assert f"r:MEMID=\\{name} " in AFTER_READ
+    assert _hinted_read_ports(rtlil.convert(Sequencer(pmem_depth=16), name="top")) == \
+        {"pmem": 1, "ucode": 1, "opmap": 1}
 
 
 @pytest.mark.parametrize("fout", [25e6, 50e6, 62.5e6, 100e6, 110e6, 125e6, 150e6])

@@ -21,14 +21,17 @@ from .layouts import record_layout
 __all__ = ["Sequencer", "DBG", "YOSYS_HINTS"]
 
 #: Yosys commands (to run right after ``read_rtlil``) that tell synthesis what the RTL
-#: guarantees but cannot express in Amaranth: the control store is written only while the
-#: sequencer is not busy, so no micro-word is fetched in the cycle it is written and a read
-#: that collides with a write may return anything (``COLLISION_X_MASK``). Without it yosys
-#: keeps the read-first value with comparator and bypass logic around the block RAM (139 FF
-#: and 81 LUT4 on the ECP5), on the fetch loop: control store -> next micro-address -> store.
-#: The FPGA builds (``fpga/build.py``) and ``scripts/unit_fmax.py`` run it; Verilog users
-#: with another synthesis tool may give the same don't-care the same way.
-YOSYS_HINTS = r"setparam -set COLLISION_X_MASK 1'1 r:MEMID=\ucode t:$memrd_v2 %i"
+#: guarantees but cannot express in Amaranth: the program memory, the control store and the
+#: opcode map are written only while the sequencer is not busy, so nothing is read from them in
+#: the cycle it is written, and a read that collides with a write may return anything
+#: (``COLLISION_X_MASK``). Without it yosys keeps the read-first value with comparator and
+#: bypass logic around each block RAM (139 FF and 81 LUT4 for the control store on the ECP5),
+#: on the fetch loop (control store -> next micro-address -> store) and on the instruction
+#: decode (program memory -> operand compares). The FPGA builds (``fpga/build.py``),
+#: ``scripts/unit_fmax.py`` and ``scripts/synth.py`` run it; Verilog users with another
+#: synthesis tool may give the same don't-care the same way.
+YOSYS_HINTS = (r"setparam -set COLLISION_X_MASK 1'1 r:MEMID=\pmem r:MEMID=\ucode %u "
+               r"r:MEMID=\opmap %u t:$memrd_v2 %i")
 
 #: Debug read-port map (``dbg_addr``): registers 0..63, then these.
 DBG = {
@@ -132,15 +135,15 @@ class Sequencer(wiring.Component):
     err_status : Out(16)
         ``ErrorBit`` bits; ``err_pc`` the PC of the faulting instruction.
     pmem_wr_addr, pmem_wr_data, pmem_wr_en : In
-        Program-memory write port (any time; the sequencer reads instructions one by one).
+        Program-memory write port, while the sequencer is not ``busy`` (a write while busy is
+        ignored, as for the two ports below; the core refuses PROG- and UCODE-window writes
+        while busy, ``sim/memmap.py``): nothing is read in the cycle it is written
+        (:data:`YOSYS_HINTS`).
     ucode_wr_addr (9), ucode_wr_data (64), ucode_wr_en : In
-        Control-store write port: new microroutines at run time, while the sequencer is not
-        ``busy`` (a write while busy is ignored; the core refuses UCODE-window writes while
-        busy, ``sim/memmap.py``), so the micro-word fetched in a cycle is never the one
-        written in it (:data:`YOSYS_HINTS`).
+        Control-store write port: new microroutines at run time, while not ``busy``.
     map_wr_addr (8), map_wr_data (10), map_wr_en : In
-        Opcode-map write port: ``map_wr_data = 1 << 9 | micro-address``; 0 makes an opcode
-        illegal.
+        Opcode-map write port, while not ``busy``: ``map_wr_data = 1 << 9 | micro-address``;
+        0 makes an opcode illegal.
     dma, tensor, vector : Out(stream.Signature(record_layout(engine)))
         Engine record streams (``sim.isa.*_RECORD``); accept any back-pressure.
     dma_done, tensor_done, vector_done : In(1)
@@ -267,13 +270,12 @@ class Sequencer(wiring.Component):
         pw = pmem.write_port()
         pr = pmem.read_port()
         m.d.comb += [pw.addr.eq(self.pmem_wr_addr), pw.data.eq(self.pmem_wr_data),
-                     pw.en.eq(self.pmem_wr_en), pr.addr.eq(pc_now[:pc_bits])]
+                     pw.en.eq(self.pmem_wr_en & ~self.busy), pr.addr.eq(pc_now[:pc_bits])]
 
         m.submodules.ucode = ucode = Memory(shape=64, depth=isa.UCODE_DEPTH,
                                             init=microcode.control_store())
         uw_port = ucode.write_port()
         ur = ucode.read_port()
-        # Written only while not busy: see YOSYS_HINTS.
         m.d.comb += [uw_port.addr.eq(self.ucode_wr_addr), uw_port.data.eq(self.ucode_wr_data),
                      uw_port.en.eq(self.ucode_wr_en & ~self.busy)]
 
@@ -282,7 +284,7 @@ class Sequencer(wiring.Component):
         mw = opmap.write_port()
         mr = opmap.read_port()
         m.d.comb += [mw.addr.eq(self.map_wr_addr), mw.data.eq(self.map_wr_data),
-                     mw.en.eq(self.map_wr_en), mr.addr.eq(pr.data[:8])]
+                     mw.en.eq(self.map_wr_en & ~self.busy), mr.addr.eq(pr.data[:8])]
 
         m.submodules.regfile = regfile = Memory(shape=32, depth=isa.NUM_REGS, init=[])
         rf_w = regfile.write_port()
