@@ -184,10 +184,9 @@ def run_cocotb(component, *, name, test_module, simulator, config=None, testcase
         build_args += extra_args
     runner = get_runner(simulator)
     if simulator == "verilator":
-        # verilated.mk's optimisation variables, through make's command-line variables
-        # (tool_env() set MAKEFLAGS).
-        os.environ["MAKEFLAGS"] = (f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={cxx_opt} "
-                                   f"OPT_GLOBAL={cxx_opt}")
+        # verilated.mk's optimisation variables, added to the make command-line variables
+        # that tool_env() (called above) put in MAKEFLAGS.
+        os.environ["MAKEFLAGS"] += f" OPT_FAST={cxx_opt} OPT_GLOBAL={cxx_opt}"
     with _Lock(vpath.parent / f".{simulator}.lock"):
         runner.build(
             verilog_sources=[vpath, *extra_sources],
