@@ -607,6 +607,79 @@ async def test_micro_word_write_traps(dut):
 
 
 @cocotb.test()
+async def test_loop_more_counts(dut):
+    """LOOP_MORE (``rem > 1`` at the loop stack's top) for counts at the edges of its registered
+    flags (``rem_more``/``ls_more``: the count's bits 1..15 and 16..31 tested apart): 0, 1, 2,
+    3, 2**16 and neighbours, 2**31, 2**32 - 1 and random counts; read by the micro-word right
+    after the LOOP_PUSH, after each of two LOOP_STEPs (0 wraps to 2**32 - 1), and after a
+    LOOP_POP that uncovers an outer level (as pushed, and stepped before the inner push). Run-time microcode: each LOOP_MORE answer is shifted
+    into ``rd``."""
+    h, rng = await _setup(dut, 9)
+    u = microcode.u
+    end = microcode.END
+
+    def probe(n):        # rd = 2 * rd + LOOP_MORE
+        return [u(seq=USeq.BRANCH, cond=UCond.LOOP_MORE, target=f"lm_y{n}"),
+                u(a=USrc.RD, b=USrc.RD, alu=UAlu.ADD, dst=UDst.RD, seq=USeq.JUMP,
+                  target=f"lm_n{n}"),
+                f"lm_y{n}:",
+                u(a=USrc.RD, b=USrc.RD, alu=UAlu.ADD, dst=UDst.RD),
+                u(a=USrc.RD, b=USrc.CONST, const=1, alu=UAlu.ADD, dst=UDst.RD),
+                f"lm_n{n}:"]
+
+    # (a LOOP_STEP's new PC is the instruction after the LOOP_PUSH's: this one's successor)
+    routines = {
+        # push rs1; probe; step; probe; step; probe; pop
+        0xF4: [u(a=USrc.RS1, special=USpecial.LOOP_PUSH), *probe(0),
+               u(special=USpecial.LOOP_STEP), *probe(1),
+               u(special=USpecial.LOOP_STEP), *probe(2),
+               u(special=USpecial.LOOP_POP, **end)],
+        # push rs1; push rs2; pop; probe (the outer level); step; push rs2; probe; pop;
+        # probe (the stepped outer level); pop
+        0xF5: [u(a=USrc.RS1, special=USpecial.LOOP_PUSH),
+               u(a=USrc.RS2, special=USpecial.LOOP_PUSH), u(special=USpecial.LOOP_POP),
+               *probe(5), u(special=USpecial.LOOP_STEP),
+               u(a=USrc.RS2, special=USpecial.LOOP_PUSH), *probe(3),
+               u(special=USpecial.LOOP_POP), *probe(4),
+               u(special=USpecial.LOOP_POP, **end)],
+    }
+    await _load_routines(h, routines)
+
+    def more(rem):
+        return int(rem > 1)
+
+    def ref_steps(sim, f):
+        c, v = sim.r(f["rs1"]), sim.r(f["rd"])
+        for k in range(3):
+            v = (2 * v + more((c - k) & 0xFFFFFFFF)) & 0xFFFFFFFF
+        sim.w(f["rd"], v)
+
+    def ref_nested(sim, f):
+        v = sim.r(f["rd"])
+        for c in (sim.r(f["rs1"]), sim.r(f["rs2"]), (sim.r(f["rs1"]) - 1) & 0xFFFFFFFF):
+            v = (2 * v + more(c)) & 0xFFFFFFFF
+        sim.w(f["rd"], v)
+
+    ext = {0xF4: ref_steps, 0xF5: ref_nested}
+    edges = [0, 1, 2, 3, 4, 0xFFFF, 0x10000, 0x10001, 0x10002, 0x10003, 0x8000_0000,
+             0x8000_0001, 0xFFFF_FFFF, 0xFFFF_FFFE]
+    counts = edges + [rng.getrandbits(rng.choice([2, 17, 32])) for _ in range(6)]
+    words = []
+    for i, c in enumerate(counts):
+        outer = counts[(i + 1) % len(counts)]
+        words += assemble(f"li r1, {c}\nli r3, 0\nli r4, {outer}\nli r5, 0")
+        words += [isa.encode(0xF4, rd=3, rs1=1), isa.encode(0xF5, rd=5, rs1=4, rs2=1)]
+        # every answer kept: r10.. and r40..
+        words += assemble(f"add r{10 + i}, r3, r0\nadd r{40 + i}, r5, r0")
+    hw, _ = await _check(h, words + assemble("halt"), "loop_more counts", ext)
+    assert hw["err_status"] == 0, f"errors {hw['err_status']:#x}"
+    dut._log.info("LOOP_MORE over %d counts: r3 = %#x, r5 = %#x", len(counts),
+                  hw["regs"][3], hw["regs"][5])
+    for op in routines:
+        await h.write_map(op, 0)
+
+
+@cocotb.test()
 async def test_trap_with_records_queued(dut):
     """Regression of the random-program hang (``HANG_REGRESSIONS``): the predecessor traps
     while a slow VECTOR engine still has records queued; the engines take them after ``done``

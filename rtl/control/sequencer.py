@@ -408,6 +408,13 @@ class Sequencer(wiring.Component):
         ls_start = Array(Signal(32, name=f"loop_start{i}") for i in range(isa.LOOP_DEPTH))
         ls_rem = Array(Signal(32, name=f"loop_rem{i}") for i in range(isa.LOOP_DEPTH))
         rem_top = Signal(32)                  # ls_rem[ltop], kept beside it for LOOP_MORE
+        # ``ls_rem[i] > 1`` and ``rem_top > 1`` as registered flags kept beside them, each
+        # split in two halves (``[1:16].any()``, ``[16:32].any()``): LOOP_MORE is then an OR of
+        # two flip-flops in front of the control-store address instead of a 31-bit reduction
+        # of ``rem_top`` (the critical path of the whole core at ``b32753b``), and X's result
+        # reaches the flags through a 15/16-bit reduction, not a 31-bit one.
+        ls_more = Array(Signal(2, name=f"loop_more{i}") for i in range(isa.LOOP_DEPTH))
+        rem_more = Signal(2)                  # ls_more[ltop]
         lsp = Signal(range(isa.LOOP_DEPTH + 1))
         # The stacks' top indices (pointer - 1, wrapped) are registers kept beside the
         # pointers, so that reading a top entry is a multiplexer without a subtractor.
@@ -578,7 +585,7 @@ class Sequencer(wiring.Component):
             (xd["alu_slt"] & lt_s | xd["alu_sltu"] & ~carry))
 
         loop_more = Signal()
-        m.d.comb += loop_more.eq(~lsp_zero & (rem_top > 1))
+        m.d.comb += loop_more.eq(~lsp_zero & rem_more.any())
         # A BRANCH on Z/NZ decides on ``res == 0`` registered: the ALU's carry chain is not in
         # front of the control-store address. Its first cycle in X always holds (``zb_seen``
         # is low); from the second on, ``res_zero`` holds the compare of X's (held) operands.
@@ -814,6 +821,12 @@ class Sequencer(wiring.Component):
         # The value X forwards: its register-file write, or its T0/T1 write (``res``).
         m.d.comb += x_fwd.eq(Mux(xd["fwd_sem"], sem_cur, res))
 
+        # ``ls_more``/``rem_more`` of a pushed count (``res``) and of a stepped one
+        # (``rem_top - 1 > 1``, that is ``rem_top`` neither 1 nor 2; 0 wraps to 2**32 - 1).
+        res_more, step_more = Signal(2), Signal(2)
+        m.d.comb += [res_more.eq(Cat(res[1:16].any(), res[16:32].any())),
+                     step_more.eq(Cat(~((rem_top == 1) | (rem_top == 2)), 0))]
+
         # ---- next macro PC ----------------------------------------------------------------
         npc_next = Signal(32)
         # X's result enters last, behind a select decoded a stage early.
@@ -930,9 +943,11 @@ class Sequencer(wiring.Component):
                 m.d.sync += [state.eq(Mux(xd["halt"], _S_DONE, _S_FETCH)),
                              usp.eq(0), utop.eq(-1), usp_zero.eq(1), usp_full.eq(0)]
             with m.If(xd["loop_push"]):
-                m.d.sync += [ls_start[lsp[:2]].eq(pc + 1), ls_rem[lsp[:2]].eq(res)]
+                m.d.sync += [ls_start[lsp[:2]].eq(pc + 1), ls_rem[lsp[:2]].eq(res),
+                             ls_more[lsp[:2]].eq(res_more)]
             with m.If(xd["loop_step"]):
-                m.d.sync += [ls_rem[ltop].eq(rem_top - 1), rem_top.eq(rem_top - 1)]
+                m.d.sync += [ls_rem[ltop].eq(rem_top - 1), rem_top.eq(rem_top - 1),
+                             ls_more[ltop].eq(step_more), rem_more.eq(step_more)]
             with m.If(xd["call_push"]):
                 m.d.sync += cstack[csp[:3]].eq(pc + 1)
             with m.If(xd["ag_set"]):
@@ -974,10 +989,11 @@ class Sequencer(wiring.Component):
                              csp_zero.eq(csp == 1), csp_full.eq(0)]
 
         with m.If(go & xd["loop_pop"]):
-            m.d.sync += rem_top.eq(ls_rem[(ltop - 1)[:2]])
+            m.d.sync += [rem_top.eq(ls_rem[(ltop - 1)[:2]]),
+                         rem_more.eq(ls_more[(ltop - 1)[:2]])]
         # (last, so that X's result enters ``rem_top``'s multiplexer last)
         with m.If(go & xd["loop_push"]):
-            m.d.sync += rem_top.eq(res)
+            m.d.sync += [rem_top.eq(res), rem_more.eq(res_more)]
 
         # ---- performance counters ---------------------------------------------------------
         retired, cycles = Signal(32), Signal(32)
