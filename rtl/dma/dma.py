@@ -475,7 +475,6 @@ class DMA(wiring.Component):
         st = Signal()             # the store data path is active (registered: RUN of a store)
         s1_valid = Signal()
         s1_part = Signal(pbits)
-        s1_off = Signal(bsh)
         s1_beat_end = Signal()
         acc = Signal(8 * bw)
         acc_strb = Signal(bw)
@@ -494,18 +493,21 @@ class DMA(wiring.Component):
             m.d.sync += w_valid.eq(0)
         s1_word = Signal(32)
         m.d.comb += s1_word.eq(self.sbuf_r.data[s1_part])
-        s1_elem = Signal(32)
-        s1_mask = Signal(bw)
-        with m.Switch(esh):
-            with m.Case(0):
-                m.d.comb += [s1_elem.eq(s1_word[:8]), s1_mask.eq(0b1)]
-            with m.Case(1):
-                m.d.comb += [s1_elem.eq(s1_word[:16]), s1_mask.eq(0b11)]
-            with m.Default():
-                m.d.comb += [s1_elem.eq(s1_word), s1_mask.eq(0b1111)]
-        s1_data = Signal(8 * bw)
+        # Where the element's bytes land in the beat, decided as the read is issued and
+        # registered with it: ``s1_sel[j]`` bit ``i`` says byte ``i`` of the SBUF word is byte
+        # ``j`` of the beat (``i`` below the element size, ``j = offset + i``), and
+        # ``s1_strb`` is the element's byte strobe. The word (a block RAM's output, slow to
+        # come) then only passes the partition multiplexer and one AND-OR per beat byte
+        # before the beat accumulator, instead of the element-size multiplexer and a
+        # byte shifter.
+        s1_sel = [Signal(4, name=f"s1_sel{j}") for j in range(bw)]
         s1_strb = Signal(bw)
-        m.d.comb += [s1_data.eq(s1_elem << (s1_off << 3)), s1_strb.eq(s1_mask << s1_off)]
+        s1_data = Signal(8 * bw)
+        for j in range(bw):
+            byte = Const(0, 8)
+            for i in range(min(4, j + 1)):
+                byte = byte | Mux(s1_sel[j][i], s1_word[8 * i:8 * i + 8], 0)
+            m.d.comb += s1_data[8 * j:8 * j + 8].eq(byte)
         pk_take = Signal()
         m.d.comb += pk_take.eq(st & s1_valid & (~s1_beat_end | (w_free & d_fifo.r_rdy)))
         with m.If(pk_take):
@@ -529,8 +531,13 @@ class DMA(wiring.Component):
             m.d.sync += s1_valid.eq(0)
         with m.If(rd_go):
             m.d.comb += elw.step.eq(1)
-            m.d.sync += [s1_valid.eq(1), s1_part.eq(part), s1_off.eq(e_off),
-                         s1_beat_end.eq(last_in_beat)]
+            m.d.sync += [s1_valid.eq(1), s1_part.eq(part), s1_beat_end.eq(last_in_beat)]
+            for j in range(bw):
+                m.d.sync += s1_sel[j].eq(Cat(*[(e_off == j - i) & (i < esize)
+                                              for i in range(min(4, j + 1))]))
+            m.d.sync += s1_strb.eq(Cat(*[Cat(*[(e_off == j - i) & (i < esize)
+                                               for i in range(min(4, j + 1))]).any()
+                                         for j in range(bw)]))
 
         # B responses.
         m.d.comb += axi.bready.eq(st)
