@@ -612,7 +612,9 @@ async def test_loop_more_counts(dut):
     flags (``rem_more``/``ls_more``: the count's bits 1..15 and 16..31 tested apart): 0, 1, 2,
     3, 2**16 and neighbours, 2**31, 2**32 - 1 and random counts; read by the micro-word right
     after the LOOP_PUSH, after each of two LOOP_STEPs (0 wraps to 2**32 - 1), and after a
-    LOOP_POP that uncovers an outer level (as pushed, and stepped before the inner push). Run-time microcode: each LOOP_MORE answer is shifted
+    LOOP_POP that uncovers an outer level (as pushed, and stepped before the inner push).
+    Pushes and steps held a cycle in X (a BRANCH on Z in the same micro-word) check that the
+    loop stack's entries, written while X holds, end as the micro-instruction left them. Run-time microcode: each LOOP_MORE answer is shifted
     into ``rd``."""
     h, rng = await _setup(dut, 9)
     u = microcode.u
@@ -627,18 +629,21 @@ async def test_loop_more_counts(dut):
                 u(a=USrc.RD, b=USrc.CONST, const=1, alu=UAlu.ADD, dst=UDst.RD),
                 f"lm_n{n}:"]
 
+    def held(n, **kw):   # a micro-word that holds one cycle in X: a BRANCH on Z to its successor
+        return [u(seq=USeq.BRANCH, cond=UCond.Z, target=f"lm_h{n}", **kw), f"lm_h{n}:"]
+
     # (a LOOP_STEP's new PC is the instruction after the LOOP_PUSH's: this one's successor)
     routines = {
-        # push rs1; probe; step; probe; step; probe; pop
-        0xF4: [u(a=USrc.RS1, special=USpecial.LOOP_PUSH), *probe(0),
+        # push rs1; probe; step; probe; step; probe; pop (the push and the second step held)
+        0xF4: [*held(0, a=USrc.RS1, special=USpecial.LOOP_PUSH), *probe(0),
                u(special=USpecial.LOOP_STEP), *probe(1),
-               u(special=USpecial.LOOP_STEP), *probe(2),
+               *held(1, special=USpecial.LOOP_STEP), *probe(2),
                u(special=USpecial.LOOP_POP, **end)],
         # push rs1; push rs2; pop; probe (the outer level); step; push rs2; probe; pop;
         # probe (the stepped outer level); pop
         0xF5: [u(a=USrc.RS1, special=USpecial.LOOP_PUSH),
-               u(a=USrc.RS2, special=USpecial.LOOP_PUSH), u(special=USpecial.LOOP_POP),
-               *probe(5), u(special=USpecial.LOOP_STEP),
+               *held(2, a=USrc.RS2, special=USpecial.LOOP_PUSH), u(special=USpecial.LOOP_POP),
+               *probe(5), *held(3, special=USpecial.LOOP_STEP),
                u(a=USrc.RS2, special=USpecial.LOOP_PUSH), *probe(3),
                u(special=USpecial.LOOP_POP), *probe(4),
                u(special=USpecial.LOOP_POP, **end)],

@@ -942,12 +942,8 @@ class Sequencer(wiring.Component):
             with m.If(xd["end"]):
                 m.d.sync += [state.eq(Mux(xd["halt"], _S_DONE, _S_FETCH)),
                              usp.eq(0), utop.eq(-1), usp_zero.eq(1), usp_full.eq(0)]
-            with m.If(xd["loop_push"]):
-                m.d.sync += [ls_start[lsp[:2]].eq(pc + 1), ls_rem[lsp[:2]].eq(res),
-                             ls_more[lsp[:2]].eq(res_more)]
             with m.If(xd["loop_step"]):
-                m.d.sync += [ls_rem[ltop].eq(rem_top - 1), rem_top.eq(rem_top - 1),
-                             ls_more[ltop].eq(step_more), rem_more.eq(step_more)]
+                m.d.sync += [rem_top.eq(rem_top - 1), rem_more.eq(step_more)]
             with m.If(xd["call_push"]):
                 m.d.sync += cstack[csp[:3]].eq(pc + 1)
             with m.If(xd["ag_set"]):
@@ -988,6 +984,18 @@ class Sequencer(wiring.Component):
                 m.d.sync += [csp.eq(csp - 1), ctop.eq(ctop - 1), cret.eq(cstack[(ctop - 1)[:3]]),
                              csp_zero.eq(csp == 1), csp_full.eq(0)]
 
+        # The loop stack's entries are written while X holds the micro-instruction, stalled or
+        # not (so ``go``, the stall cone, is not in their clock enables): a LOOP_PUSH writes
+        # the free entry ``lsp``, which nothing reads until a push writes it again; a
+        # LOOP_STEP writes entry ``ltop`` from ``rem_top``, which changes only on ``go`` and
+        # is read instead of that entry while it is the top. A stalled micro-instruction
+        # rewrites the same values; a trapping one stops the sequencer, and START empties
+        # the stack.
+        with m.If(x_live & xd["loop_push"]):
+            m.d.sync += [ls_start[lsp[:2]].eq(pc + 1), ls_rem[lsp[:2]].eq(res),
+                         ls_more[lsp[:2]].eq(res_more)]
+        with m.If(x_live & xd["loop_step"]):
+            m.d.sync += [ls_rem[ltop].eq(rem_top - 1), ls_more[ltop].eq(step_more)]
         with m.If(go & xd["loop_pop"]):
             m.d.sync += [rem_top.eq(ls_rem[(ltop - 1)[:2]]),
                          rem_more.eq(ls_more[(ltop - 1)[:2]])]
