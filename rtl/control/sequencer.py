@@ -272,11 +272,28 @@ class Sequencer(wiring.Component):
         m.d.comb += [pw.addr.eq(self.pmem_wr_addr), pw.data.eq(self.pmem_wr_data),
                      pw.en.eq(self.pmem_wr_en & ~self.busy), pr.addr.eq(pc_now[:pc_bits])]
 
-        m.submodules.ucode = ucode = Memory(shape=64, depth=isa.UCODE_DEPTH,
-                                            init=microcode.control_store())
+        # The control store keeps beside each micro-word a 65th bit, derived as the word is
+        # written: its ``seq`` is JUMP or CALL (F's successor is its target). F's next-address
+        # multiplexer then takes a select straight from the block RAM instead of decoding the
+        # 3-bit field behind the RAM's slow clock-to-out. (Two 36-bit-wide block RAMs hold the
+        # 65 bits as they held 64.)
+        seq_lo, seq_w = isa.field_offsets(isa.MICRO_FIELDS)["seq"]
+
+        def f_jumps(word):
+            seq_v = word[seq_lo:seq_lo + seq_w]
+            return (seq_v == USeq.JUMP) | (seq_v == USeq.CALL)
+
+        def jump_bit(word):
+            seq_v = word >> seq_lo & ((1 << seq_w) - 1)
+            return int(seq_v in (USeq.JUMP, USeq.CALL))
+
+        m.submodules.ucode = ucode = Memory(
+            shape=65, depth=isa.UCODE_DEPTH,
+            init=[w | jump_bit(w) << 64 for w in microcode.control_store()])
         uw_port = ucode.write_port()
         ur = ucode.read_port()
-        m.d.comb += [uw_port.addr.eq(self.ucode_wr_addr), uw_port.data.eq(self.ucode_wr_data),
+        m.d.comb += [uw_port.addr.eq(self.ucode_wr_addr),
+                     uw_port.data.eq(Cat(self.ucode_wr_data, f_jumps(self.ucode_wr_data))),
                      uw_port.en.eq(self.ucode_wr_en & ~self.busy)]
 
         m.submodules.opmap = opmap = Memory(shape=isa.MAP_BITS, depth=256,
@@ -305,7 +322,8 @@ class Sequencer(wiring.Component):
         # clock-to-output delay out of the operand read (F's output only selects R's register
         # indices into registers, ``a_idx_q``/``b_idx_q``).
         mo = isa.field_offsets(isa.MICRO_FIELDS)
-        uword_f = ur.data
+        uword_f = ur.data[:64]
+        jump_f = ur.data[64]            # ``f_jumps(uword_f)``, stored with it
         uword_r = Signal(64)
         uword_x = Signal(64)
         rv, xv = Signal(), Signal()
@@ -843,10 +861,10 @@ class Sequencer(wiring.Component):
             x_target.eq(Mux(xd["ret"], ustack[utop], target)),
             redirect.eq(br_taken | xd["uloop"] & (uctr_now != 0)),
         ]
-        seq_f = field(uword_f, "seq")
         f_next = Signal(isa.UADDR_BITS)
-        m.d.comb += f_next.eq(Mux((seq_f == USeq.JUMP) | (seq_f == USeq.CALL),
-                                  field(uword_f, "target"), upc_f + 1))
+        upc_f_inc = Signal(isa.UADDR_BITS)
+        m.d.comb += [upc_f_inc.eq(upc_f + 1),
+                     f_next.eq(Mux(jump_f, field(uword_f, "target"), upc_f_inc))]
         # X leaves the pipeline's R stage in place (END: the instruction is done; an AG_SET or
         # AG_SNAP whose successor in R reads the generator state it writes, ``AG_SET_READS`` /
         # ``AG_SNAP_READS`` of sim/isa.py: R re-reads its operands next cycle).
@@ -864,14 +882,17 @@ class Sequencer(wiring.Component):
             x_take.eq(in_exec & rv & (~xv | (go & ~redirect & ~x_holds_r))),
             r_take.eq(in_exec & ~(go & redirect) & (~rv | x_take)),
         ]
+        # The next micro-address: MAP's entry, X's redirect target, F's successor when R takes
+        # F's word, else F's address again. ``r_take`` excludes MAP and a redirect, so F's
+        # successor (from the block RAM's output) enters the last multiplexer.
+        other_addr = Signal(isa.UADDR_BITS)
         with m.If(state == _S_MAP):
-            m.d.comb += ur.addr.eq(mr.data[:isa.UADDR_BITS])
+            m.d.comb += other_addr.eq(mr.data[:isa.UADDR_BITS])
         with m.Elif(go & redirect):
-            m.d.comb += ur.addr.eq(x_target)
-        with m.Elif(r_take):
-            m.d.comb += ur.addr.eq(f_next)
+            m.d.comb += other_addr.eq(x_target)
         with m.Else():
-            m.d.comb += ur.addr.eq(upc_f)
+            m.d.comb += other_addr.eq(upc_f)
+        m.d.comb += ur.addr.eq(Mux(r_take, f_next, other_addr))
         m.d.sync += upc_f.eq(ur.addr)
         with m.If(r_take):
             m.d.sync += [a_idx_q.eq(a_idx_f), b_idx_q.eq(b_idx_f),
