@@ -1,6 +1,6 @@
 """A registered stream stage: ``i.ready``, ``o.valid`` and ``o.payload`` all from flip-flops."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -58,12 +58,18 @@ class PipelineRegister(wiring.Component):
         # valid bit depends on ``o.ready``, so the wide payload's clock enable does not.
         with m.If(~s_valid):
             m.d.sync += s_data.eq(self.i.payload)
+        # ``o.ready`` can be a consumer's late combinational answer (PSUM's hazard compare), so
+        # it reaches every flip-flop here through one LUT. The output register (valid bit and
+        # payload) is enabled when free; the skid register's valid bit is a plain next-state
+        # function, not a clear under a condition, which synthesis made its flip-flop's reset
+        # (LSR) together with the domain's reset, a second LUT after ``o.ready``. It is written
+        # with ``o_valid & i.valid`` where ``s_valid`` implies ``o_valid`` (the skid register
+        # fills only while the output register stalls, and empties into it first), so it is not
+        # a function of the output register's enable and cannot be built on top of it.
         with m.If(~o_valid | self.o.ready):
-            # The output register is free this edge: fill it from the skid register first.
-            with m.If(s_valid):
-                m.d.sync += [o_valid.eq(1), o_data.eq(s_data), s_valid.eq(0)]
-            with m.Else():
-                m.d.sync += [o_valid.eq(self.i.valid), o_data.eq(self.i.payload)]
-        with m.Elif(self.i.valid & ~s_valid):
-            m.d.sync += s_valid.eq(1)
+            m.d.sync += [
+                o_valid.eq(s_valid | self.i.valid),
+                o_data.eq(Mux(s_valid, s_data, self.i.payload)),
+            ]
+        m.d.sync += s_valid.eq(~self.o.ready & (s_valid | (o_valid & self.i.valid)))
         return m

@@ -240,8 +240,13 @@ class TensorController(wiring.Component):
             "int": 1, "sem": self.sem_bits, "sem_en": 1,
         })
         m.submodules.psum_skid = skid = PipelineRegister(tagged)
+        # A beat offered to the pipeline register, on one kept net: the register's valid bits
+        # are then 4-input functions of it, their own state and ``psum_wr.ready`` (PSUM's
+        # hazard compare, the late input), one LUT each after it.
+        offer = Signal(attrs={"keep": 1})
+        m.d.comb += offer.eq(self.result.valid & cpl.valid)
         m.d.comb += [
-            skid.i.valid.eq(self.result.valid & cpl.valid),
+            skid.i.valid.eq(offer),
             skid.i.p.w.data.eq(self.result.p.data),
             skid.i.p.w.addr.eq(cpl.payload.psum_addr + beat),
             skid.i.p.w.accumulate.eq(cpl.payload.accumulate),
@@ -260,14 +265,25 @@ class TensorController(wiring.Component):
             with m.If(self.result.p.last):
                 m.d.sync += beat.eq(0)
                 m.d.comb += cpl.ready.eq(1)
-        fin = Signal()
-        m.d.comb += fin.eq(skid.o.valid & skid.o.ready & skid.o.p.w.last & skid.o.p.sem_en)
+        # ``fin``: PSUM accepts a command's last beat. ``psum_wr.ready`` is PSUM's hazard compare
+        # (its address against the beats in flight), the deepest input here; the first delay
+        # stage keeps it apart from the beat's own terms, each in a flip-flop (``done_d0`` is
+        # their AND), so it reaches a D input through no LUT of this controller.
+        fin_beat = Signal()
+        m.d.comb += fin_beat.eq(skid.o.valid & skid.o.p.w.last & skid.o.p.sem_en)
 
         pend = Signal()
-        d_valid, d_sem = fin, skid.o.p.sem
+        d_valid, d_sem = fin_beat & skid.o.ready, skid.o.p.sem
         for i in range(self.done_delay):
             nv, ns = Signal(name=f"done_d{i}"), Signal(self.sem_bits, name=f"done_sem_d{i}")
-            m.d.sync += [nv.eq(d_valid), ns.eq(d_sem)]
+            if i == 0:
+                beat_d0 = Signal(name="done_beat_d0")
+                ready_d0 = Signal(name="done_ready_d0")
+                m.d.sync += [beat_d0.eq(fin_beat), ready_d0.eq(skid.o.ready)]
+                m.d.comb += nv.eq(beat_d0 & ready_d0)
+            else:
+                m.d.sync += nv.eq(d_valid)
+            m.d.sync += ns.eq(d_sem)
             pend = pend | nv
             d_valid, d_sem = nv, ns
         m.d.comb += [

@@ -44,6 +44,24 @@ class PSUMReadSignature(wiring.Signature):
         })
 
 
+def _kept(m, value, name):
+    """``value`` on a signal that synthesis keeps (a boundary that ABC maps up to)."""
+    s = Signal(name=name, attrs={"keep": 1})
+    m.d.comb += s.eq(value)
+    return s
+
+
+def _tree(m, terms, op, name, top=4):
+    """``op`` (``"all"`` or ``"any"``) of ``terms`` as a balanced tree of kept 4-input
+    functions, down to at most ``top`` terms (combined here, not kept)."""
+    level = 0
+    while len(terms) > top:
+        terms = [_kept(m, getattr(Cat(*terms[i:i + 4]), op)(), f"{name}_l{level}_{i // 4}")
+                 for i in range(0, len(terms), 4)]
+        level += 1
+    return getattr(Cat(*terms), op)()
+
+
 class PSUM(wiring.Component):
     """``cols`` partitions x ``depth`` words of FP32/INT32 accumulators.
 
@@ -156,12 +174,28 @@ class PSUM(wiring.Component):
         isint = [Signal(name=f"s{k + 1}_int") for k in range(n)]
 
         wr = self.wr
-        hazard = Signal()
-        # Beats in stages 1 .. 2+Sa write at or after the edge that ends this read.
-        clash = [v[k] & (a[k] == wr.p.addr) for k in range(n)]
+        # Read-after-write hazard: an accumulating beat whose address a beat in stages
+        # 1 .. 2+Sa will write at or after the edge that ends this read. ``wr.ready`` is this
+        # compare of the producer's fresh address with every stage; the producer cannot stall
+        # on a flip-flop (its address is only known in this cycle), so the compare is built as
+        # a fixed tree of at most 4-input functions, each kept by synthesis: 2-bit address
+        # pairs, their AND per stage, (valid & match) of two stages, then ``accumulate`` and
+        # the OR. Left to itself, ABC's area recovery chained the whole compare (9 LUTs deep
+        # into the tensor controller in the core, where the FP32 adders set its delay target).
+        abits = len(wr.p.addr)
+        match = []
+        for k in range(n):
+            pairs = [_kept(m, a[k][j:j + 2] == wr.p.addr[j:j + 2], f"s{k + 1}_eq{j // 2}")
+                     for j in range(0, abits, 2)]
+            match.append(_kept(m, _tree(m, pairs, "all", f"s{k + 1}_match"), f"s{k + 1}_match"))
+        clash = [_kept(m, (v[k] & match[k]) | (v[k + 1] & match[k + 1]) if k + 1 < n
+                       else v[k] & match[k], f"s{k + 1}_clash")
+                 for k in range(0, n, 2)]
+        # ``ready`` kept too: each of its users (the producer's output register, ``s1_valid``)
+        # is then one LUT after it.
+        ready = _kept(m, ~(wr.p.accumulate & _tree(m, clash, "any", "clash", top=3)), "ready")
         m.d.comb += [
-            hazard.eq(wr.p.accumulate & Cat(*clash).any()),
-            wr.ready.eq(~hazard),
+            wr.ready.eq(ready),
             rmw.addr.eq(wr.p.addr),
             rmw.en.eq(1),
         ]
