@@ -80,8 +80,9 @@ def exp2_reduce(m, w, name="x2", cut=None):
     exact zero is +0 as in IEEE RNE. Below 0.5, ``n = 0`` and ``w + (-0)`` is ``w`` with DAZ.
 
     ``cut(value, name)``, if given, is applied to ``w``, ``n`` and the signed difference's
-    magnitude and sign and the leading-zero counts of its three 8-bit groups (e.g. a pipeline
-    register): the normalising shift then follows it, and ``n`` is returned after it.
+    magnitude and sign and the leading-zero counts and run flags of its three 8-bit groups
+    (e.g. a pipeline register): the normalising shift then follows it, and ``n`` is returned
+    after it.
     """
     s, E, M = w[31], w[23:31], w[0:23]
     t = Signal(3, name=f"{name}_t")
@@ -113,11 +114,23 @@ def exp2_reduce(m, w, name="x2", cut=None):
     # ~norm[23]``, that was 9 routed levels to ``s2_v`` (core2, 6476d00).
     ones = Signal(24, name=f"{name}_ones")
     m.d.comb += ones.eq(frac ^ neg.replicate(24))
-    gz, gc = [], []
+    # Beside each group's count, whether the group is a run of ones at its bottom (or zero,
+    # ``gq``) and whether it is all ones (``ga``): ``mag`` is a power of two when negative
+    # exactly if ``ones`` (``mag - 1``) is such a run, i.e. its first non-zero group is one
+    # and the groups below it are all ones. That flag, from the registers, chooses the
+    # exponent instead of ``norm[23]`` after the shift (gz -> shift -> norm[23] -> exponent
+    # -> ``s2_v`` was 10 routed levels, core2).
+    gz, gc, gq, ga = [], [], [], []
     for i, lo in enumerate((16, 8, 0)):
-        c, z = leading_zeros(m, ones[lo:lo + 8], f"{name}_lz{i}")
+        grp = ones[lo:lo + 8]
+        c, z = leading_zeros(m, grp, f"{name}_lz{i}")
         gc.append(c)
         gz.append(z)
+        q = Signal(name=f"{name}_run{i}")
+        a = Signal(name=f"{name}_all{i}")
+        m.d.comb += [q.eq(~(grp[1:8] & ~grp[0:7]).any()), a.eq(grp.all())]
+        gq.append(q)
+        ga.append(a)
     is_zero = Signal(name=f"{name}_frac_zero")
     # ``frac`` is zero when the significand's low ``24 - t`` bits are (for t = 0 the hidden
     # bit is there): tests of the mantissa's low bits beside the shift, picked by ``t``'s
@@ -132,6 +145,8 @@ def exp2_reduce(m, w, name="x2", cut=None):
             (small, "small"), (w_zero, "w_zero")))
         gz = [cut(z, f"{name}_gz{i}") for i, z in enumerate(gz)]
         gc = [cut(c, f"{name}_gc{i}") for i, c in enumerate(gc)]
+        gq = [cut(q, f"{name}_gq{i}") for i, q in enumerate(gq)]
+        ga = [ga[0]] + [cut(a, f"{name}_ga{i}") for i, a in enumerate(ga) if i]  # not ga[0]
         s = w[31]
     coarse = Signal(24, name=f"{name}_coarse")
     m.d.comb += coarse.eq(Mux(~gz[0], mag, Mux(~gz[1], mag << 8, Mux(~gz[2], mag << 16, 0))))
@@ -154,13 +169,18 @@ def exp2_reduce(m, w, name="x2", cut=None):
                                                    Mux(~gz[2], table(2), base - 24))))
         return e
     e_lead, e_next = exponent(126), exponent(127)
+    # ``norm[23]`` is clear (and ``norm`` zero) exactly when ``mag`` is a power of two and
+    # ``neg`` (``ones`` all zero included: ``mag`` = 1).
+    pow2 = Signal(name=f"{name}_pow2")
+    m.d.comb += pow2.eq(neg & Mux(~gz[0], gq[0] & ga[1] & ga[2],
+                                  Mux(~gz[1], gq[1] & ga[2], gq[2])))
     v = Signal(32, name=f"{name}_v")
     with m.If(small):
         m.d.comb += v.eq(Mux(w_zero, Cat(Const(0, 31), s), w))
     with m.Elif(is_zero):
         m.d.comb += v.eq(0)
     with m.Else():
-        m.d.comb += v.eq(Cat(norm[0:23], Mux(norm[23], e_lead, e_next), s ^ neg))
+        m.d.comb += v.eq(Cat(norm[0:23], Mux(pow2, e_next, e_lead), s ^ neg))
     return v, n
 
 
@@ -173,31 +193,41 @@ def segment_offset(m, v, in_range, low_bits, name="dx", cut=None):
     zero). Out of range ``v + (-0)`` is ``v`` with DAZ. Inf/NaN/zero ``v`` follow IEEE: in range
     Inf - Inf is NaN and a zero (DAZ) gives +0.
 
-    ``cut(value, name)``, if given, is applied to ``v``, ``in_range``, the masked bits and
-    their leading-zero count (e.g. a pipeline register): the normalising shift and the
-    exponent then follow it.
+    ``cut(value, name)``, if given, is applied to ``v``, ``in_range``, the masked bits, their
+    leading-zero count and the NaN and zero tests of ``v`` (e.g. a pipeline register): the
+    normalising shift and the exponent then follow it.
     """
     r = Signal(24, name=f"{name}_r")
     m.d.comb += r.eq(v[0:23] & low_bits)
     lz, is_zero = leading_zeros(m, r, f"{name}_lz")
+    # The tests of ``v`` alone are taken beside the count, and the flush test is a comparison
+    # of the registers beside ``e2``, not a test of ``e2`` after its subtraction (v -> e2 ->
+    # e2 <= 0 -> dx: 9 routed levels from the cut's registers, vector engine alone).
+    nan = Signal(name=f"{name}_nan")
+    m.d.comb += nan.eq((v[23:31] == 0xFF) & ((v[0:23] != 0) | in_range))
+    v_zero = Signal(name=f"{name}_v_zero")
+    m.d.comb += v_zero.eq(v[23:31] == 0)
     if cut is not None:
-        v, in_range, r, lz, is_zero = (cut(x, f"{name}_{n}") for x, n in (
-            (v, "v"), (in_range, "in_range"), (r, "r"), (lz, "lz"), (is_zero, "is_zero")))
-    vs, vE, vM = v[31], v[23:31], v[0:23]
+        v, in_range, r, lz, is_zero, nan, v_zero = (cut(x, f"{name}_{n}") for x, n in (
+            (v, "v"), (in_range, "in_range"), (r, "r"), (lz, "lz"), (is_zero, "is_zero"),
+            (nan, "nan"), (v_zero, "v_zero")))
+    vs, vE = v[31], v[23:31]
     norm = Signal(24, name=f"{name}_norm")
     m.d.comb += norm.eq(r << lz)
     e2 = Signal(signed(10), name=f"{name}_e")
     m.d.comb += e2.eq(vE - lz)
+    flush = Signal(name=f"{name}_flush")        # e2 <= 0
+    m.d.comb += flush.eq(vE <= lz)
     dx = Signal(32, name=name)
-    with m.If((vE == 0xFF) & ((vM != 0) | in_range)):
+    with m.If(nan):
         m.d.comb += dx.eq(CANONICAL_NAN_F32)
-    with m.Elif(vE == 0):
+    with m.Elif(v_zero):
         m.d.comb += dx.eq(Cat(Const(0, 31), vs & ~in_range))
     with m.Elif(~in_range):
         m.d.comb += dx.eq(v)
     with m.Elif(is_zero):
         m.d.comb += dx.eq(0)
-    with m.Elif(e2 <= 0):
+    with m.Elif(flush):
         m.d.comb += dx.eq(Cat(Const(0, 31), vs))
     with m.Else():
         m.d.comb += dx.eq(Cat(norm[0:23], e2[0:8], vs))
@@ -255,6 +285,8 @@ class Lut(wiring.Component):
         Sticky; cleared by a write to ``Status.ERROR``.
     z : In(ArrayLayout(32, lanes))
         FP32 inputs; ``bank`` selects the table, ``bypass`` passes ``z`` through unchanged.
+        ``bank`` and the header of that bank must not change while an element that is not
+        bypassed is in the pipeline (its stages take them as the element passes).
     count : In(1)
         The beat in ``z`` is an element to count in the hit/underflow/overflow counters.
     en : In(1)
@@ -337,6 +369,12 @@ class Lut(wiring.Component):
         coef_cfg_rp = coef.read_port(domain="sync")
         desc_wp = desc.write_port()
         desc_cfg_rp = desc.read_port(domain="comb")
+        # Beside each descriptor, the mask of the mantissa's top seven bits below its segment
+        # start (``0x7F >> K``; K = 0 before a write), computed as it is written: the lanes
+        # read it instead of shifting by K after the descriptor read.
+        m.submodules.desc_low = desc_low = Memory(shape=7, depth=4 * MAX_BINADES,
+                                                  init=[0x7F] * (4 * MAX_BINADES))
+        desc_low_wp = desc_low.write_port()
         hits = Signal(32)
         unders = Signal(32)
         overs = Signal(32)
@@ -400,11 +438,13 @@ class Lut(wiring.Component):
             desc_wp.addr.eq(Cat(low[0:6], bank_a)),
             desc_wp.data.eq(Cat(p.data[0:DESC_BASE_BITS], p.data[16:19])),
             desc_cfg_rp.addr.eq(Cat(low[0:6], bank_a)),
+            desc_low_wp.addr.eq(Cat(low[0:6], bank_a)),
+            desc_low_wp.data.eq(Const(0x7F, 7) >> p.data[16:19]),
         ]
         with m.If(take & p.write & coef_ok):
             m.d.comb += coef_wp.en.eq(1 << word)
         with m.If(take & p.write & desc_ok):
-            m.d.comb += desc_wp.en.eq(1)
+            m.d.comb += [desc_wp.en.eq(1), desc_low_wp.en.eq(1)]
         with m.If(self.rdata.ready):
             m.d.sync += rd_valid.eq(0)
         m.d.comb += [
@@ -477,6 +517,20 @@ class Lut(wiring.Component):
         s1_exp2 = Signal()
         with m.If(en):
             m.d.sync += [s1_mode.eq(mode), s1_exp2.eq(mode == RangeMode.EXP2)]
+        # Likewise the bank and the segment bounds of the elements in stage 2, taken with them
+        # from stage 1: the binade ``vE - e_lo`` and the descriptor read address then start
+        # from flip-flops, not from the engine's bank register through the header multiplexer
+        # (bank -> e_lo -> binade -> descriptor -> K -> shift was 10 routed levels, core2).
+        # Like the mode, they cannot differ from the ones at the element's stage: the engine
+        # changes ``bank`` only with the pipeline empty and holds ``lock`` while a table
+        # instruction runs, so no header of ``bank`` changes with an element in flight.
+        s2_bank = Signal()
+        s2_e_lo = Signal(8)
+        s2_nb_neg = Signal(6)
+        s2_nb_pos = Signal(6)
+        with m.If(en):
+            m.d.sync += [s2_bank.eq(self.bank), s2_e_lo.eq(e_lo), s2_nb_neg.eq(nb_neg),
+                         s2_nb_pos.eq(nb_pos)]
         regions = []
 
         for lane in range(lanes):
@@ -582,14 +636,16 @@ class Lut(wiring.Component):
             # -- stage 2 -> 3: segment, entry read, dx --------------------------------------
             v = s2_v
             vs, vE, vM = v[31], v[23:31], v[0:23]
-            center = vE < e_lo
+            center = vE < s2_e_lo
             b = S(9, "b")
-            m.d.comb += b.eq(vE - e_lo)
-            nb = Mux(vs, nb_neg, nb_pos)
+            m.d.comb += b.eq(vE - s2_e_lo)
+            nb = Mux(vs, s2_nb_neg, s2_nb_pos)
             beyond = ~center & (b >= nb)
             in_range = ~center & ~beyond
             drp = desc.read_port(domain="comb")
-            m.d.comb += drp.addr.eq(Cat(b[0:5], vs, self.bank))
+            lrp = desc_low.read_port(domain="comb")
+            m.d.comb += [drp.addr.eq(Cat(b[0:5], vs, s2_bank)),
+                         lrp.addr.eq(Cat(b[0:5], vs, s2_bank))]
             # With IDX the segment descriptor read (binade -> descriptor LUT-RAM) and what
             # follows from it and the mantissa alone (the segment's offset ``mtop``, the mask
             # of the mantissa bits below it) are registered first; the table index, the
@@ -597,11 +653,11 @@ class Lut(wiring.Component):
             # the block RAM is read one cycle later.
             kk = drp.data[DESC_BASE_BITS:]
             kinv = S(3, "kinv")
-            m.d.comb += kinv.eq(7 - kk)
+            m.d.comb += kinv.eq(~kk)                # 7 - kk
             mtop_p = S(7, "mtop_p")
             m.d.comb += mtop_p.eq(v[16:23] >> kinv)
             low7_p = S(7, "low7_p")
-            m.d.comb += low7_p.eq(~(Const(0x7F, 7) << kinv))
+            m.d.comb += low7_p.eq(lrp.data)         # ~(0x7F << kinv), read beside kk
             mtop = D(mtop_p, IDX, "mtop")
             low7 = D(low7_p, IDX, "low7")
             base = D(drp.data[0:DESC_BASE_BITS], IDX, "base")
