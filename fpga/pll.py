@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from amaranth.hdl import ClockSignal, Elaboratable, Instance, Module, ResetSignal, Signal
 from amaranth.lib.cdc import AsyncFFSynchronizer, ResetSynchronizer
 
+from rtl.core.global_buffer import global_buffer
+
 __all__ = ["ECP5PLLParams", "ICE40PLLParams", "ecp5_pll", "ice40_pll", "ECP5ClockGen",
            "ICE40ClockGen"]
 
@@ -143,10 +145,8 @@ class ECP5ClockGen(Elaboratable):
         # Asserted asynchronously, released on a clock edge (what ResetSynchronizer does), then
         # onto a global network.
         rst_local = Signal(init=1)
-        rst_global = Signal()
         m.submodules.rst_sync = AsyncFFSynchronizer(rst, rst_local, o_domain="sync")
-        m.submodules.rst_buf = Instance("DCCA", i_CLKI=rst_local, i_CE=1, o_CLKO=rst_global)
-        m.d.comb += ResetSignal("sync").eq(rst_global)
+        m.d.comb += ResetSignal("sync").eq(global_buffer(m, "rst_buf", rst_local, platform))
         platform.add_clock_constraint(clk, p.fout)
         return m
 

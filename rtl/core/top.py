@@ -7,7 +7,7 @@ AXI4-Lite register block, error status, watchdog and interrupt, wired into one c
 See ``docs/core.md`` for the block diagram, the window layouts and the abort protocol.
 """
 
-from amaranth.hdl import (Cat, ClockDomain, ClockSignal, Const, DomainRenamer, Instance,
+from amaranth.hdl import (Cat, ClockDomain, ClockSignal, Const, DomainRenamer,
                           Module, Mux, ResetInserter, Signal, Value)
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -18,6 +18,7 @@ from sim.dtypes import Format
 from sim.errors import SEQUENCER_ERROR_MAP, ErrorCode
 from sim.memmap import (CTRL_ABORT, CTRL_CLEAR, CTRL_CLEAR_COUNTERS, build_memory_map)
 
+from .global_buffer import global_buffer
 from .sbuf import SBUF, check_pow2
 from .tensor_ctrl import TensorController
 from .vector_ctrl import (KIND_ENGINE, KIND_NOP, KIND_SEED, KIND_TABLE, VectorController)
@@ -265,10 +266,7 @@ class NeuronCore(wiring.Component):
             soft = Signal()
             m.domains.engine = ClockDomain("engine", reset_less=True, local=True)
             m.d.comb += ClockSignal("engine").eq(ClockSignal("sync"))
-            if getattr(platform, "family", None) == "ecp5":
-                m.submodules.soft_buf = Instance("DCCA", i_CLKI=soft_ff, i_CE=1, o_CLKO=soft)
-            else:
-                m.d.comb += soft.eq(soft_ff)
+            m.d.comb += soft.eq(global_buffer(m, "soft_buf", soft_ff, platform))
 
             def soft_reset(name, comp):
                 m.submodules[name] = DomainRenamer({"sync": "engine"})(ResetInserter(soft)(comp))
