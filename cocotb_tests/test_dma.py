@@ -614,6 +614,43 @@ async def test_protection(dut):
 
 
 @cocotb.test()
+async def test_window_edges(dut):
+    """The window check at its edges, for strided rows (the span ``(n0 - 1) * ext_stride0``
+    computed in SETUP): a row whose last element ends on the window's last byte runs, one
+    element further is DMA_WINDOW; with a negative stride the same at the window's first byte.
+    The expected outcome comes from the geometry (and agrees with ``sim.host.dma_check``)."""
+    rng = random.Random(_seed() + 29)
+    bench = Bench(dut, rng)
+    await bench.start()
+    lo, hi = 0x1000, 0x17FF
+    bench.set_windows([(lo, hi, DMA_PERM_READ | DMA_PERM_WRITE)])
+    base = dict(ext_stride1=0, ext_part_stride=0, n1=1, part_start=0, part_count=1,
+                sbuf_addr=0, fmt=int(Format.FP32))
+    runs = 0
+    for store in (0, 1):
+        for n0 in (2, 3, 7):
+            for stride in (4, 8, 12, -8, -12):
+                span = (n0 - 1) * stride
+                # the row's lowest and highest element address, on the window's edge
+                first = hi - 3 - span if stride > 0 else lo - span
+                for beyond in (0, 1):
+                    addr = first + (4 if stride > 0 else -4) * beyond
+                    rec = dict(base, store=store, n0=n0, ext_stride0=stride & 0xFFFFFFFF,
+                               ext_addr=addr)
+                    code, _ = dma_check(rec, bench.windows, bench.P)
+                    want_code = ErrorCode.DMA_WINDOW if beyond else ErrorCode.NONE
+                    assert code == want_code, (code, rec)
+                    got = await bench.run(rec)
+                    if beyond:
+                        assert got[0] == "error" and got[1][0] == ErrorCode.DMA_WINDOW, (got, rec)
+                    else:
+                        assert got == ("done", None), (got, rec)
+                    runs += 1
+    dut._log.info("%d records at the window's edges", runs)
+    assert not bench.mon.errors, bench.mon.errors[:5]
+
+
+@cocotb.test()
 async def test_record_checks(dut):
     """The setup checks in their documented order: a zero-size record (n0, n1 or part_count
     0) completes even when it is also misaligned or out of range; then DMA_ALIGN (address
