@@ -279,13 +279,14 @@ class Sequencer(wiring.Component):
         # 65 bits as they held 64.)
         seq_lo, seq_w = isa.field_offsets(isa.MICRO_FIELDS)["seq"]
 
-        def f_jumps(word):
-            seq_v = word[seq_lo:seq_lo + seq_w]
-            return (seq_v == USeq.JUMP) | (seq_v == USeq.CALL)
+        jumps = (USeq.JUMP, USeq.CALL)
 
-        def jump_bit(word):
-            seq_v = word >> seq_lo & ((1 << seq_w) - 1)
-            return int(seq_v in (USeq.JUMP, USeq.CALL))
+        def f_jumps(word):          # the bit of a written word (a Value)
+            seq_v = word[seq_lo:seq_lo + seq_w]
+            return Cat(*[seq_v == v for v in jumps]).any()
+
+        def jump_bit(word):         # ... and of an initial one (an int)
+            return int((word >> seq_lo & ((1 << seq_w) - 1)) in jumps)
 
         m.submodules.ucode = ucode = Memory(
             shape=65, depth=isa.UCODE_DEPTH,

@@ -536,12 +536,10 @@ class DMA(wiring.Component):
         with m.If(rd_go):
             m.d.comb += elw.step.eq(1)
             m.d.sync += [s1_valid.eq(1), s1_part.eq(part), s1_beat_end.eq(last_in_beat)]
-            for j in range(bw):
-                m.d.sync += s1_sel[j].eq(Cat(*[(e_off == j - i) & (i < esize)
-                                              for i in range(min(4, j + 1))]))
-            m.d.sync += s1_strb.eq(Cat(*[Cat(*[(e_off == j - i) & (i < esize)
-                                               for i in range(min(4, j + 1))]).any()
-                                         for j in range(bw)]))
+            sel_next = [Cat(*[(e_off == j - i) & (i < esize) for i in range(min(4, j + 1))])
+                        for j in range(bw)]
+            m.d.sync += [s1_sel[j].eq(sel_next[j]) for j in range(bw)]
+            m.d.sync += s1_strb.eq(Cat(*[sel.any() for sel in sel_next]))
 
         # B responses.
         m.d.comb += axi.bready.eq(st)
