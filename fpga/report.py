@@ -4,19 +4,64 @@ end, and the resources (yosys cell counts and nextpnr's device utilisation).
 * ``<name>.tim`` (nextpnr's ``--log``): the last ``Max frequency for clock`` line per clock is
   the post-route figure; the last ``Critical path report for clock`` block names the path;
   ``Device utilisation`` gives the placed cells.
+  The last ``Slack histogram`` (printed after routing) gives every timing end point's slack at
+  the constrained clock, in bins; :func:`endpoints_slower_than` reads from it how many end
+  points a faster clock would fail (a range, because a ``+`` in a bin stands for 1 to
+  ``legend - 1`` end points).
 * ``<name>.rpt`` (yosys' ``-l``): the cell counts of the ``stat`` at the end of synthesis.
 """
 
 import json
 import re
 
-__all__ = ["parse_nextpnr_log", "parse_yosys_log", "make_report"]
+__all__ = ["parse_nextpnr_log", "parse_slack_histogram", "endpoints_slower_than",
+           "parse_yosys_log", "make_report"]
 
 _FMAX = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz\s+\((PASS|FAIL) "
                    r"at ([\d.]+) MHz\)")
 _UTIL = re.compile(r"^Info:\s+([A-Za-z0-9_$]+):\s+(\d+)/\s*(\d+)\s+(\d+)%")
 _CRIT = re.compile(r"Critical path report for clock '([^']+)' \(posedge -> posedge\)")
 _PATH_LINE = re.compile(r"^Info:\s+(\S+)\s+([\d.-]+)\s+([\d.-]+)\s+(Source|Net)\s+(\S+)")
+_HIST_LEGEND = re.compile(r"^Info:\s+legend: \* represents (\d+) endpoint")
+_HIST_BIN = re.compile(r"^Info:\s+\[\s*(-?\d+),\s*(-?\d+)\)\s+\|(\**)(\+?)\s*$")
+
+
+def parse_slack_histogram(text):
+    """The last slack histogram of a nextpnr log as ``[(lo_ps, hi_ps, min_count, max_count)]``
+    (slack in ``[lo_ps, hi_ps)`` at the constrained clock, ascending), or ``[]`` if the log
+    has none. Each ``*`` stands for ``legend`` end points and a trailing ``+`` for 1 to
+    ``legend - 1`` more, so a bin's count is known to within ``legend - 1``."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if "Slack histogram" in line]
+    if not starts:
+        return []
+    bins, legend = [], None
+    for line in lines[starts[-1] + 1:]:
+        mo = _HIST_LEGEND.match(line)
+        if mo:
+            legend = int(mo.group(1))
+            continue
+        mo = _HIST_BIN.match(line)
+        if mo and legend is not None:
+            stars, plus = len(mo.group(3)), 1 if mo.group(4) else 0
+            bins.append((int(mo.group(1)), int(mo.group(2)), stars * legend,
+                         stars * legend + plus * (legend - 1)))
+        elif bins:
+            break
+        elif legend is not None and "represents [" not in line:
+            break
+    return bins
+
+
+def endpoints_slower_than(bins, period_ns, delay_ns):
+    """``(at_least, at_most)`` end points whose path is longer than ``delay_ns``, from the slack
+    histogram ``bins`` taken at a clock of ``period_ns`` (an end point's path is the period
+    less its slack). Bins entirely below the threshold slack count in both bounds; a bin
+    that straddles it counts in ``at_most`` only."""
+    limit_ps = round((period_ns - delay_ns) * 1000)     # slack below this: slower
+    at_least = sum(lo_n for lo, hi, lo_n, hi_n in bins if hi <= limit_ps)
+    at_most = sum(hi_n for lo, hi, lo_n, hi_n in bins if lo < limit_ps)
+    return at_least, at_most
 
 
 def parse_nextpnr_log(text):
@@ -79,7 +124,8 @@ def parse_nextpnr_log(text):
                     "total_ns": steps[-1]["total_ns"], "logic_ns": logic,
                     "routing_ns": routing,
                     "cells": sources, "rtl_lines": sources_in_rtl}
-    return {"clocks": clocks, "utilisation": util, "critical_path": path}
+    return {"clocks": clocks, "utilisation": util, "critical_path": path,
+            "slack_histogram": parse_slack_histogram(text)}
 
 
 def parse_yosys_log(text):
@@ -149,6 +195,7 @@ def make_report(*, family, board, config, nextpnr_text, yosys_text, target_mhz, 
         "timing_met": None if fmax is None else fmax >= target_mhz,
         "clock": sync,
         "critical_path": pnr["critical_path"],
+        "slack_histogram": [list(b) for b in pnr["slack_histogram"]],
         "resources": resources,
         "yosys_cells": cells,
         "pes": pes,

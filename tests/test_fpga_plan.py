@@ -13,7 +13,8 @@ import pytest
 
 from fpga import build as fbuild
 from fpga.pll import ecp5_pll, ice40_pll
-from fpga.report import make_report, parse_nextpnr_log, parse_yosys_log
+from fpga.report import (endpoints_slower_than, make_report, parse_nextpnr_log,
+                         parse_slack_histogram, parse_yosys_log)
 from scripts.synth import AFTER_READ
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -307,6 +308,47 @@ def test_report_parsing():
     assert rep["resources"]["FF"] == 9000 and rep["resources"]["BRAM"] == 12
     assert rep["peak_macs_per_s"] == round(64 * 89.53e6)
     json.dumps(rep)
+
+
+HISTOGRAM_LOG = """\
+Info: Slack histogram:
+Info:  legend: * represents 1 endpoint(s)
+Info: [ -1000,      0) |*
+Info: 
+Info: Slack histogram:
+Info:  legend: * represents 10 endpoint(s)
+Info:          + represents [1,10) endpoint(s)
+Info: [  2000,   4000) |+
+Info: [  4000,   6000) |**+
+Info: [  6000,   8000) |***
+Info: [  8000,  10000) |*****+ 
+Info: 
+Info: Program finished normally.
+"""
+
+
+def test_slack_histogram():
+    # The last histogram counts; '*' is 10 end points, '+' 1 to 9 more.
+    bins = parse_slack_histogram(HISTOGRAM_LOG)
+    assert bins == [(2000, 4000, 0, 9), (4000, 6000, 20, 29), (6000, 8000, 30, 30),
+                    (8000, 10000, 50, 59)]
+    assert parse_nextpnr_log(HISTOGRAM_LOG)["slack_histogram"] == bins
+    assert parse_slack_histogram("Info: Program finished normally.\n") == []
+    # At a 20 ns clock, a 14 ns path has 6 ns of slack: bins below 6000 ps are slower.
+    assert endpoints_slower_than(bins, 20.0, 14.0) == (20, 38)
+    # 15 ns: slack below 5000 ps; the 4000-6000 bin straddles it (upper bound only).
+    assert endpoints_slower_than(bins, 20.0, 15.0) == (0, 38)
+    assert endpoints_slower_than(bins, 20.0, 5.0) == (100, 127)
+    assert endpoints_slower_than(bins, 20.0, 19.0) == (0, 0)
+    # The bench row: goal 100 MHz on ECP5 at a 50 MHz build clock is a 10 ns threshold.
+    rep = make_report(family="ecp5", board="ulx3s", config="x",
+                      nextpnr_text=NEXTPNR_LOG + HISTOGRAM_LOG, yosys_text=YOSYS_LOG,
+                      target_mhz=50.0, pes=4)
+    assert rep["slack_histogram"][0] == [2000, 4000, 0, 9]
+    from scripts.bench_fpga import _row
+    assert _row(rep)["endpoints_missing_goal"] == [100, 127]
+    rep["slack_histogram"] = []
+    assert _row(rep)["endpoints_missing_goal"] is None
 
 
 def test_build_steps_from_script():
