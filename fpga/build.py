@@ -52,6 +52,9 @@ __all__ = ["BOARDS", "get_board", "tool_env", "plan", "build", "report_from_dir"
 #: Directories whose Python sources can change a board top.
 SOURCE_DIRS = ("rtl", "sim", "fpga")
 #: Plan files that reach the tools (``build_top.bat``/``.json`` repeat ``build_top.sh``).
+#: nextpnr's ``--report`` (with ``--detailed-timing-report``) in a build directory.
+TIMING_JSON = "top.timing.json"
+
 _PLAN_FILES = ("top.il", "top.ys", "top.lpf", "top.pcf", "build_top.sh")
 
 
@@ -185,7 +188,9 @@ def plan(board_name, config, *, freq=None, baud=115200, seed=1, router="router1"
         raise BuildError(str(e)) from None
     os.environ.update({k: v for k, v in tool_env().items()
                        if k in ("AMARANTH_USE_YOSYS", "AMARANTH_ENV_TRELLIS")})
-    nextpnr_opts = f"{board.nextpnr_opts} --seed {seed}"
+    # ``top.timing.json``: every end point's routed arrival (fpga.report.endpoint_arrivals).
+    nextpnr_opts = (f"{board.nextpnr_opts} --seed {seed} --report {TIMING_JSON} "
+                    f"--detailed-timing-report")
     if router != ROUTERS[0]:
         nextpnr_opts += f" --router {router}"
     from scripts.synth import AFTER_READ
@@ -419,11 +424,16 @@ def report_from_dir(board_name, config, root=None):
     dest = out_dir(board_name, config, root)
     record = dest / "built.json"
     meta = json.loads((record if record.exists() else dest / "build.json").read_text())
+    timing = dest / TIMING_JSON
+    try:
+        timing = json.loads(timing.read_text()) if timing.exists() else None
+    except ValueError:      # a report cut short (nextpnr stopped): the log still has the rest
+        timing = None
     report = make_report(
         family=board.family, board=board_name, config=config,
         nextpnr_text=(dest / "top.tim").read_text(errors="replace"),
         yosys_text=(dest / "top.rpt").read_text(errors="replace"),
-        target_mhz=meta["target_mhz"], pes=cfg.pes,
+        target_mhz=meta["target_mhz"], pes=cfg.pes, timing=timing,
         extra={**{k: meta.get(k) for k in ("baud", "seed", "router", "params", "description",
                                            "step_seconds", "total_seconds")},
                **{k: meta[k] for k in ("seed_sweep",) if k in meta}})

@@ -8,14 +8,23 @@ end, and the resources (yosys cell counts and nextpnr's device utilisation).
   the constrained clock, in bins; :func:`endpoints_slower_than` reads from it how many end
   points a faster clock would fail (a range, because a ``+`` in a bin stands for 1 to
   ``legend - 1`` end points).
+* ``<name>.timing.json`` (nextpnr's ``--report`` with ``--detailed-timing-report``, which
+  the board builds ask for): the routed arrival time of every timing end point (flip-flop,
+  block RAM, DSP and distributed RAM inputs), from which :func:`endpoint_arrivals` and
+  :func:`endpoint_summary` count exactly the end points a faster clock would fail, and name
+  them by module.
 * ``<name>.rpt`` (yosys' ``-l``): the cell counts of the ``stat`` at the end of synthesis.
 """
 
 import json
 import re
 
-__all__ = ["parse_nextpnr_log", "parse_slack_histogram", "endpoints_slower_than",
-           "parse_yosys_log", "make_report"]
+__all__ = ["GOALS_MHZ", "parse_nextpnr_log", "parse_slack_histogram", "endpoints_slower_than",
+           "endpoint_arrivals", "endpoint_summary", "module_of", "parse_yosys_log",
+           "make_report"]
+
+#: Fmax goals of issue 9 for a board's default core, post-route, by FPGA family.
+GOALS_MHZ = {"ecp5": 100.0, "ice40": 24.0}
 
 _FMAX = re.compile(r"Max frequency for clock\s+'([^']+)':\s+([\d.]+) MHz\s+\((PASS|FAIL) "
                    r"at ([\d.]+) MHz\)")
@@ -128,6 +137,47 @@ def parse_nextpnr_log(text):
             "slack_histogram": parse_slack_histogram(text)}
 
 
+def endpoint_arrivals(timing):
+    """``{(cell, port): ns}``: the latest routed arrival at every timing end point of the clock
+    domains in ``timing`` (nextpnr's ``--report`` JSON, parsed, written with
+    ``--detailed-timing-report``: each net lists its end points with ``[min, max]`` arrival
+    times from the launching clock edge, set-up not included). Empty without the detail."""
+    out = {}
+    for net in timing.get("detailed_net_timings", ()):
+        for ep in net.get("endpoints", ()):
+            delay = ep.get("delay")
+            ns = max(delay) if isinstance(delay, (list, tuple)) else delay
+            if ns is None:
+                continue
+            key = (ep["cell"], ep["port"])
+            if ns > out.get(key, float("-inf")):
+                out[key] = float(ns)
+    return out
+
+
+def module_of(cell):
+    """The Amaranth module of a netlist cell: its name up to the last ``.`` before yosys'
+    suffixes (``link.payload.dma.addr_TRELLIS_FF_Q_3`` -> ``link.payload.dma``)."""
+    base = re.split(r"[$_](?:TRELLIS|LUT4|CCU2C|PFUMX|L6MUX|DP16KD|MULT18|DPRAM)", cell)[0]
+    return base.rsplit(".", 1)[0] if "." in base else ""
+
+
+def endpoint_summary(arrivals, limit_ns, top=30):
+    """The end points of ``arrivals`` (:func:`endpoint_arrivals`) later than ``limit_ns``:
+    ``{"limit_ns", "endpoints" (all), "over" (how many later), "by_module" ({module: count},
+    most first), "slowest" ([{"ns", "end", "module"}], ``top`` latest)}``."""
+    late = sorted(((ns, f"{c}.{p}") for (c, p), ns in arrivals.items() if ns > limit_ns),
+                  reverse=True)
+    counts = {}
+    for _, end in late:
+        mod = module_of(end.rsplit(".", 1)[0])
+        counts[mod] = counts.get(mod, 0) + 1
+    return {"limit_ns": limit_ns, "endpoints": len(arrivals), "over": len(late),
+            "by_module": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "slowest": [{"ns": round(ns, 3), "end": end, "module": module_of(end.rsplit(".", 1)[0])}
+                        for ns, end in late[:top]]}
+
+
 def parse_yosys_log(text):
     """Cell counts (including submodules) of the last ``stat`` in a yosys log. Yosys 0.5x+
     prints ``<count>   <cell>`` under ``cells``/``submodules``; older ones ``<cell>  <count>``
@@ -170,8 +220,10 @@ _FAMILY_CELLS = {
 
 
 def make_report(*, family, board, config, nextpnr_text, yosys_text, target_mhz, pes,
-                extra=None):
-    """The report dict written to ``report.json``."""
+                extra=None, timing=None):
+    """The report dict written to ``report.json``. ``timing``: nextpnr's parsed ``--report``
+    JSON with the detailed net timings, for ``goal_endpoints`` (the end points whose routed
+    path is longer than the family's goal period, :data:`GOALS_MHZ`)."""
     pnr = parse_nextpnr_log(nextpnr_text)
     cells = parse_yosys_log(yosys_text)
     resources = {}
@@ -202,6 +254,10 @@ def make_report(*, family, board, config, nextpnr_text, yosys_text, target_mhz, 
         "peak_macs_per_s": None if fmax is None else round(pes * fmax * 1e6),
         "peak_macs_per_s_at_target": round(pes * target_mhz * 1e6),
     }
+    arrivals = endpoint_arrivals(timing) if timing else {}
+    if arrivals:
+        report["goal_endpoints"] = {"goal_mhz": GOALS_MHZ[family],
+                                    **endpoint_summary(arrivals, 1e3 / GOALS_MHZ[family])}
     if extra:
         report.update(extra)
     return report

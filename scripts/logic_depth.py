@@ -25,6 +25,14 @@ Two figures per path:
 
 The netlist's cell names carry the Amaranth hierarchy (``link.payload.dma.addr$158_...``), so
 ``--by-module`` shows which unit owns the deep ends.
+
+After a place and route, ``--routed top.timing.json`` (nextpnr's ``--report`` with
+``--detailed-timing-report``, which every board build writes) ranks the end points by their
+routed arrival instead of the estimate, each with the netlist path that leads to it, and
+``--over NS`` keeps those later than NS (10 for the 100 MHz goal): one routed build names
+every path to cut, not just nextpnr's one critical path.
+
+    python -m scripts.logic_depth top.json --routed top.timing.json --over 10 --by-module
 """
 
 import argparse
@@ -34,7 +42,8 @@ import pathlib
 import re
 import sys
 
-__all__ = ["DELAYS", "analyse", "by_module", "histogram", "histogram_line", "end_line", "main"]
+__all__ = ["DELAYS", "analyse", "attach_routed", "by_module", "by_module_routed", "histogram",
+           "histogram_line", "end_line", "main"]
 
 #: Delay model in ns. ``route``: one routed hop; ``lut``: LUT4 input to output; ``mux``: a
 #: PFUMX / L6MUX21 stage; ``carry_in``/``carry``/``carry_out``: a CCU2C entered from a LUT
@@ -233,6 +242,35 @@ def by_module(ends, min_levels):
     return sorted(groups.values(), key=lambda g: (-g["estimate_ns"], -g["ends"]))
 
 
+def attach_routed(ends, arrivals):
+    """``ends`` (:func:`analyse`) with ``routed_ns`` and ``routed_port``: the latest routed
+    arrival among the end point's ports in ``arrivals`` (``{(cell, port): ns}``, from
+    ``fpga.report.endpoint_arrivals``), latest first; end points without one go last."""
+    per_cell = {}
+    for (cell, port), ns in arrivals.items():
+        if ns > per_cell.get(cell, (float("-inf"), ""))[0]:
+            per_cell[cell] = (ns, port)
+    out = []
+    for e in ends:
+        cell = e["end"].rsplit(".", 1)[0]
+        e = dict(e)
+        if cell in per_cell:
+            e["routed_ns"], e["routed_port"] = round(per_cell[cell][0], 3), per_cell[cell][1]
+        out.append(e)
+    out.sort(key=lambda e: (-e.get("routed_ns", float("-inf")), -e["estimate_ns"], e["end"]))
+    return out
+
+
+def by_module_routed(ends):
+    """Per module: the number of ``ends`` and the latest routed arrival among them."""
+    groups = {}
+    for e in ends:
+        g = groups.setdefault(e["module"], {"module": e["module"], "ends": 0, "routed_ns": 0.0})
+        g["ends"] += 1
+        g["routed_ns"] = max(g["routed_ns"], e.get("routed_ns", 0.0))
+    return sorted(groups.values(), key=lambda g: (-g["ends"], -g["routed_ns"]))
+
+
 def histogram(ends):
     """End points per number of levels."""
     return dict(sorted(collections.Counter(e["levels"] for e in ends).items()))
@@ -244,8 +282,11 @@ def histogram_line(ends):
 
 
 def end_line(e):
-    """One line per end point: estimate, levels, end and start."""
-    return f"{e['estimate_ns']:6.2f} ns {e['levels']:3d} lv  {e['end']}  <-  {e['path'][0]}"
+    """One line per end point: (routed arrival and port,) estimate, levels, end and start."""
+    routed = f"{e['routed_ns']:6.2f} ns routed at {e['routed_port']}, " \
+        if "routed_ns" in e else ""
+    return (f"{routed}{e['estimate_ns']:6.2f} ns {e['levels']:3d} lv  {e['end']}  <-  "
+            f"{e['path'][0]}")
 
 
 def main(argv=None):
@@ -261,16 +302,38 @@ def main(argv=None):
     parser.add_argument("--match", help="only end points whose name contains this text")
     parser.add_argument("--path", action="store_true", help="print each path's cells")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--routed", type=pathlib.Path,
+                        help="nextpnr's --report JSON with --detailed-timing-report (a "
+                             "build's top.timing.json): rank by routed arrival")
+    parser.add_argument("--over", type=float, default=None, metavar="NS",
+                        help="with --routed: only end points that arrive later than NS")
     args = parser.parse_args(argv)
     if args.top < 1:
         parser.error(f"--top must be a positive integer, not {args.top}")
+    if args.over is not None and args.routed is None:
+        parser.error("--over needs --routed")
     try:
         netlist = json.loads(args.netlist.read_text())
         ends = analyse(netlist)
+        if args.routed is not None:
+            from fpga.report import endpoint_arrivals
+            ends = attach_routed(ends, endpoint_arrivals(json.loads(args.routed.read_text())))
+            if not any("routed_ns" in e for e in ends):
+                raise ValueError(f"{args.routed}: no end point of the netlist has a routed "
+                                 f"arrival (not written with --detailed-timing-report, or "
+                                 f"another netlist)")
     except (OSError, ValueError) as e:
         parser.exit(1, f"logic_depth: {e}\n")
     shown = [e for e in ends if e["levels"] >= args.min_levels
-             and (args.match is None or args.match in e["end"])]
+             and (args.match is None or args.match in e["end"])
+             and (args.over is None or e.get("routed_ns", 0.0) > args.over)]
+    if args.routed is not None and not args.json:
+        print(f"{len(shown)} end points" + (f" later than {args.over} ns" if args.over
+                                            is not None else "") + " (routed)")
+        if args.by_module:
+            for g in by_module_routed(shown)[:args.top]:
+                print(f"{g['routed_ns']:6.2f} ns {g['ends']:6d} ends  {g['module']}")
+            return 0
     if args.json:
         print(json.dumps({"histogram": histogram(ends),
                           "by_module": by_module(ends, args.min_levels),

@@ -13,8 +13,9 @@ import pytest
 
 from fpga import build as fbuild
 from fpga.pll import ecp5_pll, ice40_pll
-from fpga.report import (endpoints_slower_than, make_report, parse_nextpnr_log,
-                         parse_slack_histogram, parse_yosys_log)
+from fpga.report import (endpoint_arrivals, endpoint_summary, endpoints_slower_than,
+                         make_report, module_of, parse_nextpnr_log, parse_slack_histogram,
+                         parse_yosys_log)
 from scripts.synth import AFTER_READ
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -55,6 +56,8 @@ def test_board_top_plans(board, config, tmp_path):
         assert re.search(r"set_io uart_0__rx\S* 6", pcf), pcf
         assert re.search(r"set_io uart_0__tx\S* 9", pcf), pcf
     assert "--timing-allow-fail" in script
+    # Every end point's routed arrival for the report (fpga.report.endpoint_arrivals).
+    assert f"--report {fbuild.TIMING_JSON} --detailed-timing-report" in script
     il = (tmp_path / f"{board}-{config}" / "top.il").read_text()
     assert "EHXPLLL" in il if family == "ecp5" else "SB_PLL40_PAD" in il
     if family == "ecp5":
@@ -351,6 +354,44 @@ def test_slack_histogram():
     assert _row(rep)["endpoints_missing_goal"] is None
 
 
+#: nextpnr's ``--report`` with ``--detailed-timing-report``, cut down by hand: two nets, the
+#: end points' [min, max] arrivals in ns.
+TIMING = {
+    "detailed_net_timings": [
+        {"driver": "a.b.x_LUT4_Z", "net": "a.b.x", "port": "F", "endpoints": [
+            {"cell": "a.b.q_TRELLIS_FF_Q_3", "port": "DI", "delay": [2.0, 11.5]},
+            {"cell": "a.c.mem.0.1", "port": "ADA4", "delay": [1.0, 9.0]}]},
+        {"driver": "a.d.y_LUT4_Z", "net": "a.d.y", "port": "F", "endpoints": [
+            {"cell": "a.b.q_TRELLIS_FF_Q_3", "port": "CE", "delay": [3.0, 10.25]},
+            {"cell": "a.d.r_TRELLIS_FF_Q", "port": "DI", "delay": [0.5, 12.0]},
+            {"cell": "a.d.r_TRELLIS_FF_Q", "port": "DI", "delay": [0.5, 4.0]}]},
+    ],
+}
+
+
+def test_endpoint_arrivals():
+    arr = endpoint_arrivals(TIMING)
+    assert arr == {("a.b.q_TRELLIS_FF_Q_3", "DI"): 11.5, ("a.c.mem.0.1", "ADA4"): 9.0,
+                   ("a.b.q_TRELLIS_FF_Q_3", "CE"): 10.25, ("a.d.r_TRELLIS_FF_Q", "DI"): 12.0}
+    assert endpoint_arrivals({}) == {}
+    assert module_of("a.b.q_TRELLIS_FF_Q_3") == "a.b" and module_of("a.c.mem.0.1") == "a.c.mem.0"
+    summ = endpoint_summary(arr, 10.0, top=2)
+    assert summ["endpoints"] == 4 and summ["over"] == 3
+    assert summ["by_module"] == {"a.b": 2, "a.d": 1}
+    assert summ["slowest"] == [{"ns": 12.0, "end": "a.d.r_TRELLIS_FF_Q.DI", "module": "a.d"},
+                               {"ns": 11.5, "end": "a.b.q_TRELLIS_FF_Q_3.DI", "module": "a.b"}]
+    assert endpoint_summary(arr, 12.0)["over"] == 0
+    # In the report, against the family's goal (10 ns on ECP5); the bench row counts exactly.
+    rep = make_report(family="ecp5", board="ulx3s", config="x", nextpnr_text=NEXTPNR_LOG,
+                      yosys_text=YOSYS_LOG, target_mhz=50.0, pes=4, timing=TIMING)
+    assert rep["goal_endpoints"]["goal_mhz"] == 100.0 and rep["goal_endpoints"]["over"] == 3
+    from scripts.bench_fpga import _row
+    assert _row(rep)["endpoints_missing_goal"] == [3, 3]
+    rep = make_report(family="ice40", board="icebreaker", config="x", nextpnr_text=NEXTPNR_LOG,
+                      yosys_text=YOSYS_LOG, target_mhz=20.0, pes=4, timing=TIMING)
+    assert rep["goal_endpoints"]["over"] == 0      # 24 MHz: 41.7 ns
+
+
 def test_build_steps_from_script():
     script = ('#!/bin/sh\nset -e\n: ${YOSYS:=yosys}\n"$YOSYS" -q -l top.rpt top.ys\n'
               '"$NEXTPNR_ECP5" --quiet --log top.tim --json top.json\n'
@@ -383,6 +424,12 @@ def test_full_build(board, tmp_path):
     assert report["fmax_mhz"] > 0
     assert report["critical_path"]["start"] and report["critical_path"]["end"]
     assert report["resources"]["LUT4"] > 0 and report["resources"]["FF"] > 0
+    # The routed arrivals: every end point, the critical path's the latest of them.
+    goal = report["goal_endpoints"]
+    assert goal["endpoints"] > 500 and goal["goal_mhz"] == (100.0 if board == "ulx3s" else 24.0)
+    timing = json.loads((tmp_path / f"{board}-{cfg}" / fbuild.TIMING_JSON).read_text())
+    latest = max(endpoint_arrivals(timing).values())
+    assert latest == pytest.approx(report["critical_path"]["total_ns"], abs=0.02)
 
 
 @pytest.mark.fpga_build
@@ -414,6 +461,8 @@ def test_seed_sweep_build(tmp_path):
     assert (dest / "top.tim").read_text() == \
         (dest / f"seed{report['seed']}" / "top.tim").read_text()
     assert (dest / "top.bin").stat().st_size > 10000
+    assert (dest / fbuild.TIMING_JSON).read_text() == \
+        (dest / f"seed{report['seed']}" / fbuild.TIMING_JSON).read_text()
     # Every seed can time out: a one-line error naming them.
     with pytest.raises(fbuild.BuildError, match="no seed finished .seed 1: timeout, seed 2: "
                                                 "timeout"):

@@ -9,7 +9,7 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from scripts.logic_depth import DELAYS, analyse, by_module, histogram, main
+from scripts.logic_depth import DELAYS, analyse, attach_routed, by_module, histogram, main
 
 _FF = {"CLK": "input", "DI": "input", "M": "input", "CE": "input", "LSR": "input",
        "Q": "output"}
@@ -122,6 +122,36 @@ def test_command_line(tmp_path, capsys):
         main([str(tmp_path / "missing.json")])
     with pytest.raises(SystemExit):
         main([str(path), "--top", "0"])
+
+
+def test_routed_arrivals_rank_the_ends(tmp_path, capsys):
+    # The shallow chain routed slower than the deep one (placement decides): --routed ranks
+    # by nextpnr's arrival, and --over keeps the late ones.
+    path = tmp_path / "top.json"
+    path.write_text(json.dumps(_netlist({**_chain(2, "a.", 10), **_chain(5, "b.", 100)})))
+    timing = {"detailed_net_timings": [
+        {"net": "x", "endpoints": [{"cell": "a.q1", "port": "DI", "delay": [1.0, 12.5]}]},
+        {"net": "y", "endpoints": [{"cell": "b.q1", "port": "DI", "delay": [2.0, 9.0]},
+                                   {"cell": "b.q1", "port": "CE", "delay": [2.0, 9.5]}]}]}
+    cells = {**_chain(2, "a.", 10), **_chain(5, "b.", 100), **_chain(7, "c.", 200)}
+    ends = attach_routed(analyse(_netlist(cells)),
+                         {("a.q1", "DI"): 12.5, ("b.q1", "DI"): 9.0, ("b.q1", "CE"): 9.5})
+    assert [(e["end"], e.get("routed_ns"), e.get("routed_port")) for e in ends] == \
+        [("a.q1.DI", 12.5, "DI"), ("b.q1.DI", 9.5, "CE"), ("c.q1.DI", None, None)]
+    tpath = tmp_path / "top.timing.json"
+    tpath.write_text(json.dumps(timing))
+    assert main([str(path), "--routed", str(tpath), "--over", "10"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("1 end points later than 10.0 ns (routed)")
+    assert "12.50 ns routed at DI" in out and "b.q1" not in out
+    assert main([str(path), "--routed", str(tpath), "--over", "5", "--by-module"]) == 0
+    out = capsys.readouterr().out
+    assert " 12.50 ns      1 ends  a" in out and "  9.50 ns      1 ends  b" in out
+    with pytest.raises(SystemExit):          # --over without --routed
+        main([str(path), "--over", "10"])
+    tpath.write_text(json.dumps({"detailed_net_timings": []}))
+    with pytest.raises(SystemExit):          # no arrival matches the netlist
+        main([str(path), "--routed", str(tpath)])
 
 
 class _Adders(wiring.Component):
