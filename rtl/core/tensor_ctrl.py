@@ -159,6 +159,10 @@ class TensorController(wiring.Component):
         a = Signal(ceil_log2(self.sbuf_depth), name=f"{name}_addr")
         st = Signal(ceil_log2(self.sbuf_depth), name=f"{name}_stride")
         left = Signal(self.n_bits, name=f"{name}_left")
+        # ``left == 1``, kept beside ``left`` (loaded with it, and ``left == 2`` as it counts
+        # down), so the wide compare is not in front of the queue's ``ready`` and the clock
+        # enables behind it.
+        left_1 = Signal(name=f"{name}_left_1")
         mask = Signal(rows, name=f"{name}_mask")
         fmt = Signal(3, name=f"{name}_fmt")
         s1_valid = Signal(name=f"s1_{name}_valid")
@@ -182,15 +186,16 @@ class TensorController(wiring.Component):
             m.d.sync += s1_valid.eq(active)
             with m.If(active):
                 m.d.sync += [
-                    s1_last.eq(left == 1),
+                    s1_last.eq(left_1),
                     s1_mask.eq(mask),
                     s1_fmt.eq(fmt),
                     a.eq(a + st),
                     left.eq(left - 1),
+                    left_1.eq(left == 2),
                 ]
-                with m.If(left == 1):
+                with m.If(left_1):
                     m.d.sync += active.eq(0)
-        m.d.comb += q.ready.eq(~active | (advance & (left == 1)))
+        m.d.comb += q.ready.eq(~active | (advance & left_1))
         with m.If(q.valid & q.ready):
             c = q.payload
             m.d.sync += [
@@ -198,6 +203,7 @@ class TensorController(wiring.Component):
                 a.eq(getattr(c, addr)),
                 st.eq(getattr(c, stride)),
                 left.eq(getattr(c, count)),
+                left_1.eq(getattr(c, count) == 1),
                 fmt.eq(c.fmt),
             ]
             m.d.sync += [mask[r].eq(c.k > r) for r in range(rows)]

@@ -169,11 +169,16 @@ class LanePrngs(wiring.Component):
         weyl = Signal(32)
         issue = Signal()
         valid = Signal(self.SEED_LATENCY)       # valid[k]: the word after stage k + 1
+        # ``busy`` is ``count != 0 | valid.any()`` kept in a register: its next value is
+        # computed from this cycle's (``count > 1`` implies ``issue``), so the count's compare
+        # is not in front of the lanes' clock enables.
+        busy = Signal()
         m.d.comb += [
             issue.eq(count != 0),
-            self.busy.eq(issue | valid.any()),
+            self.busy.eq(busy),
         ]
         m.d.sync += valid.eq(Cat(issue, valid[:-1]))
+        m.d.sync += busy.eq(self.seed_load | issue | valid[:-1].any())
         h1 = self._mul_lo32(m, "h1", weyl ^ (weyl >> 16), 0x85EBCA6B)
         word = self._mul_lo32(m, "word", h1 ^ (h1 >> 13), 0xC2B2AE35)
         with m.If(self.seed_load):
