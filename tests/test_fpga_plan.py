@@ -44,6 +44,8 @@ def test_board_top_plans(board, config, tmp_path):
     family = fbuild.get_board(board).family
     if family == "ecp5":
         assert '"$NEXTPNR_ECP5"' in script and '"$ECPPACK"' in script and "--85k" in script
+        # The placer's timing weight raised (fpga/ulx3s.py PLACER_OPTS, measured on core2).
+        assert "--placer-heap-timingweight 30 --placer-heap-critexp 3" in script
         lpf = (tmp_path / f"{board}-{config}" / "top.lpf").read_text()
         assert re.search(r'LOCATE COMP "uart_0__rx[^"]*" SITE "M1"', lpf), lpf
         assert re.search(r'LOCATE COMP "uart_0__tx[^"]*" SITE "L4"', lpf), lpf
