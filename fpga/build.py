@@ -51,10 +51,9 @@ __all__ = ["BOARDS", "get_board", "tool_env", "plan", "build", "report_from_dir"
 
 #: Directories whose Python sources can change a board top.
 SOURCE_DIRS = ("rtl", "sim", "fpga")
-#: Plan files that reach the tools (``build_top.bat``/``.json`` repeat ``build_top.sh``).
 #: nextpnr's ``--report`` (with ``--detailed-timing-report``) in a build directory.
 TIMING_JSON = "top.timing.json"
-
+#: Plan files that reach the tools (``build_top.bat``/``.json`` repeat ``build_top.sh``).
 _PLAN_FILES = ("top.il", "top.ys", "top.lpf", "top.pcf", "build_top.sh")
 
 

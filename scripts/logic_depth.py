@@ -42,6 +42,8 @@ import pathlib
 import re
 import sys
 
+from fpga.report import endpoint_arrivals, module_of
+
 __all__ = ["DELAYS", "analyse", "attach_routed", "by_module", "by_module_routed", "histogram",
            "histogram_line", "end_line", "main"]
 
@@ -68,11 +70,10 @@ _LOCAL_IN = {("PFUMX", "ALUT"), ("PFUMX", "BLUT"), ("L6MUX21", "D0"), ("L6MUX21"
 
 
 def _hier(name):
-    """The Amaranth hierarchy of a netlist cell name: everything before the last ``.`` that
-    precedes yosys' own suffixes."""
-    name = name.lstrip("\\")
-    base = re.split(r"[$_](?:TRELLIS|LUT4|CCU2C|PFUMX|L6MUX|DP16KD|MULT18)", name)[0]
-    return base.rsplit(".", 1)[0] if "." in base else ""
+    """The Amaranth hierarchy of a netlist cell name (``fpga.report.module_of``, the same
+    rule for nextpnr's names): everything before the last ``.`` that precedes yosys' own
+    suffixes."""
+    return module_of(name.lstrip("\\"))
 
 
 def analyse(netlist, top="top", delays=DELAYS):
@@ -316,7 +317,6 @@ def main(argv=None):
         netlist = json.loads(args.netlist.read_text())
         ends = analyse(netlist)
         if args.routed is not None:
-            from fpga.report import endpoint_arrivals
             ends = attach_routed(ends, endpoint_arrivals(json.loads(args.routed.read_text())))
             if not any("routed_ns" in e for e in ends):
                 raise ValueError(f"{args.routed}: no end point of the netlist has a routed "
