@@ -76,11 +76,13 @@ def _hier(name):
     return module_of(name.lstrip("\\"))
 
 
-def analyse(netlist, top="top", delays=DELAYS):
+def analyse(netlist, top="top", delays=DELAYS, per_port=False):
     """Arrival levels and delay estimates for every end point of ``netlist`` (a parsed yosys
     JSON). Returns a list of dicts, deepest first: ``end`` (cell and port), ``module``,
     ``levels``, ``estimate_ns``, ``path`` (cell names from start to end), ``rtl_lines`` (the
-    source lines of the path's flip-flops and carry chains, start to end)."""
+    source lines of the path's flip-flops and carry chains, start to end). ``per_port``: each
+    end point also has ``ports``, the same figures for the deepest bit of each of its ports
+    (for :func:`attach_routed`, where the routed port may not be the estimate's)."""
     d = delays
     try:
         cells = netlist["modules"][top]["cells"]
@@ -208,7 +210,7 @@ def analyse(netlist, top="top", delays=DELAYS):
             ports = ("WAD", "DI", "WRE")
         else:
             continue
-        worst = None
+        worst, per = None, {}
         for port in ports:
             for b in conn.get(port, ()):
                 if not isinstance(b, int) or b not in driver:
@@ -217,14 +219,22 @@ def analyse(netlist, top="top", delays=DELAYS):
                 cand = (ns, lv, port, b)
                 if worst is None or cand > worst:
                     worst = cand
+                if port not in per or cand > per[port]:
+                    per[port] = cand
         if worst is None:
             continue
-        ns, lv, port, b = worst
-        path = trace(b)
-        ends.append({"rtl_lines": rtl_lines(path + [name]),"end": f"{name.lstrip(chr(92))}.{port}", "module": _hier(name),
-                     "type": typ, "levels": lv + 1,
-                     "estimate_ns": round(ns + d["route"] + d["setup"], 2),
-                     "path": [n.lstrip("\\") for n in path]})
+
+        def figures(cand):
+            ns, lv, port, b = cand
+            path = trace(b)
+            return {"levels": lv + 1, "estimate_ns": round(ns + d["route"] + d["setup"], 2),
+                    "path": [n.lstrip("\\") for n in path],
+                    "rtl_lines": rtl_lines(path + [name])}
+        end = {"end": f"{name.lstrip(chr(92))}.{worst[2]}", "module": _hier(name), "type": typ,
+               **figures(worst)}
+        if per_port:
+            end["ports"] = {port: figures(cand) for port, cand in per.items()}
+        ends.append(end)
     ends.sort(key=lambda e: (-e["estimate_ns"], -e["levels"], e["end"]))
     return ends
 
@@ -243,10 +253,14 @@ def by_module(ends, min_levels):
     return sorted(groups.values(), key=lambda g: (-g["estimate_ns"], -g["ends"]))
 
 
+_D_ALIAS = {"M": "DI", "DI": "M"}
+
+
 def attach_routed(ends, arrivals):
     """``ends`` (:func:`analyse`) with ``routed_ns`` and ``routed_port``: the latest routed
     arrival among the end point's ports in ``arrivals`` (``{(cell, port): ns}``, from
-    ``fpga.report.endpoint_arrivals``), latest first; end points without one go last."""
+    ``fpga.report.endpoint_arrivals``), latest first; end points without one go last. Where
+    ``analyse`` ran with ``per_port``, the end's path and figures become the routed port's."""
     per_cell = {}
     for (cell, port), ns in arrivals.items():
         if ns > per_cell.get(cell, (float("-inf"), ""))[0]:
@@ -257,6 +271,11 @@ def attach_routed(ends, arrivals):
         e = dict(e)
         if cell in per_cell:
             e["routed_ns"], e["routed_port"] = round(per_cell[cell][0], 3), per_cell[cell][1]
+            # nextpnr may feed a flip-flop's D through M where the netlist has DI.
+            port = next((p for p in (e["routed_port"], _D_ALIAS.get(e["routed_port"]))
+                         if p in e.get("ports", {})), None)
+            if port is not None:
+                e.update(e["ports"][port], end=f"{cell}.{port}")
         out.append(e)
     out.sort(key=lambda e: (-e.get("routed_ns", float("-inf")), -e["estimate_ns"], e["end"]))
     return out
@@ -279,7 +298,11 @@ def histogram(ends):
 
 def histogram_line(ends):
     """One line: end points per number of routed levels."""
-    return "levels: " + ", ".join(f"{k}: {v}" for k, v in histogram(ends).items())
+    return _levels_line(histogram(ends))
+
+
+def _levels_line(levels):
+    return "levels: " + ", ".join(f"{k}: {v}" for k, v in levels.items())
 
 
 def end_line(e):
@@ -315,7 +338,8 @@ def main(argv=None):
         parser.error("--over needs --routed")
     try:
         netlist = json.loads(args.netlist.read_text())
-        ends = analyse(netlist)
+        ends = analyse(netlist, per_port=args.routed is not None)
+        levels = histogram(ends)          # of the estimate, before any routed port's path
         if args.routed is not None:
             ends = attach_routed(ends, endpoint_arrivals(json.loads(args.routed.read_text())))
             if not any("routed_ns" in e for e in ends):
@@ -329,17 +353,19 @@ def main(argv=None):
              and (args.over is None or e.get("routed_ns", 0.0) > args.over)]
     if args.routed is not None and not args.json:
         print(f"{len(shown)} end points" + (f" later than {args.over} ns" if args.over
-                                            is not None else "") + " (routed)")
+                                            is not None else "") +
+              " (routed; one per cell, at its latest port)")
         if args.by_module:
             for g in by_module_routed(shown)[:args.top]:
                 print(f"{g['routed_ns']:6.2f} ns {g['ends']:6d} ends  {g['module']}")
             return 0
     if args.json:
-        print(json.dumps({"histogram": histogram(ends),
+        shown = [{k: v for k, v in e.items() if k != "ports"} for e in shown]
+        print(json.dumps({"histogram": levels,
                           "by_module": by_module(ends, args.min_levels),
                           "ends": shown[:args.top]}, indent=1))
         return 0
-    print(histogram_line(ends))
+    print(_levels_line(levels))
     if args.by_module:
         for g in by_module(ends, args.min_levels)[:args.top]:
             print(f"{g['estimate_ns']:6.2f} ns {g['levels']:3d} lv {g['ends']:6d} ends  "

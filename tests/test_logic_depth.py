@@ -134,15 +134,24 @@ def test_routed_arrivals_rank_the_ends(tmp_path, capsys):
         {"net": "y", "endpoints": [{"cell": "b.q1", "port": "DI", "delay": [2.0, 9.0]},
                                    {"cell": "b.q1", "port": "CE", "delay": [2.0, 9.5]}]}]}
     cells = {**_chain(2, "a.", 10), **_chain(5, "b.", 100), **_chain(7, "c.", 200)}
-    ends = attach_routed(analyse(_netlist(cells)),
-                         {("a.q1", "DI"): 12.5, ("b.q1", "DI"): 9.0, ("b.q1", "CE"): 9.5})
+    cells["b.q1"]["connections"]["CE"] = [10]          # a.q0 -> b.q1's CE: one hop
+    routed = {("a.q1", "DI"): 12.5, ("b.q1", "DI"): 9.0, ("b.q1", "CE"): 9.5}
+    ends = attach_routed(analyse(_netlist(cells)), routed)
     assert [(e["end"], e.get("routed_ns"), e.get("routed_port")) for e in ends] == \
         [("a.q1.DI", 12.5, "DI"), ("b.q1.DI", 9.5, "CE"), ("c.q1.DI", None, None)]
+    # With the per-port figures the routed port's path is shown: CE, one level from a.q0.
+    ends = attach_routed(analyse(_netlist(cells), per_port=True), routed)
+    b = ends[1]
+    assert (b["end"], b["levels"], b["path"]) == ("b.q1.CE", 1, ["a.q0"])
+    assert ends[0]["path"] == ["a.q0", "a.lut0", "a.lut1"]
+    # nextpnr may report a flip-flop's D at M where the netlist has DI: the DI path is shown.
+    ends = attach_routed(analyse(_netlist(cells), per_port=True), {("a.q1", "M"): 12.5})
+    assert (ends[0]["end"], ends[0]["routed_port"], ends[0]["levels"]) == ("a.q1.DI", "M", 3)
     tpath = tmp_path / "top.timing.json"
     tpath.write_text(json.dumps(timing))
     assert main([str(path), "--routed", str(tpath), "--over", "10"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("1 end points later than 10.0 ns (routed)")
+    assert out.startswith("1 end points later than 10.0 ns (routed; one per cell")
     assert "12.50 ns routed at DI" in out and "b.q1" not in out
     assert main([str(path), "--routed", str(tpath), "--over", "5", "--by-module"]) == 0
     out = capsys.readouterr().out
