@@ -166,16 +166,15 @@ def endpoint_summary(arrivals, limit_ns, top=30):
     """The end points of ``arrivals`` (:func:`endpoint_arrivals`) later than ``limit_ns``:
     ``{"limit_ns", "endpoints" (all), "over" (how many later), "by_module" ({module: count},
     most first), "slowest" ([{"ns", "end", "module"}], ``top`` latest)}``."""
-    late = sorted(((ns, f"{c}.{p}") for (c, p), ns in arrivals.items() if ns > limit_ns),
-                  reverse=True)
+    late = sorted(((ns, f"{c}.{p}", module_of(c)) for (c, p), ns in arrivals.items()
+                   if ns > limit_ns), reverse=True)
     counts = {}
-    for _, end in late:
-        mod = module_of(end.rsplit(".", 1)[0])
+    for _, _, mod in late:
         counts[mod] = counts.get(mod, 0) + 1
     return {"limit_ns": limit_ns, "endpoints": len(arrivals), "over": len(late),
             "by_module": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "slowest": [{"ns": round(ns, 3), "end": end, "module": module_of(end.rsplit(".", 1)[0])}
-                        for ns, end in late[:top]]}
+            "slowest": [{"ns": round(ns, 3), "end": end, "module": mod}
+                        for ns, end, mod in late[:top]]}
 
 
 def parse_yosys_log(text):

@@ -27,6 +27,7 @@ from fpga.report import GOALS_MHZ, endpoints_slower_than
 
 __all__ = ["add_arguments", "run", "markdown_table", "merge_record"]
 
+
 def add_arguments(parser):
     parser.add_argument("--boards", nargs="*", default=list(fbuild.BOARDS),
                         help=f"boards (default: {' '.join(fbuild.BOARDS)})")

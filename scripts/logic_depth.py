@@ -230,10 +230,11 @@ def analyse(netlist, top="top", delays=DELAYS, per_port=False):
             return {"levels": lv + 1, "estimate_ns": round(ns + d["route"] + d["setup"], 2),
                     "path": [n.lstrip("\\") for n in path],
                     "rtl_lines": rtl_lines(path + [name])}
+        ports = {port: figures(cand) for port, cand in per.items()} if per_port else None
         end = {"end": f"{name.lstrip(chr(92))}.{worst[2]}", "module": _hier(name), "type": typ,
-               **figures(worst)}
+               **(ports[worst[2]] if per_port else figures(worst))}    # worst: its port's
         if per_port:
-            end["ports"] = {port: figures(cand) for port, cand in per.items()}
+            end["ports"] = ports
         ends.append(end)
     ends.sort(key=lambda e: (-e["estimate_ns"], -e["levels"], e["end"]))
     return ends
