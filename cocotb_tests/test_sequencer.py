@@ -567,6 +567,99 @@ async def test_micro_word_combinations(dut):
 
 
 @cocotb.test()
+async def test_late_writes(dut):
+    """X's writes that land a cycle late (the W stage: generators' stride and base, a pushed
+    loop count, the register file, a SEMSET), each read by the very next micro-instruction
+    (run-time microcode), which must see the new value through the bypass: an AG_SET's stride
+    read back (AGSTRIDE), an AG_SNAP's base read back (AGBASE), a LOOP_PUSH stepped at once
+    (LOOP_STEP, then counted down with LOOP_MORE), a SEMSET read back (SEMRD) and a register
+    written and read by the next two micro-instructions; and a register written by the halting
+    micro-instruction, read on the debug port as the sequencer stops."""
+    h, _ = await _setup(dut, 8)
+    u = microcode.u
+    end = microcode.END
+    routines = {
+        # generator 1 := (rd, level 1, stride rs1); rd = generator 1's stride
+        0xF4: [u(a=USrc.RS1, special=USpecial.AG_SET),
+               u(a=USrc.AGSTRIDE, const=1, dst=UDst.RD, **end)],
+        # generator 1 at level 1; push a loop (level 1); snap base = rs2; rd = base + rs1
+        0xF5: [u(a=USrc.ZERO, special=USpecial.AG_SET),
+               u(a=USrc.CONST, const=3, special=USpecial.LOOP_PUSH),
+               u(a=USrc.RS2, const=1, special=USpecial.AG_SNAP),
+               u(a=USrc.AGBASE, b=USrc.RS1, const=1, alu=UAlu.ADD, dst=UDst.RD),
+               u(special=USpecial.LOOP_POP, **end)],
+        # push rs1, step at once, then rd += 1 per step while LOOP_MORE: rd += rs1 - 1
+        0xF6: [u(a=USrc.RS1, special=USpecial.LOOP_PUSH),
+               u(special=USpecial.LOOP_STEP),
+               "lw_more:", u(a=USrc.RD, b=USrc.CONST, const=1, alu=UAlu.ADD, dst=UDst.RD,
+                             special=USpecial.LOOP_STEP, seq=USeq.BRANCH, cond=UCond.LOOP_MORE,
+                             target="lw_more"),
+               u(special=USpecial.LOOP_POP, **end)],
+        # sem = rs1; rd = sem (SEMRD); rd = rd + rd; rd = rd + rs1
+        0xF7: [u(a=USrc.RS1, special=USpecial.SEMSET),
+               u(special=USpecial.SEMRD),
+               u(a=USrc.RD, b=USrc.RD, alu=UAlu.ADD, dst=UDst.RD),
+               u(a=USrc.RD, b=USrc.RS1, alu=UAlu.ADD, dst=UDst.RD, **end)],
+    }
+    await _load_routines(h, routines)
+    mask = 0xFFFFFFFF
+
+    def ref_stride(sim, f):
+        sim.ags[1].update(level=f["imm"] >> 8 & 7, reg=f["rd"], stride=sim.r(f["rs1"]))
+        sim.w(f["rd"], sim.r(f["rs1"]))
+
+    def ref_base(sim, f):
+        sim.ags[1].update(level=1, reg=f["rd"], stride=0, base=sim.r(f["rs2"]))
+        sim.w(f["rd"], (sim.r(f["rs2"]) + sim.r(f["rs1"])) & mask)
+
+    def ref_loop(sim, f):
+        sim.w(f["rd"], (sim.r(f["rd"]) + sim.r(f["rs1"]) - 1) & mask)
+
+    def ref_sem(sim, f):
+        v = sim.r(f["rs1"])
+        sim.sems[f["imm"] & 15] = v & 0xFFFF
+        sim.w(f["rd"], (2 * (v & 0xFFFF) + v) & mask)
+
+    ext = {0xF4: ref_stride, 0xF5: ref_base, 0xF6: ref_loop, 0xF7: ref_sem}
+    prologue = assemble("li r1, 7\nli r2, 0x1234\nli r3, 40\nli r4, 5")[:4]
+    run = [isa.encode(0xF4, rd=3, rs1=2, imm=1 | 1 << 8),
+           isa.encode(0xF4, rd=5, rs1=1, imm=1 | 1 << 8),
+           isa.encode(0xF5, rd=6, rs1=1, rs2=2, imm=1 | 1 << 8),
+           isa.encode(0xF6, rd=4, rs1=1),
+           isa.encode(0xF6, rd=7, rs1=3),
+           isa.encode(0xF7, rd=8, rs1=2, imm=9),
+           isa.encode(0xF7, rd=9, rs1=4, imm=9)]
+    hw, _ = await _check(h, prologue + run + assemble("halt"), "late writes", ext)
+    assert hw["err_status"] == 0
+    # (r3 = 0x1234 by the first AG_SET routine, r4 = 5 + 6 by the first loop, before the
+    # routines that read them)
+    assert hw["regs"][3:10] == [0x1234, 5 + 6, 7, 0x1234 + 7, 0x1234 - 1, 3 * 0x1234,
+                                3 * 11], \
+        f"late writes: registers r3..r9 {hw['regs'][3:10]}"
+    # A register written by the halting micro-instruction, read on the debug port in the
+    # first cycle of DONE, while its write is still in W (the debug read port's bypass).
+    halt_base = microcode.fused_matmul_act()[1] + 16
+    words, _ = microcode.link([u(a=USrc.RS1, b=USrc.CONST, const=100, alu=UAlu.ADD,
+                                 dst=UDst.RD, special=USpecial.HALT, **end)], base=halt_base)
+    await h.load_microcode(halt_base, words)
+    await h.write_map(0xF8, microcode.map_entry(halt_base))
+    await h.load_program(prologue + [isa.encode(0xF8, rd=10, rs1=1)])
+    await FallingEdge(dut.clk)
+    dut.start.value = 1
+    await FallingEdge(dut.clk)
+    dut.start.value = 0
+    for _ in range(1000):
+        if dut.done.value == 1:
+            break
+        await FallingEdge(dut.clk)
+    assert dut.done.value == 1, "the halting routine did not stop the sequencer"
+    got = await h.dbg(10)
+    assert got == 7 + 100, f"debug read of r10 in DONE's first cycle: {got}, not 107"
+    for op in list(routines) + [0xF8]:
+        await h.write_map(op, 0)
+
+
+@cocotb.test()
 async def test_micro_word_write_traps(dut):
     """Micro-words that write a register (``dst=RD``) and, in the same word, EMIT a record the
     core finds illegal (``tensor_illegal``/``vector_illegal`` driven high: ``ILLEGAL_FIELD``,

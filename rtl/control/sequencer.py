@@ -460,6 +460,33 @@ class Sequencer(wiring.Component):
         ag_base = Array(Signal(32, name=f"ag{i}_base") for i in range(isa.NUM_AG))
         t0, t1 = Signal(32), Signal(32)
         err_status = Signal(16)
+        # W: X's writes of its result to the register file, the semaphores (SEMSET), the
+        # generators' stride (AG_SET) and base (AG_SNAP), the record slots and a pushed loop
+        # count land one cycle late, from registers (``w_rf_*``; ``res_q``, X's result loaded
+        # on ``go``) under pending flags registered from X's decoded micro-word. A reader in
+        # that cycle takes the pending value instead (``*_now``; the register file's read
+        # ports compare the pending write's index). So the ALU's result and the write kill
+        # (the stall and error cones) reach a few registers, not every destination's
+        # multiplexer and clock enable (the sequencer's deepest paths at ``aefeba6``:
+        # ``x_prev`` -> ALU -> semaphores, slots, generators, register file). No cycle
+        # changes: every value is where the architecture expects it, one multiplexer later.
+        w_rf_en, w_rf_addr, w_rf_data = Signal(), Signal(6), Signal(32)
+        ags_w = Signal(isa.NUM_AG)          # ag_stride[j] takes res_q
+        agb_w = Signal(isa.NUM_AG)          # ag_base[j] takes res_q
+        sem_w = Signal(isa.NUM_SEMS)        # sems[i] takes res_q[:16]
+        push_w = Signal()                   # rem_top and ls_rem[ltop] take res_q
+        ag_stride_now = Array(Signal(32, name=f"ag{i}_stride_now") for i in range(isa.NUM_AG))
+        ag_base_now = Array(Signal(32, name=f"ag{i}_base_now") for i in range(isa.NUM_AG))
+        sem_now = Array(Signal(isa.SEM_VALUE_BITS, name=f"sem{i}_now")
+                        for i in range(isa.NUM_SEMS))
+        rem_top_now = Signal(32)
+        m.d.comb += [ag_stride_now[j].eq(Mux(ags_w[j], res_q, ag_stride[j]))
+                     for j in range(isa.NUM_AG)]
+        m.d.comb += [ag_base_now[j].eq(Mux(agb_w[j], res_q, ag_base[j]))
+                     for j in range(isa.NUM_AG)]
+        m.d.comb += [sem_now[i].eq(Mux(sem_w[i], res_q[:isa.SEM_VALUE_BITS], sems[i]))
+                     for i in range(isa.NUM_SEMS)]
+        m.d.comb += rem_top_now.eq(Mux(push_w, res_q, rem_top))
         err_pc = Signal(32)
 
         # ---- operand selection ------------------------------------------------------------
@@ -491,10 +518,12 @@ class Sequencer(wiring.Component):
                     with m.Case(s):
                         m.d.comb += eq.eq(src_eq_rd[v])
 
-        def operand(sel, port, val):
+        def operand(sel, port, idx, val):
             with m.Switch(sel):
                 with m.Case(*_REG_SRCS):
-                    m.d.comb += val.eq(port.data)
+                    # (W's pending write of that register instead of the file's stale word)
+                    m.d.comb += val.eq(Mux(w_rf_en & (w_rf_addr == idx), w_rf_data,
+                                           port.data))
                 with m.Case(USrc.IMM):
                     m.d.comb += val.eq(imm)
                 with m.Case(USrc.CONST):
@@ -504,9 +533,9 @@ class Sequencer(wiring.Component):
                 with m.Case(USrc.T1):
                     m.d.comb += val.eq(t1)
                 with m.Case(USrc.AGSTRIDE):
-                    m.d.comb += val.eq(ag_stride[k_r])
+                    m.d.comb += val.eq(ag_stride_now[k_r])
                 with m.Case(USrc.AGBASE):
-                    m.d.comb += val.eq(ag_base[k_r])
+                    m.d.comb += val.eq(ag_base_now[k_r])
 
         def ag_same(i, j):      # ``ag_reg[i] == ag_reg[j]``
             return Const(1) if i == j else ag_pair_eq[min(i, j), max(i, j)]
@@ -566,8 +595,8 @@ class Sequencer(wiring.Component):
         m.d.comb += [a_idx.eq(Mux(a_sel_r == USrc.AGREG, ag_reg[k_r], a_idx_q)),
                      b_idx.eq(Mux(b_sel_r == USrc.AGREG, ag_reg[k_r], b_idx_q))]
         m.d.comb += [rf_a.addr.eq(a_idx), rf_b.addr.eq(b_idx)]
-        operand(a_sel_r, rf_a, a_rd)
-        operand(b_sel_r, rf_b, b_rd)
+        operand(a_sel_r, rf_a, a_idx, a_rd)
+        operand(b_sel_r, rf_b, b_idx, b_rd)
         forwarded(a_sel_r, a_idx_q, a_rd_eq_q, a_hit)
         forwarded(b_sel_r, b_idx_q, b_rd_eq_q, b_hit)
         m.d.comb += [a.eq(Mux(a_fw, x_prev, a_q)), b.eq(Mux(b_fw, x_prev, b_q))]
@@ -627,7 +656,7 @@ class Sequencer(wiring.Component):
         # EMIT then clears only ``wr`` (a few flip-flops) instead of every slot, and a slot
         # write does not wait for ``go``: X's result is a function of its registered operands,
         # so a stalled micro-instruction rewrites the same value (see the effects below).
-        rec, rec_raw, wr, rec_terms = {}, {}, {}, {}
+        rec, rec_raw, wr, rec_terms, rec_w = {}, {}, {}, {}, {}
         outq, semq = {}, {}
         can_emit = Array(Signal(name=f"can_emit{e}") for e in range(4))
         qflags = {}     # the queues' registered flags by engine
@@ -638,7 +667,9 @@ class Sequencer(wiring.Component):
             rec_raw[e] = [Signal(32, name=f"rec_{_NAMES[e]}{s}") for s in range(nslots)]
             wr[e] = Signal(nslots, name=f"rec_{_NAMES[e]}_wr")
             rec[e] = [Signal(32, name=f"rec_{_NAMES[e]}{s}_v") for s in range(nslots)]
-            m.d.comb += [rec[e][s].eq(Mux(wr[e][s], rec_raw[e][s], 0)) for s in range(nslots)]
+            rec_w[e] = Signal(nslots, name=f"rec_{_NAMES[e]}_pend")    # W: takes res_q
+            m.d.comb += [rec[e][s].eq(Mux(wr[e][s], Mux(rec_w[e][s], res_q, rec_raw[e][s]), 0))
+                         for s in range(nslots)]
             q = outq[e] = fifo.SyncFIFO(width=isa.layout_width(lay), depth=self._queue_depth)
             # (the semaphore one-hot, zero without sem_en: no decoder behind the read)
             sq = semq[e] = fifo.SyncFIFO(width=isa.NUM_SEMS, depth=self._max_outstanding)
@@ -681,7 +712,7 @@ class Sequencer(wiring.Component):
         # ``sem_idx`` one-hot, registered as the instruction loads (DECODE).
         sem_sel = Signal(isa.NUM_SEMS, init=1)
         sem_cur = Signal(16)
-        m.d.comb += sem_cur.eq(sems[sem_idx])
+        m.d.comb += sem_cur.eq(sem_now[sem_idx])
 
         # ---- stall, errors, advance -------------------------------------------------------
         stall = Signal()
@@ -804,12 +835,11 @@ class Sequencer(wiring.Component):
             eng_total = Signal(2, name=f"sem{i}_eng_inc")
             m.d.comb += eng_total.eq(sum(x.as_unsigned() for x in incs))
             sem_sum = Signal(isa.SEM_VALUE_BITS + 1, name=f"sem{i}_sum")
-            m.d.comb += sem_sum.eq(Cat(Const(1, 1), sems[i]) +
+            m.d.comb += sem_sum.eq(Cat(Const(1, 1), sem_now[i]) +
                                    Cat(sem_inc & sem_sel[i], eng_total))
-            with m.If(sem_set & sem_sel[i]):
-                m.d.sync += sems[i].eq(res[:16])
-            with m.Else():
-                m.d.sync += sems[i].eq(sem_sum[1:])
+            # (a SEMSET's value replaces this sum in the next cycle: ``sem_w``)
+            m.d.sync += sems[i].eq(sem_sum[1:])
+        m.d.sync += sem_w.eq(Mux(sem_set, sem_sel, 0))
 
         # ---- register file write port -----------------------------------------------------
         clr = Signal(6)
@@ -831,11 +861,13 @@ class Sequencer(wiring.Component):
                      Cat(*[xd[f"dst_agreg_k{j}"] & ag_hit_ok[j]
                            for j in range(isa.NUM_AG)]).any()),
         ]
+        m.d.sync += [w_rf_en.eq(x_live & wr_en & ~wr_kill), w_rf_addr.eq(wr_addr),
+                     w_rf_data.eq(wr_data)]
         with m.If(state == _S_CLEAR):
             m.d.comb += [rf_w.addr.eq(clr), rf_w.data.eq(0), rf_w.en.eq(1)]
         with m.Else():
-            m.d.comb += [rf_w.addr.eq(wr_addr), rf_w.data.eq(wr_data),
-                         rf_w.en.eq(x_live & wr_en & ~wr_kill)]
+            m.d.comb += [rf_w.addr.eq(w_rf_addr), rf_w.data.eq(w_rf_data),
+                         rf_w.en.eq(w_rf_en)]
         m.d.comb += self.slot_data.eq(res)
         # The value X forwards: its register-file write, or its T0/T1 write (``res``).
         m.d.comb += x_fwd.eq(Mux(xd["fwd_sem"], sem_cur, res))
@@ -844,7 +876,7 @@ class Sequencer(wiring.Component):
         # (``rem_top - 1 > 1``, that is ``rem_top`` neither 1 nor 2; 0 wraps to 2**32 - 1).
         res_more, step_more = Signal(2), Signal(2)
         m.d.comb += [res_more.eq(Cat(res[1:16].any(), res[16:32].any())),
-                     step_more.eq(Cat(~((rem_top == 1) | (rem_top == 2)), 0))]
+                     step_more.eq(Cat(~((rem_top_now == 1) | (rem_top_now == 2)), 0))]
 
         # ---- next macro PC ----------------------------------------------------------------
         npc_next = Signal(32)
@@ -919,13 +951,22 @@ class Sequencer(wiring.Component):
         # enable fan-out stays out of the stall cone; rewriting while stalled is idempotent, and
         # a trapping micro-instruction's write is never seen: START clears ``wr``). An EMIT
         # that goes clears the engine's ``wr``.
+        # The slot's word itself lands in W (``rec_w``, set on ``go``: ``res_q`` loads then).
         for e in _ENGINES:
+            m.d.sync += rec_w[e].eq(0)
+            for s, sig in enumerate(rec_raw[e]):
+                with m.If(rec_w[e][s]):
+                    m.d.sync += sig.eq(res_q)
             with m.If(go & xd["emit_" + _NAMES[e]]):
                 m.d.sync += wr[e].eq(0)
+            with m.If(go & xd["slot_" + _NAMES[e]]):
+                for s in range(len(rec_raw[e])):
+                    with m.If(slot == s):
+                        m.d.sync += rec_w[e][s].eq(1)
             with m.If(x_live & xd["slot_" + _NAMES[e]]):
                 for s, sig in enumerate(rec_raw[e]):
                     with m.If(slot == s):
-                        m.d.sync += [sig.eq(res), wr[e][s].eq(1)]
+                        m.d.sync += wr[e][s].eq(1)
                         if e in rec_terms:
                             slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
                             m.d.sync += rec_terms[e][s].eq(slot_terms[s])
@@ -943,6 +984,14 @@ class Sequencer(wiring.Component):
         # the sequencer stops. The architectural state (PC, flags, loop and call depths,
         # registers, semaphores) changes on ``adv``. So the error terms stay out of the first
         # group's cones, and the state machine leaves EXEC on ``go`` (an error overrides it).
+        m.d.sync += [ags_w.eq(0), agb_w.eq(0), push_w.eq(go & xd["loop_push"])]
+        for j in range(isa.NUM_AG):
+            with m.If(ags_w[j]):
+                m.d.sync += ag_stride[j].eq(res_q)
+            with m.If(agb_w[j]):
+                m.d.sync += ag_base[j].eq(res_q)
+        with m.If(push_w):      # (before LOOP_STEP's and LOOP_POP's writes, which win)
+            m.d.sync += [rem_top.eq(res_q), ls_rem[ltop].eq(res_q)]
         with m.If(go):
             m.d.sync += [npc.eq(npc_next), res_q.eq(res)]
             with m.If(xd["npc_res"]):
@@ -965,9 +1014,15 @@ class Sequencer(wiring.Component):
                 m.d.sync += [state.eq(Mux(xd["halt"], _S_DONE, _S_FETCH)),
                              usp.eq(0), utop.eq(-1), usp_zero.eq(1), usp_full.eq(0)]
             with m.If(xd["loop_step"]):
-                m.d.sync += [rem_top.eq(rem_top - 1), rem_more.eq(step_more)]
+                m.d.sync += [rem_top.eq(rem_top_now - 1), rem_more.eq(step_more)]
             with m.If(xd["call_push"]):
                 m.d.sync += cstack[csp[:3]].eq(pc + 1)
+            # ``cret`` (no debug read shows it; START empties the stack) changes on ``go``
+            # with the stack's entries, so the record check is not in its clock enable.
+            with m.If(xd["call_push"]):
+                m.d.sync += cret.eq(pc + 1)
+            with m.If(xd["call_pop"]):
+                m.d.sync += cret.eq(cstack[(ctop - 1)[:3]])
             with m.If(xd["ag_set"]):
                 ks = imm[:2]
                 for j in range(isa.NUM_AG):
@@ -976,7 +1031,7 @@ class Sequencer(wiring.Component):
                         m.d.sync += [ag_pair_eq[min(i, j), max(i, j)].eq(ag_rd_eq[i])
                                      for i in range(isa.NUM_AG) if i != j]
                 m.d.sync += [ag_reg[ks].eq(rd),
-                             ag_stride[ks].eq(res)]
+                             ags_w.eq(Const(1, isa.NUM_AG) << ks)]
                 lvl_oh = Cat(*[imm[8:11] == v for v in range(1, isa.LOOP_DEPTH + 1)])
                 for j in range(isa.NUM_AG):
                     with m.If(ks == j):
@@ -984,7 +1039,7 @@ class Sequencer(wiring.Component):
                                      ag_tag[j].eq(Mux(rd_nz, lvl_oh, 0))]
             for j in range(isa.NUM_AG):
                 with m.If(xd[f"ag_snap_k{j}"] & ag_lvl_ok[j]):
-                    m.d.sync += ag_base[j].eq(res)
+                    m.d.sync += agb_w[j].eq(1)
         with m.If(adv):
             with m.If(xd["dst_flags"]):
                 m.d.sync += [flag_eq.eq(a == b), flag_lt.eq(a.as_signed() < b.as_signed()),
@@ -1000,10 +1055,10 @@ class Sequencer(wiring.Component):
                              lsp_zero.eq(lsp == 1),
                              lsp_full.eq(0)]
             with m.If(xd["call_push"]):
-                m.d.sync += [csp.eq(csp + 1), ctop.eq(csp), cret.eq(pc + 1), csp_zero.eq(0),
+                m.d.sync += [csp.eq(csp + 1), ctop.eq(csp), csp_zero.eq(0),
                              csp_full.eq(csp == isa.CALL_DEPTH - 1)]
             with m.If(xd["call_pop"]):
-                m.d.sync += [csp.eq(csp - 1), ctop.eq(ctop - 1), cret.eq(cstack[(ctop - 1)[:3]]),
+                m.d.sync += [csp.eq(csp - 1), ctop.eq(ctop - 1),
                              csp_zero.eq(csp == 1), csp_full.eq(0)]
 
         # The loop stack's entries are written while X holds the micro-instruction, stalled or
@@ -1014,16 +1069,16 @@ class Sequencer(wiring.Component):
         # rewrites the same values; a trapping one stops the sequencer, and START empties
         # the stack.
         with m.If(x_live & xd["loop_push"]):
-            m.d.sync += [ls_start[lsp[:2]].eq(pc + 1), ls_rem[lsp[:2]].eq(res),
-                         ls_more[lsp[:2]].eq(res_more)]
+            m.d.sync += [ls_start[lsp[:2]].eq(pc + 1), ls_more[lsp[:2]].eq(res_more)]
         with m.If(x_live & xd["loop_step"]):
-            m.d.sync += [ls_rem[ltop].eq(rem_top - 1), ls_more[ltop].eq(step_more)]
+            m.d.sync += [ls_rem[ltop].eq(rem_top_now - 1), ls_more[ltop].eq(step_more)]
         with m.If(go & xd["loop_pop"]):
             m.d.sync += [rem_top.eq(ls_rem[(ltop - 1)[:2]]),
                          rem_more.eq(ls_more[(ltop - 1)[:2]])]
-        # (last, so that X's result enters ``rem_top``'s multiplexer last)
+        # (last, so that X's result enters ``rem_more``'s multiplexer last; the count itself
+        # lands in W, ``push_w``)
         with m.If(go & xd["loop_push"]):
-            m.d.sync += [rem_top.eq(res), rem_more.eq(res_more)]
+            m.d.sync += rem_more.eq(res_more)
 
         # ---- performance counters ---------------------------------------------------------
         retired, cycles = Signal(32), Signal(32)
@@ -1114,13 +1169,14 @@ class Sequencer(wiring.Component):
                DBG["cycles"]: cycles, DBG["loop_depth"]: lsp, DBG["call_depth"]: csp,
                DBG["status"]: Cat(self.busy, self.done, self.error)}
         for i in range(isa.NUM_SEMS):
-            dbg[DBG["sem"] + i] = sems[i]
+            dbg[DBG["sem"] + i] = sem_now[i]
         for e in _ENGINES:
             for j in range(3):
                 dbg[DBG["busy"] + 3 * e + j] = perf[e][j]
             dbg[DBG["blocked"] + e] = perf[e][3]
         with m.If(self.dbg_addr < isa.NUM_REGS):
-            m.d.comb += self.dbg_data.eq(rf_d.data)
+            m.d.comb += self.dbg_data.eq(Mux(w_rf_en & (w_rf_addr == self.dbg_addr[:6]),
+                                             w_rf_data, rf_d.data))
         with m.Else():
             with m.Switch(self.dbg_addr):
                 for addr, value in dbg.items():
