@@ -69,9 +69,12 @@ class VectorAlu(wiring.Component):
         m.submodules.mul = mul = FP32Multiplier(stages=n)
         m.d.comb += [add.en.eq(self.en), mul.en.eq(self.en)]
         sign = Const(0x80000000, 32)
+        # SUB is x + (-s) and RSUB (-x) + s: the adder is commutative (``sim.formats.fp32_add``
+        # sums exactly and rounds once), so the op flips only the sign bits and the operands
+        # reach the adder without a 32-bit multiplexer in front of its compare and swap.
         m.d.comb += [
-            add.a.eq(Mux(op == AluOp.RSUB, s, x)),
-            add.b.eq(Mux(op == AluOp.RSUB, x ^ sign, Mux(op == AluOp.SUB, s ^ sign, s))),
+            add.a.eq(Cat(x[:31], x[31] ^ (op == AluOp.RSUB))),
+            add.b.eq(Cat(s[:31], s[31] ^ (op == AluOp.SUB))),
             mul.a.eq(x),
             mul.b.eq(s),
         ]
