@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from sim.dtypes import CANONICAL_NAN_F32
 from rtl.arith.common import Pipe, check_stages
 
-__all__ = ["FP32Multiplier", "split_products", "tree_sum"]
+__all__ = ["FP32Multiplier", "split_products", "sum_shifted", "tree_sum"]
 
 
 def split_products(m, x, y, name, piece=18):
@@ -39,6 +39,59 @@ def tree_sum(m, values, width, name):
         values = nxt
         level += 1
     return values[0] if values else Const(0, width)
+
+
+def sum_shifted(m, terms, width, name):
+    """The sum of ``(value, shift)`` terms modulo ``2**width`` with short carry chains: terms
+    whose bit ranges do not overlap share one row (concatenated, no adder), and each adder
+    spans only the bits where its two rows overlap or carry (below the higher row's lowest
+    bit the lower row's bits pass straight through). The narrowest rows are added first.
+
+    For the 24 x 24 significand product in four 18 x 18 pieces (shifts 0, 18, 18, 36) this is
+    a 25-bit adder then a 30-bit one, where :func:`tree_sum` of the shifted pieces builds two
+    levels of 48-bit carry chains."""
+    rows = []                   # [lo, hi, [(value, shift), ...]] with disjoint bit ranges
+    for value, shift in sorted(terms, key=lambda t: t[1]):
+        lo, hi = shift, min(shift + len(value), width)
+        if lo >= width:
+            continue
+        for row in rows:
+            if all(hi <= s or lo >= s + len(v) for v, s in row[2]):
+                row[0], row[1] = min(row[0], lo), max(row[1], hi)
+                row[2].append((value[:hi - lo], lo))
+                break
+        else:
+            rows.append([lo, hi, [(value[:hi - lo], lo)]])
+    parts = []                  # (signal holding bits lo..hi-1, lo, hi)
+    for j, (lo, hi, items) in enumerate(rows):
+        sig = Signal(hi - lo, name=f"{name}_row{j}")
+        bits, pos = [], lo
+        for v, sh in sorted(items, key=lambda t: t[1]):
+            if sh > pos:
+                bits.append(Const(0, sh - pos))
+            bits.append(v)
+            pos = sh + len(v)
+        m.d.comb += sig.eq(Cat(*bits))
+        parts.append((sig, lo, hi))
+    if not parts:
+        return Const(0, width)
+    level = 0
+    while len(parts) > 1:
+        parts.sort(key=lambda p: p[2] - p[1])
+        (x, xl, xh), (y, yl, yh) = parts[0], parts[1]
+        if xl > yl:
+            (x, xl, xh), (y, yl, yh) = (y, yl, yh), (x, xl, xh)
+        # y starts at or above x: bits xl..yl-1 are x's alone; the adder starts at yl.
+        if yl > xh:             # (x padded with zeros up to y)
+            x, xh = Cat(x, Const(0, yl - xh)), yl
+        hi = min(max(xh, yh) + 1, width)
+        s = Signal(hi - xl, name=f"{name}_{level}")
+        upper = x[yl - xl:] if xh > yl else Const(0, 1)
+        m.d.comb += s.eq(Cat(x[:yl - xl], upper + y))
+        parts = parts[2:] + [(s, xl, hi)]
+        level += 1
+    sig, lo, hi = parts[0]
+    return Cat(Const(0, lo), sig)[:width] if lo else sig[:width]
 
 
 class FP32Multiplier(wiring.Component):
@@ -129,8 +182,8 @@ class FP32Multiplier(wiring.Component):
         # Beside the product, the exponent's two candidates (product in [1, 2) or [2, 4)) and
         # their range flags, so that step 4 only selects them with the product's top bit.
         prod = Signal(48)
-        m.d.comb += prod.eq(tree_sum(m, [r[f"pp{i}"] << sh for i, (_, sh) in enumerate(parts)],
-                                     48, "psum"))
+        m.d.comb += prod.eq(sum_shifted(m, [(r[f"pp{i}"], sh) for i, (_, sh) in
+                                            enumerate(parts)], 48, "psum"))
         es = r["exp_sum"]
         es1 = Signal(signed(11))
         m.d.comb += es1.eq(es + 1)
