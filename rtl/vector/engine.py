@@ -352,6 +352,13 @@ class VectorEngine(wiring.Component):
         need_b = (c.src0 == Src.TENSOR) | (c.src1 == Src.TENSOR)
         DEC_IN = DEC // 3                 # registers before the decoders, inside, after them
         DEC_MID = DEC // 3
+        DEC_OUT = DEC - DEC_IN - DEC_MID
+        # With a register after the decoders, ALU 0's scalar operand (the command's immediate,
+        # the lane register or the decoded ``b``) is selected in front of it, so that the
+        # selection is not in front of the adder's order compare (command register -> source
+        # select -> compare -> swap was 12.3 ns routed, core2 at aefeba6). The lane registers
+        # then load from the decoders' output one cycle earlier (``dec_b_o``), still before
+        # the first element is selected.
         for l in range(lanes):
             # The deep pipeline registers the decoders on both sides. Before: the inputs come
             # straight from the SBUF/PSUM block RAMs through the controller, and block RAM ->
@@ -368,11 +375,13 @@ class VectorEngine(wiring.Component):
             m.d.comb += [da.a.eq(data_in[0]), da.fmt.eq(c.fmt_a), da.en.eq(run),
                          db.a.eq(data_in[1]),
                          db.fmt.eq(c.fmt_b), db.en.eq(run)]
-            xa = delay(m, run, da.o, DEC - DEC_IN - DEC_MID, f"dec_a{l}_o", reset_less=True)
-            xb = delay(m, run, db.o, DEC - DEC_IN - DEC_MID, f"dec_b{l}_o", reset_less=True)
-            m.d.comb += dec_b_o[l].eq(xb)
+            xa = delay(m, run, da.o, DEC_OUT, f"dec_a{l}_o", reset_less=True)
+            xb = delay(m, run, db.o, DEC_OUT, f"dec_b{l}_o", reset_less=True)
+            dec_b = db.o if DEC_OUT else xb
+            m.d.comb += dec_b_o[l].eq(dec_b)
             alu0 = m.submodules[f"alu0_{l}"] = VectorAlu(ALU)
-            s0 = Mux(c.src0 == Src.IMM, c.imm0, Mux(c.src0 == Src.LANE, lane_reg[0][l], xb))
+            s0 = Mux(c.src0 == Src.IMM, c.imm0, Mux(c.src0 == Src.LANE, lane_reg[0][l], dec_b))
+            s0 = delay(m, run, s0, DEC_OUT, f"s0_{l}", reset_less=True)
             m.d.comb += [alu0.op.eq(c.op0), alu0.x.eq(xa), alu0.s.eq(s0), alu0.en.eq(run)]
             alu1 = m.submodules[f"alu1_{l}"] = VectorAlu(ALU)
             s1 = Mux(c.src1 == Src.IMM, c.imm1, Mux(c.src1 == Src.LANE, lane_reg[1][l], a0_t[l]))
@@ -452,12 +461,13 @@ class VectorEngine(wiring.Component):
         empty = ~(yh_valid | acc_pending | Cat(*p_valid).any())
 
         # -- lane operands (PRO0/PRO1 take one ``b`` beat each) -----------------------------
-        # The decoded beat is ready DEC cycles after it is taken (the registers around the
-        # decoders), before the first element of BODY reaches ALU 0 (DEC cycles after it is
+        # The decoded beat is at the decoders' output DEC - DEC_OUT cycles after it is taken
+        # (the registers before and inside them), before the first element of BODY is
+        # selected in front of the register after them (DEC - DEC_OUT cycles after it is
         # taken, one cycle later at the earliest).
         take_lane = [Signal(name="take_lane0"), Signal(name="take_lane1")]
         for i in range(2):
-            with m.If(delay(m, 1, take_lane[i], DEC, f"take_lane{i}")):
+            with m.If(delay(m, 1, take_lane[i], DEC - DEC_OUT, f"take_lane{i}")):
                 m.d.sync += lane_reg[i].eq(dec_b_o)
 
         # -- instruction sequencing -------------------------------------------------------
