@@ -117,7 +117,18 @@ def _harness_rtlil(component):
     :class:`RegisteredPorts`, as module ``top``."""
     dut = component if isinstance(component, wiring.Component) else component()
     top = RegisteredPorts(dut)
-    return rtlil.convert(top, name="top", ports=top.ports(), emit_src=True)
+    # (elaborated for the ECP5, as the board builds: units that read ``platform.family``
+    # put their multipliers' operand registers into the DSP blocks, ``rtl.arith.dsp``)
+    return rtlil.convert(top, name="top", ports=top.ports(), emit_src=True,
+                         platform=ECP5_TARGET)
+
+
+class _ECP5Target:
+    """What the units see of the board's platform when elaborated alone: an ECP5."""
+    family = "ecp5"
+
+
+ECP5_TARGET = _ECP5Target()
 
 
 def _yosys_argv(netlist):

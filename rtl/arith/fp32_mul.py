@@ -6,19 +6,30 @@ from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import CANONICAL_NAN_F32
 from rtl.arith.common import Pipe, check_stages
+from rtl.arith.dsp import is_ecp5, mult18x18d
 
 __all__ = ["FP32Multiplier", "split_products", "sum_shifted", "tree_sum"]
 
 
-def split_products(m, x, y, name, piece=18):
+def split_products(m, x, y, name, piece=18, *, dsp_regs=None):
     """Unsigned ``x * y`` as partial products of at most ``piece`` x ``piece`` bits (one DSP
-    multiplier each): a list of ``(value, shift)`` pairs whose shifted sum is the product."""
+    multiplier each): a list of ``(value, shift)`` pairs whose shifted sum is the product.
+
+    ``dsp_regs = (x_d, y_d, en)``: ``x`` and ``y`` are registers loaded from ``x_d`` and
+    ``y_d`` on every edge with ``en`` high; each piece is then a MULT18X18D whose own input
+    registers take the slices of ``x_d`` and ``y_d`` instead (``rtl.arith.dsp``; the same
+    values, and ``x``/``y`` are left to whatever else reads them)."""
     out = []
     for i in range(0, len(x), piece):
         for j in range(0, len(y), piece):
             xs, ys = x[i:i + piece], y[j:j + piece]
             pp = Signal(len(xs) + len(ys), name=f"{name}_{i}_{j}")
-            m.d.comb += pp.eq(xs * ys)
+            if dsp_regs is None:
+                m.d.comb += pp.eq(xs * ys)
+            else:
+                x_d, y_d, en = dsp_regs
+                m.d.comb += pp.eq(mult18x18d(m, x_d[i:i + piece], y_d[j:j + piece], en,
+                                             f"{name}_dsp_{i}_{j}"))
             out.append((pp, i + j))
     return out
 
@@ -145,11 +156,13 @@ class FP32Multiplier(wiring.Component):
         """Cycles from operands to product (equal to ``stages``)."""
         return self._stages
 
-    def _partials(self, m, sig_a, sig_b):
+    def _partials(self, m, sig_a, sig_b, dsp_regs=None):
         """Step 2: partial products of the 24-bit significands (hidden ones included), as
         ``(value, shift)`` pairs whose shifted sum is the 48-bit product; each is at most
-        18 x 18 bits, one MULT18X18D, so a register after it takes the DSP's output directly."""
-        return split_products(m, sig_a, sig_b, "pp")
+        18 x 18 bits, one MULT18X18D, so a register after it takes the DSP's output directly.
+        ``dsp_regs``: see :func:`split_products` (step 1's significand registers taken into
+        the DSP blocks, on an ECP5)."""
+        return split_products(m, sig_a, sig_b, "pp", dsp_regs=dsp_regs)
 
     def elaborate(self, platform):
         m = Module()
@@ -173,7 +186,11 @@ class FP32Multiplier(wiring.Component):
         r = {k: pipe(1, v, k) for k, v in regs.items()}
 
         # -- step 2: partial products ---------------------------------------------------------
-        parts = self._partials(m, r["sig_a"], r["sig_b"])
+        # On an ECP5 with step 1 registered, the significand registers are the DSP blocks'
+        # own input registers (``rtl.arith.dsp``): the product then starts inside the block.
+        dsp_regs = ((regs["sig_a"], regs["sig_b"], self.en)
+                    if 1 in pipe.cuts and is_ecp5(platform) else None)
+        parts = self._partials(m, r["sig_a"], r["sig_b"], dsp_regs)
         regs = dict(exp_sum=r["exp_sum"], sign=r["sign"], special=r["special"])
         regs.update({f"pp{i}": v for i, (v, _) in enumerate(parts)})
         r = {k: pipe(2, v, k) for k, v in regs.items()}

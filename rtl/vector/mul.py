@@ -80,15 +80,20 @@ class LaneMultiplier(FP32Multiplier):
     def logic_bits(self):
         return self._logic_bits
 
-    def _partials(self, m, sig_a, sig_b):
+    def _partials(self, m, sig_a, sig_b, dsp_regs=None):
         """The ``a_bits x 24`` product's parts at the top of 48 bits: the DSP part in pieces of
-        at most 18 x 18 bits, the logic part as one sum."""
+        at most 18 x 18 bits (their operand registers inside the blocks with ``dsp_regs``),
+        the logic part as one sum."""
         na, nl = self._a_bits, self._logic_bits
         sig_a = sig_a[24 - na:24]
+        if dsp_regs is not None:
+            a_d, b_d, en = dsp_regs
+            dsp_regs = (a_d[24 - na:24], b_d[nl:24], en)
         terms = []
         if nl < 24:
             terms += [(v, sh + nl + 24 - na)
-                      for v, sh in split_products(m, sig_a, sig_b[nl:24], "dsp")]
+                      for v, sh in split_products(m, sig_a, sig_b[nl:24], "dsp",
+                                                  dsp_regs=dsp_regs)]
         if nl > 0:
             terms.append((shift_add(m, sig_a, sig_b[0:nl], "lo"), 24 - na))
         return terms

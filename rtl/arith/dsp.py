@@ -1,0 +1,73 @@
+"""Multipliers whose operand registers sit inside the FPGA's DSP blocks.
+
+On the ECP5 a multiplier fed from flip-flops in the fabric and read by flip-flops in the fabric
+pays two routed hops to and from the DSP column around the MULT18X18D's combinational delay:
+11-12 ns in the core2 build (the vector ALU's and LUT's significand products, 271 of the 1,599
+end points later than 10 ns at ``aefeba6`` seed 3). With its A and B input registers in use
+(``REG_INPUTA_CLK``/``REG_INPUTB_CLK`` on CLK0) the product leaves the block 3.9 ns after the
+clock edge (nextpnr's timing model, speed grade 6), and the hop into the block ends at a
+register. Yosys maps ``*`` to MULT18X18D without them, so :func:`registered_product`
+instantiates the block itself when the platform is an ECP5 and otherwise registers the
+operands in the fabric; both give the same values cycle for cycle.
+
+``fpga/sim/MULT18X18D.v`` is a behavioural model of the block's subset used here (unsigned
+operands, input registers on CLK0 with CE0, no pipeline or output register), for simulating
+the ECP5 netlist (``tests/test_dsp_regs.py``).
+"""
+
+from amaranth.hdl import ClockSignal, Const, Instance, Signal
+
+__all__ = ["is_ecp5", "mult18x18d", "registered_product"]
+
+
+def is_ecp5(platform):
+    """Whether ``platform`` (an Amaranth platform, or None) is a Lattice ECP5."""
+    return getattr(platform, "family", None) == "ecp5"
+
+
+def mult18x18d(m, a, b, en, name):
+    """``a * b`` (unsigned, each at most 18 bits) in one MULT18X18D whose input registers take
+    ``a`` and ``b`` on every ``sync`` clock edge with ``en`` high: the product of the operands
+    registered at the last enabled edge, ``len(a) + len(b)`` bits."""
+    if not 1 <= len(a) <= 18 or not 1 <= len(b) <= 18:
+        raise ValueError(f"mult18x18d operands must be 1..18 bits wide, not {len(a)} and "
+                         f"{len(b)}")
+    a18, b18, p = Signal(18, name=f"{name}_a"), Signal(18, name=f"{name}_b"), \
+        Signal(36, name=f"{name}_p")
+    m.d.comb += [a18.eq(a), b18.eq(b)]
+    ports = {f"i_A{i}": a18[i] for i in range(18)}
+    ports.update({f"i_B{i}": b18[i] for i in range(18)})
+    ports.update({f"i_C{i}": Const(0) for i in range(18)})
+    ports.update({f"o_P{i}": p[i] for i in range(36)})
+    m.submodules[name] = Instance(
+        "MULT18X18D",
+        p_REG_INPUTA_CLK="CLK0", p_REG_INPUTA_CE="CE0", p_REG_INPUTA_RST="RST0",
+        p_REG_INPUTB_CLK="CLK0", p_REG_INPUTB_CE="CE0", p_REG_INPUTB_RST="RST0",
+        p_REG_INPUTC_CLK="NONE", p_REG_PIPELINE_CLK="NONE", p_REG_OUTPUT_CLK="NONE",
+        p_GSR="DISABLED", p_RESETMODE="SYNC",
+        i_SIGNEDA=Const(0), i_SIGNEDB=Const(0), i_SOURCEA=Const(0), i_SOURCEB=Const(0),
+        i_CLK0=ClockSignal("sync"), i_CE0=en, i_RST0=Const(0),
+        **ports)
+    return p[:len(a) + len(b)]
+
+
+def registered_product(m, platform, a, b, en, name):
+    """``a * b`` (unsigned, each at most 18 bits) of the operands registered at the last
+    ``sync`` edge with ``en`` high (registers without reset, 0 at power-up): inside a
+    MULT18X18D on an ECP5 (:func:`mult18x18d`; a constant ``b`` is registered there too, so
+    the product reads 0 until the first edge), in the fabric elsewhere (a constant ``b``
+    without a register)."""
+    if is_ecp5(platform):
+        return mult18x18d(m, a, b, en, name)
+    ra = Signal(len(a), name=f"{name}_ra", reset_less=True)
+    with m.If(en):
+        m.d.sync += ra.eq(a)
+    if isinstance(b, Const):        # (a constant needs no register)
+        rb = b
+    else:
+        rb = Signal(len(b), name=f"{name}_rb", reset_less=True)
+        with m.If(en):
+            m.d.sync += rb.eq(b)
+    p = Signal(len(a) + len(b), name=f"{name}_p")
+    m.d.comb += p.eq(ra * rb)
+    return p
