@@ -3,23 +3,25 @@ product goes to DSP blocks (``sim.formats.fp32_mul``, bit-exact)."""
 
 from amaranth.hdl import Mux, Signal
 
-from rtl.arith.fp32_mul import FP32Multiplier, split_products, tree_sum
+from rtl.arith.fp32_mul import FP32Multiplier, split_products, sum_shifted
 
 __all__ = ["LaneMultiplier", "shift_add"]
 
 
 def shift_add(m, x, y, name):
-    """Unsigned product ``x * y`` as a tree of shifted partial products (adders in logic, never a
-    DSP block): one row per bit of the narrower operand."""
+    """Unsigned product ``x * y`` as a sum of shifted partial products (adders in logic, never a
+    DSP block): one row per bit of the narrower operand, summed by
+    :func:`rtl.arith.fp32_mul.sum_shifted` (rows that do not overlap share an adder input, and
+    each adder spans only its rows' bits)."""
     if len(x) < len(y):
         x, y = y, x
     width = len(x) + len(y)
     rows = []
     for i in range(len(y)):
-        row = Signal(width, name=f"{name}_pp{i}")
-        m.d.comb += row.eq(Mux(y[i], x << i, 0))
-        rows.append(row)
-    return tree_sum(m, rows, width, name)
+        row = Signal(len(x), name=f"{name}_pp{i}")
+        m.d.comb += row.eq(Mux(y[i], x, 0))
+        rows.append((row, i))
+    return sum_shifted(m, rows, width, name)
 
 
 class LaneMultiplier(FP32Multiplier):
