@@ -53,10 +53,10 @@ def mult18x18d(m, a, b, en, name):
 
 def registered_product(m, platform, a, b, en, name):
     """``a * b`` (unsigned, each at most 18 bits) of the operands registered at the last
-    ``sync`` edge with ``en`` high (registers without reset, 0 at power-up): inside a
-    MULT18X18D on an ECP5 (:func:`mult18x18d`; a constant ``b`` is registered there too, so
-    the product reads 0 until the first edge), in the fabric elsewhere (a constant ``b``
-    without a register)."""
+    ``sync`` edge with ``en`` high (registers without reset; the product means nothing before
+    the first enabled edge): inside a MULT18X18D on an ECP5 (:func:`mult18x18d`; a constant
+    ``b`` is registered there too), in the fabric elsewhere (a constant ``b`` without a
+    register)."""
     if is_ecp5(platform):
         return mult18x18d(m, a, b, en, name)
     ra = Signal(len(a), name=f"{name}_ra", reset_less=True)
