@@ -51,12 +51,15 @@ __all__ = ["DELAYS", "analyse", "attach_routed", "by_module", "by_module_routed"
 #: PFUMX / L6MUX21 stage; ``carry_in``/``carry``/``carry_out``: a CCU2C entered from a LUT
 #: input, passed along the chain, left through a sum; ``clk_q``: flip-flop clock to output;
 #: ``bram_q``: DP16KD clock to data out (no output register); ``dpram``: distributed RAM read;
-#: ``dsp``: MULT18X18D input to product without registers; ``setup``: end point set-up time.
+#: ``dsp``: MULT18X18D input to product without registers; ``dsp_q``: clock to product of a
+#: MULT18X18D whose A and B inputs are registered in the block (``rtl.arith.dsp``; nextpnr,
+#: speed 6: 3.86 ns), which starts paths and whose A/B inputs end them; ``setup``: end point
+#: set-up time.
 #: ``bram_q`` is what nextpnr reported on the core (r5 build: 5.83 ns clock to DOB on a DP16KD
 #: without its output register), so a block RAM output should go straight into a register.
 DELAYS = {"route": 1.0, "lut": 0.45, "mux": 0.25, "carry_in": 0.45, "carry": 0.14,
           "carry_out": 0.35, "clk_q": 0.55, "bram_q": 5.8, "dpram": 0.6, "dsp": 3.6,
-          "setup": 0.1}
+          "dsp_q": 3.9, "setup": 0.1}
 
 # cell type -> (output ports, {input port: kind of delay}) for the combinational cells.
 _COMB = {
@@ -107,11 +110,20 @@ def analyse(netlist, top="top", delays=DELAYS, per_port=False):
 
     memo = {}        # bit -> (levels, ns, previous bit or None, cell name)
 
+    def dsp_registered(cell):
+        """A MULT18X18D whose A and B inputs are both registered inside it."""
+        prm = cell.get("parameters", {})
+        return cell["type"] == "MULT18X18D" and all(
+            str(prm.get(f"REG_INPUT{x}_CLK", "NONE")).strip() not in ("NONE", "")
+            for x in "AB")
+
     def start(bit):
         name, port = driver[bit]
         typ = cells[name]["type"]
         if typ == "DP16KD":
             return (0, d["bram_q"], None, name)
+        if typ == "MULT18X18D":
+            return (0, d["dsp_q"], None, name)
         return (0, d["clk_q"], None, name)
 
     def inputs_of(name, out_port):
@@ -142,7 +154,9 @@ def analyse(netlist, top="top", delays=DELAYS, per_port=False):
 
     def comb(name):
         typ = cells[name]["type"]
-        return typ in _COMB or typ in ("CCU2C", "TRELLIS_DPR16X4", "MULT18X18D")
+        if typ == "MULT18X18D":
+            return not dsp_registered(cells[name])
+        return typ in _COMB or typ in ("CCU2C", "TRELLIS_DPR16X4")
 
     def arrival(bit):
         if not isinstance(bit, int) or bit not in driver:
@@ -208,6 +222,8 @@ def analyse(netlist, top="top", delays=DELAYS, per_port=False):
             ports = tuple(p for p in conn if p[:2] in ("AD", "DI", "WE", "CE", "CS"))
         elif typ == "TRELLIS_DPR16X4":
             ports = ("WAD", "DI", "WRE")
+        elif dsp_registered(cell):
+            ports = tuple(p for p in conn if p[0] in "AB" and p[1:].isdigit())
         else:
             continue
         worst, per = None, {}

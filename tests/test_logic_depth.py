@@ -102,6 +102,30 @@ def test_block_ram_output_starts_late():
     assert ends["ram.ADA0"]["levels"] == 1     # a RAM address input is an end point
 
 
+def test_dsp_with_input_registers_starts_and_ends_paths():
+    """A MULT18X18D with its A and B inputs registered (``rtl.arith.dsp``) is where a path
+    ends (its inputs) and starts (its product, ``dsp_q`` after the clock), as nextpnr times
+    it; without the registers the block is combinational between its neighbours."""
+    def dsp(registered):
+        prm = {"REG_INPUTA_CLK": "CLK0", "REG_INPUTB_CLK": "CLK0"} if registered else {}
+        return {"type": "MULT18X18D", "parameters": prm,
+                "port_directions": {"A0": "input", "B0": "input", "CLK0": "input",
+                                    "P0": "output"},
+                "connections": {"A0": [11], "B0": ["0"], "CLK0": [2], "P0": [30]}}
+    for registered in (True, False):
+        cells = {"q0": _ff("0", 10), "lut": _lut([10, "0", "0", "0"], 11),
+                 "m": dsp(registered), "q1": _ff(30, 31)}
+        ends = {e["end"]: e for e in analyse(_netlist(cells))}
+        if registered:
+            assert ends["q1.DI"]["path"] == ["m"] and ends["q1.DI"]["levels"] == 1
+            assert ends["q1.DI"]["estimate_ns"] == pytest.approx(
+                DELAYS["dsp_q"] + DELAYS["route"] + DELAYS["setup"], abs=0.01)
+            assert ends["m.A0"]["path"] == ["q0", "lut"] and ends["m.A0"]["levels"] == 2
+        else:
+            assert ends["q1.DI"]["path"] == ["q0", "lut", "m"]
+            assert "m.A0" not in ends
+
+
 def test_unknown_top_is_an_error():
     with pytest.raises(ValueError, match="no module 'core'"):
         analyse(_netlist({}), top="core")
