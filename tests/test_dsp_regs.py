@@ -89,15 +89,11 @@ def test_ecp5_netlist_matches(make, stages, dsps, tmp_path):
     assert got == ref, "ECP5 netlist and fabric registers differ"
     # The enabled cycles' operands come out ``stages`` enabled cycles later.
     ops = [(x, y) for e, x, y in vecs if e]
-    outs = [g for (e, _, _), g in zip(vecs[1:] + [(1, 0, 0)], got) if e]
     want = fp32_mul(np.array([x for x, _ in ops], dtype=np.uint32),
                     np.array([y for _, y in ops], dtype=np.uint32))
-    seen = []
-    for i, (e, _, _) in enumerate(vecs):
-        if e:
-            seen.append(i)
-    # output sampled after edge i holds the product of the enabled operands ``stages`` enabled
-    # edges back (edge i included)
+    seen = [i for i, (e, _, _) in enumerate(vecs) if e]
+    # The output sampled after edge i holds the product of the operands taken ``stages``
+    # enabled edges back (edge i included).
     checked = 0
     for k in range(stages - 1, len(seen)):
         o = got[seen[k]]
