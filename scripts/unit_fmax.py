@@ -35,6 +35,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import Flow
 
 from fpga.report import parse_nextpnr_log
+from rtl.arith.dsp import ECP5_TARGET
 from scripts.synth import AFTER_READ, yowasp_env
 
 __all__ = ["RegisteredPorts", "unit_fmax", "unit_depth", "PRESETS", "ROUTERS"]
@@ -121,14 +122,6 @@ def _harness_rtlil(component):
     # put their multipliers' operand registers into the DSP blocks, ``rtl.arith.dsp``)
     return rtlil.convert(top, name="top", ports=top.ports(), emit_src=True,
                          platform=ECP5_TARGET)
-
-
-class _ECP5Target:
-    """What the units see of the board's platform when elaborated alone: an ECP5."""
-    family = "ecp5"
-
-
-ECP5_TARGET = _ECP5Target()
 
 
 def _yosys_argv(netlist):

@@ -13,7 +13,7 @@ import pytest
 from amaranth.back import verilog
 from amaranth.hdl import Const, Fragment, Instance, Module, Signal
 
-from rtl.arith.dsp import is_ecp5, registered_product
+from rtl.arith.dsp import ECP5_TARGET, is_ecp5, registered_product
 from rtl.arith.fp32_mul import FP32Multiplier
 from rtl.vector.mul import LaneMultiplier
 from sim.formats import fp32_mul
@@ -22,11 +22,6 @@ MODEL = os.path.join(os.path.dirname(__file__), "..", "fpga", "sim", "MULT18X18D
 EDGES = [0, 0x80000000, 0x3F800000, 0xBF800000, 0x00000001, 0x807FFFFF, 0x00800000,
          0x80800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,
          0x3FFFFFFF, 0x3F800001, 0x1F800000, 0x5F7FFFFF]
-
-
-class _ECP5:
-    """Stands in for an ECP5 platform: ``rtl.arith.dsp.is_ecp5`` reads ``family``."""
-    family = "ecp5"
 
 
 TB = """`timescale 1ns / 1ps
@@ -83,7 +78,7 @@ def test_ecp5_netlist_matches(make, stages, dsps, tmp_path):
     b = np.concatenate([eb, rng.integers(0, 2 ** 32, 400)]).astype(np.uint32)
     en = (rng.random(len(a)) < 0.8).astype(int)          # clock-enable gaps
     vecs = list(zip(en, a.tolist(), b.tolist())) + [(1, 0, 0)] * stages
-    src, got = _run(make(stages), _ECP5(), vecs, tmp_path, "ecp5")
+    src, got = _run(make(stages), ECP5_TARGET, vecs, tmp_path, "ecp5")
     assert src.count("MULT18X18D ") == dsps, "the ECP5 netlist should instantiate the blocks"
     _, ref = _run(make(stages), None, vecs, tmp_path, "fabric")
     assert got == ref, "ECP5 netlist and fabric registers differ"
@@ -112,10 +107,10 @@ def test_registered_product_is_fabric_elsewhere():
     frag = Fragment.get(m, None)
     assert len(p) == 24
     assert not any(isinstance(sub, Instance) for sub, *_ in frag.subfragments)
-    assert not is_ecp5(None) and is_ecp5(_ECP5())
+    assert not is_ecp5(None) and is_ecp5(ECP5_TARGET)
     m = Module()
-    registered_product(m, _ECP5(), Signal(18), Const(5, 6), Signal(), "x")
-    assert any(isinstance(sub, Instance) for sub, *_ in Fragment.get(m, _ECP5()).subfragments)
+    registered_product(m, ECP5_TARGET, Signal(18), Const(5, 6), Signal(), "x")
+    assert any(isinstance(sub, Instance) for sub, *_ in Fragment.get(m, ECP5_TARGET).subfragments)
 
 
 @pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
@@ -125,7 +120,7 @@ def test_prng_seeding_netlist_matches(tmp_path):
     fabric version, after a seed load, through the busy period and a few steps."""
     from rtl.round.prng import LanePrngs
     outs = {}
-    for tag, platform in (("ecp5", _ECP5()), ("fabric", None)):
+    for tag, platform in (("ecp5", ECP5_TARGET), ("fabric", None)):
         bank = LanePrngs(2)
         src = verilog.convert(bank, name="top", platform=platform)
         if platform is not None:

@@ -8,7 +8,7 @@ from sim.dtypes import CANONICAL_NAN_F32
 from rtl.arith.common import Pipe, check_stages
 from rtl.arith.dsp import is_ecp5, mult18x18d
 
-__all__ = ["FP32Multiplier", "split_products", "sum_shifted", "tree_sum"]
+__all__ = ["FP32Multiplier", "split_products", "sum_shifted"]
 
 
 def split_products(m, x, y, name, piece=18, *, dsp_regs=None):
@@ -34,24 +34,6 @@ def split_products(m, x, y, name, piece=18, *, dsp_regs=None):
     return out
 
 
-def tree_sum(m, values, width, name):
-    """The sum of ``values`` modulo ``2**width`` as a balanced tree of two-input adders
-    (log2 carry chains deep rather than one per operand)."""
-    values = list(values)
-    level = 0
-    while len(values) > 1:
-        nxt = []
-        for j in range(0, len(values) - 1, 2):
-            s = Signal(width, name=f"{name}_{level}_{j // 2}")
-            m.d.comb += s.eq(values[j] + values[j + 1])
-            nxt.append(s)
-        if len(values) % 2:
-            nxt.append(values[-1])
-        values = nxt
-        level += 1
-    return values[0] if values else Const(0, width)
-
-
 def sum_shifted(m, terms, width, name):
     """The sum of ``(value, shift)`` terms modulo ``2**width`` with short carry chains: terms
     whose bit ranges do not overlap share one row (concatenated, no adder), and each adder
@@ -59,7 +41,7 @@ def sum_shifted(m, terms, width, name):
     bit the lower row's bits pass straight through). The narrowest rows are added first.
 
     For the 24 x 24 significand product in four 18 x 18 pieces (shifts 0, 18, 18, 36) this is
-    a 25-bit adder then a 30-bit one, where :func:`tree_sum` of the shifted pieces builds two
+    a 25-bit adder then a 30-bit one, where a balanced tree of the shifted pieces builds two
     levels of 48-bit carry chains."""
     rows = []                   # [lo, hi, [(value, shift), ...]] with disjoint bit ranges
     for value, shift in sorted(terms, key=lambda t: t[1]):
