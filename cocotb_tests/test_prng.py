@@ -3,7 +3,7 @@
 Every cycle the test compares every lane's ``out`` with the golden next word, then advances a
 random subset of lanes; it re-seeds at random times with random seeds (sometimes again while
 the previous re-seed is still busy, which must restart it) and checks that ``busy`` lasts
-exactly ``6 * lanes + 4`` cycles (docs/rounding.md: the seeding hash has four pipeline stages)
+exactly ``6 * lanes + 6`` cycles (docs/rounding.md: the seeding hash has six pipeline stages)
 and that the streams restart as ``sim.prng.lane_states`` says.
 """
 
@@ -17,7 +17,7 @@ from cocotb_tests.common.config import dut_config
 from sim.prng import STATE_WORDS, lane_states, xorwow_step
 
 #: Documented (docs/rounding.md): re-seeding keeps ``busy`` for 6 * lanes + this many cycles.
-SEED_PIPELINE = 4
+SEED_PIPELINE = 6
 
 
 def _out(dut, lanes):

@@ -25,8 +25,8 @@ def test_prng_params():
         LanePrngs(True)
     with pytest.raises(ValueError, match="init must be 6 32-bit words"):
         Prng([1, 2, 3])
-    # docs/rounding.md: re-seeding takes 6 * lanes + 4 cycles.
-    assert (LanePrngs(1).seed_cycles, LanePrngs(2).seed_cycles) == (10, 16)
+    # docs/rounding.md: re-seeding takes 6 * lanes + 6 cycles.
+    assert (LanePrngs(1).seed_cycles, LanePrngs(2).seed_cycles) == (12, 18)
 
 
 def test_rounding_unit_params():

@@ -1,7 +1,7 @@
 // Behavioural model of the ECP5 MULT18X18D subset that rtl/arith/dsp.py instantiates:
-// unsigned or signed 18 x 18 product, A and B optionally registered on CLK0 (clock enable
-// CE0, synchronous reset RST0), no pipeline or output register (REG_PIPELINE_CLK and
-// REG_OUTPUT_CLK "NONE"), C, cascade and shift inputs unused. Written from the ECP5 sysDSP
+// unsigned or signed 18 x 18 product, A and B and the product P optionally registered on
+// CLK0 (clock enable CE0, synchronous reset RST0), no pipeline register (REG_PIPELINE_CLK
+// "NONE"), C, cascade and shift inputs unused. Written from the ECP5 sysDSP
 // usage guide's description of the block for simulating netlists (tests/test_dsp_regs.py);
 // not the vendor's model. Registers start at 0.
 `timescale 1ns / 1ps
@@ -24,6 +24,8 @@ module MULT18X18D (
     parameter REG_INPUTC_CLK = "NONE";
     parameter REG_PIPELINE_CLK = "NONE";
     parameter REG_OUTPUT_CLK = "NONE";
+    parameter REG_OUTPUT_CE = "CE0";
+    parameter REG_OUTPUT_RST = "RST0";
     parameter GSR = "ENABLED";
     parameter RESETMODE = "SYNC";
 
@@ -47,12 +49,21 @@ module MULT18X18D (
     wire signed [36:0] xa = usa ? {{19{ua[17]}}, ua} : {19'd0, ua};
     wire signed [36:0] xb = usb ? {{19{ub[17]}}, ub} : {19'd0, ub};
     wire signed [73:0] prod = xa * xb;
-    wire [35:0] p = prod[35:0];
+    wire [35:0] p_comb = prod[35:0];
+    reg [35:0] rp = 36'd0;
+    always @(posedge CLK0) begin
+        if (RST0) rp <= 36'd0;
+        else if (CE0) rp <= p_comb;
+    end
+    wire [35:0] p = (REG_OUTPUT_CLK == "CLK0") ? rp : p_comb;
     assign {P35, P34, P33, P32, P31, P30, P29, P28, P27, P26, P25, P24, P23, P22, P21, P20,
             P19, P18, P17, P16, P15, P14, P13, P12, P11, P10, P9, P8, P7, P6, P5, P4, P3, P2,
             P1, P0} = p;
     initial begin
-        if (REG_PIPELINE_CLK != "NONE" || REG_OUTPUT_CLK != "NONE" ||
+        if (REG_PIPELINE_CLK != "NONE" ||
+            (REG_OUTPUT_CLK != "NONE" && REG_OUTPUT_CLK != "CLK0") ||
+            REG_INPUTA_CE != "CE0" || REG_INPUTB_CE != "CE0" || REG_OUTPUT_CE != "CE0" ||
+            REG_INPUTA_RST != "RST0" || REG_INPUTB_RST != "RST0" || REG_OUTPUT_RST != "RST0" ||
             (REG_INPUTA_CLK != "NONE" && REG_INPUTA_CLK != "CLK0") ||
             (REG_INPUTB_CLK != "NONE" && REG_INPUTB_CLK != "CLK0")) begin
             $display("MULT18X18D model: unsupported register configuration");

@@ -10,9 +10,14 @@ register. Yosys maps ``*`` to MULT18X18D without them, so :func:`registered_prod
 instantiates the block itself when the platform is an ECP5 and otherwise registers the
 operands in the fabric; both give the same values cycle for cycle.
 
+A product read by a longer path can also take the block's output register (``out_reg``,
+``REG_OUTPUT_CLK``: one more cycle of latency): the product then leaves the block 0.74 ns after
+the clock edge instead of 3.9 ns, and nextpnr does not time the multiply between the two
+registers.
+
 ``fpga/sim/MULT18X18D.v`` is a behavioural model of the block's subset used here (unsigned
-operands, input registers on CLK0 with CE0, no pipeline or output register), for simulating
-the ECP5 netlist (``tests/test_dsp_regs.py``).
+operands, input registers and optionally the output register on CLK0 with CE0, no pipeline
+register), for simulating the ECP5 netlist (``tests/test_dsp_regs.py``).
 """
 
 from amaranth.hdl import ClockSignal, Const, Instance, Signal
@@ -35,10 +40,11 @@ class _ECP5Target:
 ECP5_TARGET = _ECP5Target()
 
 
-def mult18x18d(m, a, b, en, name):
+def mult18x18d(m, a, b, en, name, *, out_reg=False):
     """``a * b`` (unsigned, each at most 18 bits) in one MULT18X18D whose input registers take
     ``a`` and ``b`` on every ``sync`` clock edge with ``en`` high: the product of the operands
-    registered at the last enabled edge, ``len(a) + len(b)`` bits."""
+    registered at the last enabled edge, ``len(a) + len(b)`` bits. With ``out_reg`` the
+    block's output register takes that product on the next enabled edge (latency 2)."""
     if not 1 <= len(a) <= 18 or not 1 <= len(b) <= 18:
         raise ValueError(f"mult18x18d operands must be 1..18 bits wide, not {len(a)} and "
                          f"{len(b)}")
@@ -53,7 +59,9 @@ def mult18x18d(m, a, b, en, name):
         "MULT18X18D",
         p_REG_INPUTA_CLK="CLK0", p_REG_INPUTA_CE="CE0", p_REG_INPUTA_RST="RST0",
         p_REG_INPUTB_CLK="CLK0", p_REG_INPUTB_CE="CE0", p_REG_INPUTB_RST="RST0",
-        p_REG_INPUTC_CLK="NONE", p_REG_PIPELINE_CLK="NONE", p_REG_OUTPUT_CLK="NONE",
+        p_REG_INPUTC_CLK="NONE", p_REG_PIPELINE_CLK="NONE",
+        p_REG_OUTPUT_CLK="CLK0" if out_reg else "NONE", p_REG_OUTPUT_CE="CE0",
+        p_REG_OUTPUT_RST="RST0",
         p_GSR="DISABLED", p_RESETMODE="SYNC",
         i_SIGNEDA=Const(0), i_SIGNEDB=Const(0), i_SOURCEA=Const(0), i_SOURCEB=Const(0),
         i_CLK0=ClockSignal("sync"), i_CE0=en, i_RST0=Const(0),
@@ -61,14 +69,15 @@ def mult18x18d(m, a, b, en, name):
     return p[:len(a) + len(b)]
 
 
-def registered_product(m, platform, a, b, en, name):
+def registered_product(m, platform, a, b, en, name, *, out_reg=False):
     """``a * b`` (unsigned, each at most 18 bits) of the operands registered at the last
     ``sync`` edge with ``en`` high (registers without reset; the product means nothing before
     the first enabled edge): inside a MULT18X18D on an ECP5 (:func:`mult18x18d`; a constant
     ``b`` is registered there too), in the fabric elsewhere (a constant ``b`` without a
-    register)."""
+    register). ``out_reg``: the product registered once more at the next enabled edge (the
+    block's output register on an ECP5)."""
     if is_ecp5(platform):
-        return mult18x18d(m, a, b, en, name)
+        return mult18x18d(m, a, b, en, name, out_reg=out_reg)
     ra = Signal(len(a), name=f"{name}_ra", reset_less=True)
     with m.If(en):
         m.d.sync += ra.eq(a)
@@ -80,4 +89,9 @@ def registered_product(m, platform, a, b, en, name):
             m.d.sync += rb.eq(b)
     p = Signal(len(a) + len(b), name=f"{name}_p")
     m.d.comb += p.eq(ra * rb)
-    return p
+    if not out_reg:
+        return p
+    rp = Signal(len(p), name=f"{name}_rp", reset_less=True)
+    with m.If(en):
+        m.d.sync += rp.eq(p)
+    return rp

@@ -43,7 +43,7 @@ class RoundingUnit(wiring.Component):
     seed : In(32)
     seed_load : In(1)
         A pulse re-seeds every lane from ``seed`` (``sim.prng.lane_states``); this takes
-        ``6 * lanes + 4`` cycles (``LanePrngs.seed_cycles``), during which ``i.ready`` is 0.
+        ``6 * lanes + 6`` cycles (``LanePrngs.seed_cycles``), during which ``i.ready`` is 0.
         A beat accepted in the cycle of the pulse still uses the old streams. After reset the lanes hold the streams of seed 0.
 
     A lane draws one random word per element only for beats in mode SR, so the results depend
