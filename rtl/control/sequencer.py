@@ -518,12 +518,16 @@ class Sequencer(wiring.Component):
                     with m.Case(s):
                         m.d.comb += eq.eq(src_eq_rd[v])
 
-        def operand(sel, port, idx, val):
+        def operand(sel, port, idx_q, val):
+            # W's pending write of the operand's register instead of the file's stale word:
+            # ``w_rf_addr == idx`` with the index's two sources compared at once (``idx_q``,
+            # and each generator's register under the one-hot ``k_r``), so the generator
+            # register's multiplexer is not in front of the compare.
+            w_eq_ag = Cat(*[kr_oh[j] & (w_rf_addr == ag_reg[j]) for j in range(isa.NUM_AG)])
+            w_hit = w_rf_en & Mux(sel == USrc.AGREG, w_eq_ag.any(), w_rf_addr == idx_q)
             with m.Switch(sel):
                 with m.Case(*_REG_SRCS):
-                    # (W's pending write of that register instead of the file's stale word)
-                    m.d.comb += val.eq(Mux(w_rf_en & (w_rf_addr == idx), w_rf_data,
-                                           port.data))
+                    m.d.comb += val.eq(Mux(w_hit, w_rf_data, port.data))
                 with m.Case(USrc.IMM):
                     m.d.comb += val.eq(imm)
                 with m.Case(USrc.CONST):
@@ -595,8 +599,8 @@ class Sequencer(wiring.Component):
         m.d.comb += [a_idx.eq(Mux(a_sel_r == USrc.AGREG, ag_reg[k_r], a_idx_q)),
                      b_idx.eq(Mux(b_sel_r == USrc.AGREG, ag_reg[k_r], b_idx_q))]
         m.d.comb += [rf_a.addr.eq(a_idx), rf_b.addr.eq(b_idx)]
-        operand(a_sel_r, rf_a, a_idx, a_rd)
-        operand(b_sel_r, rf_b, b_idx, b_rd)
+        operand(a_sel_r, rf_a, a_idx_q, a_rd)
+        operand(b_sel_r, rf_b, b_idx_q, b_rd)
         forwarded(a_sel_r, a_idx_q, a_rd_eq_q, a_hit)
         forwarded(b_sel_r, b_idx_q, b_rd_eq_q, b_hit)
         m.d.comb += [a.eq(Mux(a_fw, x_prev, a_q)), b.eq(Mux(b_fw, x_prev, b_q))]
