@@ -70,12 +70,18 @@ def _run(unit, platform, vecs, tmp_path, tag):
     (lambda s: FP32Multiplier(s), 3, 4),
     (lambda s: LaneMultiplier(logic_bits=6, stages=s), 4, 2),
     (lambda s: LaneMultiplier(logic_bits=6, stages=s), 3, 2),
+    # the vector LUT's LOG term: a 9-bit integer as FP32 (low 15 significand bits zero)
+    (lambda s: LaneMultiplier(a_bits=9, logic_bits=6, stages=s), 4, 1),
 ])
 def test_ecp5_netlist_matches(make, stages, dsps, tmp_path):
     rng = np.random.default_rng(20261126 + stages + dsps)
     ea, eb = (v.ravel() for v in np.meshgrid(EDGES, EDGES))
     a = np.concatenate([ea, rng.integers(0, 2 ** 32, 400)]).astype(np.uint32)
+    if dsps == 1:
+        a = np.concatenate([np.float32(np.arange(-127, 129)).view(np.uint32), a[::7]])
+        a = np.where((a >> 23 & 0xFF) == 0, a, a & ~np.uint32(0x7FFF)).astype(np.uint32)
     b = np.concatenate([eb, rng.integers(0, 2 ** 32, 400)]).astype(np.uint32)
+    b = np.resize(b, len(a))
     en = (rng.random(len(a)) < 0.8).astype(int)          # clock-enable gaps
     vecs = list(zip(en, a.tolist(), b.tolist())) + [(1, 0, 0)] * stages
     src, got = _run(make(stages), ECP5_TARGET, vecs, tmp_path, "ecp5")
@@ -96,7 +102,7 @@ def test_ecp5_netlist_matches(make, stages, dsps, tmp_path):
         assert o == int(want[k - stages + 1]), (hex(x[0]), hex(x[1]), hex(o),
                                                 hex(int(want[k - stages + 1])))
         checked += 1
-    assert checked > 500
+    assert checked > 250
 
 
 def test_registered_product_is_fabric_elsewhere():

@@ -167,23 +167,30 @@ class _LogTerm(wiring.Component):
     post: In(32)
     o: Out(32)
 
+    def __init__(self, logic_bits):
+        self._logic_bits = logic_bits
+        super().__init__()
+
     def elaborate(self, platform):
         m = Module()
-        m.submodules.mul = mul = LaneMultiplier(a_bits=9, logic_bits=24)
+        m.submodules.mul = mul = LaneMultiplier(a_bits=9, logic_bits=self._logic_bits)
         e = Signal(range(-512, 512))
         m.d.comb += [e.eq(self.e.as_signed()), mul.a.eq(int_to_f32(m, e, 9)),
                      mul.b.eq(self.post), self.o.eq(mul.o)]
         return m
 
 
-def test_log_term_vs_fp32_mul():
-    """``float(e) * POST`` for every exponent the LUT's LOG mode produces (-127..128)."""
+@pytest.mark.parametrize("logic_bits", [6, 24])
+def test_log_term_vs_fp32_mul(logic_bits):
+    """``float(e) * POST`` for every exponent the LUT's LOG mode produces (-127..128), with the
+    9 x 24-bit significand product split as the LUT has it (``logic_bits=6``: 9 x 18 in a
+    DSP block) and all in logic."""
     rng = np.random.default_rng(SEED)
     posts = np.concatenate([EDGES, [0x3F317218, 0xBF317218],
                             rng.integers(0, 2 ** 32, 14, dtype=np.uint64)]).astype(np.uint32)
     es = np.arange(-127, 129)
     e, post = (x.ravel() for x in np.meshgrid(es, posts))
-    got = simulate(_LogTerm(), ["e", "post"], ["o"], zip(e & 0x3FF, post))[:, 0]
+    got = simulate(_LogTerm(logic_bits), ["e", "post"], ["o"], zip(e & 0x3FF, post))[:, 0]
     exp = fp32_mul(_int_to_f32(e), post)
     bad = np.nonzero(got != exp)[0]
     assert len(bad) == 0, [(int(e[i]), hex(post[i]), hex(got[i]), hex(exp[i])) for i in bad[:5]]
