@@ -11,7 +11,8 @@ zero-extended into the SBUF word; stores write the low bits of the SBUF word to 
 
 Order of work for one record
 ----------------------------
-1. *Setup* (2 cycles: the checks are registered in the first and decided in the second):
+1. *Setup* (3 cycles: the checks and the row span's partial products are registered in the
+   first, the span is summed in the second, the checks are decided in the third):
    zero-size records (``n0``, ``n1`` or ``part_count`` 0) complete (``done`` at the end of
    setup, no bus activity); a record whose ``ext_addr`` or strides are not multiples of the
    element size reports ``DMA_ALIGN``; partitions beyond ``P`` report ``SBUF_RANGE``.
@@ -269,6 +270,12 @@ class DMA(wiring.Component):
         # multiply does not start behind a subtractor's carry chain (core2 at cc0d821,
         # router1 seed 4: record register -> n0 - 1 -> MULT18X18D -> span, 13.76 ns).
         n0_m1 = Signal(len(c.n0) + 1)
+        # The multiply in two steps: SETUP registers its two 17 x 17-bit signed partial
+        # products (one MULT18X18D each: ``n0_m1`` times the stride's low half, zero-extended,
+        # and times its high half), SUM adds them. (In one step, record register -> DSP ->
+        # 50-bit adder -> span was 11.6 ns routed, core2 at bf26a8b seed 1.)
+        span_lo = Signal(signed(34))
+        span_hi = Signal(signed(34))
         lo_off = Signal(signed(50))
         hi_off = Signal(signed(50))
         s_empty = Signal()                       # SETUP's checks, registered for SPAN
@@ -621,7 +628,8 @@ class DMA(wiring.Component):
                 align_mask = Signal(2)
                 m.d.comb += align_mask.eq((1 << fmt_esh) - 1)
                 m.d.sync += [
-                    span.eq(n0_m1.as_signed() * c.ext_stride0.as_signed()),
+                    span_lo.eq(n0_m1.as_signed() * Cat(c.ext_stride0[:16], 0).as_signed()),
+                    span_hi.eq(n0_m1.as_signed() * c.ext_stride0[16:32].as_signed()),
                     esh.eq(fmt_esh),
                     contiguous.eq(c.ext_stride0 == (1 << fmt_esh)),
                     s_empty.eq((c.n0 == 0) | (c.n1 == 0) | (c.part_count == 0)),
@@ -635,6 +643,13 @@ class DMA(wiring.Component):
                 # Loaded whether or not the record goes on (a record that ends in SPAN never
                 # steps it), so that no verdict is in front of the walker's clock enables.
                 m.d.comb += chk.start.eq(1)
+                with m.If(stopping):
+                    m.next = "IDLE"
+                with m.Else():
+                    m.next = "SUM"
+            with m.State("SUM"):
+                m.d.comb += self.busy.eq(1)
+                m.d.sync += span.eq((span_hi << 16) + span_lo)
                 with m.If(stopping):
                     m.next = "IDLE"
                 with m.Else():
