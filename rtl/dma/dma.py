@@ -28,7 +28,9 @@ Order of work for one record
    bytes). Up to ``max_outstanding`` bursts are in flight. SBUF sees at most one element per
    cycle (a load waits while the shared SBUF write port serves another writer:
    ``sbuf_w.ready``). Loaded elements pass a two-entry write stage (one cycle of latency),
-   so the SBUF write request comes from registers; ``done`` waits until it is empty.
+   so the SBUF write request comes from registers; ``done`` waits until it is empty. Stored
+   elements are registered once after the SBUF read (two cycles from the read to the beat
+   accumulator, one element per cycle), so the block RAM's output reaches only a register.
 4. An AXI error response (RRESP/BRESP not OKAY) reports ``DMA_AXI_READ``/``DMA_AXI_WRITE`` at
    once; the engine stops issuing bursts, drains the ones in flight (read data is discarded,
    write bursts already issued are completed, as AXI requires) and returns to idle.
@@ -523,28 +525,37 @@ class DMA(wiring.Component):
             m.d.sync += w_valid.eq(0)
         s1_word = Signal(32)
         m.d.comb += s1_word.eq(self.sbuf_r.data[s1_part])
+        # Stage 2: the element registered (the word after the partition multiplexer, with its
+        # byte selects), so that a block RAM's output (5.8 ns clock-to-out on the ECP5) reaches
+        # only this register, not the beat accumulator (sbuf -> partition multiplexer -> byte
+        # AND-OR -> ``acc``/``w_data`` was 12.3 ns routed, 57 of core2's end points later than
+        # 10 ns at bf26a8b seed 1). Stage 1 moves into it whenever it is empty or taken.
+        s2_valid = Signal()
+        s2_word = Signal(32, reset_less=True)
+        s2_beat_end = Signal()
         # Where the element's bytes land in the beat, decided as the read is issued and
         # registered with it: ``s1_sel[j]`` bit ``i`` says byte ``i`` of the SBUF word is byte
         # ``j`` of the beat (``i`` below the element size, ``j = offset + i``), and
-        # ``s1_strb`` is the element's byte strobe. The word (a block RAM's output, slow to
-        # come) then only passes the partition multiplexer and one AND-OR per beat byte
-        # before the beat accumulator, instead of the element-size multiplexer and a
-        # byte shifter.
+        # ``s1_strb`` is the element's byte strobe (both move to stage 2 with the word). The
+        # registered word then only passes one AND-OR per beat byte before the beat
+        # accumulator, instead of the element-size multiplexer and a byte shifter.
         s1_sel = [Signal(4, name=f"s1_sel{j}") for j in range(bw)]
         s1_strb = Signal(bw)
-        s1_data = Signal(8 * bw)
+        s2_sel = [Signal(4, name=f"s2_sel{j}") for j in range(bw)]
+        s2_strb = Signal(bw)
+        s2_data = Signal(8 * bw)
         for j in range(bw):
             byte = Const(0, 8)
             for i in range(min(4, j + 1)):
-                byte = byte | Mux(s1_sel[j][i], s1_word[8 * i:8 * i + 8], 0)
-            m.d.comb += s1_data[8 * j:8 * j + 8].eq(byte)
+                byte = byte | Mux(s2_sel[j][i], s2_word[8 * i:8 * i + 8], 0)
+            m.d.comb += s2_data[8 * j:8 * j + 8].eq(byte)
         pk_take = Signal()
-        m.d.comb += pk_take.eq(st & s1_valid & (~s1_beat_end | (w_free & d_fifo.r_rdy)))
+        m.d.comb += pk_take.eq(st & s2_valid & (~s2_beat_end | (w_free & d_fifo.r_rdy)))
         with m.If(pk_take):
             m.d.sync += self.wr_bytes.eq(self.wr_bytes + esize)
-            with m.If(s1_beat_end):
+            with m.If(s2_beat_end):
                 m.d.sync += [
-                    w_valid.eq(1), w_data.eq(acc | s1_data), w_strb.eq(acc_strb | s1_strb),
+                    w_valid.eq(1), w_data.eq(acc | s2_data), w_strb.eq(acc_strb | s2_strb),
                     w_last.eq(w_beat == d_fifo.r_data[32:40]), acc.eq(0), acc_strb.eq(0),
                 ]
                 with m.If(w_beat == d_fifo.r_data[32:40]):
@@ -553,12 +564,16 @@ class DMA(wiring.Component):
                 with m.Else():
                     m.d.sync += w_beat.eq(w_beat + 1)
             with m.Else():
-                m.d.sync += [acc.eq(acc | s1_data), acc_strb.eq(acc_strb | s1_strb)]
+                m.d.sync += [acc.eq(acc | s2_data), acc_strb.eq(acc_strb | s2_strb)]
+        adv2 = Signal()
+        m.d.comb += adv2.eq(~s2_valid | pk_take)
         rd_go = Signal()
-        m.d.comb += rd_go.eq(st & ~elw.done & (~s1_valid | pk_take))
+        m.d.comb += rd_go.eq(st & ~elw.done & (~s1_valid | adv2))
         m.d.comb += [self.sbuf_r.en.eq(rd_go), self.sbuf_r.addr.eq(sbuf_addr)]
-        with m.If(pk_take):
-            m.d.sync += s1_valid.eq(0)
+        with m.If(adv2):
+            m.d.sync += [s2_valid.eq(s1_valid), s2_word.eq(s1_word),
+                         s2_beat_end.eq(s1_beat_end), s2_strb.eq(s1_strb), s1_valid.eq(0)]
+            m.d.sync += [s2_sel[j].eq(s1_sel[j]) for j in range(bw)]
         with m.If(rd_go):
             m.d.comb += elw.step.eq(1)
             m.d.sync += [s1_valid.eq(1), s1_part.eq(part), s1_beat_end.eq(last_in_beat)]
@@ -676,7 +691,8 @@ class DMA(wiring.Component):
                 # and iss_load is 0 outside RUN, an earlier record's stale one being cleared in
                 # IDLE).
                 m.d.comb += [iss.start.eq(1), elw.start.eq(1)]
-                m.d.sync += [buf_valid.eq(0), s1_valid.eq(0), acc.eq(0), acc_strb.eq(0),
+                m.d.sync += [buf_valid.eq(0), s1_valid.eq(0), s2_valid.eq(0), acc.eq(0),
+                             acc_strb.eq(0),
                              w_beat.eq(0), r_beat.eq(0)]
             with m.State("CHECK"):
                 # The walker steps every cycle (a step past the last row does nothing) and the
@@ -700,7 +716,8 @@ class DMA(wiring.Component):
                 m.d.comb += self.busy.eq(1)
                 finished = Signal()
                 m.d.comb += finished.eq(~iss_run & drained & elw.done &
-                                        Mux(c.store, ~s1_valid, ~buf_valid & ~wq.r_rdy))
+                                        Mux(c.store, ~s1_valid & ~s2_valid,
+                                            ~buf_valid & ~wq.r_rdy))
                 with m.If(stopping):
                     # No new bursts (issue is gated by stopping); finish the ones in flight.
                     m.d.sync += iss_run.eq(0)
