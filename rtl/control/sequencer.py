@@ -644,17 +644,27 @@ class Sequencer(wiring.Component):
             (xd["alu_slt"] & lt_s | xd["alu_sltu"] & ~carry))
 
         loop_more = Signal()
-        m.d.comb += loop_more.eq(~lsp_zero & rem_more.any())
         # A BRANCH on Z/NZ decides on ``res == 0`` registered: the ALU's carry chain is not in
         # front of the control-store address. Its first cycle in X always holds (``zb_seen``
         # is low); from the second on, ``res_zero`` holds the compare of X's (held) operands.
         res_zero = Signal()
-        res_zero_h = Signal(2)      # per half: the wide zero test split across the register
-        m.d.sync += [res_zero_h[i].eq(res[16 * i:16 * i + 16] == 0) for i in range(2)]
+        # The wide zero test split across the register: bit 0, bits 1..15, bits 16..31 (the
+        # last two also give a pushed loop count's ``more`` flags in W, below).
+        res_zero_h = Signal(3)
+        m.d.sync += [res_zero_h[0].eq(res[0] == 0), res_zero_h[1].eq(res[1:16] == 0),
+                     res_zero_h[2].eq(res[16:32] == 0)]
         m.d.comb += res_zero.eq(res_zero_h.all())
-        m.d.comb += uctr_now_nz.eq(Mux(uctr_fix, ~res_zero_h[0], uctr_nz))
+        m.d.comb += uctr_now_nz.eq(Mux(uctr_fix, ~(res_zero_h[0] & res_zero_h[1]), uctr_nz))
         with m.If(uctr_fix):
-            m.d.sync += uctr_nz.eq(~res_zero_h[0])
+            m.d.sync += uctr_nz.eq(~(res_zero_h[0] & res_zero_h[1]))
+        # LOOP_MORE: the top loop's ``more`` flags, or in W after a LOOP_PUSH (``push_w``) the
+        # pushed count's, from the registered zero tests of X's result (``res_q``'s); the push
+        # writes ``rem_more`` and the stack entry in W, so the ALU is not in front of them
+        # (``x_prev`` -> ALU -> ``res_more`` -> the loop stack's ``more`` entries was 12.8 ns,
+        # core2 8bd6726 seed 1).
+        push_more = Signal(2)
+        m.d.comb += [push_more.eq(Cat(~res_zero_h[1], ~res_zero_h[2])),
+                     loop_more.eq(~lsp_zero & Mux(push_w, push_more.any(), rem_more.any()))]
         # A taken BRANCH or a RET: a sum of products of conditions decoded a stage early
         # (``br_*``, RET folded into ``br_always``) and registered flags.
         br_taken = Signal()
@@ -886,11 +896,11 @@ class Sequencer(wiring.Component):
         # The value X forwards: its register-file write, or its T0/T1 write (``res``).
         m.d.comb += x_fwd.eq(Mux(xd["fwd_sem"], sem_cur, res))
 
-        # ``ls_more``/``rem_more`` of a pushed count (``res``) and of a stepped one
-        # (``rem_top - 1 > 1``, that is ``rem_top`` neither 1 nor 2; 0 wraps to 2**32 - 1).
-        res_more, step_more = Signal(2), Signal(2)
-        m.d.comb += [res_more.eq(Cat(res[1:16].any(), res[16:32].any())),
-                     step_more.eq(Cat(~((rem_top_now == 1) | (rem_top_now == 2)), 0))]
+        # ``ls_more``/``rem_more`` of a stepped count (``rem_top - 1 > 1``, that is
+        # ``rem_top`` neither 1 nor 2; 0 wraps to 2**32 - 1); a pushed count's are
+        # ``push_more``.
+        step_more = Signal(2)
+        m.d.comb += step_more.eq(Cat(~((rem_top_now == 1) | (rem_top_now == 2)), 0))
 
         # ---- next macro PC ----------------------------------------------------------------
         npc_next = Signal(32)
@@ -1005,7 +1015,8 @@ class Sequencer(wiring.Component):
             with m.If(agb_w[j]):
                 m.d.sync += ag_base[j].eq(res_q)
         with m.If(push_w):      # (before LOOP_STEP's and LOOP_POP's writes, which win)
-            m.d.sync += [rem_top.eq(res_q), ls_rem[ltop].eq(res_q)]
+            m.d.sync += [rem_top.eq(res_q), ls_rem[ltop].eq(res_q), rem_more.eq(push_more),
+                         ls_more[ltop].eq(push_more)]
         with m.If(go):
             m.d.sync += [npc.eq(npc_next), res_q.eq(res)]
             with m.If(xd["npc_res"]):
@@ -1083,16 +1094,13 @@ class Sequencer(wiring.Component):
         # rewrites the same values; a trapping one stops the sequencer, and START empties
         # the stack.
         with m.If(x_live & xd["loop_push"]):
-            m.d.sync += [ls_start[lsp[:2]].eq(pc + 1), ls_more[lsp[:2]].eq(res_more)]
+            m.d.sync += ls_start[lsp[:2]].eq(pc + 1)
         with m.If(x_live & xd["loop_step"]):
             m.d.sync += [ls_rem[ltop].eq(rem_top_now - 1), ls_more[ltop].eq(step_more)]
         with m.If(go & xd["loop_pop"]):
             m.d.sync += [rem_top.eq(ls_rem[(ltop - 1)[:2]]),
                          rem_more.eq(ls_more[(ltop - 1)[:2]])]
-        # (last, so that X's result enters ``rem_more``'s multiplexer last; the count itself
-        # lands in W, ``push_w``)
-        with m.If(go & xd["loop_push"]):
-            m.d.sync += rem_more.eq(res_more)
+        # (a pushed count and its ``more`` flags land in W, ``push_w``)
 
         # ---- performance counters ---------------------------------------------------------
         retired, cycles = Signal(32), Signal(32)
