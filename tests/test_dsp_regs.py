@@ -47,6 +47,14 @@ endmodule
 """
 
 
+def _iverilog(d, platform):
+    """Compile ``d/tb.v`` and ``d/top.v`` (with the MULT18X18D model for an ECP5 netlist) with
+    Icarus and run the simulation in ``d``."""
+    files = [str(d / "tb.v"), str(d / "top.v")] + ([MODEL] if is_ecp5(platform) else [])
+    subprocess.run(["iverilog", "-g2012", "-o", str(d / "sim"), *files], check=True)
+    subprocess.run(["vvp", "-n", str(d / "sim")], check=True, capture_output=True)
+
+
 def _run(unit, platform, vecs, tmp_path, tag):
     src = verilog.convert(unit, name="top", platform=platform)
     d = tmp_path / tag
@@ -56,9 +64,7 @@ def _run(unit, platform, vecs, tmp_path, tag):
         for en, a, b in vecs:
             f.write(f"{en:01x}{a:08x}{b:08x}\n")
     (d / "tb.v").write_text(TB.format(n=len(vecs), vecs=d / "vec.hex", out=d / "out.hex"))
-    files = [str(d / "tb.v"), str(d / "top.v")] + ([MODEL] if is_ecp5(platform) else [])
-    subprocess.run(["iverilog", "-g2012", "-o", str(d / "sim"), *files], check=True)
-    subprocess.run(["vvp", "-n", str(d / "sim")], check=True, capture_output=True)
+    _iverilog(d, platform)
     # (an output still undefined while the pipeline fills reads as None)
     return src, [None if "x" in x.lower() else int(x, 16)
                  for x in (d / "out.hex").read_text().split()]
@@ -157,9 +163,7 @@ module tb;
     end
 endmodule
 """ % (d / "out.txt"))
-        files = [str(d / "tb.v"), str(d / "top.v")] + ([MODEL] if platform else [])
-        subprocess.run(["iverilog", "-g2012", "-o", str(d / "sim"), *files], check=True)
-        subprocess.run(["vvp", "-n", str(d / "sim")], check=True, capture_output=True)
+        _iverilog(d, platform)
         outs[tag] = (d / "out.txt").read_text().split("\n")
     assert outs["ecp5"] == outs["fabric"]
     assert len(set(outs["ecp5"][30:])) > 10          # the words change (seeded, stepped)
@@ -211,9 +215,7 @@ module tb;
     end
 endmodule
 """ % (len(vecs), d / "vec.txt", d / "out.txt", len(vecs)))
-        files = [str(d / "tb.v"), str(d / "top.v")] + ([MODEL] if platform else [])
-        subprocess.run(["iverilog", "-g2012", "-o", str(d / "sim"), *files], check=True)
-        subprocess.run(["vvp", "-n", str(d / "sim")], check=True, capture_output=True)
+        _iverilog(d, platform)
         outs[tag] = (d / "out.txt").read_text().split()
     lat = 2 if out_reg else 1
     enabled = [i for i, (e, _, _) in enumerate(vecs) if e]
