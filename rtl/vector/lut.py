@@ -565,19 +565,26 @@ class Lut(wiring.Component):
                                    cut=lambda x, nm: s1_w if x is w_pre else
                                    delay(m, en, x, 1, nm, reset_less=True))
 
-            # The special results by mode (NaN, Inf, zero and range-limit inputs) are decided
-            # from ``w_pre``, before the s1 registers, beside EXP2's fixed-point shift.
-            s, E, M = w_pre[31], w_pre[23:31], w_pre[0:23]
-            nan = (E == 0xFF) & (M != 0)
-            inf = (E == 0xFF) & (M == 0)
-            zero = E == 0
+            # The special results by mode (NaN, Inf, zero and range-limit inputs): ``w_pre``'s
+            # class is registered with ``s1_w`` (beside EXP2's fixed-point shift), and the
+            # choice by mode is made in stage 1 from those flags and the registered mode, for
+            # the s2 registers. (Classifying and choosing in one cycle, the multiplier's output
+            # -> 23-bit compare -> choice by mode -> ``pre_sval`` was 12.9 ns routed, core2
+            # 036e5c1 seed 1.)
+            E, M = w_pre[23:31], w_pre[0:23]
+            e_ones, m_nz = E == 0xFF, M != 0
+            nan = D(e_ones & m_nz, 1, "pre_nan")
+            inf = D(e_ones & ~m_nz, 1, "pre_inf")
+            zero = D(E == 0, 1, "pre_zero")
+            big = D(ge_const(E, 134), 1, "pre_big")
+            s = s1_w[31]
             special = S(1, "special")
             sval = S(32, "sval")
             pos_inf = Const(0x7F800000, 32)
             signed_inf = Cat(Const(0x7F800000, 31), s)
             signed_zero = Cat(Const(0, 31), s)
             table = {
-                RangeMode.EXP2: [(inf | ge_const(E, 134), Mux(s, 0, pos_inf))],
+                RangeMode.EXP2: [(inf | big, Mux(s, 0, pos_inf))],
                 RangeMode.RECIP: [(zero, signed_inf), (inf, signed_zero)],
                 RangeMode.RSQRT: [(zero, signed_inf), (inf & ~s, 0), (s, CANONICAL_NAN_F32)],
                 RangeMode.SQRT: [(zero, signed_zero), (inf & ~s, pos_inf),
@@ -586,13 +593,12 @@ class Lut(wiring.Component):
             }
             m.d.comb += [special.eq(nan), sval.eq(CANONICAL_NAN_F32)]
             with m.If(~nan):
-                with m.Switch(mode):
+                with m.Switch(s1_mode):
                     for rmode, lst in table.items():
                         with m.Case(int(rmode)):
                             for i, (cond, value) in enumerate(lst):
                                 with (m.If(cond) if i == 0 else m.Elif(cond)):
                                     m.d.comb += [special.eq(1), sval.eq(value)]
-            special, sval = D(special, 1, "pre_special"), D(sval, 1, "pre_sval")
 
             # -- stage 1 -> 2: range reduction ----------------------------------------------
             w = s1_w
