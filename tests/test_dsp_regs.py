@@ -228,3 +228,55 @@ endmodule
             checked += 1
     assert checked > 150
     assert outs["ecp5"] == outs["fabric"]
+
+
+@pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
+def test_tensor_pe_multiplier_netlist_matches(tmp_path):
+    """The tensor PE's all-format multiplier at 4 stages (``rtl.arith.fp_mul.FPMultiplier``,
+    core2's ``tensor_mul_stages``): on an ECP5 its operand and product registers are one
+    signed MULT18X18D's input and output registers; every format (INT8 signed) and clock-enable
+    gaps give the fabric version's output every cycle."""
+    from rtl.arith.fp_mul import MUL_FORMATS, FPMultiplier
+    rng = np.random.default_rng(20261128)
+    n = 600
+    fmts = sorted(int(f) for f in MUL_FORMATS)
+    vecs = [(int(rng.random() < 0.8), int(rng.choice(fmts)), int(rng.integers(0, 1 << 32)),
+             int(rng.integers(0, 1 << 32))) for _ in range(n)]
+    outs = {}
+    for tag, platform in (("ecp5", ECP5_TARGET), ("fabric", None)):
+        src = verilog.convert(FPMultiplier(stages=4), name="top", platform=platform)
+        if platform is not None:
+            assert src.count("MULT18X18D ") == 1
+            assert '.REG_OUTPUT_CLK("CLK0")' in src and ".SIGNEDA(1'h1)" in src
+        d = tmp_path / tag
+        d.mkdir()
+        (d / "top.v").write_text(src)
+        with open(d / "vec.txt", "w") as f:
+            f.writelines(f"{e:01x}{fm:01x}{a:08x}{b:08x}\n" for e, fm, a, b in vecs)
+        (d / "tb.v").write_text("""`timescale 1ns / 1ps
+module tb;
+    reg clk = 0, rst = 0, en = 0;
+    reg [2:0] fmt = 0;
+    reg [31:0] a = 0, b = 0;
+    wire [31:0] p;
+    reg [71:0] vec [0:%d];
+    integer i, f;
+    top dut(.clk(clk), .rst(rst), .a(a), .b(b), .fmt(fmt), .en(en), .p(p));
+    initial begin
+        $readmemh("%s", vec);
+        f = $fopen("%s", "w");
+        for (i = 0; i < %d; i = i + 1) begin
+            en = vec[i][68]; fmt = vec[i][66:64]; a = vec[i][63:32]; b = vec[i][31:0];
+            #1 clk = 1; #1 clk = 0;
+            $fwrite(f, "%%h\\n", p);
+        end
+        $fclose(f);
+        $finish;
+    end
+endmodule
+""" % (n, d / "vec.txt", d / "out.txt", n))
+        _iverilog(d, platform)
+        outs[tag] = (d / "out.txt").read_text().split()
+    assert len(outs["ecp5"]) == n
+    assert outs["ecp5"][8:] == outs["fabric"][8:]
+    assert len(set(outs["ecp5"][8:])) > n // 2          # the products change

@@ -40,17 +40,19 @@ class _ECP5Target:
 ECP5_TARGET = _ECP5Target()
 
 
-def mult18x18d(m, a, b, en, name, *, out_reg=False):
-    """``a * b`` (unsigned, each at most 18 bits) in one MULT18X18D whose input registers take
-    ``a`` and ``b`` on every ``sync`` clock edge with ``en`` high: the product of the operands
-    registered at the last enabled edge, ``len(a) + len(b)`` bits. With ``out_reg`` the
-    block's output register takes that product on the next enabled edge (latency 2)."""
+def mult18x18d(m, a, b, en, name, *, out_reg=False, signed=False):
+    """``a * b`` (each at most 18 bits; unsigned, or two's complement with ``signed``) in one
+    MULT18X18D whose input registers take ``a`` and ``b`` on every ``sync`` clock edge with
+    ``en`` high: the product of the operands registered at the last enabled edge,
+    ``len(a) + len(b)`` bits (a signed value with ``signed``). With ``out_reg`` the block's
+    output register takes that product on the next enabled edge (latency 2)."""
     if not 1 <= len(a) <= 18 or not 1 <= len(b) <= 18:
         raise ValueError(f"mult18x18d operands must be 1..18 bits wide, not {len(a)} and "
                          f"{len(b)}")
     a18, b18, p = Signal(18, name=f"{name}_a"), Signal(18, name=f"{name}_b"), \
         Signal(36, name=f"{name}_p")
-    m.d.comb += [a18.eq(a), b18.eq(b)]
+    m.d.comb += [a18.eq(a.as_signed() if signed else a),      # (sign-extended to 18 bits)
+                 b18.eq(b.as_signed() if signed else b)]
     ports = {f"i_A{i}": a18[i] for i in range(18)}
     ports.update({f"i_B{i}": b18[i] for i in range(18)})
     ports.update({f"i_C{i}": Const(0) for i in range(18)})
@@ -63,10 +65,12 @@ def mult18x18d(m, a, b, en, name, *, out_reg=False):
         p_REG_OUTPUT_CLK="CLK0" if out_reg else "NONE", p_REG_OUTPUT_CE="CE0",
         p_REG_OUTPUT_RST="RST0",
         p_GSR="DISABLED", p_RESETMODE="SYNC",
-        i_SIGNEDA=Const(0), i_SIGNEDB=Const(0), i_SOURCEA=Const(0), i_SOURCEB=Const(0),
+        i_SIGNEDA=Const(int(signed)), i_SIGNEDB=Const(int(signed)), i_SOURCEA=Const(0),
+        i_SOURCEB=Const(0),
         i_CLK0=ClockSignal("sync"), i_CE0=en, i_RST0=Const(0),
         **ports)
-    return p[:len(a) + len(b)]
+    product = p[:len(a) + len(b)]
+    return product.as_signed() if signed else product
 
 
 def registered_product(m, platform, a, b, en, name, *, out_reg=False):

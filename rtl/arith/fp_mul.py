@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import FORMAT_BITS, Format
 from rtl.arith.common import Pipe, check_formats, check_fp8_bias, check_stages, leading_zeros
+from rtl.arith.dsp import is_ecp5, mult18x18d
 from rtl.arith.unpack import SIG_BITS, unpack_float
 
 __all__ = ["FPMultiplier"]
@@ -193,6 +194,15 @@ class FPMultiplier(wiring.Component):
             mul_op = Signal(signed(mw) if has_int else mw, name=f"mul_op_{x}")
             m.d.comb += mul_op.eq(op)
             regs[f"mul_op_{x}"] = mul_op
+        # On an ECP5 with steps 2 and 3 registered, the operand registers and the product
+        # register are the MULT18X18D's own input and output registers (``rtl.arith.dsp``):
+        # no routed hop into or out of the block between fabric registers (a tensor PE's
+        # ``mul_op_a`` -> block -> ``prod`` was 12.44 ns routed, core2 036e5c1 seed 1). The
+        # fabric registers are left to whatever else reads them (nothing: they go).
+        dsp_prod = None
+        if is_ecp5(platform) and {2, 3} <= set(pipe.cuts) and mw <= 18:
+            dsp_prod = mult18x18d(m, regs["mul_op_a"], regs["mul_op_b"], self.en, "mul_dsp",
+                                  out_reg=True, signed=has_int)
         r = {k: pipe(2, v, k) for k, v in regs.items()}
 
         # -- step 3: the one hardware multiplier, beside it the outcome ----------------------
@@ -219,7 +229,12 @@ class FPMultiplier(wiring.Component):
             ]
             regs[f"keep_{name}"] = keep
             regs[f"ex_{name}"] = ex
+        if dsp_prod is not None:
+            del regs["prod"]
         r = {k: pipe(3, v, k) for k, v in regs.items()}
+        if dsp_prod is not None:
+            r["prod"] = Signal.like(prod, name="dsp_prod")
+            m.d.comb += r["prod"].eq(dsp_prod)
 
         # -- step 4: normalise by at most one bit and pack -----------------------------------
         p = r["prod"]
