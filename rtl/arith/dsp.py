@@ -15,9 +15,9 @@ A product read by a longer path can also take the block's output register (``out
 the clock edge instead of 3.9 ns, and nextpnr does not time the multiply between the two
 registers.
 
-``fpga/sim/MULT18X18D.v`` is a behavioural model of the block's subset used here (unsigned
-operands, input registers and optionally the output register on CLK0 with CE0, no pipeline
-register), for simulating the ECP5 netlist (``tests/test_dsp_regs.py``).
+``fpga/sim/MULT18X18D.v`` is a behavioural model of the block's subset used here (unsigned or
+signed operands, input registers and optionally the output register on CLK0 with CE0, no
+pipeline register), for simulating the ECP5 netlist (``tests/test_dsp_regs.py``).
 """
 
 from amaranth.hdl import ClockSignal, Const, Instance, Signal
