@@ -574,7 +574,8 @@ async def test_late_writes(dut):
     read back (AGSTRIDE), an AG_SNAP's base read back (AGBASE), a LOOP_PUSH stepped at once
     (LOOP_STEP, then counted down with LOOP_MORE), a SEMSET read back (SEMRD) and a register
     written and read by the next two micro-instructions, and one read two micro-instructions
-    later through a generator (AGREG, both operands); and a register written by the halting
+    later through a generator (AGREG, both operands), and through a generator set by the
+    previous micro-instruction or the one before; and a register written by the halting
     micro-instruction, read on the debug port as the sequencer stops."""
     h, _ = await _setup(dut, 8)
     u = microcode.u
@@ -607,6 +608,14 @@ async def test_late_writes(dut):
                u(a=USrc.RS1, b=USrc.CONST, const=5, alu=UAlu.ADD, dst=UDst.RD),
                u(),
                u(a=USrc.AGREG, b=USrc.AGREG, const=1, alu=UAlu.ADD, dst=UDst.RD, **end)],
+        # generator 1 := (rd, level 1); rd = AGREG + rs1 at once (R holds the read until the
+        # AG_SET has gone), and the same a micro-instruction later (the read enters R as
+        # the AG_SET goes)
+        0xFA: [u(a=USrc.ZERO, special=USpecial.AG_SET),
+               u(a=USrc.AGREG, b=USrc.RS1, const=1, alu=UAlu.ADD, dst=UDst.RD, **end)],
+        0xFB: [u(a=USrc.ZERO, special=USpecial.AG_SET),
+               u(),
+               u(a=USrc.AGREG, b=USrc.RS1, const=1, alu=UAlu.ADD, dst=UDst.RD, **end)],
     }
     await _load_routines(h, routines)
     mask = 0xFFFFFFFF
@@ -631,7 +640,12 @@ async def test_late_writes(dut):
         sim.ags[1].update(level=f["imm"] >> 8 & 7, reg=f["rd"], stride=0)
         sim.w(f["rd"], 2 * (sim.r(f["rs1"]) + 5) & mask)
 
-    ext = {0xF4: ref_stride, 0xF5: ref_base, 0xF6: ref_loop, 0xF7: ref_sem, 0xF9: ref_agreg}
+    def ref_agreg_rd(sim, f):
+        sim.ags[1].update(level=f["imm"] >> 8 & 7, reg=f["rd"], stride=0)
+        sim.w(f["rd"], (sim.r(f["rd"]) + sim.r(f["rs1"])) & mask)
+
+    ext = {0xF4: ref_stride, 0xF5: ref_base, 0xF6: ref_loop, 0xF7: ref_sem, 0xF9: ref_agreg,
+           0xFA: ref_agreg_rd, 0xFB: ref_agreg_rd}
     prologue = assemble("li r1, 7\nli r2, 0x1234\nli r3, 40\nli r4, 5")[:4]
     run = [isa.encode(0xF4, rd=3, rs1=2, imm=1 | 1 << 8),
            isa.encode(0xF4, rd=5, rs1=1, imm=1 | 1 << 8),
@@ -640,7 +654,9 @@ async def test_late_writes(dut):
            isa.encode(0xF6, rd=7, rs1=3),
            isa.encode(0xF7, rd=8, rs1=2, imm=9),
            isa.encode(0xF7, rd=9, rs1=4, imm=9),
-           isa.encode(0xF9, rd=11, rs1=1, imm=1 | 1 << 8)]
+           isa.encode(0xF9, rd=11, rs1=1, imm=1 | 1 << 8),
+           isa.encode(0xFA, rd=12, rs1=1, imm=1 | 1 << 8),
+           isa.encode(0xFB, rd=13, rs1=2, imm=1 | 1 << 8)]
     hw, _ = await _check(h, prologue + run + assemble("halt"), "late writes", ext)
     assert hw["err_status"] == 0
     # (r3 = 0x1234 by the first AG_SET routine, r4 = 5 + 6 by the first loop, before the
@@ -649,6 +665,9 @@ async def test_late_writes(dut):
                                 3 * 11], \
         f"late writes: registers r3..r9 {hw['regs'][3:10]}"
     assert hw["regs"][11] == 2 * (7 + 5), f"late writes: AGREG read of r11 {hw['regs'][11]}"
+    # (the generator's register before each AG_SET is r11, r12: a stale read adds 24, 7)
+    assert hw["regs"][12:14] == [7, 0x1234], \
+        f"late writes: AGREG reads after AG_SET {hw['regs'][12:14]}"
     # A register written by the halting micro-instruction, read on the debug port in the
     # first cycle of DONE, while its write is still in W (the debug read port's bypass).
     halt_base = microcode.fused_matmul_act()[1] + 16

@@ -525,13 +525,11 @@ class Sequencer(wiring.Component):
                     with m.Case(s):
                         m.d.comb += eq.eq(src_eq_rd[v])
 
-        def operand(sel, port, idx_q, val):
+        def operand(sel, port, idx_q, agr_q, val):
             # W's pending write of the operand's register instead of the file's stale word:
-            # ``w_rf_addr == idx`` with the index's two sources compared at once (``idx_q``,
-            # and each generator's register under the one-hot ``k_r``), so the generator
-            # register's multiplexer is not in front of the compare.
-            w_eq_ag = Cat(*[kr_oh[j] & (w_rf_addr == ag_reg[j]) for j in range(isa.NUM_AG)])
-            w_hit = w_rf_en & Mux(sel == USrc.AGREG, w_eq_ag.any(), w_rf_addr == idx_q)
+            # ``w_rf_addr == idx`` with the index's two registered sources compared at once
+            # (``idx_q``, and ``ag_idx_r`` for an AGREG operand).
+            w_hit = w_rf_en & Mux(agr_q, w_rf_addr == ag_idx_r, w_rf_addr == idx_q)
             with m.Switch(sel):
                 with m.Case(*_REG_SRCS):
                     m.d.comb += val.eq(Mux(w_hit, w_rf_data, port.data))
@@ -603,11 +601,26 @@ class Sequencer(wiring.Component):
         m.d.comb += kr_oh.eq(Const(1, isa.NUM_AG) << k_r)
         reg_index(field(uword_f, "a"), a_idx_f)
         reg_index(field(uword_f, "b"), b_idx_f)
-        m.d.comb += [a_idx.eq(Mux(a_sel_r == USrc.AGREG, ag_reg[k_r], a_idx_q)),
-                     b_idx.eq(Mux(b_sel_r == USrc.AGREG, ag_reg[k_r], b_idx_q))]
+        # An AGREG operand's index, ``ag_reg[k_r]``, is a register of its own (``ag_idx_r``)
+        # loaded with R's micro-word, so the register file's read address is a two-way
+        # multiplexer of flip-flops under a registered select (``a_agr_q``), not the
+        # generators' 4-way multiplexer under ``k_r`` (``ag_reg`` -> ``ag_reg[k_r]`` -> read
+        # -> ``b_q`` was 13.6 ns routed, core2 7f6d2ac seed 3). It holds the generator's
+        # register as X's AG_SET will leave it (``ag_eff``; AG_SET is ``ag_reg``'s only
+        # writer, and a successor that reads a generator's register stays in R until the
+        # AG_SET has gone, ``x_holds_r``); while R holds, it takes an AG_SET of its generator
+        # in X. Loaded with ``a_idx_q`` below.
+        ag_idx_r = Signal(6)
+        a_agr_q, b_agr_q = Signal(), Signal()
+        ag_set_x = Signal(isa.NUM_AG)            # X's AG_SET writes ``ag_reg[j]`` (when it goes)
+        m.d.comb += ag_set_x.eq(Mux(xv & xd["ag_set"], Const(1, isa.NUM_AG) << imm[:2], 0))
+        ag_eff = Array(Signal(6, name=f"ag{j}_eff") for j in range(isa.NUM_AG))
+        m.d.comb += [ag_eff[j].eq(Mux(ag_set_x[j], rd, ag_reg[j])) for j in range(isa.NUM_AG)]
+        m.d.comb += [a_idx.eq(Mux(a_agr_q, ag_idx_r, a_idx_q)),
+                     b_idx.eq(Mux(b_agr_q, ag_idx_r, b_idx_q))]
         m.d.comb += [rf_a.addr.eq(a_idx), rf_b.addr.eq(b_idx)]
-        operand(a_sel_r, rf_a, a_idx_q, a_rd)
-        operand(b_sel_r, rf_b, b_idx_q, b_rd)
+        operand(a_sel_r, rf_a, a_idx_q, a_agr_q, a_rd)
+        operand(b_sel_r, rf_b, b_idx_q, b_agr_q, b_rd)
         forwarded(a_sel_r, a_idx_q, a_rd_eq_q, a_hit)
         forwarded(b_sel_r, b_idx_q, b_rd_eq_q, b_hit)
         m.d.comb += [a.eq(Mux(a_fw, x_prev, a_q)), b.eq(Mux(b_fw, x_prev, b_q))]
@@ -954,9 +967,14 @@ class Sequencer(wiring.Component):
         with m.If(r_take):
             m.d.sync += [a_idx_q.eq(a_idx_f), b_idx_q.eq(b_idx_f),
                          a_rd_eq_q.eq(a_rd_eq_f), b_rd_eq_q.eq(b_rd_eq_f)]
+            m.d.sync += [ag_idx_r.eq(ag_eff[field(uword_f, "const")[:2]]),
+                         a_agr_q.eq(field(uword_f, "a") == USrc.AGREG),
+                         b_agr_q.eq(field(uword_f, "b") == USrc.AGREG)]
             m.d.sync += [uword_r.eq(uword_f), upc_r.eq(upc_f), rv.eq(1)]
         with m.Elif(x_take | (go & redirect)):
             m.d.sync += rv.eq(0)
+        with m.If(~r_take & (ag_set_x & kr_oh).any()):
+            m.d.sync += ag_idx_r.eq(rd)
         # X's registers (~140 flip-flops) load whenever X is empty or its micro-instruction
         # goes, whether or not R has one for it (``xv`` says): their clock enable is
         # ``~xv | go``, without R's state, the redirect and the hold terms of ``x_take``.
