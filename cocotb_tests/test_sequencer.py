@@ -168,6 +168,10 @@ class Harness:
                     f"{ {e.name: len(self.due[e]) for e in Engine} }; records accepted "
                     f"{ {e.name: len(self.log[e]) for e in Engine} }")
         self.done_cycle = self.cycle
+        # The error outputs as they are in the first cycle of DONE (``compare`` checks them
+        # against the debug port's, read later).
+        self.err_at_done = {"err_status": d.err_status.value.to_unsigned(),
+                            "err_pc": d.err_pc.value.to_unsigned()}
         # A trap stops the sequencer with records still in its queues (HALT drains them first,
         # by its BARRIER): the engines still take and complete them, as the core waits for
         # them before DONE. Wait for both, so that no completion is lost to the next program.
@@ -205,6 +209,8 @@ def compare(h, hw, ref, label):
            "err_pc": ref.err_pc, "pc": ref.pc, "retired": ref.retired}
     for k, v in exp.items():
         assert hw[k] == v, f"{label}: {k} differs: hardware {hw[k]} reference {v}"
+    for k, v in h.err_at_done.items():
+        assert v == hw[k], f"{label}: {k} in DONE's first cycle {v}, later {hw[k]}"
     for e in Engine:
         got, want = h.log[e], ref.trace[e]
         first = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),

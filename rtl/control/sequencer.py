@@ -1144,6 +1144,18 @@ class Sequencer(wiring.Component):
 
         # ---- top-level state machine --------------------------------------------------------
         err_any = Signal()      # ``err_status != 0``, registered beside it
+        # ``err_pc`` takes the faulting PC a cycle after the fault, from ``pc`` (``pc_now`` of
+        # the faulting cycle: ``pc`` takes a pending ``npc`` at that edge and nothing else
+        # moves it until START), so the fault, the end of the stall and error cones, is not
+        # in 32 flip-flops' clock enables (``rec_*_terms`` -> fault -> ``err_pc``: 23 and 32
+        # of the end points later than 10 ns, core2 7f6d2ac seeds 1 and 3). ``err_pc_now`` is
+        # the value as the architecture has it, in that cycle too. START (below) overrides.
+        fault_q = Signal()
+        err_pc_now = Signal(32)
+        m.d.sync += fault_q.eq(fault)
+        m.d.comb += err_pc_now.eq(Mux(fault_q, pc, err_pc))
+        with m.If(fault_q):
+            m.d.sync += err_pc.eq(pc)
         with m.Switch(state):
             with m.Case(_S_IDLE, _S_DONE):
                 with m.If(self.start):
@@ -1192,7 +1204,7 @@ class Sequencer(wiring.Component):
         # enters the state's multiplexer last). It cannot happen in IDLE, DONE, CLEAR, DECODE
         # or MAP (X is empty there, the PC check is FETCH's and the opcode check follows MAP).
         with m.If(fault):
-            m.d.sync += [err_status.eq(err_status | err_now), err_pc.eq(pc_now), state.eq(_S_DONE),
+            m.d.sync += [err_status.eq(err_status | err_now), state.eq(_S_DONE),
                          xv.eq(0), err_any.eq(1)]
 
         # ---- outputs ----------------------------------------------------------------------
@@ -1201,11 +1213,11 @@ class Sequencer(wiring.Component):
             self.done.eq(state == _S_DONE),
             self.error.eq(err_any),
             self.err_status.eq(err_status),
-            self.err_pc.eq(err_pc),
+            self.err_pc.eq(err_pc_now),
             rf_d.addr.eq(self.dbg_addr[:6]),
         ]
         dbg = {DBG["flags"]: Cat(flag_eq, flag_lt, flag_ltu), DBG["err_status"]: err_status,
-               DBG["err_pc"]: err_pc, DBG["pc"]: pc_now, DBG["retired"]: retired,
+               DBG["err_pc"]: err_pc_now, DBG["pc"]: pc_now, DBG["retired"]: retired,
                DBG["cycles"]: cycles, DBG["loop_depth"]: lsp, DBG["call_depth"]: csp,
                DBG["status"]: Cat(self.busy, self.done, self.error)}
         for i in range(isa.NUM_SEMS):
