@@ -26,25 +26,34 @@ EDGES = [0, 0x80000000, 0x3F800000, 0xBF800000, 0x00000001, 0x807FFFFF, 0x008000
 
 TB = """`timescale 1ns / 1ps
 module tb;
-    reg clk = 0, rst = 0, en = 1;
-    reg [31:0] a, b;
-    wire [31:0] o;
-    reg [64:0] vec [0:{n}];
+    reg clk = 0, rst = 0;
+    {decls}
+    reg [{width}:0] vec [0:{n}];
     integer i, f;
-    top dut(.clk(clk), .rst(rst), .a(a), .b(b), .en(en), .o(o));
+    top dut(.clk(clk), .rst(rst), {ports});
     initial begin
         $readmemh("{vecs}", vec);
         f = $fopen("{out}", "w");
         for (i = 0; i < {n}; i = i + 1) begin
-            {{en, a, b}} = vec[i];
+            {unpack}
             #1 clk = 1; #1 clk = 0;
-            $fwrite(f, "%h\\n", o);
+            $fwrite(f, "%h\\n", {o});
         end
         $fclose(f);
         $finish;
     end
 endmodule
 """
+
+
+def _vector_tb(d, vecs, **kw):
+    """Write ``d/tb.v``: ``top`` driven by the hex lines ``vecs`` (``d/vec.hex``), one per
+    clock edge (``unpack`` assigns them to the ``decls``), its output ``o`` written after each
+    edge to ``d/out.hex``."""
+    with open(d / "vec.hex", "w") as f:
+        f.writelines(v + "\n" for v in vecs)
+    (d / "tb.v").write_text(TB.format(n=len(vecs), vecs=d / "vec.hex", out=d / "out.hex",
+                                      width=4 * len(vecs[0]) - 1, **kw))
 
 
 def _iverilog(d, platform):
@@ -60,10 +69,9 @@ def _run(unit, platform, vecs, tmp_path, tag):
     d = tmp_path / tag
     d.mkdir()
     (d / "top.v").write_text(src)
-    with open(d / "vec.hex", "w") as f:
-        for en, a, b in vecs:
-            f.write(f"{en:01x}{a:08x}{b:08x}\n")
-    (d / "tb.v").write_text(TB.format(n=len(vecs), vecs=d / "vec.hex", out=d / "out.hex"))
+    _vector_tb(d, [f"{en:01x}{a:08x}{b:08x}" for en, a, b in vecs],
+               decls="reg en = 1; reg [31:0] a, b; wire [31:0] o;",
+               ports=".a(a), .b(b), .en(en), .o(o)", unpack="{en, a, b} = vec[i];", o="o")
     _iverilog(d, platform)
     # (an output still undefined while the pipeline fills reads as None)
     return src, [None if "x" in x.lower() else int(x, 16)
@@ -191,32 +199,12 @@ def test_registered_product_netlist_matches(out_reg, tmp_path):
         d = tmp_path / tag
         d.mkdir()
         (d / "top.v").write_text(src)
-        with open(d / "vec.txt", "w") as f:
-            f.writelines(f"{e:01x}{x:05x}{y:04x}\n" for e, x, y in vecs)
-        (d / "tb.v").write_text("""`timescale 1ns / 1ps
-module tb;
-    reg clk = 0, rst = 0, en = 0;
-    reg [17:0] a = 0;
-    reg [12:0] b = 0;
-    wire [30:0] o;
-    reg [39:0] vec [0:%d];
-    integer i, f;
-    top dut(.clk(clk), .rst(rst), .a(a), .b(b), .en(en), .o(o));
-    initial begin
-        $readmemh("%s", vec);
-        f = $fopen("%s", "w");
-        for (i = 0; i < %d; i = i + 1) begin
-            en = vec[i][36]; a = vec[i][33:16]; b = vec[i][12:0];
-            #1 clk = 1; #1 clk = 0;
-            $fwrite(f, "%%h\\n", o);
-        end
-        $fclose(f);
-        $finish;
-    end
-endmodule
-""" % (len(vecs), d / "vec.txt", d / "out.txt", len(vecs)))
+        _vector_tb(d, [f"{e:01x}{x:05x}{y:04x}" for e, x, y in vecs],
+                   decls="reg en = 0; reg [17:0] a = 0; reg [12:0] b = 0; wire [30:0] o;",
+                   ports=".a(a), .b(b), .en(en), .o(o)",
+                   unpack="en = vec[i][36]; a = vec[i][33:16]; b = vec[i][12:0];", o="o")
         _iverilog(d, platform)
-        outs[tag] = (d / "out.txt").read_text().split()
+        outs[tag] = (d / "out.hex").read_text().split()
     lat = 2 if out_reg else 1
     enabled = [i for i, (e, _, _) in enumerate(vecs) if e]
     checked = 0
@@ -251,32 +239,13 @@ def test_tensor_pe_multiplier_netlist_matches(tmp_path):
         d = tmp_path / tag
         d.mkdir()
         (d / "top.v").write_text(src)
-        with open(d / "vec.txt", "w") as f:
-            f.writelines(f"{e:01x}{fm:01x}{a:08x}{b:08x}\n" for e, fm, a, b in vecs)
-        (d / "tb.v").write_text("""`timescale 1ns / 1ps
-module tb;
-    reg clk = 0, rst = 0, en = 0;
-    reg [2:0] fmt = 0;
-    reg [31:0] a = 0, b = 0;
-    wire [31:0] p;
-    reg [71:0] vec [0:%d];
-    integer i, f;
-    top dut(.clk(clk), .rst(rst), .a(a), .b(b), .fmt(fmt), .en(en), .p(p));
-    initial begin
-        $readmemh("%s", vec);
-        f = $fopen("%s", "w");
-        for (i = 0; i < %d; i = i + 1) begin
-            en = vec[i][68]; fmt = vec[i][66:64]; a = vec[i][63:32]; b = vec[i][31:0];
-            #1 clk = 1; #1 clk = 0;
-            $fwrite(f, "%%h\\n", p);
-        end
-        $fclose(f);
-        $finish;
-    end
-endmodule
-""" % (n, d / "vec.txt", d / "out.txt", n))
+        _vector_tb(d, [f"{e:01x}{fm:01x}{a:08x}{b:08x}" for e, fm, a, b in vecs],
+                   decls="reg en = 0; reg [2:0] fmt = 0; reg [31:0] a = 0, b = 0; wire [31:0] p;",
+                   ports=".a(a), .b(b), .fmt(fmt), .en(en), .p(p)",
+                   unpack="en = vec[i][68]; fmt = vec[i][66:64]; a = vec[i][63:32]; "
+                          "b = vec[i][31:0];", o="p")
         _iverilog(d, platform)
-        outs[tag] = (d / "out.txt").read_text().split()
+        outs[tag] = (d / "out.hex").read_text().split()
     assert len(outs["ecp5"]) == n
     assert outs["ecp5"][8:] == outs["fabric"][8:]
     assert len(set(outs["ecp5"][8:])) > n // 2          # the products change
