@@ -745,8 +745,8 @@ async def test_loop_more_counts(dut):
     after the LOOP_PUSH, after each of two LOOP_STEPs (0 wraps to 2**32 - 1), and after a
     LOOP_POP that uncovers an outer level (as pushed, and stepped before the inner push).
     Pushes and steps held a cycle in X (a BRANCH on Z in the same micro-word) check that the
-    loop stack's entries, written while X holds, end as the micro-instruction left them. Run-time microcode: each LOOP_MORE answer is shifted
-    into ``rd``."""
+    loop stack's entries, written while X holds, end as the micro-instruction left them.
+    Run-time microcode: each LOOP_MORE answer is shifted into ``rd``."""
     h, rng = await _setup(dut, 9)
     u = microcode.u
     end = microcode.END
