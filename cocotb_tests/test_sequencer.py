@@ -652,7 +652,8 @@ async def test_late_writes(dut):
 
     ext = {0xF4: ref_stride, 0xF5: ref_base, 0xF6: ref_loop, 0xF7: ref_sem, 0xF9: ref_agreg,
            0xFA: ref_agreg_rd, 0xFB: ref_agreg_rd}
-    prologue = assemble("li r1, 7\nli r2, 0x1234\nli r3, 40\nli r4, 5")[:4]
+    prologue = assemble("li r1, 7\nli r2, 0x1234\nli r3, 40\nli r4, 5\nli r12, 100\n"
+                        "li r13, 200")[:6]
     run = [isa.encode(0xF4, rd=3, rs1=2, imm=1 | 1 << 8),
            isa.encode(0xF4, rd=5, rs1=1, imm=1 | 1 << 8),
            isa.encode(0xF5, rd=6, rs1=1, rs2=2, imm=1 | 1 << 8),
@@ -671,8 +672,9 @@ async def test_late_writes(dut):
                                 3 * 11], \
         f"late writes: registers r3..r9 {hw['regs'][3:10]}"
     assert hw["regs"][11] == 2 * (7 + 5), f"late writes: AGREG read of r11 {hw['regs'][11]}"
-    # (the generator's register before each AG_SET is r11, r12: a stale read adds 24, 7)
-    assert hw["regs"][12:14] == [7, 0x1234], \
+    # (the generator's register before each AG_SET is r11, r12: a stale read adds 24, 107;
+    # another generator's, r0)
+    assert hw["regs"][12:14] == [107, 200 + 0x1234], \
         f"late writes: AGREG reads after AG_SET {hw['regs'][12:14]}"
     # A register written by the halting micro-instruction, read on the debug port in the
     # first cycle of DONE, while its write is still in W (the debug read port's bypass).

@@ -967,13 +967,19 @@ class Sequencer(wiring.Component):
         with m.If(r_take):
             m.d.sync += [a_idx_q.eq(a_idx_f), b_idx_q.eq(b_idx_f),
                          a_rd_eq_q.eq(a_rd_eq_f), b_rd_eq_q.eq(b_rd_eq_f)]
-            m.d.sync += [ag_idx_r.eq(ag_eff[field(uword_f, "const")[:2]]),
-                         a_agr_q.eq(field(uword_f, "a") == USrc.AGREG),
+            m.d.sync += [a_agr_q.eq(field(uword_f, "a") == USrc.AGREG),
                          b_agr_q.eq(field(uword_f, "b") == USrc.AGREG)]
             m.d.sync += [uword_r.eq(uword_f), upc_r.eq(upc_f), rv.eq(1)]
         with m.Elif(x_take | (go & redirect)):
             m.d.sync += rv.eq(0)
-        with m.If(~r_take & (ag_set_x & kr_oh).any()):
+        # ``ag_idx_r`` follows R's micro-word by ``r_take`` without its redirect term (a taken
+        # redirect empties R, and the next ``r_take`` loads it again), so the redirect (the
+        # zero test of X's result, ``res_zero_h`` -> ``br_taken``) is not in front of it.
+        r_take_nr = Signal()
+        m.d.comb += r_take_nr.eq(in_exec & (~rv | ~xv | go & ~x_holds_r))
+        with m.If(r_take_nr):
+            m.d.sync += ag_idx_r.eq(ag_eff[field(uword_f, "const")[:2]])
+        with m.Elif((ag_set_x & kr_oh).any()):
             m.d.sync += ag_idx_r.eq(rd)
         # X's registers (~140 flip-flops) load whenever X is empty or its micro-instruction
         # goes, whether or not R has one for it (``xv`` says): their clock enable is
