@@ -203,13 +203,13 @@ BUDGET = 48
 PERIOD_NS = 10
 #: Cycles of one instruction beyond one per element, without idle or back-pressure, by the
 #: engine's ``deep``: take the cmd; the ALUs (short: ALU0 and ALU1 registers; deep: registers
-#: before, inside and after the decoders, 4 + 1 per ALU); the LUT (short 6; deep 29: pre-scale 4 + 1,
-#: range 1, address 1 + table read 1 + dx/table-output register 1, two multiply-adds of
-#: 4 + 3 + 1, finish 3 + 1);
+#: before, inside and after the decoders, 4 + 1 per ALU); the LUT (short 6; deep 30: pre-scale
+#: 4 + 1, range 1, binade 1 + address 1 + table read 1 + dx/table-output register 1, two
+#: multiply-adds of 4 + 3 + 1, finish 3 + 1);
 #: the hold register y_h; the result FIFO (2) and the register after it (1); rounding unit
 #: (input register, encoder stages: short 0, deep 3, output register); the sink's closing
 #: edge (a design change that adds a stage or a bubble fails the test).
-THROUGH_LATENCY = {False: 1 + 2 + 6 + 1 + 2 + 1 + 2 + 1, True: 1 + 13 + 29 + 1 + 2 + 1 + 5 + 1}
+THROUGH_LATENCY = {False: 1 + 2 + 6 + 1 + 2 + 1 + 2 + 1, True: 1 + 13 + 30 + 1 + 2 + 1 + 5 + 1}
 #: Extra cycles per element of a summing instruction (the accumulate adder's registers).
 ACC_WAIT = {False: 0, True: 3}
 

@@ -52,10 +52,10 @@ class EngineCost:
     dma_bus_bytes: int = 8       # bytes per cycle
     dma_setup: int = 6
     #: Vector engine (``deep=True``, ``rtl.vector.engine``): the pipeline's fill and drain
-    #: around a record (``VectorEngine.latency`` 51 + 2: an instruction takes ``count * (1 +
+    #: around a record (``VectorEngine.latency`` 52 + 2: an instruction takes ``count * (1 +
     #: acc_wait) + latency + 2`` cycles), and the extra cycles per element of a summing record
     #: (ACT with ``acc=1``, REDUCE ADD), which wait for the pipelined accumulate adder.
-    vector_pipeline: int = 53
+    vector_pipeline: int = 54
     vector_acc_wait: int = 3
 
     def __call__(self, engine, r):

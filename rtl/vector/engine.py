@@ -136,7 +136,7 @@ class VectorEngine(wiring.Component):
     one element (all lanes) per cycle, except that a summing instruction (``acc_op`` SUM)
     takes an element only every ``1 + acc_wait`` cycles, while its pipelined adder settles (3
     deep, 0 not); an element's ``o`` beat is valid ``latency`` cycles after its ``a`` beat is
-    taken (51 deep, 14 not), so an instruction takes about ``count * (1 + acc_wait) + latency
+    taken (52 deep, 14 not), so an instruction takes about ``count * (1 + acc_wait) + latency
     + 2`` cycles.
 
     The pipeline has no clock enable: it never stalls. Its results enter a FIFO of

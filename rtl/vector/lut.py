@@ -264,7 +264,7 @@ class Lut(wiring.Component):
     depth : int
         Entries per bank (power of two, 8..1024). Each entry is three FP32 coefficients.
     deep : bool
-        Pipeline the FP32 units (``latency`` 29 cycles) for clock speed; ``False`` keeps one
+        Pipeline the FP32 units (``latency`` 30 cycles) for clock speed; ``False`` keeps one
         cycle per step (``latency`` 6, each step a multiply-add in one cycle: about a fifth of
         the clock frequency). Results are identical.
 
@@ -298,10 +298,11 @@ class Lut(wiring.Component):
     """
 
     #: FP32 pipeline registers of (the pre-scale multiplier, a coefficient multiplier, an
-    #: adder), whether the table address is registered before the block RAM and whether the
-    #: segment offset ``dx`` (and with it the block RAM's output) has a register in its middle,
-    #: per ``deep``.
-    _STAGES = {False: (0, 0, 0, 0, 0), True: (4, 4, 3, 1, 1)}
+    #: adder), whether the table address is registered before the block RAM, whether the
+    #: segment offset ``dx`` (and with it the block RAM's output) has a register in its middle
+    #: and whether the binade (the segment descriptor's address) is registered before the
+    #: descriptor read, per ``deep``.
+    _STAGES = {False: (0, 0, 0, 0, 0, 0), True: (4, 4, 3, 1, 1, 1)}
 
     def __init__(self, lanes, depth=512, *, deep=True):
         self._lanes = check_lanes(lanes)
@@ -338,8 +339,8 @@ class Lut(wiring.Component):
     def latency_of(cls, deep):
         """Enabled cycles from ``z`` to ``y`` of a ``Lut(..., deep=deep)``: the pre-scale,
         range reduction, table read, two multiply-adds and the finish."""
-        pre, mul, add, idx, dx = cls._STAGES[deep]
-        return (pre + 1) + 1 + (idx + 1 + dx) + 2 * (mul + add + 1) + (add + 1)
+        pre, mul, add, idx, dx, bin_ = cls._STAGES[deep]
+        return (pre + 1) + 1 + (bin_ + idx + 1 + dx) + 2 * (mul + add + 1) + (add + 1)
 
     @property
     def latency(self):
@@ -504,7 +505,7 @@ class Lut(wiring.Component):
             m.d.comb += sig.eq(Mux(self.bank, hdr[1][reg], hdr[0][reg]))
 
         en = self.en
-        PRE, MUL, ADD, IDX, DX = self._STAGES[self._deep]
+        PRE, MUL, ADD, IDX, DX, BIN = self._STAGES[self._deep]
         # count flag down the pipeline (stage 1, 2)
         s1_count = Signal()
         s2_count = Signal()
@@ -648,10 +649,18 @@ class Lut(wiring.Component):
             nb = Mux(vs, s2_nb_neg, s2_nb_pos)
             beyond = ~center & (b >= nb)
             in_range = ~center & ~beyond
+            # With BIN the binade's descriptor address and the segment flags are registered
+            # before the descriptor read: the subtraction ``vE - e_lo`` is then not in front
+            # of the LUT-RAM and the shift by its ``K`` (``s2_v`` -> binade -> descriptor ->
+            # ``mtop`` was 12.25 ns routed, 9.21 of it routing: core2 d732995 seed 3, the
+            # critical path). The element's counted region is taken before it.
+            desc_addr = D(Cat(b[0:5], vs, s2_bank), BIN, "desc_addr")
+            v_b = D(v, BIN, "v_bin")
+            center_b, beyond_b, in_range_b = (D(x, BIN, n_) for x, n_ in (
+                (center, "center_bin"), (beyond, "beyond_bin"), (in_range, "in_range_bin")))
             drp = desc.read_port(domain="comb")
             lrp = desc_low.read_port(domain="comb")
-            m.d.comb += [drp.addr.eq(Cat(b[0:5], vs, s2_bank)),
-                         lrp.addr.eq(Cat(b[0:5], vs, s2_bank))]
+            m.d.comb += [drp.addr.eq(desc_addr), lrp.addr.eq(desc_addr)]
             # With IDX the segment descriptor read (binade -> descriptor LUT-RAM) and what
             # follows from it and the mantissa alone (the segment's offset ``mtop``, the mask
             # of the mantissa bits below it) are registered first; the table index, the
@@ -661,16 +670,16 @@ class Lut(wiring.Component):
             kinv = S(3, "kinv")
             m.d.comb += kinv.eq(~kk)                # 7 - kk
             mtop_p = S(7, "mtop_p")
-            m.d.comb += mtop_p.eq(v[16:23] >> kinv)
+            m.d.comb += mtop_p.eq(v_b[16:23] >> kinv)
             low7_p = S(7, "low7_p")
             m.d.comb += low7_p.eq(lrp.data)         # ~(0x7F << kinv), read beside kk
             mtop = D(mtop_p, IDX, "mtop")
             low7 = D(low7_p, IDX, "low7")
             base = D(drp.data[0:DESC_BASE_BITS], IDX, "base")
-            center_d = D(center, IDX, "center")
-            beyond_d = D(beyond, IDX, "beyond")
-            in_range_d = D(in_range, IDX, "in_range")
-            v_d = D(v, IDX, "v")
+            center_d = D(center_b, IDX, "center")
+            beyond_d = D(beyond_b, IDX, "beyond")
+            in_range_d = D(in_range_b, IDX, "in_range")
+            v_d = D(v_b, IDX, "v")
             vs_d = v_d[31]
             idx = S(abits, "idx")
             with m.If(center_d):
@@ -703,7 +712,7 @@ class Lut(wiring.Component):
                 s3[name] = S(sig.shape(), f"s3_{name}")
             with m.If(en):
                 m.d.sync += s3_dx.eq(dx)
-                m.d.sync += [s3[n_].eq(D(sig, IDX + DX, n_)) for n_, sig in
+                m.d.sync += [s3[n_].eq(D(sig, BIN + IDX + DX, n_)) for n_, sig in
                              (("k", s2_k), ("e", s2_e), ("flip", s2_flip),
                               ("special", s2_special), ("sval", s2_sval))]
 
