@@ -249,10 +249,10 @@ class Sequencer(wiring.Component):
         op, rd, rs1, rs2, rs3, imm = (ir[fi[n][0]:fi[n][0] + fi[n][1]]
                                       for n in ("op", "rd", "rs1", "rs2", "rs3", "imm"))
         # The register indices rd+1..rd+3 and rs2+1, computed when the instruction loads
-        # (DECODE), keep the adders out of the operand read.
+        # (MAP), keep the adders out of the operand read.
         rd_p = [Signal(6, name=f"rd_p{i}") for i in range(4)]     # rd+1, rd+2, rd+3, rs2+1
         rd_nz = Signal()                                         # rd != 0
-        src_eq_rd = Signal(4)       # rs1, rs2, rs3, rs2 + 1 == rd (registered in DECODE)
+        src_eq_rd = Signal(4)       # rs1, rs2, rs3, rs2 + 1 == rd (registered in MAP)
         in_exec = state == _S_EXEC
         # An instruction's END leaves its successor's PC in ``npc`` and sets ``pc_pend``; ``pc``
         # copies ``npc`` in the next cycle (FETCH or DONE), so X's result does not reach
@@ -507,23 +507,23 @@ class Sequencer(wiring.Component):
         # R's register indices are selected as F's micro-word enters R (``*_idx_q``); only a
         # generator's register (AGREG) is looked up in R, since an AG_SET in X may change it
         # while R holds.
+        # The register sources are codes 1..8 (``RS2P1`` 8): an 8-way multiplexer on the
+        # select's low three bits, whatever the others (the index of any other source is
+        # never used: the read, the bypass compares and the forwarding tests are all taken
+        # under a register source), so the control store's output passes no test of the
+        # top bit before ``a_idx_q``/``b_idx_q`` (11.8 ns routed, core2 473aaa6 seed 1).
+        assert all(int(s_) & 7 == i for i, s_ in enumerate(
+            (USrc.RS2P1, USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3)))
+
         def reg_index(sel, idx):
-            with m.Switch(sel):
-                for s, v in ((USrc.RD, rd), (USrc.RS1, rs1), (USrc.RS2, rs2), (USrc.RS3, rs3),
-                             (USrc.RD1, rd_p[0]), (USrc.RD2, rd_p[1]), (USrc.RD3, rd_p[2]),
-                             (USrc.RS2P1, rd_p[3])):
-                    with m.Case(s):
-                        m.d.comb += idx.eq(v)
+            m.d.comb += idx.eq(Array([rd_p[3], rd, rs1, rs2, rs3, rd_p[0], rd_p[1],
+                                      rd_p[2]])[sel[:3]])
 
         def reg_index_eq_rd(sel, eq):
-            # ``reg_index(sel) == rd`` from the compares registered at DECODE (``src_eq_rd``);
-            # rd + 1..3 never equal rd.
-            with m.Switch(sel):
-                with m.Case(USrc.RD):
-                    m.d.comb += eq.eq(1)
-                for s, v in ((USrc.RS1, 0), (USrc.RS2, 1), (USrc.RS3, 2), (USrc.RS2P1, 3)):
-                    with m.Case(s):
-                        m.d.comb += eq.eq(src_eq_rd[v])
+            # ``reg_index(sel) == rd`` from the compares registered with the instruction
+            # (``src_eq_rd``); rd + 1..3 never equal rd.
+            m.d.comb += eq.eq(Cat(src_eq_rd[3], Const(1, 1), src_eq_rd[0], src_eq_rd[1],
+                                  src_eq_rd[2], Const(0, 3)).bit_select(sel[:3], 1))
 
         def operand(sel, port, idx_q, agr_q, val):
             # W's pending write of the operand's register instead of the file's stale word:
@@ -746,7 +746,7 @@ class Sequencer(wiring.Component):
                              for s in range(nslots)]
 
         sem_idx = imm[:4]
-        # ``sem_idx`` one-hot, registered as the instruction loads (DECODE).
+        # ``sem_idx`` one-hot, registered as the instruction loads (MAP).
         sem_sel = Signal(isa.NUM_SEMS, init=1)
         sem_cur = Signal(16)
         m.d.comb += sem_cur.eq(sem_now[sem_idx])
@@ -1194,18 +1194,18 @@ class Sequencer(wiring.Component):
                 m.d.sync += state.eq(_S_DECODE)
             with m.Case(_S_DECODE):
                 m.d.sync += [ir.eq(pr.data), state.eq(_S_MAP)]
-                fd = {n: pr.data[fi[n][0]:fi[n][0] + fi[n][1]]
-                      for n in ("rd", "rs1", "rs2", "rs3")}
-                m.d.sync += src_eq_rd.eq(Cat(fd["rs1"] == fd["rd"], fd["rs2"] == fd["rd"],
-                                             fd["rs3"] == fd["rd"],
-                                             (fd["rs2"] + 1)[:6] == fd["rd"]))
-                m.d.sync += [rd_p[i].eq(fd["rd"] + i + 1) for i in range(3)]
-                m.d.sync += [rd_p[3].eq(fd["rs2"] + 1), rd_nz.eq(fd["rd"] != 0)]
-                m.d.sync += [ag_rd_eq[i].eq(ag_reg[i] == fd["rd"]) for i in range(isa.NUM_AG)]
-                imm_d = pr.data[fi["imm"][0]:fi["imm"][0] + 4]
-                m.d.sync += sem_sel.eq(Const(1, isa.NUM_SEMS) << imm_d)
             with m.Case(_S_MAP):
                 m.d.sync += [rv.eq(0), xv.eq(0), npc.eq(pc + 1), state.eq(_S_EXEC)]
+                # The instruction's derived register indices and compares, from ``ir`` (not
+                # from the program memory's output in DECODE: a block RAM's 5.8 ns
+                # clock-to-out then feeds only ``ir``; ``pmem`` -> ``src_eq_rd`` was 11.3 ns
+                # routed, core2 473aaa6 seed 3). Nothing reads them before EXEC.
+                m.d.sync += src_eq_rd.eq(Cat(rs1 == rd, rs2 == rd, rs3 == rd,
+                                             (rs2 + 1)[:6] == rd))
+                m.d.sync += [rd_p[i].eq(rd + i + 1) for i in range(3)]
+                m.d.sync += [rd_p[3].eq(rs2 + 1), rd_nz.eq(rd != 0)]
+                m.d.sync += [ag_rd_eq[i].eq(ag_reg[i] == rd) for i in range(isa.NUM_AG)]
+                m.d.sync += sem_sel.eq(Const(1, isa.NUM_SEMS) << imm[:4])
         # An error stops the sequencer (last, so that it overrides the state machine: ``fault``
         # enters the state's multiplexer last). It cannot happen in IDLE, DONE, CLEAR, DECODE
         # or MAP (X is empty there, the PC check is FETCH's and the opcode check follows MAP).

@@ -619,10 +619,15 @@ class Lut(wiring.Component):
             with m.Switch(s1_mode):
                 with m.Case(int(RangeMode.EXP2)):
                     m.d.comb += k.eq(n)
+                # (``-e`` and ``-(e >> 1)`` as one subtraction of ``E`` each, beside ``e``:
+                # 127 - E and (128 - E) >> 1, not a negation after ``E - 127``; s1_w -> e ->
+                # -e -> ``s2_k`` was 11.5 ns routed, core2 473aaa6 seed 1)
                 with m.Case(int(RangeMode.RECIP)):
-                    m.d.comb += [v_oth.eq(Cat(M, Const(127, 8), Const(0, 1))), k.eq(-e)]
+                    m.d.comb += [v_oth.eq(Cat(M, Const(127, 8), Const(0, 1))),
+                                 k.eq(Const(127, signed(10)) - E)]
                 with m.Case(int(RangeMode.RSQRT)):
-                    m.d.comb += [v_oth.eq(Cat(M, vexp, Const(0, 1))), k.eq(-(e >> 1))]
+                    m.d.comb += [v_oth.eq(Cat(M, vexp, Const(0, 1))),
+                                 k.eq((Const(128, signed(10)) - E) >> 1)]
                 with m.Case(int(RangeMode.SQRT)):
                     m.d.comb += [v_oth.eq(Cat(M, vexp, Const(0, 1))), k.eq(e >> 1)]
                 with m.Case(int(RangeMode.LOG)):
