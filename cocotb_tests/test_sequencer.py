@@ -581,7 +581,8 @@ async def test_late_writes(dut):
     (LOOP_STEP, then counted down with LOOP_MORE), a SEMSET read back (SEMRD) and a register
     written and read by the next two micro-instructions, and one read two micro-instructions
     later through a generator (AGREG, both operands), and through a generator set by the
-    previous micro-instruction or the one before; and a register written by the halting
+    previous micro-instruction or the one before; a result forwarded as the subtrahend of a
+    SUB and an SLTU; and a register written by the halting
     micro-instruction, read on the debug port as the sequencer stops."""
     h, _ = await _setup(dut, 8)
     u = microcode.u
@@ -622,6 +623,12 @@ async def test_late_writes(dut):
         0xFB: [u(a=USrc.ZERO, special=USpecial.AG_SET),
                u(),
                u(a=USrc.AGREG, b=USrc.RS1, const=1, alu=UAlu.ADD, dst=UDst.RD, **end)],
+        # rd = rs1 + 5; rd = rs2 - rd; t0 = rs1 <u rd; rd = rd + t0: the subtrahend and the
+        # compared value are the previous micro-instruction's result (forwarded as ``b``)
+        0xFC: [u(a=USrc.RS1, b=USrc.CONST, const=5, alu=UAlu.ADD, dst=UDst.RD),
+               u(a=USrc.RS2, b=USrc.RD, alu=UAlu.SUB, dst=UDst.RD),
+               u(a=USrc.RS1, b=USrc.RD, alu=UAlu.SLTU, dst=UDst.T0),
+               u(a=USrc.RD, b=USrc.T0, alu=UAlu.ADD, dst=UDst.RD, **end)],
     }
     await _load_routines(h, routines)
     mask = 0xFFFFFFFF
@@ -650,8 +657,12 @@ async def test_late_writes(dut):
         sim.ags[1].update(level=f["imm"] >> 8 & 7, reg=f["rd"], stride=0)
         sim.w(f["rd"], (sim.r(f["rd"]) + sim.r(f["rs1"])) & mask)
 
+    def ref_sub_fwd(sim, f):
+        v = (sim.r(f["rs2"]) - (sim.r(f["rs1"]) + 5)) & mask
+        sim.w(f["rd"], (v + (sim.r(f["rs1"]) < v)) & mask)
+
     ext = {0xF4: ref_stride, 0xF5: ref_base, 0xF6: ref_loop, 0xF7: ref_sem, 0xF9: ref_agreg,
-           0xFA: ref_agreg_rd, 0xFB: ref_agreg_rd}
+           0xFA: ref_agreg_rd, 0xFB: ref_agreg_rd, 0xFC: ref_sub_fwd}
     prologue = assemble("li r1, 7\nli r2, 0x1234\nli r3, 40\nli r4, 5\nli r12, 100\n"
                         "li r13, 200")[:6]
     run = [isa.encode(0xF4, rd=3, rs1=2, imm=1 | 1 << 8),
@@ -663,7 +674,9 @@ async def test_late_writes(dut):
            isa.encode(0xF7, rd=9, rs1=4, imm=9),
            isa.encode(0xF9, rd=11, rs1=1, imm=1 | 1 << 8),
            isa.encode(0xFA, rd=12, rs1=1, imm=1 | 1 << 8),
-           isa.encode(0xFB, rd=13, rs1=2, imm=1 | 1 << 8)]
+           isa.encode(0xFB, rd=13, rs1=2, imm=1 | 1 << 8),
+           isa.encode(0xFC, rd=14, rs1=1, rs2=2),
+           isa.encode(0xFC, rd=15, rs1=2, rs2=1)]
     hw, _ = await _check(h, prologue + run + assemble("halt"), "late writes", ext)
     assert hw["err_status"] == 0
     # (r3 = 0x1234 by the first AG_SET routine, r4 = 5 + 6 by the first loop, before the
@@ -676,6 +689,8 @@ async def test_late_writes(dut):
     # another generator's, r0)
     assert hw["regs"][12:14] == [107, 200 + 0x1234], \
         f"late writes: AGREG reads after AG_SET {hw['regs'][12:14]}"
+    assert hw["regs"][14:16] == [0x1234 - 12 + 1, (7 - (0x1234 + 5) + 1) & mask], \
+        f"late writes: forwarded subtrahends {hw['regs'][14:16]}"
     # A register written by the halting micro-instruction, read on the debug port in the
     # first cycle of DONE, while its write is still in W (the debug read port's bypass).
     halt_base = microcode.fused_matmul_act()[1] + 16

@@ -590,6 +590,7 @@ class Sequencer(wiring.Component):
         a_q, b_q = Signal(32), Signal(32)        # X's operands (registered)
         a_fw, b_fw = Signal(), Signal()          # X's operand is ``x_prev`` instead
         x_prev = Signal(32)                      # the previous X's written value (registered)
+        b_qn, x_prev_n = Signal(32), Signal(32)  # ``b_q``, ``x_prev`` XOR X's ``alu_neg``
         a, b = Signal(32), Signal(32)            # X's operands
         a_idx_f, b_idx_f = Signal(6), Signal(6)
         a_idx_q, b_idx_q = Signal(6), Signal(6)
@@ -633,8 +634,15 @@ class Sequencer(wiring.Component):
         # carry chain computes ADD, SUB, SLT and SLTU: a + (b ^ neg) + neg, the carry in
         # entering through a constant low bit.
         neg = xd["alu_neg"]
+        # ``b ^ neg`` is registered beside ``b_q`` and ``x_prev`` (``b_qn``, ``x_prev_n``, from
+        # R's decode of ``neg``): the carry chain's operand is then one multiplexer of
+        # flip-flops, not the multiplexer and an XOR after it (``b_fw`` -> ``b`` -> ``b ^
+        # neg`` -> carry chain -> ``res_zero_h`` was 11.97 ns routed, the critical path of
+        # core2 473aaa6 seed 1).
+        b_n = Signal(32)
+        m.d.comb += b_n.eq(Mux(b_fw, x_prev_n, b_qn))
         sum_c = Signal(34)
-        m.d.comb += sum_c.eq(Cat(Const(1, 1), a) + Cat(neg, b ^ neg.replicate(32)))
+        m.d.comb += sum_c.eq(Cat(Const(1, 1), a) + Cat(neg, b_n))
         diff, carry = sum_c[1:33], sum_c[33]
         lt_s = Mux(a[31] ^ b[31], a[31], diff[31])      # a < b signed
         # The shifters: three levels of 4:1 multiplexers each (``_log_shift``).
@@ -988,6 +996,8 @@ class Sequencer(wiring.Component):
         with m.If(~xv | go):
             m.d.sync += [uword_x.eq(uword_r), upc_x.eq(upc_r), a_q.eq(a_rd), b_q.eq(b_rd),
                          a_fw.eq(a_hit), b_fw.eq(b_hit), x_prev.eq(x_fwd)]
+            neg_r = r_dec["alu_neg"].replicate(32)
+            m.d.sync += [b_qn.eq(b_rd ^ neg_r), x_prev_n.eq(x_fwd ^ neg_r)]
             m.d.sync += [xd[n].eq(r_dec[n]) for n in xd]
         with m.If(x_take):
             m.d.sync += xv.eq(1)
