@@ -960,17 +960,18 @@ class Sequencer(wiring.Component):
             x_take.eq(in_exec & rv & (~xv | (go & ~redirect & ~x_holds_r))),
             r_take.eq(in_exec & ~(go & redirect) & (~rv | x_take)),
         ]
-        # The next micro-address: MAP's entry, X's redirect target, F's successor when R takes
-        # F's word, else F's address again. ``r_take`` excludes MAP and a redirect, so F's
-        # successor (from the block RAM's output) enters the last multiplexer.
+        # The next micro-address: X's redirect target, else F's successor when R takes F's word
+        # (``r_take`` without its redirect term, ``r_take_nr``: the same when there is no
+        # redirect), else MAP's entry, else F's address again. The redirect (X's zero test
+        # and branch terms) and ``go`` choose last, and F's successor (from the block RAM's
+        # output) enters the multiplexer before (``res_zero_h`` -> redirect -> ``r_take`` ->
+        # the control store's address was 11.4-11.6 ns routed, core2 473aaa6).
+        r_take_nr = Signal()
+        m.d.comb += r_take_nr.eq(in_exec & (~rv | ~xv | go & ~x_holds_r))
         other_addr = Signal(isa.UADDR_BITS)
-        with m.If(state == _S_MAP):
-            m.d.comb += other_addr.eq(mr.data[:isa.UADDR_BITS])
-        with m.Elif(go & redirect):
-            m.d.comb += other_addr.eq(x_target)
-        with m.Else():
-            m.d.comb += other_addr.eq(upc_f)
-        m.d.comb += ur.addr.eq(Mux(r_take, f_next, other_addr))
+        m.d.comb += other_addr.eq(Mux(state == _S_MAP, mr.data[:isa.UADDR_BITS], upc_f))
+        m.d.comb += ur.addr.eq(Mux(go & redirect, x_target,
+                                   Mux(r_take_nr, f_next, other_addr)))
         m.d.sync += upc_f.eq(ur.addr)
         with m.If(r_take):
             m.d.sync += [a_idx_q.eq(a_idx_f), b_idx_q.eq(b_idx_f),
@@ -980,11 +981,9 @@ class Sequencer(wiring.Component):
             m.d.sync += [uword_r.eq(uword_f), upc_r.eq(upc_f), rv.eq(1)]
         with m.Elif(x_take | (go & redirect)):
             m.d.sync += rv.eq(0)
-        # ``ag_idx_r`` follows R's micro-word by ``r_take`` without its redirect term (a taken
-        # redirect empties R, and the next ``r_take`` loads it again), so the redirect (the
-        # zero test of X's result, ``res_zero_h`` -> ``br_taken``) is not in front of it.
-        r_take_nr = Signal()
-        m.d.comb += r_take_nr.eq(in_exec & (~rv | ~xv | go & ~x_holds_r))
+        # ``ag_idx_r`` follows R's micro-word by ``r_take_nr`` (a taken redirect empties R,
+        # and the next ``r_take`` loads it again), so the redirect (the zero test of X's
+        # result, ``res_zero_h`` -> ``br_taken``) is not in front of it.
         with m.If(r_take_nr):
             m.d.sync += ag_idx_r.eq(ag_eff[field(uword_f, "const")[:2]])
         with m.Elif((ag_set_x & kr_oh).any()):
