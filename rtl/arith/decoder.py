@@ -167,14 +167,22 @@ class FormatDecoder(wiring.Component):
         lz, _ = leading_zeros(m, ones, "i32_lz")
         is_zero = Signal(name="i32_is_zero")
         m.d.comb += is_zero.eq(a == 0)
-        # A normalising shift by 16 is taken before the cut: the count's top bit (the upper
-        # 16 bits zero) is two levels of logic, ready beside the negation.
+        # The normalising shifts by 16 and 8 are taken before the cut: the count's top bits
+        # (the upper 16 bits zero, then the next 8 of what is left) are two or three levels
+        # of logic, ready beside the negation, and only a shift by 0..7 follows the cut
+        # (``i32_pre`` -> 0..15 shift -> rounding -> the adder's operand was 11.9 ns routed,
+        # core2 e13e055 seed 1). For ``ones`` zero (``a`` = -1; 0 is ``is_zero``) both are
+        # taken, as the count's bits say (31).
+        z16 = ones[16:32] == 0
+        z8 = Mux(z16, ones[8:16] == 0, ones[24:32] == 0)
+        pre16 = Signal(32, name="i32_pre16")
+        m.d.comb += pre16.eq(Mux(z16, mag << 16, mag))
         pre = Signal(32, name="i32_pre")
-        m.d.comb += pre.eq(Mux(ones[16:32] == 0, mag << 16, mag))
+        m.d.comb += pre.eq(Mux(z8, pre16 << 8, pre16))
         # -- cut 1 ------------------------------------------------------------------------
         pre, lz, is_zero, neg = (pipe(1, v, n) for n, v in (
             ("i32_pre", pre), ("i32_lz", lz), ("i32_zero", is_zero), ("i32_neg", neg)))
-        fine = lz[0:4]
+        fine = lz[0:3]
         norm = Signal(32)
         m.d.comb += norm.eq(pre << fine)             # leading one at bit 31
         guard = norm[7]
