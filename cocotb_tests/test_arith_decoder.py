@@ -30,8 +30,10 @@ def expected(a, fmt, formats, bias):
 
 
 def stimulus(rng, n_random, exhaustive16=True):
-    """Every 8-bit pattern; every 16-bit pattern (or ``n_random`` of them); INT32 edges and
-    ``n_random`` random INT32; ``n_random // 4`` random FP32. Shuffled."""
+    """Every 8-bit pattern; every 16-bit pattern (or ``n_random`` of them); INT32 edges,
+    ``n_random`` random INT32 (half of them of a random magnitude class: 0..31 significant
+    bits, either sign, so that every normalising shift is taken); ``n_random // 4`` random
+    FP32. Shuffled."""
     a, fmt = [], []
     for f in Format:
         if STORAGE_BITS[f] == 16 and not exhaustive16:
@@ -42,8 +44,14 @@ def stimulus(rng, n_random, exhaustive16=True):
             x = x | (rng.integers(0, 1 << 16, len(x), dtype=np.uint64) << np.uint64(16)) \
                 if STORAGE_BITS[f] <= 8 else x
         elif f == Format.INT32:
+            bits = rng.integers(0, 32, n_random // 2)
+            mag = rng.integers(0, 1 << 31, n_random // 2, dtype=np.uint64) >> \
+                (31 - bits).astype(np.uint64)
+            signed = np.where(rng.random(n_random // 2) < 0.5, mag,
+                              (np.uint64(1 << 32) - mag) % np.uint64(1 << 32))
             x = np.concatenate([np.array(INT32_EDGES, dtype=np.uint64),
-                                rng.integers(0, 1 << 32, n_random, dtype=np.uint64)])
+                                rng.integers(0, 1 << 32, n_random - n_random // 2,
+                                             dtype=np.uint64), signed])
         else:
             x = rng.integers(0, 1 << 32, n_random // 4, dtype=np.uint64)
         a.append(x)
