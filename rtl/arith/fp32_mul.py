@@ -138,12 +138,18 @@ class FP32Multiplier(wiring.Component):
         """Cycles from operands to product (equal to ``stages``)."""
         return self._stages
 
-    def _partials(self, m, sig_a, sig_b, dsp_regs=None):
+    def _pre_partials(self, m, sig_a, sig_b):
+        """Step 1's share of the partial products, from the unregistered significands: named
+        values registered with step 1's outputs and handed to :meth:`_partials` as ``pre``
+        (none here)."""
+        return {}
+
+    def _partials(self, m, sig_a, sig_b, dsp_regs=None, pre=None):
         """Step 2: partial products of the 24-bit significands (hidden ones included), as
         ``(value, shift)`` pairs whose shifted sum is the 48-bit product; each is at most
         18 x 18 bits, one MULT18X18D, so a register after it takes the DSP's output directly.
         ``dsp_regs``: see :func:`split_products` (step 1's significand registers taken into
-        the DSP blocks, on an ECP5)."""
+        the DSP blocks, on an ECP5). ``pre``: :meth:`_pre_partials`'s values, registered."""
         return split_products(m, sig_a, sig_b, "pp", dsp_regs=dsp_regs)
 
     def elaborate(self, platform):
@@ -165,6 +171,8 @@ class FP32Multiplier(wiring.Component):
         m.d.comb += exp_sum.eq(ea + eb - 127)
         regs = dict(sig_a=Cat(a[0:23], 1), sig_b=Cat(b[0:23], 1), exp_sum=exp_sum,
                     sign=a[31] ^ b[31], special=special)
+        pre = self._pre_partials(m, regs["sig_a"], regs["sig_b"])
+        regs.update(pre)
         r = {k: pipe(1, v, k) for k, v in regs.items()}
 
         # -- step 2: partial products ---------------------------------------------------------
@@ -172,7 +180,8 @@ class FP32Multiplier(wiring.Component):
         # own input registers (``rtl.arith.dsp``): the product then starts inside the block.
         dsp_regs = ((regs["sig_a"], regs["sig_b"], self.en)
                     if 1 in pipe.cuts and is_ecp5(platform) else None)
-        parts = self._partials(m, r["sig_a"], r["sig_b"], dsp_regs)
+        parts = self._partials(m, r["sig_a"], r["sig_b"], dsp_regs,
+                               {k: r[k] for k in pre})
         regs = dict(exp_sum=r["exp_sum"], sign=r["sign"], special=r["special"])
         regs.update({f"pp{i}": v for i, (v, _) in enumerate(parts)})
         r = {k: pipe(2, v, k) for k, v in regs.items()}
