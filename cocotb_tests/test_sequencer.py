@@ -582,7 +582,8 @@ async def test_late_writes(dut):
     written and read by the next two micro-instructions, and one read two micro-instructions
     later through a generator (AGREG, both operands), and through a generator set by the
     previous micro-instruction or the one before; a result forwarded as the subtrahend of a
-    SUB and an SLTU; and a register written by the halting
+    SUB and an SLTU; RS1, RS2, RS3 and RS2P1 operands that are the instruction's rd, written
+    by the previous micro-instruction; and a register written by the halting
     micro-instruction, read on the debug port as the sequencer stops."""
     h, _ = await _setup(dut, 8)
     u = microcode.u
@@ -629,6 +630,14 @@ async def test_late_writes(dut):
                u(a=USrc.RS2, b=USrc.RD, alu=UAlu.SUB, dst=UDst.RD),
                u(a=USrc.RS1, b=USrc.RD, alu=UAlu.SLTU, dst=UDst.T0),
                u(a=USrc.RD, b=USrc.T0, alu=UAlu.ADD, dst=UDst.RD, **end)],
+        # rd = rs1 + 1; rd = rs1 + rs2, run with rs1 = rd and with rs2 = rd: the second
+        # micro-instruction's RS1 / RS2 operand is the first one's result (forwarded by the
+        # registered index compares ``src_eq_rd``)
+        0xFD: [u(a=USrc.RS1, b=USrc.CONST, const=1, alu=UAlu.ADD, dst=UDst.RD),
+               u(a=USrc.RS1, b=USrc.RS2, alu=UAlu.ADD, dst=UDst.RD, **end)],
+        # the same with RS3 and RS2P1 (r[rs2 + 1]), run with rs3 = rd and with rs2 + 1 = rd
+        0xFE: [u(a=USrc.RS1, b=USrc.CONST, const=1, alu=UAlu.ADD, dst=UDst.RD),
+               u(a=USrc.RS3, b=USrc.RS2P1, alu=UAlu.ADD, dst=UDst.RD, **end)],
     }
     await _load_routines(h, routines)
     mask = 0xFFFFFFFF
@@ -661,10 +670,20 @@ async def test_late_writes(dut):
         v = (sim.r(f["rs2"]) - (sim.r(f["rs1"]) + 5)) & mask
         sim.w(f["rd"], (v + (sim.r(f["rs1"]) < v)) & mask)
 
+    def ref_fwd_rs(sim, f):
+        sim.w(f["rd"], (sim.r(f["rs1"]) + 1) & mask)
+        sim.w(f["rd"], (sim.r(f["rs1"]) + sim.r(f["rs2"])) & mask)
+
+    def ref_fwd_rs3(sim, f):
+        sim.w(f["rd"], (sim.r(f["rs1"]) + 1) & mask)
+        sim.w(f["rd"], (sim.r(f["rs3"]) + sim.r((f["rs2"] + 1) & 63)) & mask)
+
     ext = {0xF4: ref_stride, 0xF5: ref_base, 0xF6: ref_loop, 0xF7: ref_sem, 0xF9: ref_agreg,
-           0xFA: ref_agreg_rd, 0xFB: ref_agreg_rd, 0xFC: ref_sub_fwd}
+           0xFA: ref_agreg_rd, 0xFB: ref_agreg_rd, 0xFC: ref_sub_fwd, 0xFD: ref_fwd_rs,
+           0xFE: ref_fwd_rs3}
     prologue = assemble("li r1, 7\nli r2, 0x1234\nli r3, 40\nli r4, 5\nli r12, 100\n"
-                        "li r13, 200")[:6]
+                        "li r13, 200\nli r16, 100\nli r17, 200\nli r18, 300\n"
+                        "li r19, 400")[:10]
     run = [isa.encode(0xF4, rd=3, rs1=2, imm=1 | 1 << 8),
            isa.encode(0xF4, rd=5, rs1=1, imm=1 | 1 << 8),
            isa.encode(0xF5, rd=6, rs1=1, rs2=2, imm=1 | 1 << 8),
@@ -676,7 +695,11 @@ async def test_late_writes(dut):
            isa.encode(0xFA, rd=12, rs1=1, imm=1 | 1 << 8),
            isa.encode(0xFB, rd=13, rs1=2, imm=1 | 1 << 8),
            isa.encode(0xFC, rd=14, rs1=1, rs2=2),
-           isa.encode(0xFC, rd=15, rs1=2, rs2=1)]
+           isa.encode(0xFC, rd=15, rs1=2, rs2=1),
+           isa.encode(0xFD, rd=16, rs1=16, rs2=1),
+           isa.encode(0xFD, rd=17, rs1=1, rs2=17),
+           isa.encode(0xFE, rd=18, rs1=1, rs2=0, rs3=18),
+           isa.encode(0xFE, rd=19, rs1=1, rs2=18, rs3=2)]
     hw, _ = await _check(h, prologue + run + assemble("halt"), "late writes", ext)
     assert hw["err_status"] == 0
     # (r3 = 0x1234 by the first AG_SET routine, r4 = 5 + 6 by the first loop, before the
@@ -691,6 +714,12 @@ async def test_late_writes(dut):
         f"late writes: AGREG reads after AG_SET {hw['regs'][12:14]}"
     assert hw["regs"][14:16] == [0x1234 - 12 + 1, (7 - (0x1234 + 5) + 1) & mask], \
         f"late writes: forwarded subtrahends {hw['regs'][14:16]}"
+    # (a stale read gives 107 and 207)
+    assert hw["regs"][16:18] == [100 + 1 + 7, 7 + 8], \
+        f"late writes: RS1 / RS2 forwarded as rd {hw['regs'][16:18]}"
+    # (a stale read gives 307 and 0x1234 + 400)
+    assert hw["regs"][18:20] == [8 + 7, 0x1234 + 8], \
+        f"late writes: RS3 / RS2P1 forwarded as rd {hw['regs'][18:20]}"
     # A register written by the halting micro-instruction, read on the debug port in the
     # first cycle of DONE, while its write is still in W (the debug read port's bypass).
     halt_base = microcode.fused_matmul_act()[1] + 16
