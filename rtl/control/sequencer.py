@@ -504,8 +504,8 @@ class Sequencer(wiring.Component):
         # goes to one register, not through R's operand multiplexers (late forwarding).
         wr_addr, wr_data, wr_en = Signal(6), Signal(32), Signal()    # X's write (before adv)
 
-        # R's register indices are selected as F's micro-word enters R (``*_idx_q``); only a
-        # generator's register (AGREG) is looked up in R, since an AG_SET in X may change it
+        # R's register indices are selected as F's micro-word enters R (``*_idx_q``); an
+        # AGREG operand's index too (``ag_idx_r``, below), which also follows an AG_SET in X
         # while R holds.
         # The register sources are codes 1..8 (``RS2P1`` 8): an 8-way multiplexer on the
         # select's low three bits, whatever the others (the index of any other source is

@@ -90,15 +90,8 @@ class LaneMultiplier(FP32Multiplier):
         ed86098 seed 1). Step 1's unpacking is a few gates beside them."""
         na, nl = self._a_bits, self._logic_bits
         x, y = sig_a[24 - na:24], sig_b[0:nl]
-        pre = {}
-        for g in range(0, nl, 2):
-            rows = []
-            for i in range(g, min(g + 2, nl)):
-                row = Signal(na, name=f"lo_pp{i}")
-                m.d.comb += row.eq(Mux(y[i], x, 0))
-                rows.append((row, i - g))
-            pre[f"lo{g // 2}"] = sum_shifted(m, rows, na + len(rows), f"lo_pair{g // 2}")
-        return pre
+        return {f"lo{g}": shift_add(m, x, y[2 * g:2 * g + 2], f"lo_pair{g}")
+                for g in range((nl + 1) // 2)}
 
     def _partials(self, m, sig_a, sig_b, dsp_regs=None, pre=None):
         """The ``a_bits x 24`` product's parts at the top of 48 bits: the DSP part in pieces of
@@ -115,7 +108,7 @@ class LaneMultiplier(FP32Multiplier):
                       for v, sh in split_products(m, sig_a, sig_b[nl:24], "dsp",
                                                   dsp_regs=dsp_regs)]
         if nl > 0:
-            lo = sum_shifted(m, [(v, 2 * int(k[2:])) for k, v in sorted(pre.items())],
+            lo = sum_shifted(m, [(pre[f"lo{g}"], 2 * g) for g in range(len(pre))],
                              na + nl, "lo")
             terms.append((lo, 24 - na))
         return terms
