@@ -387,6 +387,12 @@ async def test_semaphore_ordering(dut):
     h.latency[Engine.TENSOR] = (200, 300)
     hw, _ = await _check(h, assemble(many), "back-pressure")
     assert hw["sems"][4] == 20 and hw["perf"][Engine.TENSOR][3] > 0
+    # The record queue full with few records outstanding (a slow acceptor, quick
+    # completions): EMIT stalls on the record queue, not on the semaphore queue.
+    h.ready_p[Engine.TENSOR] = 0.03
+    h.latency[Engine.TENSOR] = (1, 3)
+    hw, _ = await _check(h, assemble(many), "record queue full")
+    assert hw["sems"][4] == 20 and hw["perf"][Engine.TENSOR][3] > 0
 
 
 @cocotb.test()
@@ -638,6 +644,21 @@ async def test_late_writes(dut):
         # the same with RS3 and RS2P1 (r[rs2 + 1]), run with rs3 = rd and with rs2 + 1 = rd
         0xFE: [u(a=USrc.RS1, b=USrc.CONST, const=1, alu=UAlu.ADD, dst=UDst.RD),
                u(a=USrc.RS3, b=USrc.RS2P1, alu=UAlu.ADD, dst=UDst.RD, **end)],
+        # rd = sem (SEMRD, its ALU fields set: they must not reach rd); rd = rd + rd at once
+        # (forwarded), or after a filler (from the register file's write)
+        0xF8: [u(a=USrc.RS1, b=USrc.CONST, const=5, alu=UAlu.ADD, special=USpecial.SEMRD),
+               u(a=USrc.RD, b=USrc.RD, alu=UAlu.ADD, dst=UDst.RD, **end)],
+        0xF3: [u(a=USrc.RS1, b=USrc.CONST, const=0x50, alu=UAlu.OR, special=USpecial.SEMRD),
+               u(),
+               u(a=USrc.RD, b=USrc.RD, alu=UAlu.ADD, dst=UDst.RD, **end)],
+        0xF1: [u(a=USrc.ZERO, b=USrc.RS1, alu=UAlu.SLTU, special=USpecial.SEMRD),
+               u(a=USrc.RD, b=USrc.RD, alu=UAlu.ADD, dst=UDst.RD, **end)],
+        # t0 = rs1 <s rs2; rd = t0 + t0 + (rs2 <s rs1): signed compares whose difference
+        # overflows (the sign of a - b is not the answer)
+        0xF2: [u(a=USrc.RS1, b=USrc.RS2, alu=UAlu.SLT, dst=UDst.T0),
+               u(a=USrc.RS2, b=USrc.RS1, alu=UAlu.SLT, dst=UDst.T1),
+               u(a=USrc.T0, b=USrc.T0, alu=UAlu.ADD, dst=UDst.T0),
+               u(a=USrc.T0, b=USrc.T1, alu=UAlu.ADD, dst=UDst.RD, **end)],
     }
     await _load_routines(h, routines)
     mask = 0xFFFFFFFF
@@ -678,9 +699,18 @@ async def test_late_writes(dut):
         sim.w(f["rd"], (sim.r(f["rs1"]) + 1) & mask)
         sim.w(f["rd"], (sim.r(f["rs3"]) + sim.r((f["rs2"] + 1) & 63)) & mask)
 
+    def ref_semrd2(sim, f):
+        sim.w(f["rd"], 2 * sim.sems[f["imm"] & 15] & mask)
+
+    def ref_slt(sim, f):
+        def s32(v):
+            return v - (1 << 32) if v >> 31 else v
+        a, b = s32(sim.r(f["rs1"])), s32(sim.r(f["rs2"]))
+        sim.w(f["rd"], 2 * int(a < b) + int(b < a))
+
     ext = {0xF4: ref_stride, 0xF5: ref_base, 0xF6: ref_loop, 0xF7: ref_sem, 0xF9: ref_agreg,
            0xFA: ref_agreg_rd, 0xFB: ref_agreg_rd, 0xFC: ref_sub_fwd, 0xFD: ref_fwd_rs,
-           0xFE: ref_fwd_rs3}
+           0xFE: ref_fwd_rs3, 0xF8: ref_semrd2, 0xF3: ref_semrd2, 0xF1: ref_semrd2, 0xF2: ref_slt}
     prologue = assemble("li r1, 7\nli r2, 0x1234\nli r3, 40\nli r4, 5\nli r12, 100\n"
                         "li r13, 200\nli r16, 100\nli r17, 200\nli r18, 300\n"
                         "li r19, 400")[:10]
@@ -699,7 +729,15 @@ async def test_late_writes(dut):
            isa.encode(0xFD, rd=16, rs1=16, rs2=1),
            isa.encode(0xFD, rd=17, rs1=1, rs2=17),
            isa.encode(0xFE, rd=18, rs1=1, rs2=0, rs3=18),
-           isa.encode(0xFE, rd=19, rs1=1, rs2=18, rs3=2)]
+           isa.encode(0xFE, rd=19, rs1=1, rs2=18, rs3=2),
+           isa.encode(0xF8, rd=22, rs1=2, imm=9),
+           isa.encode(0xF3, rd=23, rs1=2, imm=9),
+           isa.encode(0xF1, rd=28, rs1=2, imm=3),
+           isa.encode(0xF2, rd=24, rs1=20, rs2=21),
+           isa.encode(0xF2, rd=25, rs1=21, rs2=20),
+           isa.encode(0xF2, rd=26, rs1=1, rs2=21),
+           isa.encode(0xF2, rd=27, rs1=21, rs2=1)]
+    prologue += assemble("li r20, 0x7FFFFFFF\nli r21, 0x80000000")
     hw, _ = await _check(h, prologue + run + assemble("halt"), "late writes", ext)
     assert hw["err_status"] == 0
     # (r3 = 0x1234 by the first AG_SET routine, r4 = 5 + 6 by the first loop, before the
@@ -720,6 +758,13 @@ async def test_late_writes(dut):
     # (a stale read gives 307 and 0x1234 + 400)
     assert hw["regs"][18:20] == [8 + 7, 0x1234 + 8], \
         f"late writes: RS3 / RS2P1 forwarded as rd {hw['regs'][18:20]}"
+    # (sem 9 is r4 = 11, set by the last 0xF7 run; an ALU result leaking into SEMRD's
+    # value gives 2 * (0x1234 + 5 | 11) or 2 * (0x1234 | 0x50 | 11); r28 reads sem 3, 0,
+    # beside an SLTU whose result is 1)
+    assert hw["regs"][22:24] == [22, 22] and hw["regs"][28] == 0, \
+        f"late writes: SEMRD read back {hw['regs'][22:24]}, {hw['regs'][28]}"
+    # (0x7FFFFFFF <s 0x80000000 is false: the sign of the wrapped difference says true)
+    assert hw["regs"][24:28] == [1, 2, 1, 2], f"late writes: SLT {hw['regs'][24:28]}"
     # A register written by the halting micro-instruction, read on the debug port in the
     # first cycle of DONE, while its write is still in W (the debug read port's bypass).
     halt_base = microcode.fused_matmul_act()[1] + 16

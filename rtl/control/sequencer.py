@@ -525,26 +525,31 @@ class Sequencer(wiring.Component):
             m.d.comb += eq.eq(Cat(src_eq_rd[3], Const(1, 1), src_eq_rd[0], src_eq_rd[1],
                                   src_eq_rd[2], Const(0, 3)).bit_select(sel[:3], 1))
 
-        def operand(sel, port, idx_q, agr_q, val):
+        def operand(sel, port, idx_q, agr_q, reg_q, val):
             # W's pending write of the operand's register instead of the file's stale word:
             # ``w_rf_addr == idx`` with the index's two registered sources compared at once
             # (``idx_q``, and ``ag_idx_r`` for an AGREG operand).
+            # The register file's word (late: the read address fans out to the LUT-RAMs)
+            # enters the last multiplexer, under ``reg_q`` (``sel`` is a register source,
+            # registered with R's micro-word); the other sources are chosen before it
+            # (``a_idx_q`` -> read -> 8-way select -> ``a_q`` was 11.77 ns routed, core2
+            # ec3bac6 seed 1).
             w_hit = w_rf_en & Mux(agr_q, w_rf_addr == ag_idx_r, w_rf_addr == idx_q)
+            other = Signal(32, name=f"{val.name}_other")
             with m.Switch(sel):
-                with m.Case(*_REG_SRCS):
-                    m.d.comb += val.eq(Mux(w_hit, w_rf_data, port.data))
                 with m.Case(USrc.IMM):
-                    m.d.comb += val.eq(imm)
+                    m.d.comb += other.eq(imm)
                 with m.Case(USrc.CONST):
-                    m.d.comb += val.eq(const_r)
+                    m.d.comb += other.eq(const_r)
                 with m.Case(USrc.T0):
-                    m.d.comb += val.eq(t0)
+                    m.d.comb += other.eq(t0)
                 with m.Case(USrc.T1):
-                    m.d.comb += val.eq(t1)
+                    m.d.comb += other.eq(t1)
                 with m.Case(USrc.AGSTRIDE):
-                    m.d.comb += val.eq(ag_stride_now[k_r])
+                    m.d.comb += other.eq(ag_stride_now[k_r])
                 with m.Case(USrc.AGBASE):
-                    m.d.comb += val.eq(ag_base_now[k_r])
+                    m.d.comb += other.eq(ag_base_now[k_r])
+            m.d.comb += val.eq(Mux(reg_q, Mux(w_hit, w_rf_data, port.data), other))
 
         def ag_same(i, j):      # ``ag_reg[i] == ag_reg[j]``
             return Const(1) if i == j else ag_pair_eq[min(i, j), max(i, j)]
@@ -613,6 +618,7 @@ class Sequencer(wiring.Component):
         # in X. Loaded with ``a_idx_q`` below.
         ag_idx_r = Signal(6)
         a_agr_q, b_agr_q = Signal(), Signal()
+        a_reg_q, b_reg_q = Signal(), Signal()    # R's operand is a register source
         ag_set_x = Signal(isa.NUM_AG)            # X's AG_SET writes ``ag_reg[j]`` (when it goes)
         m.d.comb += ag_set_x.eq(Mux(xv & xd["ag_set"], Const(1, isa.NUM_AG) << imm[:2], 0))
         ag_eff = Array(Signal(6, name=f"ag{j}_eff") for j in range(isa.NUM_AG))
@@ -620,8 +626,8 @@ class Sequencer(wiring.Component):
         m.d.comb += [a_idx.eq(Mux(a_agr_q, ag_idx_r, a_idx_q)),
                      b_idx.eq(Mux(b_agr_q, ag_idx_r, b_idx_q))]
         m.d.comb += [rf_a.addr.eq(a_idx), rf_b.addr.eq(b_idx)]
-        operand(a_sel_r, rf_a, a_idx_q, a_agr_q, a_rd)
-        operand(b_sel_r, rf_b, b_idx_q, b_agr_q, b_rd)
+        operand(a_sel_r, rf_a, a_idx_q, a_agr_q, a_reg_q, a_rd)
+        operand(b_sel_r, rf_b, b_idx_q, b_agr_q, b_reg_q, b_rd)
         forwarded(a_sel_r, a_idx_q, a_rd_eq_q, a_hit)
         forwarded(b_sel_r, b_idx_q, b_rd_eq_q, b_hit)
         m.d.comb += [a.eq(Mux(a_fw, x_prev, a_q)), b.eq(Mux(b_fw, x_prev, b_q))]
@@ -644,7 +650,6 @@ class Sequencer(wiring.Component):
         sum_c = Signal(34)
         m.d.comb += sum_c.eq(Cat(Const(1, 1), a) + Cat(neg, b_n))
         diff, carry = sum_c[1:33], sum_c[33]
-        lt_s = Mux(a[31] ^ b[31], a[31], diff[31])      # a < b signed
         # The shifters: three levels of 4:1 multiplexers each (``_log_shift``).
         sra_fill = Signal()
         m.d.comb += sra_fill.eq(xd["alu_sra"] & a[31])
@@ -658,11 +663,28 @@ class Sequencer(wiring.Component):
         def sel(flag, value):
             return Mux(flag, value, 0)
 
-        m.d.comb += res.eq(
-            sel(xd["alu_arith"], diff) |
-            logic |
-            sel(xd["alu_shl"], lsh) | sel(xd["alu_rsh"], rsh) |
-            (xd["alu_slt"] & lt_s | xd["alu_sltu"] & ~carry))
+        # The result in two parts: the terms that do not wait for the carry chain (the logic
+        # ops, the shifters, SLT's sign-decided case), and after the chain one OR per bit
+        # with them (two levels for bit 0). ``keep`` holds the boundary for synthesis, which
+        # otherwise put four to five LUT levels between the chain and ``x_prev`` (11.65 ns
+        # routed, core2 ec3bac6 seed 1). ``alu_out(flag)`` is ``Mux(flag, sem_cur, res)``
+        # written the same way (the forwarded value and the register file's write).
+        ab_sign = a[31] ^ b[31]
+        res_early = Signal(32)
+        m.d.comb += res_early.eq(logic | sel(xd["alu_shl"], lsh) | sel(xd["alu_rsh"], rsh) |
+                                 (xd["alu_slt"] & ab_sign & a[31]))
+
+        def alu_out(name, flag=None):
+            early = Signal(32, name=f"{name}_early", attrs={"keep": 1})
+            out = Signal(32, name=name)
+            g = ~flag if flag is not None else Const(1)
+            m.d.comb += early.eq(res_early if flag is None else Mux(flag, sem_cur, res_early))
+            m.d.comb += out.eq(sel(xd["alu_arith"] & g, diff) | early |
+                               (xd["alu_slt"] & g & ~ab_sign & diff[31] |
+                                xd["alu_sltu"] & g & ~carry))
+            return out
+
+        m.d.comb += res.eq(alu_out("alu_res"))
 
         loop_more = Signal()
         # A BRANCH on Z/NZ decides on ``res == 0`` registered: the ALU's carry chain is not in
@@ -703,7 +725,7 @@ class Sequencer(wiring.Component):
         # so a stalled micro-instruction rewrites the same value (see the effects below).
         rec, rec_raw, wr, rec_terms, rec_w = {}, {}, {}, {}, {}
         outq, semq = {}, {}
-        can_emit = Array(Signal(name=f"can_emit{e}") for e in range(4))
+        can_emit = Array(Signal(name=f"can_emit{e}", init=1) for e in range(4))
         qflags = {}     # the queues' registered flags by engine
         outstanding = Signal(3)   # one bit per engine: a record issued and not completed
         for e in _ENGINES:
@@ -725,18 +747,22 @@ class Sequencer(wiring.Component):
                          q.r_en.eq(port.ready), q.w_data.eq(Cat(*rec[e]))]
             # The queues' full and empty flags registered from their next levels
             # (lookahead), so that the stall cone starts from flip-flops, not level compares.
+            # ``can_emit`` is one flip-flop (neither queue full next cycle), not an AND of the
+            # two full flags behind it: one level less in front of the stall (``dma_q_full``
+            # -> stall -> the control store's address was 12.03 ns, core2 ec3bac6 seed 3).
             flags = {}
+            full_next = []
             for f, n in ((q, "q_full"), (sq, "sq_full"), (sq, "sq_empty")):
-                flag = flags[n] = Signal(name=f"{_NAMES[e]}_{n}", init=int(n == "sq_empty"))
                 rd_, wr_ = f.r_en & f.r_rdy, f.w_en & f.w_rdy
                 if n.endswith("full"):
-                    m.d.sync += flag.eq(~rd_ & ((f.level == f.depth) |
-                                                (f.level == f.depth - 1) & wr_))
+                    full_next.append(~rd_ & ((f.level == f.depth) |
+                                             (f.level == f.depth - 1) & wr_))
                 else:
+                    flag = flags[n] = Signal(name=f"{_NAMES[e]}_{n}", init=1)
                     m.d.sync += flag.eq(~wr_ & ((f.level == 0) | (f.level == 1) & rd_))
             qflags[e] = flags
-            m.d.comb += [can_emit[e].eq(~flags["q_full"] & ~flags["sq_full"]),
-                         outstanding[e].eq(~flags["sq_empty"])]
+            m.d.sync += can_emit[e].eq(~full_next[0] & ~full_next[1])
+            m.d.comb += outstanding[e].eq(~flags["sq_empty"])
             offs = isa.field_offsets(lay)
             rec_sem = Cat(*rec[e])[offs["sem"][0]:offs["sem"][0] + 4]
             m.d.comb += sq.w_data.eq(Mux(Cat(*rec[e])[offs["sem_en"][0]],
@@ -774,9 +800,14 @@ class Sequencer(wiring.Component):
         is_wait, wait_short, wait_go = Signal(), Signal(), Signal()
         wait_seen, wait_armed, wait_ok, wait_dead = Signal(), Signal(), Signal(), Signal()
         wait_val = Signal(16)
+        # The compare is made against every semaphore and the instruction's one is picked
+        # after it by the registered one-hot ``sem_sel``: ``ir`` -> the 16:1 semaphore
+        # multiplexer -> the compare's carry chain was 11.93 ns routed (core2 ec3bac6 seed 1).
+        sem_short = Signal(isa.NUM_SEMS)
+        m.d.comb += [sem_short[i].eq(sem_now[i] < wait_val) for i in range(isa.NUM_SEMS)]
         m.d.comb += [
             is_wait.eq(xd["wait"]),
-            wait_short.eq(sem_cur < wait_val),
+            wait_short.eq((sem_short & sem_sel).any()),
             wait_go.eq(wait_armed & wait_ok),
             wait_stall.eq(x_live & is_wait & wait_armed & ~wait_ok),
         ]
@@ -900,7 +931,7 @@ class Sequencer(wiring.Component):
             *[xd["wk_" + n] & trap_when[b, n] for b, n in _TRAP_TERMS]).any())
         m.d.comb += [
             wr_addr.eq(Mux(xd["dst_agreg"], ag_reg[k], rd)),
-            wr_data.eq(Mux(xd["wr_sem"], sem_cur, res)),
+            wr_data.eq(alu_out("alu_wr", xd["wr_sem"])),
             # (per generator, under one-hot selects decoded a stage early)
             wr_en.eq(xd["wr_rd"] & rd_nz |
                      Cat(*[xd[f"dst_agreg_k{j}"] & ag_hit_ok[j]
@@ -915,7 +946,7 @@ class Sequencer(wiring.Component):
                          rf_w.en.eq(w_rf_en)]
         m.d.comb += self.slot_data.eq(res)
         # The value X forwards: its register-file write, or its T0/T1 write (``res``).
-        m.d.comb += x_fwd.eq(Mux(xd["fwd_sem"], sem_cur, res))
+        m.d.comb += x_fwd.eq(alu_out("alu_fwd", xd["fwd_sem"]))
 
         # ``ls_more``/``rem_more`` of a stepped count (``rem_top - 1 > 1``, that is
         # ``rem_top`` neither 1 nor 2; 0 wraps to 2**32 - 1); a pushed count's are
@@ -978,6 +1009,8 @@ class Sequencer(wiring.Component):
                          a_rd_eq_q.eq(a_rd_eq_f), b_rd_eq_q.eq(b_rd_eq_f)]
             m.d.sync += [a_agr_q.eq(field(uword_f, "a") == USrc.AGREG),
                          b_agr_q.eq(field(uword_f, "b") == USrc.AGREG)]
+            m.d.sync += [a_reg_q.eq(Cat(*[field(uword_f, "a") == s_ for s_ in _REG_SRCS]).any()),
+                         b_reg_q.eq(Cat(*[field(uword_f, "b") == s_ for s_ in _REG_SRCS]).any())]
             m.d.sync += [uword_r.eq(uword_f), upc_r.eq(upc_f), rv.eq(1)]
         with m.Elif(x_take | (go & redirect)):
             m.d.sync += rv.eq(0)

@@ -679,12 +679,19 @@ class NeuronCore(wiring.Component):
         combinational translation would drive some command bits with constants only, which
         Icarus never evaluates (``always @*`` without sensitivities stays X).
         """
-        r = seq.vector.payload
+        # The record is popped from the sequencer's queue as it is translated, ACC_RD's too:
+        # its second command is translated from a copy (``held``) while ``second`` is set.
+        # ``ready`` is then a function of flip-flops and ``valid`` alone, not of the record's
+        # opcode (the queue's LUT-RAM read -> opcode compare -> ``ready`` -> the queue's read
+        # address and level was 11.5 ns routed, core2 ec3bac6 seed 1).
+        second = Signal(name="vec_acc_rd_second")
+        held = Signal.like(seq.vector.payload, name="vec_rec_held")
+        r = data.View(seq.vector.payload.shape(),
+                      Mux(second, held.as_value(), seq.vector.payload.as_value()))
         buf = Signal(vctrl.cmd.payload.shape(), name="vec_cmd")
         buf_valid = Signal(name="vec_cmd_valid")
         c = buf
         e = data.View(cmd_layout, c.op)
-        second = Signal()
         op = r.op
         # Invalid records never get here (``_record_check`` traps them at EMIT).
         acc_rd = op == isa.VecOp.ACC_RD
@@ -692,13 +699,13 @@ class NeuronCore(wiring.Component):
         m.d.comb += [
             vctrl.cmd.valid.eq(buf_valid),
             vctrl.cmd.payload.eq(buf),
-            take.eq(seq.vector.valid & ~buf_valid),
-            seq.vector.ready.eq(take & (~acc_rd | second)),
+            take.eq((seq.vector.valid | second) & ~buf_valid),
+            seq.vector.ready.eq(~second & ~buf_valid),
         ]
         with m.If(vctrl.cmd.valid & vctrl.cmd.ready):
             m.d.sync += buf_valid.eq(0)
         with m.If(take):
-            m.d.sync += buf_valid.eq(1)
+            m.d.sync += [buf_valid.eq(1), held.eq(r)]
             with m.If(acc_rd):
                 m.d.sync += second.eq(~second)
             m.d.sync += [
