@@ -597,7 +597,11 @@ class Sequencer(wiring.Component):
         x_prev = Signal(32)                      # the previous X's written value (registered)
         b_qn, x_prev_n = Signal(32), Signal(32)  # ``b_q``, ``x_prev`` XOR X's ``alu_neg``
         a, b = Signal(32), Signal(32)            # X's operands
-        a_idx_f, b_idx_f = Signal(6), Signal(6)
+        # (F's indices kept for synthesis: the 8-way multiplexer from the control store's
+        # output, then one level for R's hold; shared with other decodes of the block RAM's
+        # output it was five LUT levels, ``DOB`` -> ``b_idx_q`` 12.21 ns routed, core2
+        # ce3f847 seed 3)
+        a_idx_f, b_idx_f = Signal(6, attrs={"keep": 1}), Signal(6, attrs={"keep": 1})
         a_idx_q, b_idx_q = Signal(6), Signal(6)
         a_rd_eq_q, b_rd_eq_q = Signal(), Signal()      # ``*_idx_q == rd``
         a_rd_eq_f, b_rd_eq_f = Signal(), Signal()
@@ -883,7 +887,7 @@ class Sequencer(wiring.Component):
         # the same without the error check, for an EMIT's clear of the written-slot bits: a
         # trapping micro-instruction's clear is never seen, since the sequencer stops and
         # START clears them.
-        adv, go, adv_pre = Signal(), Signal(), Signal()
+        adv, go, adv_pre = Signal(), Signal(attrs={"keep": 1}), Signal()
         m.d.comb += [go.eq(x_live & ~stall), adv_pre.eq(go & ~exec_other),
                      adv.eq(adv_pre & ~exec_err[eb.ILLEGAL_FIELD])]
         m.d.sync += zb_seen.eq(x_live & is_zbranch & ~adv)
@@ -993,16 +997,29 @@ class Sequencer(wiring.Component):
         ]
         # The next micro-address: X's redirect target, else F's successor when R takes F's word
         # (``r_take`` without its redirect term, ``r_take_nr``: the same when there is no
-        # redirect), else MAP's entry, else F's address again. The redirect (X's zero test
-        # and branch terms) and ``go`` choose last, and F's successor (from the block RAM's
-        # output) enters the multiplexer before (``res_zero_h`` -> redirect -> ``r_take`` ->
-        # the control store's address was 11.4-11.6 ns routed, core2 473aaa6).
+        # redirect), else MAP's entry, else F's address again. ``go`` chooses last, the
+        # redirect (X's zero test and branch terms) one level before, and F's successor (from
+        # the block RAM's output) enters the multiplexer before them (``res_zero_h`` ->
+        # redirect -> ``r_take`` -> the control store's address was 11.4-11.6 ns routed,
+        # core2 473aaa6).
         r_take_nr = Signal()
         m.d.comb += r_take_nr.eq(in_exec & (~rv | ~xv | go & ~x_holds_r))
         other_addr = Signal(isa.UADDR_BITS)
         m.d.comb += other_addr.eq(Mux(state == _S_MAP, mr.data[:isa.UADDR_BITS], upc_f))
-        m.d.comb += ur.addr.eq(Mux(go & redirect, x_target,
-                                   Mux(r_take_nr, f_next, other_addr)))
+        # The address for each outcome of ``go`` (``addr_go``, ``addr_hold``), and ``go``
+        # choosing between them last: ``go`` (the stall's sum of products) is one level in
+        # front of the control store's address pins. Both candidates and ``go`` are kept for
+        # synthesis, which otherwise folded ``go`` into ``r_take_nr`` and the redirect term
+        # (``dma_q_full`` -> stall -> ... -> the address pin, nine LUT levels and 12.03 ns
+        # routed, core2 ec3bac6 seed 3).
+        addr_go = Signal(isa.UADDR_BITS, attrs={"keep": 1})
+        addr_hold = Signal(isa.UADDR_BITS, attrs={"keep": 1})
+        m.d.comb += [
+            addr_go.eq(Mux(redirect, x_target,
+                           Mux(in_exec & (~rv | ~xv | ~x_holds_r), f_next, other_addr))),
+            addr_hold.eq(Mux(in_exec & (~rv | ~xv), f_next, other_addr)),
+            ur.addr.eq(Mux(go, addr_go, addr_hold)),
+        ]
         m.d.sync += upc_f.eq(ur.addr)
         with m.If(r_take):
             m.d.sync += [a_idx_q.eq(a_idx_f), b_idx_q.eq(b_idx_f),

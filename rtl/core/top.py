@@ -679,19 +679,20 @@ class NeuronCore(wiring.Component):
         combinational translation would drive some command bits with constants only, which
         Icarus never evaluates (``always @*`` without sensitivities stays X).
         """
-        # The record is popped from the sequencer's queue as it is translated, ACC_RD's too:
-        # its second command is translated from a copy (``held``) while ``second`` is set.
-        # ``ready`` is then a function of flip-flops and ``valid`` alone, not of the record's
-        # opcode (the queue's LUT-RAM read -> opcode compare -> ``ready`` -> the queue's read
-        # address and level was 11.5 ns routed, core2 ec3bac6 seed 1).
-        second = Signal(name="vec_acc_rd_second")
-        held = Signal.like(seq.vector.payload, name="vec_rec_held")
-        r = data.View(seq.vector.payload.shape(),
-                      Mux(second, held.as_value(), seq.vector.payload.as_value()))
+        # The record is registered out of the sequencer's queue (``vec_rec``) and translated
+        # from the register: the queue's LUT-RAM read reaches one register, not the
+        # translation and the controller's command and completion registers (the queue's
+        # read address -> LUT-RAM -> opcode -> translation -> ``cpl_q`` was 12.9 ns routed,
+        # core2 ce3f847 seed 1), and ``ready`` is a flip-flop. One cycle more from EMIT to
+        # the controller; a command still issues every other cycle at most (``buf``).
+        rec = Signal.like(seq.vector.payload, name="vec_rec")
+        rec_valid = Signal(name="vec_rec_valid")
+        r = rec
         buf = Signal(vctrl.cmd.payload.shape(), name="vec_cmd")
         buf_valid = Signal(name="vec_cmd_valid")
         c = buf
         e = data.View(cmd_layout, c.op)
+        second = Signal()
         op = r.op
         # Invalid records never get here (``_record_check`` traps them at EMIT).
         acc_rd = op == isa.VecOp.ACC_RD
@@ -699,13 +700,17 @@ class NeuronCore(wiring.Component):
         m.d.comb += [
             vctrl.cmd.valid.eq(buf_valid),
             vctrl.cmd.payload.eq(buf),
-            take.eq((seq.vector.valid | second) & ~buf_valid),
-            seq.vector.ready.eq(~second & ~buf_valid),
+            take.eq(rec_valid & ~buf_valid),
+            seq.vector.ready.eq(~rec_valid),
         ]
+        with m.If(seq.vector.valid & seq.vector.ready):
+            m.d.sync += [rec.eq(seq.vector.payload), rec_valid.eq(1)]
+        with m.If(take & (~acc_rd | second)):
+            m.d.sync += rec_valid.eq(0)
         with m.If(vctrl.cmd.valid & vctrl.cmd.ready):
             m.d.sync += buf_valid.eq(0)
         with m.If(take):
-            m.d.sync += [buf_valid.eq(1), held.eq(r)]
+            m.d.sync += buf_valid.eq(1)
             with m.If(acc_rd):
                 m.d.sync += second.eq(~second)
             m.d.sync += [
