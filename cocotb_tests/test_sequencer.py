@@ -168,10 +168,11 @@ class Harness:
                     f"{ {e.name: len(self.due[e]) for e in Engine} }; records accepted "
                     f"{ {e.name: len(self.log[e]) for e in Engine} }")
         self.done_cycle = self.cycle
-        # The error outputs as they are in the first cycle of DONE (``compare`` checks them
-        # against the debug port's, read later).
+        # The error outputs and the retired count as they are in the first cycle of DONE
+        # (``compare`` checks them against the debug port's, read later).
         self.err_at_done = {"err_status": d.err_status.value.to_unsigned(),
-                            "err_pc": d.err_pc.value.to_unsigned()}
+                            "err_pc": d.err_pc.value.to_unsigned(),
+                            "retired": await self.dbg(DBG["retired"])}
         # A trap stops the sequencer with records still in its queues (HALT drains them first,
         # by its BARRIER): the engines still take and complete them, as the core waits for
         # them before DONE. Wait for both, so that no completion is lost to the next program.
@@ -516,7 +517,9 @@ async def test_micro_word_combinations(dut):
     that holds or traps them (run-time microcode): the sequencer decides their ``adv`` from
     flags decoded for them alone (``seminc_*``/``semset_*``, ``wk_*``). A BRANCH on Z/NZ holds
     one cycle and then takes effect once; a CALL past the micro-stack, a RET at its bottom, a
-    TRAP and a LOOP_POP at depth 0 trap and leave the semaphore and the register unchanged."""
+    TRAP and a LOOP_POP at depth 0 trap and leave the semaphore and the register unchanged.
+    EMIT the same way (``emit_*``): one record per micro-instruction that goes, none from one
+    that traps."""
     h, _ = await _setup(dut, 7)
     u = microcode.u
     end = microcode.END
@@ -538,8 +541,25 @@ async def test_micro_word_combinations(dut):
         0xF8: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.SEMINC, seq=USeq.RET)],
         0xF9: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.SEMINC, seq=USeq.TRAP)],
         0xFA: [u(a=USrc.RS1, dst=UDst.RD, special=USpecial.LOOP_POP, **end)],
+        # EMIT (an empty DMA record) with the same ``seq`` fields (``emit_*`` flags): once
+        # after a BRANCH on Z holds, once from a micro subroutine's RET, never from a RET at
+        # the stack's bottom, once per micro call until the stack overflows
+        0xFB: [u(a=USrc.RS1, special=USpecial.EMIT, eng=Engine.DMA, seq=USeq.BRANCH,
+                 cond=UCond.Z, target="cw_e_done"),
+               u(**end),
+               "cw_e_done:", u(**end)],
+        0xFC: [u(seq=USeq.CALL, target="cw_f_sub"),
+               u(**end),
+               "cw_f_sub:", u(special=USpecial.EMIT, eng=Engine.DMA, seq=USeq.RET)],
+        0xFD: [u(special=USpecial.EMIT, eng=Engine.DMA, seq=USeq.RET)],
+        0xFE: ["cw_g:", u(special=USpecial.EMIT, eng=Engine.DMA, seq=USeq.CALL,
+                          target="cw_g")],
     }
     await _load_routines(h, routines)
+
+    def emit_dma(sim, f, n=1):
+        for _ in range(n):
+            sim.issue(Engine.DMA, {})
 
     def sem_add(sim, f, n):
         s = f["imm"] & 15
@@ -565,12 +585,22 @@ async def test_micro_word_combinations(dut):
            0xF7: lambda sim, f: sim._trap(ErrorBit.UCALL_UNDERFLOW),
            0xF8: lambda sim, f: sim._trap(ErrorBit.UCALL_UNDERFLOW),
            0xF9: lambda sim, f: sim._trap(ErrorBit.MICRO_TRAP),
-           0xFA: lambda sim, f: sim._trap(ErrorBit.LOOP_UNDERFLOW)}
+           0xFA: lambda sim, f: sim._trap(ErrorBit.LOOP_UNDERFLOW),
+           0xFB: emit_dma, 0xFC: emit_dma,
+           0xFD: lambda sim, f: sim._trap(ErrorBit.UCALL_UNDERFLOW),
+           0xFE: lambda sim, f: (emit_dma(sim, f, isa.UCALL_DEPTH),
+                                 sim._trap(ErrorBit.UCALL_OVERFLOW))}
     prologue = assemble("li r1, 7\nli r2, 0\nli r3, 40\nsemset 5, 3\nsemset 6, 9")[:5]
     runs = [[isa.encode(0xF4, rd=3, rs1=1, imm=5), isa.encode(0xF4, rd=4, rs1=2, imm=5),
              isa.encode(0xF5, rd=7, rs1=1, imm=6), isa.encode(0xF5, rd=8, rs1=2, imm=5)]]
     runs += [[isa.encode(op, rd=3, rs1=1, imm=5)] for op in range(0xF6, 0xFB)]
+    runs += [[isa.encode(0xFB, rs1=1), isa.encode(0xFB, rs1=2), isa.encode(0xFC)]]
+    runs += [[isa.encode(op)] for op in (0xFD, 0xFE)]
     for i, run in enumerate(runs):
+        if run == [isa.encode(0xFE)]:
+            # (a DMA that always takes its record: the queue has room as the overflowing
+            # CALL traps, so an EMIT that pushed anyway would show)
+            h.ready_p[Engine.DMA] = 1.0
         hw, _ = await _check(h, prologue + run + assemble("halt"), f"combination {i}", ext)
         dut._log.info("combination %d: sems 5/6 = %d/%d, r3 = %d, errors %#x", i,
                       hw["sems"][5], hw["sems"][6], hw["regs"][3], hw["err_status"])

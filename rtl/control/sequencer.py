@@ -401,7 +401,7 @@ class Sequencer(wiring.Component):
             # SEMINC/SEMSET by the ``seq`` terms that can hold or trap them (a BRANCH on Z/NZ
             # holds, a RET or CALL may trap on the micro-stack, a TRAP traps): ``adv`` for
             # them is one sum of products of these and registered flags (``sem_inc``).
-            for n in ("seminc", "semset"):
+            for n in ("seminc", "semset", *("emit_" + _NAMES[e] for e in _ENGINES)):
                 d[n + "_plain"] = d[n] & ~d["zbranch"] & ~d["ret"] & ~d["call"] & ~d["trap"]
                 for c in ("zbranch", "ret", "call"):
                     d[f"{n}_{c}"] = d[n] & d[c]
@@ -672,20 +672,24 @@ class Sequencer(wiring.Component):
         # with them (two levels for bit 0). ``keep`` holds the boundary for synthesis, which
         # otherwise put four to five LUT levels between the chain and ``x_prev`` (11.65 ns
         # routed, core2 ec3bac6 seed 1). ``alu_out(flag)`` is ``Mux(flag, sem_cur, res)``
-        # written the same way (the forwarded value and the register file's write).
+        # written the same way (the forwarded value and the register file's write), and
+        # ``alu_out(flag, inv)`` the same XOR ``inv`` (``x_prev_n``): the ALU's op decode is
+        # one-hot, so the chain's terms and the early ones are never both set and the OR is
+        # an XOR, which takes ``inv`` into the early part.
         ab_sign = a[31] ^ b[31]
         res_early = Signal(32)
         m.d.comb += res_early.eq(logic | sel(xd["alu_shl"], lsh) | sel(xd["alu_rsh"], rsh) |
                                  (xd["alu_slt"] & ab_sign & a[31]))
 
-        def alu_out(name, flag=None):
+        def alu_out(name, flag=None, inv=None):
             early = Signal(32, name=f"{name}_early", attrs={"keep": 1})
             out = Signal(32, name=name)
             g = ~flag if flag is not None else Const(1)
-            m.d.comb += early.eq(res_early if flag is None else Mux(flag, sem_cur, res_early))
-            m.d.comb += out.eq(sel(xd["alu_arith"] & g, diff) | early |
-                               (xd["alu_slt"] & g & ~ab_sign & diff[31] |
-                                xd["alu_sltu"] & g & ~carry))
+            value = res_early if flag is None else Mux(flag, sem_cur, res_early)
+            m.d.comb += early.eq(value if inv is None else value ^ inv.replicate(32))
+            m.d.comb += out.eq((sel(xd["alu_arith"] & g, diff) |
+                                (xd["alu_slt"] & g & ~ab_sign & diff[31] |
+                                 xd["alu_sltu"] & g & ~carry)) ^ early)
             return out
 
         m.d.comb += res.eq(alu_out("alu_res"))
@@ -1004,8 +1008,12 @@ class Sequencer(wiring.Component):
         # core2 473aaa6).
         r_take_nr = Signal()
         m.d.comb += r_take_nr.eq(in_exec & (~rv | ~xv | go & ~x_holds_r))
-        other_addr = Signal(isa.UADDR_BITS)
-        m.d.comb += other_addr.eq(Mux(state == _S_MAP, mr.data[:isa.UADDR_BITS], upc_f))
+        # MAP's entry (the opcode map's block RAM output, 5.8 ns clock-to-out) enters last,
+        # beside ``go`` (X is empty in MAP, so ``go`` is low there): ``opmap`` -> the
+        # candidates -> the address was 12.9 ns routed, core2 00cbf51 seed 1.
+        other_addr = upc_f
+        in_map = Signal()
+        m.d.comb += in_map.eq(state == _S_MAP)
         # The address for each outcome of ``go`` (``addr_go``, ``addr_hold``), and ``go``
         # choosing between them last: ``go`` (the stall's sum of products) is one level in
         # front of the control store's address pins. Both candidates and ``go`` are kept for
@@ -1018,19 +1026,25 @@ class Sequencer(wiring.Component):
             addr_go.eq(Mux(redirect, x_target,
                            Mux(in_exec & (~rv | ~xv | ~x_holds_r), f_next, other_addr))),
             addr_hold.eq(Mux(in_exec & (~rv | ~xv), f_next, other_addr)),
-            ur.addr.eq(Mux(go, addr_go, addr_hold)),
+            ur.addr.eq(Mux(in_map, mr.data[:isa.UADDR_BITS], Mux(go, addr_go, addr_hold))),
         ]
         m.d.sync += upc_f.eq(ur.addr)
+        # R's registers load on ``r_take_nr`` too: a taken redirect empties R (``rv``), and
+        # the next ``r_take`` loads them again, so the redirect (``res_zero_h`` -> branch
+        # terms) is not in the clock enable of R's ~90 flip-flops (11.7 ns routed, core2
+        # ce3f847 seed 1). Only ``rv`` follows ``r_take``.
         with m.If(r_take):
+            m.d.sync += rv.eq(1)
+        with m.Elif(x_take | (go & redirect)):
+            m.d.sync += rv.eq(0)
+        with m.If(r_take_nr):
             m.d.sync += [a_idx_q.eq(a_idx_f), b_idx_q.eq(b_idx_f),
                          a_rd_eq_q.eq(a_rd_eq_f), b_rd_eq_q.eq(b_rd_eq_f)]
             m.d.sync += [a_agr_q.eq(field(uword_f, "a") == USrc.AGREG),
                          b_agr_q.eq(field(uword_f, "b") == USrc.AGREG)]
             m.d.sync += [a_reg_q.eq(Cat(*[field(uword_f, "a") == s_ for s_ in _REG_SRCS]).any()),
                          b_reg_q.eq(Cat(*[field(uword_f, "b") == s_ for s_ in _REG_SRCS]).any())]
-            m.d.sync += [uword_r.eq(uword_f), upc_r.eq(upc_f), rv.eq(1)]
-        with m.Elif(x_take | (go & redirect)):
-            m.d.sync += rv.eq(0)
+            m.d.sync += [uword_r.eq(uword_f), upc_r.eq(upc_f)]
         # ``ag_idx_r`` follows R's micro-word by ``r_take_nr`` (a taken redirect empties R,
         # and the next ``r_take`` loads it again), so the redirect (the zero test of X's
         # result, ``res_zero_h`` -> ``br_taken``) is not in front of it.
@@ -1046,7 +1060,8 @@ class Sequencer(wiring.Component):
             m.d.sync += [uword_x.eq(uword_r), upc_x.eq(upc_r), a_q.eq(a_rd), b_q.eq(b_rd),
                          a_fw.eq(a_hit), b_fw.eq(b_hit), x_prev.eq(x_fwd)]
             neg_r = r_dec["alu_neg"].replicate(32)
-            m.d.sync += [b_qn.eq(b_rd ^ neg_r), x_prev_n.eq(x_fwd ^ neg_r)]
+            m.d.sync += [b_qn.eq(b_rd ^ neg_r),
+                         x_prev_n.eq(alu_out("alu_fwd_n", xd["fwd_sem"], r_dec["alu_neg"]))]
             m.d.sync += [xd[n].eq(r_dec[n]) for n in xd]
         with m.If(x_take):
             m.d.sync += xv.eq(1)
@@ -1083,8 +1098,13 @@ class Sequencer(wiring.Component):
         for e in _ENGINES:
             illegal_e = getattr(self, _NAMES[e] + "_illegal", Const(0))
             push = Signal(name=f"push_{_NAMES[e]}")
-            m.d.comb += push.eq(xv & xd["emit_" + _NAMES[e]] & can_emit[e] &
-                                ~(is_zbranch & ~zb_seen) & ~seq_fault & ~illegal_e)
+            # (as a sum of products of flags decoded for an EMIT alone, like ``sem_inc``:
+            # RET -> ``seq_fault`` -> ``push`` -> the queue's level was 11.8 ns routed,
+            # core2 00cbf51 seed 3)
+            n = "emit_" + _NAMES[e]
+            m.d.comb += push.eq(xv & can_emit[e] & ~illegal_e &
+                                (xd[n + "_plain"] | xd[n + "_zbranch"] & zb_seen |
+                                 xd[n + "_ret"] & ~usp_zero | xd[n + "_call"] & ~usp_full))
             m.d.comb += [outq[e].w_en.eq(push), semq[e].w_en.eq(push)]
         # State that no debug read shows and START resets (or whose pointer START resets)
         # changes on ``go``; a trapping micro-instruction's change of it is never seen, since
@@ -1204,8 +1224,15 @@ class Sequencer(wiring.Component):
                     m.d.sync += blk_c.eq(blk_c + 1)
         with m.If(running):
             m.d.sync += cycles.eq(cycles + 1)
-        with m.If(adv & xd["end"]):
-            m.d.sync += retired.eq(retired + 1)
+        # A retirement is registered (``retire_q``) and counted a cycle later, so the
+        # error cone (the core's record check -> ``adv``) does not reach the 32-bit counter
+        # (11.9 ns routed, core2 00cbf51 seed 3); ``retired_now`` is the count with it, what
+        # the debug port reads.
+        retire_q = Signal()
+        retired_now = Signal(32)
+        m.d.sync += retire_q.eq(adv & xd["end"])
+        m.d.sync += retired.eq(retired_now)
+        m.d.comb += retired_now.eq(retired + retire_q)
 
         # ---- top-level state machine --------------------------------------------------------
         err_any = Signal()      # ``err_status != 0``, registered beside it
@@ -1232,7 +1259,8 @@ class Sequencer(wiring.Component):
                                  ltop.eq(-1), ctop.eq(-1), utop.eq(-1), usp_zero.eq(1),
                                  usp_full.eq(0), lsp_zero.eq(1), lsp_full.eq(0),
                                  csp_zero.eq(1), csp_full.eq(0),
-                                 retired.eq(0), cycles.eq(0), t0.eq(0), t1.eq(0), uctr.eq(0),
+                                 retired.eq(0), retire_q.eq(0), cycles.eq(0), t0.eq(0),
+                                 t1.eq(0), uctr.eq(0),
                                  uctr_nz.eq(0), uctr_fix.eq(0)]
                     m.d.sync += [s.eq(0) for s in sems]
                     m.d.sync += [ag_stride[i].eq(0) for i in range(isa.NUM_AG)]
@@ -1282,7 +1310,7 @@ class Sequencer(wiring.Component):
             rf_d.addr.eq(self.dbg_addr[:6]),
         ]
         dbg = {DBG["flags"]: Cat(flag_eq, flag_lt, flag_ltu), DBG["err_status"]: err_status,
-               DBG["err_pc"]: err_pc_now, DBG["pc"]: pc_now, DBG["retired"]: retired,
+               DBG["err_pc"]: err_pc_now, DBG["pc"]: pc_now, DBG["retired"]: retired_now,
                DBG["cycles"]: cycles, DBG["loop_depth"]: lsp, DBG["call_depth"]: csp,
                DBG["status"]: Cat(self.busy, self.done, self.error)}
         for i in range(isa.NUM_SEMS):
