@@ -683,6 +683,12 @@ async def test_late_writes(dut):
                u(a=USrc.RD, b=USrc.RD, alu=UAlu.ADD, dst=UDst.RD, **end)],
         0xF1: [u(a=USrc.ZERO, b=USrc.RS1, alu=UAlu.SLTU, special=USpecial.SEMRD),
                u(a=USrc.RD, b=USrc.RD, alu=UAlu.ADD, dst=UDst.RD, **end)],
+        # rd = (rs1 + rs2 != 0) by a BRANCH on Z of the sum: sums whose halves carry into
+        # each other (0x8000 + 0x8000 = 0x10000, 0x80000000 + 0x80000000 = 0)
+        0xF0: [u(a=USrc.RS1, b=USrc.RS2, alu=UAlu.ADD, dst=UDst.T0, seq=USeq.BRANCH,
+                 cond=UCond.Z, target="zt_zero"),
+               u(a=USrc.CONST, const=1, alu=UAlu.PASSA, dst=UDst.RD, **end),
+               "zt_zero:", u(a=USrc.ZERO, alu=UAlu.PASSA, dst=UDst.RD, **end)],
         # t0 = rs1 <s rs2; rd = t0 + t0 + (rs2 <s rs1): signed compares whose difference
         # overflows (the sign of a - b is not the answer)
         0xF2: [u(a=USrc.RS1, b=USrc.RS2, alu=UAlu.SLT, dst=UDst.T0),
@@ -738,7 +744,11 @@ async def test_late_writes(dut):
         a, b = s32(sim.r(f["rs1"])), s32(sim.r(f["rs2"]))
         sim.w(f["rd"], 2 * int(a < b) + int(b < a))
 
-    ext = {0xF4: ref_stride, 0xF5: ref_base, 0xF6: ref_loop, 0xF7: ref_sem, 0xF9: ref_agreg,
+    def ref_zt(sim, f):
+        sim.w(f["rd"], int((sim.r(f["rs1"]) + sim.r(f["rs2"])) & mask != 0))
+
+    ext = {0xF0: ref_zt, 0xF4: ref_stride, 0xF5: ref_base, 0xF6: ref_loop, 0xF7: ref_sem,
+           0xF9: ref_agreg,
            0xFA: ref_agreg_rd, 0xFB: ref_agreg_rd, 0xFC: ref_sub_fwd, 0xFD: ref_fwd_rs,
            0xFE: ref_fwd_rs3, 0xF8: ref_semrd2, 0xF3: ref_semrd2, 0xF1: ref_semrd2, 0xF2: ref_slt}
     prologue = assemble("li r1, 7\nli r2, 0x1234\nli r3, 40\nli r4, 5\nli r12, 100\n"
@@ -766,8 +776,13 @@ async def test_late_writes(dut):
            isa.encode(0xF2, rd=24, rs1=20, rs2=21),
            isa.encode(0xF2, rd=25, rs1=21, rs2=20),
            isa.encode(0xF2, rd=26, rs1=1, rs2=21),
-           isa.encode(0xF2, rd=27, rs1=21, rs2=1)]
-    prologue += assemble("li r20, 0x7FFFFFFF\nli r21, 0x80000000")
+           isa.encode(0xF2, rd=27, rs1=21, rs2=1),
+           isa.encode(0xF0, rd=40, rs1=42, rs2=42),
+           isa.encode(0xF0, rd=41, rs1=21, rs2=21),
+           isa.encode(0xF0, rd=43, rs1=42, rs2=44),
+           isa.encode(0xF0, rd=45, rs1=42, rs2=46)]
+    prologue += assemble("li r20, 0x7FFFFFFF\nli r21, 0x80000000\nli r42, 0x8000\n"
+                         "li r44, 0xFFFF8000\nli r46, 0xFFFF0000")
     hw, _ = await _check(h, prologue + run + assemble("halt"), "late writes", ext)
     assert hw["err_status"] == 0
     # (r3 = 0x1234 by the first AG_SET routine, r4 = 5 + 6 by the first loop, before the
@@ -795,6 +810,9 @@ async def test_late_writes(dut):
         f"late writes: SEMRD read back {hw['regs'][22:24]}, {hw['regs'][28]}"
     # (0x7FFFFFFF <s 0x80000000 is false: the sign of the wrapped difference says true)
     assert hw["regs"][24:28] == [1, 2, 1, 2], f"late writes: SLT {hw['regs'][24:28]}"
+    # (0x10000, 0, 0, 0xFFFF8000: the zero test of a sum whose halves carry)
+    assert [hw["regs"][i] for i in (40, 41, 43, 45)] == [1, 0, 0, 1], \
+        f"late writes: zero tests {[hw['regs'][i] for i in (40, 41, 43, 45)]}"
     # A register written by the halting micro-instruction, read on the debug port in the
     # first cycle of DONE, while its write is still in W (the debug read port's bypass).
     halt_base = microcode.fused_matmul_act()[1] + 16
