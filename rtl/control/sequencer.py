@@ -701,23 +701,9 @@ class Sequencer(wiring.Component):
         res_zero = Signal()
         # The wide zero test split across the register: bit 0, bits 1..15, bits 16..31 (the
         # last two also give a pushed loop count's ``more`` flags in W, below).
-        # For ADD/SUB the halves' tests do not wait for the carry chain: ``a + b_n + neg`` is
-        # zero in bits lo..hi exactly when the carry into bit lo equals ``p[lo]`` and each
-        # higher bit's ``p[i] = a[i] ^ b_n[i]`` equals ``a[i-1] | b_n[i-1]`` (every bit
-        # then carries out and sums to 0). The carry into bit 1 is ``a[0] & b_n[0] | p[0] &
-        # neg``; into bit 16, ``diff[16] ^ p[16]`` (half the chain). Other ops' bits 1..31
-        # are the early terms (``res_early``). ``x_prev`` -> ALU -> ``res_zero_h`` through
-        # the whole chain and the result was 11.75-11.84 ns routed (core2 68bfe14).
         res_zero_h = Signal(3)
-        p_ab, k_ab = Signal(32), Signal(32)
-        m.d.comb += [p_ab.eq(a ^ b_n), k_ab.eq(a | b_n)]
-        c1 = a[0] & b_n[0] | p_ab[0] & neg
-        z_lo = ~(p_ab[1] ^ c1) & ~(p_ab[2:16] ^ k_ab[1:15]).any()
-        z_hi = ~diff[16] & ~(p_ab[17:32] ^ k_ab[16:31]).any()
-        arith = xd["alu_arith"]
-        m.d.sync += [res_zero_h[0].eq(res[0] == 0),
-                     res_zero_h[1].eq(Mux(arith, z_lo, res_early[1:16] == 0)),
-                     res_zero_h[2].eq(Mux(arith, z_hi, res_early[16:32] == 0))]
+        m.d.sync += [res_zero_h[0].eq(res[0] == 0), res_zero_h[1].eq(res[1:16] == 0),
+                     res_zero_h[2].eq(res[16:32] == 0)]
         m.d.comb += res_zero.eq(res_zero_h.all())
         m.d.comb += uctr_now_nz.eq(Mux(uctr_fix, ~(res_zero_h[0] & res_zero_h[1]), uctr_nz))
         with m.If(uctr_fix):
@@ -748,7 +734,6 @@ class Sequencer(wiring.Component):
         rec, rec_raw, wr, rec_terms, rec_w = {}, {}, {}, {}, {}
         outq, semq = {}, {}
         can_emit = Array(Signal(name=f"can_emit{e}", init=1) for e in range(4))
-        qflags = {}     # the queues' registered flags by engine
         outstanding = Signal(3)   # one bit per engine: a record issued and not completed
         for e in _ENGINES:
             lay = isa.RECORDS[e]
@@ -772,19 +757,18 @@ class Sequencer(wiring.Component):
             # ``can_emit`` is one flip-flop (neither queue full next cycle), not an AND of the
             # two full flags behind it: one level less in front of the stall (``dma_q_full``
             # -> stall -> the control store's address was 12.03 ns, core2 ec3bac6 seed 3).
-            flags = {}
-            full_next = []
-            for f, n in ((q, "q_full"), (sq, "sq_full"), (sq, "sq_empty")):
-                rd_, wr_ = f.r_en & f.r_rdy, f.w_en & f.w_rdy
-                if n.endswith("full"):
-                    full_next.append(~rd_ & ((f.level == f.depth) |
-                                             (f.level == f.depth - 1) & wr_))
-                else:
-                    flag = flags[n] = Signal(name=f"{_NAMES[e]}_{n}", init=1)
-                    m.d.sync += flag.eq(~wr_ & ((f.level == 0) | (f.level == 1) & rd_))
-            qflags[e] = flags
-            m.d.sync += can_emit[e].eq(~full_next[0] & ~full_next[1])
-            m.d.comb += outstanding[e].eq(~flags["sq_empty"])
+            def moves(f):
+                return f.r_en & f.r_rdy, f.w_en & f.w_rdy
+
+            def full_next(f):
+                rd_, wr_ = moves(f)
+                return ~rd_ & ((f.level == f.depth) | (f.level == f.depth - 1) & wr_)
+
+            sq_empty = Signal(name=f"{_NAMES[e]}_sq_empty", init=1)
+            rd_, wr_ = moves(sq)
+            m.d.sync += sq_empty.eq(~wr_ & ((sq.level == 0) | (sq.level == 1) & rd_))
+            m.d.sync += can_emit[e].eq(~full_next(q) & ~full_next(sq))
+            m.d.comb += outstanding[e].eq(~sq_empty)
             offs = isa.field_offsets(lay)
             rec_sem = Cat(*rec[e])[offs["sem"][0]:offs["sem"][0] + 4]
             m.d.comb += sq.w_data.eq(Mux(Cat(*rec[e])[offs["sem_en"][0]],
@@ -1025,7 +1009,6 @@ class Sequencer(wiring.Component):
         # MAP's entry (the opcode map's block RAM output, 5.8 ns clock-to-out) enters last,
         # beside ``go`` (X is empty in MAP, so ``go`` is low there): ``opmap`` -> the
         # candidates -> the address was 12.9 ns routed, core2 00cbf51 seed 1.
-        other_addr = upc_f
         in_map = Signal()
         m.d.comb += in_map.eq(state == _S_MAP)
         # The address for each outcome of ``go`` (``addr_go``, ``addr_hold``), and ``go``
@@ -1038,8 +1021,8 @@ class Sequencer(wiring.Component):
         addr_hold = Signal(isa.UADDR_BITS, attrs={"keep": 1})
         m.d.comb += [
             addr_go.eq(Mux(redirect, x_target,
-                           Mux(in_exec & (~rv | ~xv | ~x_holds_r), f_next, other_addr))),
-            addr_hold.eq(Mux(in_exec & (~rv | ~xv), f_next, other_addr)),
+                           Mux(in_exec & (~rv | ~xv | ~x_holds_r), f_next, upc_f))),
+            addr_hold.eq(Mux(in_exec & (~rv | ~xv), f_next, upc_f)),
             ur.addr.eq(Mux(in_map, mr.data[:isa.UADDR_BITS], Mux(go, addr_go, addr_hold))),
         ]
         m.d.sync += upc_f.eq(ur.addr)
