@@ -13,8 +13,9 @@ from cocotb_tests.common.config import dut_config
 from cocotb_tests.test_sequencer import _setup
 from cocotb_tests.test_sequencer_progs import DIRECTED, random_program
 from sim.asm import assemble
+from sim import isa, microcode
 from sim.cycles import MicroSim
-from sim.isa import Engine
+from sim.isa import Engine, UCond, UDst, USeq, USpecial, USrc
 
 
 def test_cost(engine, r):
@@ -26,9 +27,10 @@ def test_cost(engine, r):
 test_cost.__test__ = False   # not a pytest test
 
 
-async def _timed(h, words, label):
+async def _timed(h, words, label, control_store=None, opcode_map=None):
     cfg = dut_config()
-    model = MicroSim(words, pmem_depth=cfg["pmem_depth"], cost=test_cost).run()
+    model = MicroSim(words, pmem_depth=cfg["pmem_depth"], cost=test_cost,
+                     control_store=control_store, opcode_map=opcode_map).run()
     await h.run(words)
     hw = await h.state()
     assert hw["cycles"] == model.cycle, f"{label}: cycles hardware {hw['cycles']} model " \
@@ -73,6 +75,61 @@ async def test_cycle_model(dut):
         n_records += sum(len(t) for t in model.timeline.values())
     dut._log.info("CYCLE MODEL: %d programs, %d records, timelines equal (base seed %d)",
                   len(DIRECTED) + len(TRAPS) + 8, n_records, base)
+
+    # Run-time microcode for the holds the shipped routines barely reach: a ULOOP right after
+    # its UCTR write (REP_SEMINC; an EMIT on the ULOOP, which must push once per pass, not in
+    # the held cycle), a BRANCH on LOOP_MORE right after the LOOP_PUSH (with a SEMINC or an
+    # EMIT, which must act once) and one a cycle later, a BRANCH on Z/NZ with an EMIT.
+    u, end = microcode.u, microcode.END
+    routines = {
+        0xF4: microcode.rep_seminc,
+        0xF5: [u(a=USrc.RS1, dst=UDst.UCTR), "tm_a:",
+               u(special=USpecial.EMIT, eng=Engine.DMA, seq=USeq.ULOOP, target="tm_a"),
+               u(**end)],
+        0xF6: [u(a=USrc.RS1, special=USpecial.LOOP_PUSH),
+               u(special=USpecial.SEMINC, seq=USeq.BRANCH, cond=UCond.LOOP_MORE,
+                 target="tm_b"),
+               u(special=USpecial.SEMINC), "tm_b:",
+               u(special=USpecial.LOOP_POP),
+               u(a=USrc.RS2, special=USpecial.LOOP_PUSH), u(),
+               u(seq=USeq.BRANCH, cond=UCond.LOOP_MORE, target="tm_c"),
+               u(special=USpecial.SEMINC), "tm_c:",
+               u(special=USpecial.LOOP_POP),
+               u(a=USrc.RS1, special=USpecial.LOOP_PUSH),
+               u(special=USpecial.EMIT, eng=Engine.DMA, seq=USeq.BRANCH,
+                 cond=UCond.LOOP_MORE, target="tm_e"),
+               u(special=USpecial.SEMINC), "tm_e:",
+               u(special=USpecial.LOOP_POP, **end)],
+        0xF7: [u(special=USpecial.EMIT, eng=Engine.DMA),
+               u(a=USrc.RS1, special=USpecial.EMIT, eng=Engine.DMA, seq=USeq.BRANCH,
+                 cond=UCond.Z, target="tm_d"),
+               u(special=USpecial.SEMINC), "tm_d:", u(**end)],
+    }
+    store, omap = microcode.control_store(), microcode.opcode_map()
+    base = microcode.fused_matmul_act()[1]
+    for op, items in routines.items():
+        if callable(items):                          # REP_SEMINC: linked at ``base``
+            items = items(base)
+        else:
+            items, _ = microcode.link(items, base=base, labels=microcode.LABELS)
+        store[base:base + len(items)] = items
+        await h.load_microcode(base, items)
+        omap[op] = microcode.map_entry(base)
+        await h.write_map(op, omap[op])
+        base += len(items)
+    words = assemble("li r1, 3\nli r2, 1")
+    words += [isa.encode(op, rs1=1, rs2=2, imm=5) for op in routines]
+    words += assemble("li r1, 1\nli r2, 0")
+    words += [isa.encode(op, rs1=2, rs2=1, imm=6) for op in routines]
+    words += assemble("halt")
+    hw, model = await _timed(h, words, "run-time microcode holds", store, omap)
+    assert hw["sems"] == model.sems, f"semaphores {hw['sems']} model {model.sems}"
+    assert hw["err_status"] == 0, f"errors {hw['err_status']:#x}"
+    dut._log.info("run-time microcode holds: %d cycles (model %d), %d DMA records, sems 5/6 "
+                  "= %d/%d", hw["cycles"], model.cycle, len(model.timeline[Engine.DMA]),
+                  hw["sems"][5], hw["sems"][6])
+    for op in routines:
+        await h.write_map(op, 0)
 
 
 try:

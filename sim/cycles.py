@@ -10,7 +10,9 @@ instruction), with the same stall rules (EMIT waits for queue space, WAIT for a 
 BARRIER for completions). A WAIT compares the semaphore in one cycle and decides in
 the next, so it takes at least 2 cycles and goes on the cycle after the semaphore reaches its
 value; a deadlock is trapped the cycle after the compare that found it. A BRANCH on Z/NZ
-holds its first cycle in X (the ALU result's zero test is registered). Engines are modelled
+holds its first two cycles in X (the ALU result and its zero test are registered); a ULOOP
+right after a micro-instruction that writes UCTR, and a BRANCH on LOOP_MORE right after a
+LOOP_PUSH, hold one cycle (the count's zero tests are made on the registered result). Engines are modelled
 as serial servers: record ``i`` of an engine is accepted at ``max(valid_i, done_{i-1})`` and completes
 ``cost(record)`` cycles later. The result is the timeline of every record (emit, accept, done
 cycles), the sequencer's cycle count and per-engine busy / semaphore-wait / idle cycles.
@@ -118,6 +120,7 @@ class MicroSim:
         self.ags = [dict(level=0, reg=0, stride=0, base=0) for _ in range(isa.NUM_AG)]
         self.t = [0, 0]
         self.uctr = 0
+        self._uctr_w = self._push_w = -2     # the cycle X last wrote UCTR, pushed a loop
         self.rec = {e: [0] * isa.RECORD_SLOTS[e] for e in Engine}
         self.pc = 0
         self.error = 0
@@ -217,13 +220,13 @@ class MicroSim:
             c += 2
             self.ustack = []
             armed = False           # a WAIT in X past its first cycle
-            zb_armed = False        # a BRANCH on Z/NZ in X past its first cycle
+            held = 0                # cycles X's micro-instruction has held so far
             while True:
                 if c > max_cycles:
                     raise RuntimeError(f"no HALT within {max_cycles} cycles")
                 self._apply_incs(c - 1 if armed else c)
                 out = self._micro(self.ucode[upc], f, c, upc, npc,
-                                  wait_at=c - 1 if armed else None, zb_armed=zb_armed)
+                                  wait_at=c - 1 if armed else None, held=held)
                 kind = out[0]
                 if kind == "wait_first":
                     # The value and the compare are registered: the first two cycles of a
@@ -231,21 +234,22 @@ class MicroSim:
                     self._account(c, wait=False)
                     self._account(c + 1, wait=False)
                     c += 2
-                    armed = zb_armed = True
+                    held += 2
+                    armed = True
                     continue
-                if kind == "zb_first":
-                    # The zero test is registered: the first cycle of a Z/NZ BRANCH holds.
+                if kind == "hold":
+                    # A registered test not yet made (a Z/NZ BRANCH's first two cycles; a
+                    # ULOOP or a LOOP_MORE right after the write of its count): holds a cycle.
                     self._account(c, wait=False)
                     c += 1
-                    zb_armed = True
+                    held += 1
                     continue
-                # any cycle in X (a stall included) arms a Z/NZ BRANCH
-                zb_armed = kind == "stall"
                 if kind == "stall" and out[1]:
                     # WAIT short at c - 1: holds until the cycle after the next change.
                     nxt = self._next_event(c - 1)
                     self._account(c, wait=True, count=nxt - c)
                     self._account(nxt, wait=True)
+                    held += nxt + 1 - c
                     c = nxt + 1
                     continue
                 armed = False
@@ -255,8 +259,10 @@ class MicroSim:
                     self._account(c, wait=out[1], count=nxt - c)
                     if out[2] is not None:
                         self.perf[out[2]]["blocked"] += nxt - c
+                    held += nxt - c
                     c = nxt
                     continue
+                held = 0
                 self._account(c, wait=kind == "error" and out[1] == ErrorBit.DEADLOCK)
                 c += 1
                 if kind == "error":
@@ -302,11 +308,12 @@ class MicroSim:
             else:
                 p["idle"] += count
 
-    def _micro(self, w, f, c, upc, npc, wait_at=None, zb_armed=False):
-        """One micro-instruction in X at cycle ``c``. A WAIT decides on the compare of cycle
-        ``wait_at`` (the cycle before; ``self.sems`` as of then); ``None``: its first cycle,
-        which always holds. A BRANCH on Z/NZ holds its first cycle in X (``zb_armed`` false),
-        stalls and errors aside."""
+    def _micro(self, w, f, c, upc, npc, wait_at=None, held=0):
+        """One micro-instruction in X at cycle ``c``, where it has held ``held`` cycles. A WAIT
+        decides on the compare of cycle ``wait_at`` (the cycle before; ``self.sems`` as of
+        then); ``None``: its first cycle, which always holds. A BRANCH on Z/NZ holds its first
+        two cycles in X, a ULOOP the cycle after a UCTR write went and a BRANCH on LOOP_MORE
+        the cycle after a LOOP_PUSH went, stalls and errors aside."""
         u = _UNPACKED.get(w)
         if u is None:
             u = _UNPACKED[w] = isa.unpack(isa.MICRO_FIELDS, w)
@@ -349,8 +356,12 @@ class MicroSim:
             return ("error", ErrorBit.UCALL_UNDERFLOW)
         if seq == USeq.TRAP:
             return ("error", ErrorBit.MICRO_TRAP)
-        if seq == USeq.BRANCH and u["cond"] in (UCond.Z, UCond.NZ) and not zb_armed:
-            return ("zb_first",)
+        if seq == USeq.BRANCH and u["cond"] in (UCond.Z, UCond.NZ) and held < 2:
+            return ("hold",)
+        if seq == USeq.ULOOP and self._uctr_w == c - 1:
+            return ("hold",)
+        if seq == USeq.BRANCH and u["cond"] == UCond.LOOP_MORE and self._push_w == c - 1:
+            return ("hold",)
         # condition (before any state changes)
         top = self.loops[-1] if self.loops else None
         cond = {UCond.ALWAYS: 1, UCond.Z: res == 0, UCond.NZ: res != 0,
@@ -443,5 +454,10 @@ class MicroSim:
             self.uctr -= 1
             unext = u["target"]
         unext &= (1 << isa.UADDR_BITS) - 1
+        # (the RTL's ``uctr_fix``, which a ULOOP's own decrement cancels, and ``push_w``)
+        if dst == UDst.UCTR and not (seq == USeq.ULOOP and redirect):
+            self._uctr_w = c
+        if special == USpecial.LOOP_PUSH:
+            self._push_w = c
         return ("ok", unext, new_npc, seq == USeq.END, seq == USeq.END and
                 special == USpecial.HALT, bubble)

@@ -61,7 +61,8 @@ _REG_SRCS = (USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3
 # flag decoded from the micro-word (``decode`` in ``Sequencer.elaborate``) and a condition of
 # registered state, bound in ``elaborate`` under the same key. The stall, the errors of X and
 # the register file's write kill are all built from these two lists, so they cannot disagree.
-_HOLD_TERMS = tuple("emit_" + _NAMES[e] for e in _ENGINES) + ("wait", "zbranch", "barrier")
+_HOLD_TERMS = tuple("emit_" + _NAMES[e] for e in _ENGINES) + ("wait", "zbranch", "barrier",
+                                                             "uloop", "br_loop_more")
 _TRAP_TERMS = (
     (ErrorBit.LOOP_OVERFLOW, "loop_push"),
     (ErrorBit.LOOP_UNDERFLOW, "loop_top"),      # LOOP_STEP or LOOP_POP
@@ -176,8 +177,10 @@ class Sequencer(wiring.Component):
     the generator state it writes (``sim.isa.AG_SET_READS``/``AG_SNAP_READS``), plus stalls.
     A WAIT holds its first two cycles (its value and the semaphore compare are registered)
     and goes on the cycle after the compare finds the value reached; a BRANCH on
-    Z/NZ holds its first cycle too (the ALU result's zero test is registered). The engine
-    queues run concurrently with the sequencer.
+    Z/NZ holds its first two cycles (the ALU result and its zero test are registered). A ULOOP
+    right after a micro-instruction that writes UCTR, and a BRANCH on LOOP_MORE right after a
+    LOOP_PUSH, hold one cycle (the count's zero tests are made on the registered result). The
+    engine queues run concurrently with the sequencer.
     Reset: idle, ``done = 0``; memories keep their contents (control store and map start with
     ``sim.microcode``).
     """
@@ -399,11 +402,15 @@ class Sequencer(wiring.Component):
                 d[f"dst_agreg_k{j}"] = d["dst_agreg"] & k_j
                 d[f"ag_snap_k{j}"] = d["ag_snap"] & k_j
             # SEMINC/SEMSET by the ``seq`` terms that can hold or trap them (a BRANCH on Z/NZ
-            # holds, a RET or CALL may trap on the micro-stack, a TRAP traps): ``adv`` for
+            # holds, as do a ULOOP and a BRANCH on LOOP_MORE after the write of what they
+            # test, a RET or CALL may trap on the micro-stack, a TRAP traps): ``adv`` for
             # them is one sum of products of these and registered flags (``sem_inc``).
+            seq_terms = ("zbranch", "ret", "call", "uloop", "br_loop_more")
             for n in ("seminc", "semset", *("emit_" + _NAMES[e] for e in _ENGINES)):
-                d[n + "_plain"] = d[n] & ~d["zbranch"] & ~d["ret"] & ~d["call"] & ~d["trap"]
-                for c in ("zbranch", "ret", "call"):
+                d[n + "_plain"] = d[n] & ~d["trap"]
+                for c in seq_terms:
+                    d[n + "_plain"] = d[n + "_plain"] & ~d[c]
+                for c in seq_terms:
                     d[f"{n}_{c}"] = d[n] & d[c]
             return d
 
@@ -416,11 +423,10 @@ class Sequencer(wiring.Component):
         m.d.comb += uctr_now.eq(Mux(uctr_fix, res_q[:16], uctr))
         with m.If(uctr_fix):
             m.d.sync += uctr.eq(res_q[:16])
-        # ``uctr != 0`` kept in a flip-flop beside it, and ``uctr_now != 0`` from it or, while
-        # X's write is pending, from the registered zero test of X's result (``res_zero_h``):
-        # a ULOOP's redirect, in front of the control store's address, then compares no
-        # 16-bit value (``res_q`` -> 16-bit test -> redirect -> control-store address was
-        # 11.7 ns, core2 bf26a8b seed 1).
+        # ``uctr != 0`` kept in a flip-flop beside it (``uctr_nz``; after X's write it takes
+        # the test in W, while a ULOOP holds): a ULOOP's redirect, in front of the control
+        # store's address, then compares no 16-bit value (``res_q`` -> 16-bit test ->
+        # redirect -> control-store address was 11.7 ns, core2 bf26a8b seed 1).
         uctr_nz = Signal()
         uctr_now_nz = Signal()
         ustack = Array(Signal(isa.UADDR_BITS, name=f"ustack{i}") for i in range(isa.UCALL_DEPTH))
@@ -695,27 +701,28 @@ class Sequencer(wiring.Component):
         m.d.comb += res.eq(alu_out("alu_res"))
 
         loop_more = Signal()
-        # A BRANCH on Z/NZ decides on ``res == 0`` registered: the ALU's carry chain is not in
-        # front of the control-store address. Its first cycle in X always holds (``zb_seen``
-        # is low); from the second on, ``res_zero`` holds the compare of X's (held) operands.
+        # No zero test of X's result is in X's cycle: every one is made on ``res_q`` (the
+        # result registered) and registered again, so the ALU's carry chain reaches one
+        # register (``x_prev`` -> ALU -> the registered halves of the zero test was 11.84 ns
+        # routed, the critical path of core2 68bfe14 on both seeds). Its readers wait:
+        # * a BRANCH on Z/NZ decides on ``res_zero`` (``res_q == 0`` registered): its first
+        #   two cycles in X always hold (``zb_seen``, ``zb_go``), X's operands held;
+        # * ``uctr_nz`` (``uctr != 0``) takes ``res_q[:16] != 0`` in W after X writes UCTR
+        #   (``uctr_fix``), and a ULOOP in X holds while ``uctr_fix`` is set;
+        # * a LOOP_PUSH writes its count's ``more`` flags (``push_more``) in W (``push_w``),
+        #   and a BRANCH on LOOP_MORE in X holds while ``push_w`` is set.
+        # So a ULOOP and a LOOP_MORE are a multiplexer of registered flags in front of the
+        # control store's address, as before.
         res_zero = Signal()
-        # The wide zero test split across the register: bit 0, bits 1..15, bits 16..31 (the
-        # last two also give a pushed loop count's ``more`` flags in W, below).
-        res_zero_h = Signal(3)
-        m.d.sync += [res_zero_h[0].eq(res[0] == 0), res_zero_h[1].eq(res[1:16] == 0),
-                     res_zero_h[2].eq(res[16:32] == 0)]
-        m.d.comb += res_zero.eq(res_zero_h.all())
-        m.d.comb += uctr_now_nz.eq(Mux(uctr_fix, ~(res_zero_h[0] & res_zero_h[1]), uctr_nz))
+        m.d.sync += res_zero.eq(res_q == 0)
+        m.d.comb += uctr_now_nz.eq(uctr_nz)
         with m.If(uctr_fix):
-            m.d.sync += uctr_nz.eq(~(res_zero_h[0] & res_zero_h[1]))
-        # LOOP_MORE: the top loop's ``more`` flags, or in W after a LOOP_PUSH (``push_w``) the
-        # pushed count's, from the registered zero tests of X's result (``res_q``'s); the push
-        # writes ``rem_more`` and the stack entry in W, so the ALU is not in front of them
-        # (``x_prev`` -> ALU -> ``res_more`` -> the loop stack's ``more`` entries was 12.8 ns,
-        # core2 8bd6726 seed 1).
+            m.d.sync += uctr_nz.eq(res_q[:16] != 0)
+        # LOOP_MORE: the top loop's ``more`` flags (``ls_more``/``rem_more``: the count's bits
+        # 1..15 and 16..31 tested apart, see above).
         push_more = Signal(2)
-        m.d.comb += [push_more.eq(Cat(~res_zero_h[1], ~res_zero_h[2])),
-                     loop_more.eq(~lsp_zero & Mux(push_w, push_more.any(), rem_more.any()))]
+        m.d.comb += [push_more.eq(Cat(res_q[1:16] != 0, res_q[16:32] != 0)),
+                     loop_more.eq(~lsp_zero & rem_more.any())]
         # A taken BRANCH or a RET: a sum of products of conditions decoded a stage early
         # (``br_*``, RET folded into ``br_always``) and registered flags.
         br_taken = Signal()
@@ -824,13 +831,14 @@ class Sequencer(wiring.Component):
             wait_ok.eq(~wait_short),
             wait_dead.eq(wait_short & (outstanding == 0)),   # implies ~wait_ok
         ]
-        is_zbranch, zb_seen = Signal(), Signal()
+        is_zbranch, zb_seen, zb_go = Signal(), Signal(), Signal()
         m.d.comb += is_zbranch.eq(xd["zbranch"])
         # The conditions of ``_HOLD_TERMS`` and ``_TRAP_TERMS``, by the same keys; the stall,
         # ``exec_err`` and the register file's ``wr_kill`` are sums of products of these and
         # the terms' decoded flags (``xd[n]``, or ``xd["wk_" + n]`` for ``wr_kill``).
         hold_when = {"emit_" + _NAMES[e]: ~can_emit[e] for e in _ENGINES}
-        hold_when.update(wait=~wait_go, zbranch=~zb_seen, barrier=outstanding != 0)
+        hold_when.update(wait=~wait_go, zbranch=~zb_go, barrier=outstanding != 0,
+                         uloop=uctr_fix, br_loop_more=push_w)
         eb = ErrorBit
         trap_when = {
             (eb.LOOP_OVERFLOW, "loop_push"): lsp_full,
@@ -892,7 +900,8 @@ class Sequencer(wiring.Component):
         adv, go, adv_pre = Signal(), Signal(attrs={"keep": 1}), Signal()
         m.d.comb += [go.eq(x_live & ~stall), adv_pre.eq(go & ~exec_other),
                      adv.eq(adv_pre & ~exec_err[eb.ILLEGAL_FIELD])]
-        m.d.sync += zb_seen.eq(x_live & is_zbranch & ~adv)
+        m.d.sync += [zb_seen.eq(x_live & is_zbranch & ~adv),
+                     zb_go.eq(x_live & is_zbranch & ~adv & zb_seen)]
 
         # ---- semaphores -------------------------------------------------------------------
         # ``sem_inc``/``sem_set`` are ``adv`` for a SEMINC/SEMSET micro-instruction, which can
@@ -905,9 +914,11 @@ class Sequencer(wiring.Component):
         # the sum of the increments.
         sem_inc, sem_set = Signal(), Signal()
         for sig, n in ((sem_inc, "seminc"), (sem_set, "semset")):
-            m.d.comb += sig.eq(x_live & (xd[n + "_plain"] | xd[n + "_zbranch"] & zb_seen |
+            m.d.comb += sig.eq(x_live & (xd[n + "_plain"] | xd[n + "_zbranch"] & zb_go |
                                          xd[n + "_ret"] & ~usp_zero |
-                                         xd[n + "_call"] & ~usp_full))
+                                         xd[n + "_call"] & ~usp_full |
+                                         xd[n + "_uloop"] & ~uctr_fix |
+                                         xd[n + "_br_loop_more"] & ~push_w))
         for i in range(isa.NUM_SEMS):
             incs = []
             for e in _ENGINES:
@@ -1100,8 +1111,10 @@ class Sequencer(wiring.Component):
             # core2 00cbf51 seed 3)
             n = "emit_" + _NAMES[e]
             m.d.comb += push.eq(xv & can_emit[e] & ~illegal_e &
-                                (xd[n + "_plain"] | xd[n + "_zbranch"] & zb_seen |
-                                 xd[n + "_ret"] & ~usp_zero | xd[n + "_call"] & ~usp_full))
+                                (xd[n + "_plain"] | xd[n + "_zbranch"] & zb_go |
+                                 xd[n + "_ret"] & ~usp_zero | xd[n + "_call"] & ~usp_full |
+                                 xd[n + "_uloop"] & ~uctr_fix |
+                                 xd[n + "_br_loop_more"] & ~push_w))
             m.d.comb += [outq[e].w_en.eq(push), semq[e].w_en.eq(push)]
         # State that no debug read shows and START resets (or whose pointer START resets)
         # changes on ``go``; a trapping micro-instruction's change of it is never seen, since
@@ -1117,8 +1130,11 @@ class Sequencer(wiring.Component):
         with m.If(push_w):      # (before LOOP_STEP's and LOOP_POP's writes, which win)
             m.d.sync += [rem_top.eq(res_q), ls_rem[ltop].eq(res_q), rem_more.eq(push_more),
                          ls_more[ltop].eq(push_more)]
+        # ``res_q`` loads every cycle (no clock enable): its readers read it only in the
+        # cycle after X's micro-instruction went, or while it holds (a BRANCH on Z/NZ).
+        m.d.sync += res_q.eq(res)
         with m.If(go):
-            m.d.sync += [npc.eq(npc_next), res_q.eq(res)]
+            m.d.sync += npc.eq(npc_next)
             with m.If(xd["npc_res"]):
                 m.d.sync += npc_fix.eq(1)
             with m.If(xd["dst_t0"]):
