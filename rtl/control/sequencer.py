@@ -980,17 +980,15 @@ class Sequencer(wiring.Component):
         # ---- micro next address -----------------------------------------------------------
         # X redirects on a taken BRANCH / ULOOP and on RET; otherwise R's micro-word is X's
         # successor already, and F's is R's. F's own successor: a JUMP/CALL target, else
-        # upc_f + 1.
+        # upc_f + 1 (chosen in front of the control store's address, below).
         redirect = Signal()
         x_target = Signal(isa.UADDR_BITS)
         m.d.comb += [
             x_target.eq(Mux(xd["ret"], ustack[utop], target)),
             redirect.eq(br_taken | xd["uloop"] & uctr_now_nz),
         ]
-        f_next = Signal(isa.UADDR_BITS)
         upc_f_inc = Signal(isa.UADDR_BITS)
-        m.d.comb += [upc_f_inc.eq(upc_f + 1),
-                     f_next.eq(Mux(jump_f, field(uword_f, "target"), upc_f_inc))]
+        m.d.comb += upc_f_inc.eq(upc_f + 1)
         # X leaves the pipeline's R stage in place (END: the instruction is done; an AG_SET or
         # AG_SNAP whose successor in R reads the generator state it writes, ``AG_SET_READS`` /
         # ``AG_SNAP_READS`` of sim/isa.py: R re-reads its operands next cycle).
@@ -1028,12 +1026,25 @@ class Sequencer(wiring.Component):
         # synthesis, which otherwise folded ``go`` into ``r_take_nr`` and the redirect term
         # (``dma_q_full`` -> stall -> ... -> the address pin, nine LUT levels and 12.03 ns
         # routed, core2 ec3bac6 seed 3).
+        # Each candidate is one LUT4 behind the block RAM's output (5.6 ns clock-to-out): F's
+        # jump bit and target select against a candidate made without them (``nj_*``: F's
+        # ``upc_f + 1`` when F's successor is used, ``use_f_*``, else the redirect target or
+        # ``upc_f``); written as F's successor under a select, the RAM's output went through two
+        # LUT levels before ``go``'s multiplexer (11.72 ns routed, core2 68bfe14 seed 3).
+        use_f_go = Signal(attrs={"keep": 1})
+        use_f_hold = Signal(attrs={"keep": 1})
+        nj_go = Signal(isa.UADDR_BITS, attrs={"keep": 1})
+        nj_hold = Signal(isa.UADDR_BITS, attrs={"keep": 1})
         addr_go = Signal(isa.UADDR_BITS, attrs={"keep": 1})
         addr_hold = Signal(isa.UADDR_BITS, attrs={"keep": 1})
+        target_f = field(uword_f, "target")
         m.d.comb += [
-            addr_go.eq(Mux(redirect, x_target,
-                           Mux(in_exec & (~rv | ~xv | ~x_holds_r), f_next, upc_f))),
-            addr_hold.eq(Mux(in_exec & (~rv | ~xv), f_next, upc_f)),
+            use_f_go.eq(in_exec & ~redirect & (~rv | ~xv | ~x_holds_r)),
+            use_f_hold.eq(in_exec & (~rv | ~xv)),
+            nj_go.eq(Mux(use_f_go, upc_f_inc, Mux(redirect, x_target, upc_f))),
+            nj_hold.eq(Mux(use_f_hold, upc_f_inc, upc_f)),
+            addr_go.eq(Mux(jump_f & use_f_go, target_f, nj_go)),
+            addr_hold.eq(Mux(jump_f & use_f_hold, target_f, nj_hold)),
             ur.addr.eq(Mux(in_map, mr.data[:isa.UADDR_BITS], Mux(go, addr_go, addr_hold))),
         ]
         m.d.sync += upc_f.eq(ur.addr)
