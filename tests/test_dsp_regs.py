@@ -178,20 +178,23 @@ endmodule
 
 
 @pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
-@pytest.mark.parametrize("out_reg", [False, True])
-def test_registered_product_netlist_matches(out_reg, tmp_path):
-    """``registered_product`` with and without the output register, with clock-enable gaps:
-    the MULT18X18D netlist gives the fabric version's value every cycle, and the product of
-    the operands taken 1 (2 with ``out_reg``) enabled edges earlier."""
+@pytest.mark.parametrize("out_reg,signed", [(False, False), (True, False), (True, True)])
+def test_registered_product_netlist_matches(out_reg, signed, tmp_path):
+    """``registered_product`` with and without the output register, unsigned and two's
+    complement (the DMA's stride products), with clock-enable gaps: the MULT18X18D netlist
+    gives the fabric version's value every cycle, and the product of the operands taken 1 (2
+    with ``out_reg``) enabled edges earlier."""
     outs = {}
-    rng = np.random.default_rng(20261127 + out_reg)
+    rng = np.random.default_rng(20261127 + out_reg + 2 * signed)
     vecs = [(int(rng.random() < 0.7), int(rng.integers(0, 1 << 18)),
              int(rng.integers(0, 1 << 13))) for _ in range(300)]
+    vecs[:4] = [(1, 0x20000, 0x1000), (1, 0x3FFFF, 0x1FFF), (1, 0x1FFFF, 0x0FFF), (1, 0, 0)]
     for tag, platform in (("ecp5", ECP5_TARGET), ("fabric", None)):
         m = Module()
         a, b, en, o = Signal(18, name="a"), Signal(13, name="b"), Signal(name="en"), \
             Signal(31, name="o")
-        m.d.comb += o.eq(registered_product(m, platform, a, b, en, "x", out_reg=out_reg))
+        m.d.comb += o.eq(registered_product(m, platform, a, b, en, "x", out_reg=out_reg,
+                                            signed=signed))
         src = verilog.convert(m, name="top", platform=platform, ports=[a, b, en, o])
         if platform is not None:
             assert src.count("MULT18X18D ") == 1
@@ -210,9 +213,11 @@ def test_registered_product_netlist_matches(out_reg, tmp_path):
     checked = 0
     for k in range(lat, len(enabled)):
         x, y = vecs[enabled[k - lat]][1:]
+        if signed:          # two's complement operands, the product's 31 bits
+            x, y = x - (x >> 17 << 18), y - (y >> 12 << 13)
         # sampled after edge enabled[k - 1] (the last enabled edge before the next one)
         for i in range(enabled[k - 1], enabled[k]):
-            assert int(outs["ecp5"][i], 16) == x * y, (i, hex(x), hex(y))
+            assert int(outs["ecp5"][i], 16) == (x * y) & 0x7FFFFFFF, (i, hex(x), hex(y))
             checked += 1
     assert checked > 150
     assert outs["ecp5"] == outs["fabric"]

@@ -73,15 +73,15 @@ def mult18x18d(m, a, b, en, name, *, out_reg=False, signed=False):
     return product.as_signed() if signed else product
 
 
-def registered_product(m, platform, a, b, en, name, *, out_reg=False):
-    """``a * b`` (unsigned, each at most 18 bits) of the operands registered at the last
-    ``sync`` edge with ``en`` high (registers without reset; the product means nothing before
-    the first enabled edge): inside a MULT18X18D on an ECP5 (:func:`mult18x18d`; a constant
-    ``b`` is registered there too), in the fabric elsewhere (a constant ``b`` without a
-    register). ``out_reg``: the product registered once more at the next enabled edge (the
-    block's output register on an ECP5)."""
+def registered_product(m, platform, a, b, en, name, *, out_reg=False, signed=False):
+    """``a * b`` (unsigned, or two's complement with ``signed``; each at most 18 bits) of the
+    operands registered at the last ``sync`` edge with ``en`` high (registers without reset;
+    the product means nothing before the first enabled edge): inside a MULT18X18D on an ECP5
+    (:func:`mult18x18d`; a constant ``b`` is registered there too), in the fabric elsewhere
+    (a constant ``b`` without a register). ``out_reg``: the product registered once more at
+    the next enabled edge (the block's output register on an ECP5)."""
     if is_ecp5(platform):
-        return mult18x18d(m, a, b, en, name, out_reg=out_reg)
+        return mult18x18d(m, a, b, en, name, out_reg=out_reg, signed=signed)
     ra = Signal(len(a), name=f"{name}_ra", reset_less=True)
     with m.If(en):
         m.d.sync += ra.eq(a)
@@ -92,10 +92,10 @@ def registered_product(m, platform, a, b, en, name, *, out_reg=False):
         with m.If(en):
             m.d.sync += rb.eq(b)
     p = Signal(len(a) + len(b), name=f"{name}_p")
-    m.d.comb += p.eq(ra * rb)
-    if not out_reg:
-        return p
-    rp = Signal(len(p), name=f"{name}_rp", reset_less=True)
-    with m.If(en):
-        m.d.sync += rp.eq(p)
-    return rp
+    m.d.comb += p.eq(ra.as_signed() * rb.as_signed() if signed else ra * rb)
+    if out_reg:
+        rp = Signal(len(p), name=f"{name}_rp", reset_less=True)
+        with m.If(en):
+            m.d.sync += rp.eq(p)
+        p = rp
+    return p.as_signed() if signed else p

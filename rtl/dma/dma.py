@@ -48,6 +48,7 @@ from sim.errors import ErrorCode, ERROR_CODE_BITS
 from sim.isa import DMA_RECORD
 from rtl.bus.axi import AXI4Signature, BURST_INCR, RESP_OKAY
 from rtl.core.sbuf import SBUFReadSignature, SBUFWriteSignature, check_pow2
+from rtl.arith.dsp import registered_product
 
 __all__ = ["DmaRecord", "WindowLayout", "DMA"]
 
@@ -272,12 +273,24 @@ class DMA(wiring.Component):
         # multiply does not start behind a subtractor's carry chain (core2 at cc0d821,
         # router1 seed 4: record register -> n0 - 1 -> MULT18X18D -> span, 13.76 ns).
         n0_m1 = Signal(len(c.n0) + 1)
-        # The multiply in two steps: SETUP registers its two 17 x 17-bit signed partial
-        # products (one MULT18X18D each: ``n0_m1`` times the stride's low half, zero-extended,
-        # and times its high half), SUM adds them. (In one step, record register -> DSP ->
-        # 50-bit adder -> span was 11.6 ns routed, core2 at bf26a8b seed 1.)
-        span_lo = Signal(signed(34))
-        span_hi = Signal(signed(34))
+        # The multiply in two steps: SETUP forms its two 17 x 17-bit signed partial products
+        # (one MULT18X18D each: ``n0_m1`` times the stride's low half, zero-extended, and times
+        # its high half) and registers them, SUM adds them. (In one step, record register ->
+        # DSP -> 50-bit adder -> span was 11.6 ns routed, core2 at bf26a8b seed 1.) On an
+        # ECP5 the blocks' own input and output registers hold the operands and the products
+        # (``rtl.arith.dsp``): the inputs take the record's next value every cycle (the
+        # command's as it is taken, else the record's), so the products are those of the
+        # record from SUM on. (From fabric registers through the block into fabric
+        # registers: 10.75 ns routed, core2 68bfe14 seed 1.)
+        take = Signal()                          # IDLE takes a record this cycle
+        n0_m1_next = Signal(len(c.n0) + 1)
+        stride_next = Signal(32)
+        m.d.comb += [n0_m1_next.eq(Mux(take, self.cmd.payload.n0 - 1, n0_m1)),
+                     stride_next.eq(Mux(take, self.cmd.payload.ext_stride0, c.ext_stride0))]
+        span_lo = registered_product(m, platform, n0_m1_next, Cat(stride_next[:16], 0),
+                                     Const(1), "span_lo", out_reg=True, signed=True)
+        span_hi = registered_product(m, platform, n0_m1_next, stride_next[16:32], Const(1),
+                                     "span_hi", out_reg=True, signed=True)
         lo_off = Signal(signed(50))
         hi_off = Signal(signed(50))
         s_empty = Signal()                       # SETUP's checks, registered for SPAN
@@ -636,7 +649,8 @@ class DMA(wiring.Component):
             with m.State("IDLE"):
                 m.d.comb += self.cmd.ready.eq(~self.abort)
                 m.d.sync += [aborting.eq(0), err.eq(0)]
-                with m.If(self.cmd.valid & ~self.abort):
+                m.d.comb += take.eq(self.cmd.valid & ~self.abort)
+                with m.If(take):
                     m.d.sync += [c.eq(self.cmd.payload), n0_m1.eq(self.cmd.payload.n0 - 1)]
                     m.next = "SETUP"
             with m.State("SETUP"):
@@ -646,8 +660,6 @@ class DMA(wiring.Component):
                 align_mask = Signal(2)
                 m.d.comb += align_mask.eq((1 << fmt_esh) - 1)
                 m.d.sync += [
-                    span_lo.eq(n0_m1.as_signed() * Cat(c.ext_stride0[:16], 0).as_signed()),
-                    span_hi.eq(n0_m1.as_signed() * c.ext_stride0[16:32].as_signed()),
                     esh.eq(fmt_esh),
                     contiguous.eq(c.ext_stride0 == (1 << fmt_esh)),
                     s_empty.eq((c.n0 == 0) | (c.n1 == 0) | (c.part_count == 0)),
