@@ -12,9 +12,9 @@ the next, so it takes at least 2 cycles and goes on the cycle after the semaphor
 value; a deadlock is trapped the cycle after the compare that found it. A BRANCH on Z/NZ
 holds its first two cycles in X (the ALU result and its zero test are registered); a ULOOP
 right after a micro-instruction that writes UCTR, and a BRANCH on LOOP_MORE right after a
-LOOP_PUSH, hold one cycle (the count's zero tests are made on the registered result). Engines are modelled
-as serial servers: record ``i`` of an engine is accepted at ``max(valid_i, done_{i-1})`` and completes
-``cost(record)`` cycles later. The result is the timeline of every record (emit, accept, done
+LOOP_PUSH, hold one cycle (the count's zero tests are made on the registered result).
+Engines are modelled as serial servers: record ``i`` of an engine is accepted at
+``max(valid_i, done_{i-1})`` and completes ``cost(record)`` cycles later. The result is the timeline of every record (emit, accept, done
 cycles), the sequencer's cycle count and per-engine busy / semaphore-wait / idle cycles.
 
 Being a second, independent executor of the microcode, it is also checked against the

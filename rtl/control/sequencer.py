@@ -905,13 +905,11 @@ class Sequencer(wiring.Component):
 
         # ---- semaphores -------------------------------------------------------------------
         # ``sem_inc``/``sem_set`` are ``adv`` for a SEMINC/SEMSET micro-instruction, which can
-        # only stall as a BRANCH on Z/NZ and only trap through its ``seq`` field (RET, CALL,
-        # TRAP): one sum of products of flags decoded for them alone (so that synthesis does
+        # only stall through its ``seq`` field (a BRANCH on Z/NZ or LOOP_MORE, a ULOOP) and
+        # only trap through it (RET, CALL, TRAP): one sum of products of flags decoded for them alone (so that synthesis does
         # not share the stall cone's terms) and registered flags. The semaphore index is
         # ``sem_sel``, one-hot and registered with the instruction. The sequencer's increment
-        # enters the adder as its carry in (bit 0 of both operands is 1 and it), beside the
-        # engines' increments: it meets the carry chain at its start instead of going through
-        # the sum of the increments.
+        # chooses between two sums of the engines' increments, with and without it.
         sem_inc, sem_set = Signal(), Signal()
         for sig, n in ((sem_inc, "seminc"), (sem_set, "semset")):
             m.d.comb += sig.eq(x_live & (xd[n + "_plain"] | xd[n + "_zbranch"] & zb_go |
@@ -927,11 +925,17 @@ class Sequencer(wiring.Component):
                 incs.append(done & outstanding[e] & sq.r_data[i])
             eng_total = Signal(2, name=f"sem{i}_eng_inc")
             m.d.comb += eng_total.eq(sum(x.as_unsigned() for x in incs))
-            sem_sum = Signal(isa.SEM_VALUE_BITS + 1, name=f"sem{i}_sum")
-            m.d.comb += sem_sum.eq(Cat(Const(1, 1), sem_now[i]) +
-                                   Cat(sem_inc & sem_sel[i], eng_total))
+            # Both sums, with and without the sequencer's increment (entering as the carry
+            # in), and ``sem_inc`` choosing after the carry chains: its sum of products (X's
+            # hold and trap terms) is then not in front of a chain (``zb_go`` -> ``sem_inc``
+            # -> the chain -> a semaphore was 11.63 ns routed, core2 f8e44b5 seed 1).
+            sums = []
+            for cin in (0, 1):
+                ssum = Signal(isa.SEM_VALUE_BITS + 1, name=f"sem{i}_sum{cin}")
+                m.d.comb += ssum.eq(Cat(Const(1, 1), sem_now[i]) + Cat(Const(cin, 1), eng_total))
+                sums.append(ssum[1:])
             # (a SEMSET's value replaces this sum in the next cycle: ``sem_w``)
-            m.d.sync += sems[i].eq(sem_sum[1:])
+            m.d.sync += sems[i].eq(Mux(sem_inc & sem_sel[i], sums[1], sums[0]))
         m.d.sync += sem_w.eq(Mux(sem_set, sem_sel, 0))
 
         # ---- register file write port -----------------------------------------------------
@@ -1112,7 +1116,7 @@ class Sequencer(wiring.Component):
                             slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
                             m.d.sync += rec_terms[e][s].eq(slot_terms[s])
         # An EMIT pushes on ``adv``, written out for an EMIT: it can only stall for queue
-        # space or as a BRANCH on Z/NZ, and only trap through its ``seq`` field or its record.
+        # space or through its ``seq`` field, and only trap through it or its record.
         # So the queues' write enables do not wait for the whole stall and error cones.
         for e in _ENGINES:
             illegal_e = getattr(self, _NAMES[e] + "_illegal", Const(0))
