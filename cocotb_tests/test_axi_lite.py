@@ -155,6 +155,44 @@ async def test_registers(dut):
         assert (await t.read_raw(addr))[1] == DECERR, hex(addr)
         assert await t.write_raw(addr, b"\1\2\3\4") == DECERR, hex(addr)
 
+    # A read of SCRATCH issued from 3 cycles before to 7 cycles after a write to it: a read
+    # answered after the write's response carries the new value, one answered before it the
+    # old one (the write lands a cycle after its decision; a read executed in between would
+    # return a stale word).
+    answers = set()
+    for lag in range(-3, 8):
+        old, new = rng.getrandbits(32), rng.getrandbits(32)
+        await t.write32(sc, old)
+        await ClockCycles(dut.clk, 4)
+        times = {}
+
+        async def handshakes():
+            n = 0
+            while True:
+                await RisingEdge(dut.clk)
+                n += 1
+                for ch in "br":
+                    if int(getattr(dut, f"axil__{ch}valid").value) and \
+                            int(getattr(dut, f"axil__{ch}ready").value):
+                        times.setdefault(ch, n)
+        task = cocotb.start_soon(handshakes())
+        if lag < 0:
+            rev = t.master.init_read(sc, 4)
+            await ClockCycles(dut.clk, -lag)
+            wev = t.master.init_write(sc, new.to_bytes(4, "little"))
+        else:
+            wev = t.master.init_write(sc, new.to_bytes(4, "little"))
+            await ClockCycles(dut.clk, lag)
+            rev = t.master.init_read(sc, 4)
+        await wev.wait()
+        await rev.wait()
+        task.cancel()
+        got = int.from_bytes(rev.data.data, "little")
+        after = times["r"] > times["b"]
+        answers.add(after)
+        assert got == (new if after else old), (lag, times, hex(got), hex(old), hex(new))
+    assert answers == {False, True}, answers
+
 
 @cocotb.test()
 async def test_lock(dut):

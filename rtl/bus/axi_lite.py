@@ -74,8 +74,8 @@ class AXI4LiteRegisters(wiring.Component):
 
     Responses: OKAY; SLVERR for a refused write (lock), a write to a read-only register or a
     window access while busy; DECERR for an unmapped address. Latency: a register read answers
-    2 cycles after the AR handshake, a window read 3; a write answers 1 cycle after both AW
-    and W are held.
+    2 cycles after the AR handshake, a window read 3; a write takes effect and answers 2 cycles
+    after both AW and W are held.
     """
 
     def __init__(self, memory_map=MEMORY_MAP):
@@ -168,9 +168,18 @@ class AXI4LiteRegisters(wiring.Component):
         do_write = Signal()
         do_read = Signal()
         ar_settled = Signal()       # the held read address has reached r_mux_* (below)
-        wrote = Signal()            # a write executed last cycle
-        m.d.sync += [ar_settled.eq(ar_full & ~(bus.arvalid & ~ar_full)), wrote.eq(do_write)]
-        can_read = ar_full & ar_settled & ~wrote & ~rvalid
+        # A write is decided (``do_write``) in one cycle and carried out in the next
+        # (``wr_go``, a flip-flop), from the held address's registered decodes and the held
+        # data, which the next AW/W beats replace only at the end of that cycle: the decision's
+        # terms are then not in front of the write enables of every register and window
+        # (``aw_full`` -> decision -> a window's address register was 11.70 ns routed, core2
+        # f8e44b5). The response follows the write. A read waits out both cycles and the one
+        # after (``wrote``), so that it sees every earlier write.
+        wr_go = Signal()
+        wrote = Signal()
+        m.d.sync += [ar_settled.eq(ar_full & ~(bus.arvalid & ~ar_full)), wr_go.eq(do_write),
+                     wrote.eq(wr_go)]
+        can_read = ar_full & ar_settled & ~wr_go & ~wrote & ~rvalid
         # A window read in flight: re/addr are registered, then the register block waits the
         # window's ``read_latency`` cycles (``window_left`` counts them down) and takes the
         # word; nothing else executes meanwhile.
@@ -187,7 +196,9 @@ class AXI4LiteRegisters(wiring.Component):
             do_read.eq(can_read & idle & ~do_write),
         ]
         with m.If(do_write):
-            m.d.sync += [aw_full.eq(0), w_full.eq(0), bvalid.eq(1), prefer_read.eq(1)]
+            m.d.sync += [aw_full.eq(0), w_full.eq(0), prefer_read.eq(1)]
+        with m.If(wr_go):
+            m.d.sync += bvalid.eq(1)
         with m.If(do_read):
             m.d.sync += [ar_full.eq(0), prefer_read.eq(0)]
         with m.If(window_left != 0):
@@ -205,7 +216,7 @@ class AXI4LiteRegisters(wiring.Component):
 
         # Writes: every decision comes from the decodes registered with the address.
         w_word = aw_addr[2:aw]
-        with m.If(do_write):
+        with m.If(wr_go):
             m.d.sync += bresp.eq(RESP_DECERR)
             with m.If(aw_locked & self.busy):
                 m.d.sync += refused.eq(refused + 1)
@@ -247,9 +258,10 @@ class AXI4LiteRegisters(wiring.Component):
 
         # Reads. The register multiplexer is registered (``r_mux_data``/``r_mux_resp``, loaded
         # every cycle from the held address): a read executes once the address has been held
-        # for a cycle (``ar_settled``) and not in the cycle after a write, so the word is the
-        # register's value after every earlier write. This takes the wide multiplexer and the
-        # inputs' own logic out of the path into ``rdata`` (one cycle more per read).
+        # for a cycle (``ar_settled``) and not in the two cycles after a write's decision
+        # (``wr_go``, ``wrote``), so the word is the register's value after every earlier
+        # write. This takes the wide multiplexer and the inputs' own logic out of the path
+        # into ``rdata`` (one cycle more per read).
         r_word = ar_addr[2:aw]
         r_mux_data = Signal(32)
         r_mux_resp = Signal(2)
