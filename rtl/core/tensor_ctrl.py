@@ -89,6 +89,8 @@ class TensorController(wiring.Component):
     cmd : In(stream.Signature(tensor_cmd_layout(...)))
     stat_rd, mov_rd : Out(SBUFReadSignature(rows, sbuf_depth))
     stationary : Out(stream {data: Array(data_width, rows), fmt: 3, last: 1})
+        Through a pipeline register (``rtl.bus.pipeline_register``): every signal of it is a
+        flip-flop; one cycle from SBUF's port register.
     moving : Out(stream {data: Array(data_width, rows), last: 1})
     result : In(stream {data: Array(32, cols), last: 1})
     psum_wr : Out(stream psum_write_layout(cols, psum_depth))
@@ -228,8 +230,19 @@ class TensorController(wiring.Component):
             m.d.comb += [s.payload.eq(f.r_data), s.valid.eq(f.r_rdy), f.r_en.eq(s.ready)]
             return s
 
+        # The stationary words leave through a pipeline register: SBUF's block RAM output
+        # (the issuer's port register) then reaches a register here, not the PEs' weight
+        # registers across the array (block RAM -> mask -> a PE's weight register was
+        # 11.54 ns routed, 6.3 of it the RAM's clock-to-out and the LUT: core2 f8e44b5
+        # seed 1). One cycle more before a tile's weights, which load beside the previous
+        # tile's moving stream.
+        stat_s = stream.Signature(self.stationary.payload.shape()).create()
+        m.submodules.stat_reg = stat_reg = PipelineRegister(self.stationary.payload.shape())
+        wiring.connect(m, stat_reg.o, wiring.flipped(self.stationary))
+        m.d.comb += [stat_reg.i.valid.eq(stat_s.valid), stat_reg.i.payload.eq(stat_s.payload),
+                     stat_s.ready.eq(stat_reg.i.ready)]
         stat_busy = self._issuer(m, "stat", view(queues["stat"]), self.stat_rd,
-                                 self.stationary, "m", "stat_addr", "stat_stride", True)
+                                 stat_s, "m", "stat_addr", "stat_stride", True) | stat_reg.full
         mov_busy = self._issuer(m, "mov", view(queues["mov"]), self.mov_rd, self.moving,
                                 "n", "mov_addr", "mov_stride", False)
 
