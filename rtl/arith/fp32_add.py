@@ -33,9 +33,10 @@ class FP32Adder(wiring.Component):
 
     Steps and the registers ``stages`` puts between them:
 
-    1. unpack, DAZ, specials, order the operands by magnitude, exponent difference; near
-       path: one-bit alignment (both orders, selected by the order);
-    2. far path: alignment shift and sticky bit;
+    1. unpack, DAZ, specials, order the operands by magnitude, exponent difference (and with
+       ``stages`` 3 the near path's one-bit alignment, for both orders);
+    2. far path: alignment shift and sticky bit; near path: one-bit alignment (``stages`` other
+       than 3);
     3. far path: add/subtract; near path: subtract and count leading zeros;
     4. normalise, round, select the path and the special cases, pack.
 
@@ -125,19 +126,26 @@ class FP32Adder(wiring.Component):
             nz_a=~za, nz_b=~zb,
             tz3_a=tz3["a"], tz3_b=tz3["b"],
             d_le1=d_le1,
-            # Near path: one guard bit below the big significand; the small one is shifted by
-            # the exponent difference (0 or 1), nothing is lost. Formed here for both orders
-            # and selected by the compare like ``sig_small``, so that step 3's subtraction
-            # starts from a register (``s1_sig_small`` -> this multiplexer -> the subtraction
-            # -> the leading-zero count was 11.28 ns routed, core2 68bfe14 seed 1).
-            near_y=Mux(swap, Mux(d_ba == 1, sig_a, Cat(Const(0, 1), sig_a)),
-                       Mux(d_ab == 1, sig_b, Cat(Const(0, 1), sig_b))),
+            d_one=Mux(swap, d_ba == 1, d_ab == 1),
             both_zero=za & zb,
             zero_sign=a[31] & b[31],                    # (-0) + (-0) = -0, otherwise +0
             nan=nan_a | nan_b | (inf_a & inf_b & (a[31] != b[31])),
             inf=inf_a | inf_b,
             inf_sign=Mux(inf_a, a[31], b[31]),
         )
+        # Near path: one guard bit below the big significand; the small one is shifted by
+        # the exponent difference (0 or 1), nothing is lost. Without a register between steps
+        # 2 and 3 (``stages`` 3, where cut 1 is registered) it is formed in step 1, for both
+        # orders and selected by the compare like ``sig_small``, so that step 3's subtraction
+        # starts from a register (``s1_sig_small`` -> this multiplexer -> the subtraction ->
+        # the leading-zero count was 11.28 ns routed, core2 68bfe14 seed 1); with that
+        # register (``stages`` 4) in step 2, where it has a cycle to itself (in step 1 it
+        # lengthened the exponent difference's path, 12.05 ns, core2 b0acae7 seed 1).
+        near_early = 1 in pipe.cuts and 2 not in pipe.cuts
+        if near_early:
+            s1["near_y"] = Mux(swap, Mux(d_ba == 1, sig_a, Cat(Const(0, 1), sig_a)),
+                               Mux(d_ab == 1, sig_b, Cat(Const(0, 1), sig_b)))
+            del s1["d_one"]
         r = {k: pipe(1, v, k) for k, v in s1.items()}
 
         # -- step 2: alignment ----------------------------------------------------------------
@@ -154,6 +162,9 @@ class FP32Adder(wiring.Component):
         for k in ("sig_small", "shift", "swap", "nz_a", "nz_b", "tz3_a", "tz3_b"):
             del s2[k]
         s2.update(far_y=Cat(aligned[0] | sticky, aligned[1:27]))
+        if not near_early:
+            del s2["d_one"]
+            s2["near_y"] = Mux(r["d_one"], r["sig_small"], Cat(Const(0, 1), r["sig_small"]))
         r = {k: pipe(2, v, k) for k, v in s2.items()}
 
         # -- step 3: add/subtract; near path: subtract and count leading zeros -----------------
