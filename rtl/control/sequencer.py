@@ -1003,11 +1003,16 @@ class Sequencer(wiring.Component):
         # X leaves the pipeline's R stage in place (END: the instruction is done; an AG_SET or
         # AG_SNAP whose successor in R reads the generator state it writes, ``AG_SET_READS`` /
         # ``AG_SNAP_READS`` of sim/isa.py: R re-reads its operands next cycle).
-        def r_reads(srcs):
-            return Cat(*[(a_sel_r == src) | (b_sel_r == src) for src in srcs]).any()
+        # (whether R's micro-word reads that state is registered as F's word enters R, so
+        # R's operand-select compares are not in front of the pipeline's moves and the
+        # control store's address: ``uword_r`` -> the compares -> the address was 11.55 ns
+        # routed, core2 b0acae7 seed 1)
+        def f_reads(srcs):
+            return Cat(*[(field(uword_f, "a") == src) | (field(uword_f, "b") == src)
+                         for src in srcs]).any()
 
-        x_holds_r = xd["end"] | xd["ag_set"] & r_reads(AG_SET_READS) | \
-            xd["ag_snap"] & r_reads(AG_SNAP_READS)
+        r_reads_set, r_reads_snap = Signal(), Signal()       # loaded with ``uword_r``
+        x_holds_r = xd["end"] | xd["ag_set"] & r_reads_set | xd["ag_snap"] & r_reads_snap
         # The pipeline moves on ``go``, not ``adv``: a micro-instruction that traps stops the
         # sequencer (DONE) and the next instruction's MAP empties the pipeline, so what F and
         # R hold after a trap is never used, and the error terms (stack checks, the core's
@@ -1026,6 +1031,9 @@ class Sequencer(wiring.Component):
         # core2 473aaa6).
         r_take_nr = Signal()
         m.d.comb += r_take_nr.eq(in_exec & (~rv | ~xv | go & ~x_holds_r))
+        with m.If(r_take_nr):
+            m.d.sync += [r_reads_set.eq(f_reads(AG_SET_READS)),
+                         r_reads_snap.eq(f_reads(AG_SNAP_READS))]
         # MAP's entry (the opcode map's block RAM output, 5.8 ns clock-to-out) enters last,
         # beside ``go`` (X is empty in MAP, so ``go`` is low there): ``opmap`` -> the
         # candidates -> the address was 12.9 ns routed, core2 00cbf51 seed 1.
