@@ -9,12 +9,13 @@ state it writes (``sim.isa.AG_SET_READS``/``AG_SNAP_READS``; none if it ends the
 instruction), with the same stall rules (EMIT waits for queue space, WAIT for a semaphore,
 BARRIER for completions). A WAIT compares the semaphore in one cycle and decides in
 the next, so it takes at least 2 cycles and goes on the cycle after the semaphore reaches its
-value; a deadlock is trapped the cycle after the compare that found it. A BRANCH on Z/NZ
-holds its first two cycles in X (the ALU result and its zero test are registered); a ULOOP
-right after a micro-instruction that writes UCTR, and a BRANCH on LOOP_MORE right after a
-LOOP_PUSH, hold one cycle (the count's zero tests are made on the registered result).
-Engines are modelled as serial servers: record ``i`` of an engine is accepted at
-``max(valid_i, done_{i-1})`` and completes ``cost(record)`` cycles later. The result is the timeline of every record (emit, accept, done
+value; a deadlock is trapped the cycle after the compare that found it. A BRANCH on Z/NZ holds
+its first two cycles in X (the ALU result and its zero test are registered); a ULOOP right
+after a micro-instruction that writes UCTR, and a BRANCH on LOOP_MORE right after a LOOP_PUSH,
+hold one cycle (the count's zero tests are made on the registered result); a SEMRD holds its
+first cycle and writes the semaphore as it was then. Engines are modelled as serial servers:
+record ``i`` of an engine is accepted at ``max(valid_i, done_{i-1})`` and completes
+``cost(record)`` cycles later. The result is the timeline of every record (emit, accept, done
 cycles), the sequencer's cycle count and per-engine busy / semaphore-wait / idle cycles.
 
 Being a second, independent executor of the microcode, it is also checked against the
@@ -121,6 +122,7 @@ class MicroSim:
         self.t = [0, 0]
         self.uctr = 0
         self._uctr_w = self._push_w = -2     # the cycle X last wrote UCTR, pushed a loop
+        self._semrd_last = 0                 # the semaphore a SEMRD in X saw last cycle
         self.rec = {e: [0] * isa.RECORD_SLOTS[e] for e in Engine}
         self.pc = 0
         self.error = 0
@@ -325,6 +327,11 @@ class MicroSim:
         res = self._alu(u["alu"], a, b)
         special, seq, dst, eng = u["special"], u["seq"], u["dst"], u["eng"]
         sem_idx = f["imm"] & 15
+        if special == USpecial.SEMRD:
+            # SEMRD writes the semaphore as it was in its previous cycle in X (the RTL
+            # registers it) and holds its first cycle.
+            semrd_val = self._semrd_last
+            self._semrd_last = self.sems[sem_idx]
         depth = len(self.loops)
         # stalls
         if special == USpecial.EMIT:
@@ -362,6 +369,8 @@ class MicroSim:
             return ("hold",)
         if seq == USeq.BRANCH and u["cond"] == UCond.LOOP_MORE and self._push_w == c - 1:
             return ("hold",)
+        if special == USpecial.SEMRD and held < 1:
+            return ("hold",)
         # condition (before any state changes)
         top = self.loops[-1] if self.loops else None
         cond = {UCond.ALWAYS: 1, UCond.Z: res == 0, UCond.NZ: res != 0,
@@ -390,7 +399,7 @@ class MicroSim:
                 self.regs[ag["reg"]] = res
         elif special == USpecial.SEMRD:
             if f["rd"]:
-                self.regs[f["rd"]] = self.sems[sem_idx]
+                self.regs[f["rd"]] = semrd_val
         if dst == UDst.T0:
             self.t[0] = res
         elif dst == UDst.T1:

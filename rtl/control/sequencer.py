@@ -62,7 +62,7 @@ _REG_SRCS = (USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3
 # registered state, bound in ``elaborate`` under the same key. The stall, the errors of X and
 # the register file's write kill are all built from these two lists, so they cannot disagree.
 _HOLD_TERMS = tuple("emit_" + _NAMES[e] for e in _ENGINES) + ("wait", "zbranch", "barrier",
-                                                             "uloop", "br_loop_more")
+                                                             "uloop", "br_loop_more", "semrd")
 _TRAP_TERMS = (
     (ErrorBit.LOOP_OVERFLOW, "loop_push"),
     (ErrorBit.LOOP_UNDERFLOW, "loop_top"),      # LOOP_STEP or LOOP_POP
@@ -180,7 +180,8 @@ class Sequencer(wiring.Component):
     and goes on the cycle after the compare finds the value reached; a BRANCH on
     Z/NZ holds its first two cycles (the ALU result and its zero test are registered). A ULOOP
     right after a micro-instruction that writes UCTR, and a BRANCH on LOOP_MORE right after a
-    LOOP_PUSH, hold one cycle (the count's zero tests are made on the registered result). The
+    LOOP_PUSH, hold one cycle (the count's zero tests are made on the registered result); a
+    SEMRD holds its first cycle and writes the semaphore as it was then (registered). The
     engine queues run concurrently with the sequencer.
     Reset: idle, ``done = 0``; memories keep their contents (control store and map start with
     ``sim.microcode``).
@@ -802,8 +803,13 @@ class Sequencer(wiring.Component):
         sem_idx = imm[:4]
         # ``sem_idx`` one-hot, registered as the instruction loads (MAP).
         sem_sel = Signal(isa.NUM_SEMS, init=1)
+        # SEMRD's value: the semaphore as it was in the previous cycle, registered (a SEMRD
+        # holds its first cycle in X, ``sr_seen``), so that the instruction's index and the
+        # 16-way multiplexer are not in front of the ALU's result multiplexer (``ir`` -> the
+        # semaphore select -> the forwarded value ``x_prev_n`` was 13.27 ns routed, 10.41 of
+        # it routing, the nextpnr critical path of core2 c8bb1a6 seed 1).
         sem_cur = Signal(16)
-        m.d.comb += sem_cur.eq(sem_now[sem_idx])
+        m.d.sync += sem_cur.eq(sem_now[sem_idx])
 
         # ---- stall, errors, advance -------------------------------------------------------
         stall = Signal()
@@ -839,13 +845,14 @@ class Sequencer(wiring.Component):
             wait_dead.eq(wait_short & (outstanding == 0)),   # implies ~wait_ok
         ]
         is_zbranch, zb_seen, zb_go = Signal(), Signal(), Signal()
+        sr_seen = Signal()          # a SEMRD has held its first cycle in X
         m.d.comb += is_zbranch.eq(xd["zbranch"])
         # The conditions of ``_HOLD_TERMS`` and ``_TRAP_TERMS``, by the same keys; the stall,
         # ``exec_err`` and the register file's ``wr_kill`` are sums of products of these and
         # the terms' decoded flags (``xd[n]``, or ``xd["wk_" + n]`` for ``wr_kill``).
         hold_when = {"emit_" + _NAMES[e]: ~can_emit[e] for e in _ENGINES}
         hold_when.update(wait=~wait_go, zbranch=~zb_go, barrier=outstanding != 0,
-                         uloop=uctr_fix, br_loop_more=push_w)
+                         uloop=uctr_fix, br_loop_more=push_w, semrd=~sr_seen)
         eb = ErrorBit
         trap_when = {
             (eb.LOOP_OVERFLOW, "loop_push"): lsp_full,
@@ -908,6 +915,7 @@ class Sequencer(wiring.Component):
         m.d.comb += [go.eq(x_live & ~stall), adv_pre.eq(go & ~exec_other),
                      adv.eq(adv_pre & ~exec_err[eb.ILLEGAL_FIELD])]
         m.d.sync += [zb_seen.eq(x_live & is_zbranch & ~adv),
+                     sr_seen.eq(x_live & xd["semrd"] & ~adv),
                      zb_go.eq(x_live & is_zbranch & ~adv & zb_seen)]
 
         # ---- semaphores -------------------------------------------------------------------
