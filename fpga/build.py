@@ -16,7 +16,8 @@ A seed sweep (``--seeds``) runs yosys once and nextpnr once per placement seed (
 time, each in ``seed<N>/``, each stopped after ``--pnr-timeout`` minutes: a router that stalls
 costs one seed, not the build), then packs the seed with the highest post-route Fmax; the
 report lists every seed (``seed_sweep``). nextpnr's Fmax moves by about 8 % from seed to seed
-on the core (``docs/fpga.md``).
+on the core (``docs/fpga.md``). A build removes the ``seed<N>/`` directories it does not rerun
+(a single-seed build, which writes into the build directory itself, all of them).
 
 ``--synth-only`` (ECP5) stops after yosys and prints the routed logic levels of every
 register-to-register path of the netlist (``scripts.logic_depth``: the histogram, the deepest
@@ -264,6 +265,19 @@ def _sweep_text(results):
                                               else r["status"]) for r in results)
 
 
+def drop_stale_seeds(dest, seeds):
+    """Remove the ``seed<N>/`` directories of ``dest`` that a build with ``seeds`` (None: a
+    single-seed build, which writes into ``dest`` itself) does not rerun: a later look at
+    ``seed<N>/`` must not find an earlier netlist's routing there. Returns the removed names."""
+    keep = {f"seed{s}" for s in seeds or ()}
+    removed = []
+    for old in sorted(pathlib.Path(dest).glob("seed*")):
+        if old.is_dir() and old.name not in keep:
+            shutil.rmtree(old)
+            removed.append(old.name)
+    return removed
+
+
 def _sweep(argv, seeds, dest, env, jobs, timeout_min, progress, index, total, tool):
     """Run nextpnr once per seed, ``jobs`` at a time, in ``dest/seed<N>/``; return
     ``[{seed, status (ok | failed (exit N) | timeout), fmax_mhz, seconds}]`` in seed order."""
@@ -339,6 +353,8 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
                                        router=router)
     dest = out_dir(board_name, config, root)
     dest.mkdir(parents=True, exist_ok=True)
+    if not plan_only:
+        drop_stale_seeds(dest, seeds)
     build_plan.extract(dest)
     target_mhz = top.freq / 1e6
     meta = {"board": board_name, "config": config, "target_mhz": target_mhz, "baud": baud,

@@ -200,6 +200,20 @@ def test_seed_argv():
                                                            "--seed", "3"]
 
 
+def test_drop_stale_seeds(tmp_path):
+    """A build removes the per-seed directories it does not rerun (a single-seed build all of
+    them), so that ``seed<N>/`` never holds another netlist's routing; other files stay."""
+    from fpga.build import drop_stale_seeds
+    for name in ("seed1", "seed3", "seed4"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "top.timing.json").write_text("{}")
+    (tmp_path / "seeds.txt").write_text("not a directory")
+    assert drop_stale_seeds(tmp_path, [1, 3]) == ["seed4"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["seed1", "seed3", "seeds.txt"]
+    assert drop_stale_seeds(tmp_path, None) == ["seed1", "seed3"]
+    assert [p.name for p in tmp_path.iterdir()] == ["seeds.txt"]
+
+
 def test_best_seed():
     rs = [{"seed": 1, "status": "ok", "fmax_mhz": 50.1},
           {"seed": 2, "status": "timeout", "fmax_mhz": None},
