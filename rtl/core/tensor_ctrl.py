@@ -92,6 +92,7 @@ class TensorController(wiring.Component):
         Through a pipeline register (``rtl.bus.pipeline_register``): every signal of it is a
         flip-flop; one cycle from SBUF's port register.
     moving : Out(stream {data: Array(data_width, rows), last: 1})
+        Through a pipeline register too.
     result : In(stream {data: Array(32, cols), last: 1})
     psum_wr : Out(stream psum_write_layout(cols, psum_depth))
     psum_wr_int : Out(1)
@@ -243,8 +244,15 @@ class TensorController(wiring.Component):
                      stat_s.ready.eq(stat_reg.i.ready)]
         stat_busy = self._issuer(m, "stat", view(queues["stat"]), self.stat_rd,
                                  stat_s, "m", "stat_addr", "stat_stride", True) | stat_reg.full
-        mov_busy = self._issuer(m, "mov", view(queues["mov"]), self.mov_rd, self.moving,
-                                "n", "mov_addr", "mov_stride", False)
+        # The moving words too (block RAM -> the array's skew registers was 11.21 ns routed,
+        # core2 c8bb1a6 seed 3): one cycle more before a tile's first column.
+        mov_s = stream.Signature(self.moving.payload.shape()).create()
+        m.submodules.mov_reg = mov_reg = PipelineRegister(self.moving.payload.shape())
+        wiring.connect(m, mov_reg.o, wiring.flipped(self.moving))
+        m.d.comb += [mov_reg.i.valid.eq(mov_s.valid), mov_reg.i.payload.eq(mov_s.payload),
+                     mov_s.ready.eq(mov_reg.i.ready)]
+        mov_busy = self._issuer(m, "mov", view(queues["mov"]), self.mov_rd, mov_s,
+                                "n", "mov_addr", "mov_stride", False) | mov_reg.full
 
         # Completion: tag result beats with their PSUM address, count commands out. The tagged
         # beat leaves through a pipeline register, so PSUM's ready (its read-after-write hazard
