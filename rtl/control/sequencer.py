@@ -151,13 +151,12 @@ class Sequencer(wiring.Component):
         One pulse per completed record of that engine, in issue order (sem_en or not): the
         sequencer applies the record's semaphore increment.
     slot_data : Out(32)
-        The value a record slot takes in W, the cycle after X's slot write went (X's result
-        registered, ``res_q``, whether or not a slot is written).
+        The value X writes into a record slot (X's result, whether or not it writes one).
     tensor_slot_terms, vector_slot_terms : In(ArrayLayout(check_terms, slots))
         The core's record-check terms of ``slot_data`` (combinational from it), for each slot
         of that engine as if ``slot_data`` were written into it: the sequencer registers a
-        slot's terms beside the slot as W writes it, so that the check at EMIT starts from
-        flip-flops (and, for an EMIT right after the write, from ``res_q``).
+        slot's terms beside the slot when it writes it, so that the check at EMIT starts
+        from flip-flops.
     tensor_blank_terms, vector_blank_terms : In(ArrayLayout(check_terms, slots))
         The terms of a slot not written since the last EMIT to that engine (it reads as 0):
         the core drives the terms of 0 (constants).
@@ -785,19 +784,13 @@ class Sequencer(wiring.Component):
             m.d.comb += sq.r_en.eq(getattr(self, _NAMES[e] + "_done"))
             if e != Engine.DMA:
                 # The record check's terms, registered beside each slot (``rec_terms``) from
-                # the core's terms of the value written, in W with the slot's word: the check
-                # at EMIT starts from these flip-flops rather than from the slots through the
-                # field compares, or in W (an EMIT right after the write) from the terms of
-                # ``res_q``, a register too. (Registered in X from the ALU's output, the terms
-                # were behind the carry chain: ``x_prev`` -> ALU -> a slot's terms was
-                # 12.23 ns routed, the nextpnr critical path of core2 b0acae7 seed 1.)
+                # the core's terms of the value written: the check at EMIT starts from these
+                # flip-flops rather than from the slots through the field compares.
                 rec_terms[e] = [Signal(self._check_terms, name=f"rec_{_NAMES[e]}{s}_terms")
                                 for s in range(nslots)]
                 out_terms = getattr(self, _NAMES[e] + "_terms")
                 blank = getattr(self, _NAMES[e] + "_blank_terms")
-                slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
-                m.d.comb += [out_terms[s].eq(Mux(wr[e][s], Mux(rec_w[e][s], slot_terms[s],
-                                                               rec_terms[e][s]), blank[s]))
+                m.d.comb += [out_terms[s].eq(Mux(wr[e][s], rec_terms[e][s], blank[s]))
                              for s in range(nslots)]
 
         sem_idx = imm[:4]
@@ -980,7 +973,7 @@ class Sequencer(wiring.Component):
         with m.Else():
             m.d.comb += [rf_w.addr.eq(w_rf_addr), rf_w.data.eq(w_rf_data),
                          rf_w.en.eq(w_rf_en)]
-        m.d.comb += self.slot_data.eq(res_q)
+        m.d.comb += self.slot_data.eq(res)
         # The value X forwards: its register-file write, or its T0/T1 write (``res``).
         m.d.comb += x_fwd.eq(alu_out("alu_fwd", xd["fwd_sem"]))
 
@@ -1125,9 +1118,6 @@ class Sequencer(wiring.Component):
             for s, sig in enumerate(rec_raw[e]):
                 with m.If(rec_w[e][s]):
                     m.d.sync += sig.eq(res_q)
-                    if e in rec_terms:
-                        slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
-                        m.d.sync += rec_terms[e][s].eq(slot_terms[s])
             with m.If(go & xd["emit_" + _NAMES[e]]):
                 m.d.sync += wr[e].eq(0)
             with m.If(go & xd["slot_" + _NAMES[e]]):
@@ -1138,6 +1128,9 @@ class Sequencer(wiring.Component):
                 for s, sig in enumerate(rec_raw[e]):
                     with m.If(slot == s):
                         m.d.sync += wr[e][s].eq(1)
+                        if e in rec_terms:
+                            slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
+                            m.d.sync += rec_terms[e][s].eq(slot_terms[s])
         # An EMIT pushes on ``adv``, written out for an EMIT: it can only stall for queue
         # space or through its ``seq`` field, and only trap through it or its record.
         # So the queues' write enables do not wait for the whole stall and error cones.
