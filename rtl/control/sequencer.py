@@ -51,7 +51,10 @@ DBG = {
     "status": 100,      # bit0 busy, bit1 done, bit2 error
 }
 
-_S_IDLE, _S_CLEAR, _S_FETCH, _S_DECODE, _S_MAP, _S_EXEC, _S_DONE = range(7)
+# MAP, EXEC and DONE each own a bit of the state register (``in_map`` and ``in_exec`` are a
+# flip-flop each, not a compare, in front of the control store's address: ``state`` -> EXEC
+# compare -> ... -> the address was 12.03 ns routed, core2 3d40efa seed 1).
+_S_IDLE, _S_CLEAR, _S_FETCH, _S_DECODE, _S_MAP, _S_EXEC, _S_DONE = 0, 1, 2, 3, 4, 8, 16
 _ENGINES = (Engine.DMA, Engine.TENSOR, Engine.VECTOR)
 _NAMES = {Engine.DMA: "dma", Engine.TENSOR: "tensor", Engine.VECTOR: "vector"}
 # Operand sources read from the register file.
@@ -234,7 +237,7 @@ class Sequencer(wiring.Component):
         m = Module()
         pc_bits = ceil_log2(self._pmem_depth)
 
-        state = Signal(3)
+        state = Signal(5)
         pc = Signal(32)
         npc = Signal(32)
         # X's writes of its result to ``npc`` and ``uctr`` land one cycle late: ``res_q`` is
@@ -257,7 +260,7 @@ class Sequencer(wiring.Component):
         rd_p = [Signal(6, name=f"rd_p{i}") for i in range(4)]     # rd+1, rd+2, rd+3, rs2+1
         rd_nz = Signal()                                         # rd != 0
         src_eq_rd = Signal(4)       # rs1, rs2, rs3, rs2 + 1 == rd (registered in MAP)
-        in_exec = state == _S_EXEC
+        in_exec = state[3]                 # state == _S_EXEC
         # An instruction's END leaves its successor's PC in ``npc`` and sets ``pc_pend``; ``pc``
         # copies ``npc`` in the next cycle (FETCH or DONE), so X's result does not reach
         # ``pc``. ``pc_now`` is the PC as the architecture has it (what every reader sees).
@@ -1039,7 +1042,7 @@ class Sequencer(wiring.Component):
         # beside ``go`` (X is empty in MAP, so ``go`` is low there): ``opmap`` -> the
         # candidates -> the address was 12.9 ns routed, core2 00cbf51 seed 1.
         in_map = Signal()
-        m.d.comb += in_map.eq(state == _S_MAP)
+        m.d.comb += in_map.eq(state[2])    # state == _S_MAP
         # The address for each outcome of ``go`` (``addr_go``, ``addr_hold``), and ``go``
         # choosing between them last: ``go`` (the stall's sum of products) is one level in
         # front of the control store's address pins. Both candidates and ``go`` are kept for
