@@ -1072,7 +1072,7 @@ class Sequencer(wiring.Component):
         ]
         m.d.sync += upc_f.eq(ur.addr)
         # R's registers load on ``r_take_nr`` too: a taken redirect empties R (``rv``), and
-        # the next ``r_take`` loads them again, so the redirect (``res_zero_h`` -> branch
+        # the next ``r_take`` loads them again, so the redirect (``res_zero`` -> branch
         # terms) is not in the clock enable of R's ~90 flip-flops (11.7 ns routed, core2
         # ce3f847 seed 1). Only ``rv`` follows ``r_take``.
         with m.If(r_take):
@@ -1089,7 +1089,7 @@ class Sequencer(wiring.Component):
             m.d.sync += [uword_r.eq(uword_f), upc_r.eq(upc_f)]
         # ``ag_idx_r`` follows R's micro-word by ``r_take_nr`` (a taken redirect empties R,
         # and the next ``r_take`` loads it again), so the redirect (the zero test of X's
-        # result, ``res_zero_h`` -> ``br_taken``) is not in front of it.
+        # result, ``res_zero`` -> ``br_taken``) is not in front of it.
         with m.If(r_take_nr):
             m.d.sync += ag_idx_r.eq(ag_eff[field(uword_f, "const")[:2]])
         with m.Elif((ag_set_x & kr_oh).any()):
