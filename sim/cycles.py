@@ -240,8 +240,9 @@ class MicroSim:
                     armed = True
                     continue
                 if kind == "hold":
-                    # A registered test not yet made (a Z/NZ BRANCH's first two cycles; a
-                    # ULOOP or a LOOP_MORE right after the write of its count): holds a cycle.
+                    # A registered test or value not yet made (a Z/NZ BRANCH's first two
+                    # cycles; a ULOOP or a LOOP_MORE right after the write of its count; a
+                    # SEMRD's first cycle): holds a cycle.
                     self._account(c, wait=False)
                     c += 1
                     held += 1
@@ -314,8 +315,8 @@ class MicroSim:
         """One micro-instruction in X at cycle ``c``, where it has held ``held`` cycles. A WAIT
         decides on the compare of cycle ``wait_at`` (the cycle before; ``self.sems`` as of
         then); ``None``: its first cycle, which always holds. A BRANCH on Z/NZ holds its first
-        two cycles in X, a ULOOP the cycle after a UCTR write went and a BRANCH on LOOP_MORE
-        the cycle after a LOOP_PUSH went, stalls and errors aside."""
+        two cycles in X, a ULOOP the cycle after a UCTR write went, a BRANCH on LOOP_MORE the
+        cycle after a LOOP_PUSH went and a SEMRD its first cycle, stalls and errors aside."""
         u = _UNPACKED.get(w)
         if u is None:
             u = _UNPACKED[w] = isa.unpack(isa.MICRO_FIELDS, w)

@@ -66,6 +66,10 @@ _REG_SRCS = (USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3
 # the register file's write kill are all built from these two lists, so they cannot disagree.
 _HOLD_TERMS = tuple("emit_" + _NAMES[e] for e in _ENGINES) + ("wait", "zbranch", "barrier",
                                                              "uloop", "br_loop_more", "semrd")
+# The ``seq``-field terms that can hold or trap a micro-instruction's SEMINC, SEMSET or EMIT
+# (``*_plain`` is the micro-word without any of them and without TRAP); each is paired with
+# the registered condition under which it lets the micro-instruction go (``seq_gate``).
+_SEQ_TERMS = ("zbranch", "ret", "call", "uloop", "br_loop_more")
 _TRAP_TERMS = (
     (ErrorBit.LOOP_OVERFLOW, "loop_push"),
     (ErrorBit.LOOP_UNDERFLOW, "loop_top"),      # LOOP_STEP or LOOP_POP
@@ -409,12 +413,11 @@ class Sequencer(wiring.Component):
             # holds, as do a ULOOP and a BRANCH on LOOP_MORE after the write of what they
             # test, a RET or CALL may trap on the micro-stack, a TRAP traps): ``adv`` for
             # them is one sum of products of these and registered flags (``sem_inc``).
-            seq_terms = ("zbranch", "ret", "call", "uloop", "br_loop_more")
             for n in ("seminc", "semset", *("emit_" + _NAMES[e] for e in _ENGINES)):
                 d[n + "_plain"] = d[n] & ~d["trap"]
-                for c in seq_terms:
+                for c in _SEQ_TERMS:
                     d[n + "_plain"] = d[n + "_plain"] & ~d[c]
-                for c in seq_terms:
+                for c in _SEQ_TERMS:
                     d[f"{n}_{c}"] = d[n] & d[c]
             return d
 
@@ -423,16 +426,14 @@ class Sequencer(wiring.Component):
         const_r = field(uword_r, "const")
         k_r = const_r[:2]
         uctr = Signal(16)
-        uctr_now = Signal(16)
-        m.d.comb += uctr_now.eq(Mux(uctr_fix, res_q[:16], uctr))
         with m.If(uctr_fix):
             m.d.sync += uctr.eq(res_q[:16])
         # ``uctr != 0`` kept in a flip-flop beside it (``uctr_nz``; after X's write it takes
-        # the test in W, while a ULOOP holds): a ULOOP's redirect, in front of the control
-        # store's address, then compares no 16-bit value (``res_q`` -> 16-bit test ->
-        # redirect -> control-store address was 11.7 ns, core2 bf26a8b seed 1).
+        # the test in W, while a ULOOP holds, so a ULOOP that goes reads ``uctr`` and
+        # ``uctr_nz`` as they are): a ULOOP's redirect, in front of the control store's
+        # address, then compares no 16-bit value (``res_q`` -> 16-bit test -> redirect ->
+        # control-store address was 11.7 ns, core2 bf26a8b seed 1).
         uctr_nz = Signal()
-        uctr_now_nz = Signal()
         ustack = Array(Signal(isa.UADDR_BITS, name=f"ustack{i}") for i in range(isa.UCALL_DEPTH))
         usp = Signal(range(isa.UCALL_DEPTH + 1))
         utop = Signal(range(isa.UCALL_DEPTH), init=isa.UCALL_DEPTH - 1)
@@ -719,7 +720,6 @@ class Sequencer(wiring.Component):
         # control store's address, as before.
         res_zero = Signal()
         m.d.sync += res_zero.eq(res_q == 0)
-        m.d.comb += uctr_now_nz.eq(uctr_nz)
         with m.If(uctr_fix):
             m.d.sync += uctr_nz.eq(res_q[:16] != 0)
         # LOOP_MORE: the top loop's ``more`` flags (``ls_more``/``rem_more``: the count's bits
@@ -914,20 +914,26 @@ class Sequencer(wiring.Component):
                      sr_seen.eq(x_live & xd["semrd"] & ~adv),
                      zb_go.eq(x_live & is_zbranch & ~adv & zb_seen)]
 
+        # A SEMINC, SEMSET or EMIT micro-instruction's ``seq`` field lets it go: a sum of
+        # products of the flags decoded for it alone (``{n}_plain``, ``{n}_<term>``) and
+        # registered conditions, so that synthesis does not share the stall and error cones.
+        seq_lets_go = {"zbranch": zb_go, "ret": ~usp_zero, "call": ~usp_full,
+                       "uloop": ~uctr_fix, "br_loop_more": ~push_w}
+        assert tuple(seq_lets_go) == _SEQ_TERMS
+
+        def seq_gate(n):
+            return Cat(xd[n + "_plain"],
+                       *[xd[f"{n}_{c}"] & ok for c, ok in seq_lets_go.items()]).any()
+
         # ---- semaphores -------------------------------------------------------------------
         # ``sem_inc``/``sem_set`` are ``adv`` for a SEMINC/SEMSET micro-instruction, which can
         # only stall through its ``seq`` field (a BRANCH on Z/NZ or LOOP_MORE, a ULOOP) and
-        # only trap through it (RET, CALL, TRAP): one sum of products of flags decoded for them alone (so that synthesis does
-        # not share the stall cone's terms) and registered flags. The semaphore index is
+        # only trap through it (RET, CALL, TRAP): ``seq_gate``. The semaphore index is
         # ``sem_sel``, one-hot and registered with the instruction. The sequencer's increment
         # chooses between two sums of the engines' increments, with and without it.
         sem_inc, sem_set = Signal(), Signal()
         for sig, n in ((sem_inc, "seminc"), (sem_set, "semset")):
-            m.d.comb += sig.eq(x_live & (xd[n + "_plain"] | xd[n + "_zbranch"] & zb_go |
-                                         xd[n + "_ret"] & ~usp_zero |
-                                         xd[n + "_call"] & ~usp_full |
-                                         xd[n + "_uloop"] & ~uctr_fix |
-                                         xd[n + "_br_loop_more"] & ~push_w))
+            m.d.comb += sig.eq(x_live & seq_gate(n))
         for i in range(isa.NUM_SEMS):
             incs = []
             for e in _ENGINES:
@@ -1000,7 +1006,7 @@ class Sequencer(wiring.Component):
         x_target = Signal(isa.UADDR_BITS)
         m.d.comb += [
             x_target.eq(Mux(xd["ret"], ustack[utop], target)),
-            redirect.eq(br_taken | xd["uloop"] & uctr_now_nz),
+            redirect.eq(br_taken | xd["uloop"] & uctr_nz),
         ]
         upc_f_inc = Signal(isa.UADDR_BITS)
         m.d.comb += upc_f_inc.eq(upc_f + 1)
@@ -1140,15 +1146,9 @@ class Sequencer(wiring.Component):
         for e in _ENGINES:
             illegal_e = getattr(self, _NAMES[e] + "_illegal", Const(0))
             push = Signal(name=f"push_{_NAMES[e]}")
-            # (as a sum of products of flags decoded for an EMIT alone, like ``sem_inc``:
-            # RET -> ``seq_fault`` -> ``push`` -> the queue's level was 11.8 ns routed,
-            # core2 00cbf51 seed 3)
-            n = "emit_" + _NAMES[e]
-            m.d.comb += push.eq(xv & can_emit[e] & ~illegal_e &
-                                (xd[n + "_plain"] | xd[n + "_zbranch"] & zb_go |
-                                 xd[n + "_ret"] & ~usp_zero | xd[n + "_call"] & ~usp_full |
-                                 xd[n + "_uloop"] & ~uctr_fix |
-                                 xd[n + "_br_loop_more"] & ~push_w))
+            # (``seq_gate``, like ``sem_inc``: RET -> ``seq_fault`` -> ``push`` -> the queue's
+            # level was 11.8 ns routed, core2 00cbf51 seed 3)
+            m.d.comb += push.eq(xv & can_emit[e] & ~illegal_e & seq_gate("emit_" + _NAMES[e]))
             m.d.comb += [outq[e].w_en.eq(push), semq[e].w_en.eq(push)]
         # State that no debug read shows and START resets (or whose pointer START resets)
         # changes on ``go``; a trapping micro-instruction's change of it is never seen, since
@@ -1183,8 +1183,8 @@ class Sequencer(wiring.Component):
             with m.If(xd["ret"]):
                 m.d.sync += [usp.eq(usp - 1), utop.eq(utop - 1), usp_zero.eq(usp == 1),
                              usp_full.eq(0)]
-            with m.If(xd["uloop"] & uctr_now_nz):
-                m.d.sync += [uctr.eq(uctr_now - 1), uctr_nz.eq(uctr_now != 1), uctr_fix.eq(0)]
+            with m.If(xd["uloop"] & uctr_nz):
+                m.d.sync += [uctr.eq(uctr - 1), uctr_nz.eq(uctr != 1), uctr_fix.eq(0)]
             with m.If(xd["end"]):
                 m.d.sync += [state.eq(Mux(xd["halt"], _S_DONE, _S_FETCH)),
                              usp.eq(0), utop.eq(-1), usp_zero.eq(1), usp_full.eq(0)]

@@ -231,28 +231,28 @@ class TensorController(wiring.Component):
             m.d.comb += [s.payload.eq(f.r_data), s.valid.eq(f.r_rdy), f.r_en.eq(s.ready)]
             return s
 
-        # The stationary words leave through a pipeline register: SBUF's block RAM output
-        # (the issuer's port register) then reaches a register here, not the PEs' weight
-        # registers across the array (block RAM -> mask -> a PE's weight register was
-        # 11.54 ns routed, 6.3 of it the RAM's clock-to-out and the LUT: core2 f8e44b5
-        # seed 1). One cycle more before a tile's weights, which load beside the previous
-        # tile's moving stream.
-        stat_s = stream.Signature(self.stationary.payload.shape()).create()
-        m.submodules.stat_reg = stat_reg = PipelineRegister(self.stationary.payload.shape())
-        wiring.connect(m, stat_reg.o, wiring.flipped(self.stationary))
-        m.d.comb += [stat_reg.i.valid.eq(stat_s.valid), stat_reg.i.payload.eq(stat_s.payload),
-                     stat_s.ready.eq(stat_reg.i.ready)]
+        # The stationary and moving words leave through pipeline registers: SBUF's block RAM
+        # output (the issuer's port register) then reaches a register here, not the array's
+        # registers across the chip (block RAM -> mask -> a PE's weight register was
+        # 11.54 ns routed, 6.3 of it the RAM's clock-to-out and the LUT, core2 f8e44b5 seed 1;
+        # block RAM -> the skew registers 11.21 ns, core2 c8bb1a6 seed 3). One cycle more
+        # before a tile's weights and its first column.
+        def registered(name, out):
+            """The stream an issuer drives into ``out`` through a pipeline register, and
+            the register's ``full``."""
+            inner = stream.Signature(out.payload.shape()).create()
+            reg = m.submodules[f"{name}_reg"] = PipelineRegister(out.payload.shape())
+            wiring.connect(m, reg.o, wiring.flipped(out))
+            m.d.comb += [reg.i.valid.eq(inner.valid), reg.i.payload.eq(inner.payload),
+                         inner.ready.eq(reg.i.ready)]
+            return inner, reg.full
+
+        stat_s, stat_full = registered("stat", self.stationary)
+        mov_s, mov_full = registered("mov", self.moving)
         stat_busy = self._issuer(m, "stat", view(queues["stat"]), self.stat_rd,
-                                 stat_s, "m", "stat_addr", "stat_stride", True) | stat_reg.full
-        # The moving words too (block RAM -> the array's skew registers was 11.21 ns routed,
-        # core2 c8bb1a6 seed 3): one cycle more before a tile's first column.
-        mov_s = stream.Signature(self.moving.payload.shape()).create()
-        m.submodules.mov_reg = mov_reg = PipelineRegister(self.moving.payload.shape())
-        wiring.connect(m, mov_reg.o, wiring.flipped(self.moving))
-        m.d.comb += [mov_reg.i.valid.eq(mov_s.valid), mov_reg.i.payload.eq(mov_s.payload),
-                     mov_s.ready.eq(mov_reg.i.ready)]
+                                 stat_s, "m", "stat_addr", "stat_stride", True) | stat_full
         mov_busy = self._issuer(m, "mov", view(queues["mov"]), self.mov_rd, mov_s,
-                                "n", "mov_addr", "mov_stride", False) | mov_reg.full
+                                "n", "mov_addr", "mov_stride", False) | mov_full
 
         # Completion: tag result beats with their PSUM address, count commands out. The tagged
         # beat leaves through a pipeline register, so PSUM's ready (its read-after-write hazard

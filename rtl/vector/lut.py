@@ -540,12 +540,11 @@ class Lut(wiring.Component):
         # b0acae7 seed 3).
         pre_q, post_q = Signal(32, init=ONE_F32), Signal(32)
         with m.If(en):
-            m.d.sync += [pre_q.eq(pre), post_q.eq(post)]
-        with m.If(en):
             m.d.sync += [
                 fin_scaled.eq((mode == RangeMode.EXP2) | (mode == RangeMode.RSQRT) |
                               (mode == RangeMode.SQRT) | (mode == RangeMode.RECIP)),
-                fin_recip.eq(mode == RangeMode.RECIP), fin_log.eq(mode == RangeMode.LOG)]
+                fin_recip.eq(mode == RangeMode.RECIP), fin_log.eq(mode == RangeMode.LOG),
+                pre_q.eq(pre), post_q.eq(post)]
         # Likewise the bank and the segment bounds of the elements in stage 2, taken with them
         # from stage 1: the binade ``vE - e_lo`` and the descriptor read address then start
         # from flip-flops, not from the engine's bank register through the header multiplexer
