@@ -683,6 +683,14 @@ async def test_late_writes(dut):
                u(a=USrc.RD, b=USrc.RD, alu=UAlu.ADD, dst=UDst.RD, **end)],
         0xF1: [u(a=USrc.ZERO, b=USrc.RS1, alu=UAlu.SLTU, special=USpecial.SEMRD),
                u(a=USrc.RD, b=USrc.RD, alu=UAlu.ADD, dst=UDst.RD, **end)],
+        # sem += 1 (SEMINC) then rd = sem at once (SEMRD), and the same after two SEMINCs:
+        # the increment, registered, reaches the semaphore while SEMRD holds
+        0xEF: [u(special=USpecial.SEMINC),
+               u(special=USpecial.SEMRD),
+               u(a=USrc.RD, b=USrc.RD, alu=UAlu.ADD, dst=UDst.RD, **end)],
+        0xEE: [u(special=USpecial.SEMINC),
+               u(special=USpecial.SEMINC),
+               u(special=USpecial.SEMRD, **end)],
         # rd = (rs1 + rs2 != 0) by a BRANCH on Z of the sum: sums whose halves carry into
         # each other (0x8000 + 0x8000 = 0x10000, 0x80000000 + 0x80000000 = 0)
         0xF0: [u(a=USrc.RS1, b=USrc.RS2, alu=UAlu.ADD, dst=UDst.T0, seq=USeq.BRANCH,
@@ -738,6 +746,14 @@ async def test_late_writes(dut):
     def ref_semrd2(sim, f):
         sim.w(f["rd"], 2 * sim.sems[f["imm"] & 15] & mask)
 
+    def ref_inc_rd(sim, f):
+        sim.sems[f["imm"] & 15] = sim.sems[f["imm"] & 15] + 1 & 0xFFFF
+        sim.w(f["rd"], 2 * sim.sems[f["imm"] & 15])
+
+    def ref_inc2_rd(sim, f):
+        sim.sems[f["imm"] & 15] = sim.sems[f["imm"] & 15] + 2 & 0xFFFF
+        sim.w(f["rd"], sim.sems[f["imm"] & 15])
+
     def ref_slt(sim, f):
         def s32(v):
             return v - (1 << 32) if v >> 31 else v
@@ -750,7 +766,8 @@ async def test_late_writes(dut):
     ext = {0xF0: ref_zt, 0xF4: ref_stride, 0xF5: ref_base, 0xF6: ref_loop, 0xF7: ref_sem,
            0xF9: ref_agreg,
            0xFA: ref_agreg_rd, 0xFB: ref_agreg_rd, 0xFC: ref_sub_fwd, 0xFD: ref_fwd_rs,
-           0xFE: ref_fwd_rs3, 0xF8: ref_semrd2, 0xF3: ref_semrd2, 0xF1: ref_semrd2, 0xF2: ref_slt}
+           0xFE: ref_fwd_rs3, 0xF8: ref_semrd2, 0xF3: ref_semrd2, 0xF1: ref_semrd2, 0xF2: ref_slt,
+           0xEF: ref_inc_rd, 0xEE: ref_inc2_rd}
     prologue = assemble("li r1, 7\nli r2, 0x1234\nli r3, 40\nli r4, 5\nli r12, 100\n"
                         "li r13, 200\nli r16, 100\nli r17, 200\nli r18, 300\n"
                         "li r19, 400")[:10]
@@ -773,6 +790,9 @@ async def test_late_writes(dut):
            isa.encode(0xF8, rd=22, rs1=2, imm=9),
            isa.encode(0xF3, rd=23, rs1=2, imm=9),
            isa.encode(0xF1, rd=28, rs1=2, imm=3),
+           isa.encode(0xEF, rd=29, imm=9),
+           isa.encode(0xEE, rd=30, imm=9),
+           isa.encode(0xEF, rd=31, imm=9),
            isa.encode(0xF2, rd=24, rs1=20, rs2=21),
            isa.encode(0xF2, rd=25, rs1=21, rs2=20),
            isa.encode(0xF2, rd=26, rs1=1, rs2=21),
@@ -808,6 +828,10 @@ async def test_late_writes(dut):
     # beside an SLTU whose result is 1)
     assert hw["regs"][22:24] == [22, 22] and hw["regs"][28] == 0, \
         f"late writes: SEMRD read back {hw['regs'][22:24]}, {hw['regs'][28]}"
+    # (sem 9 = 11, then + 1, + 2, + 1; a SEMRD that misses the SEMINC right before it reads
+    # one or two less)
+    assert hw["regs"][29:32] == [24, 14, 30], \
+        f"late writes: SEMRD right after SEMINC {hw['regs'][29:32]}"
     # (0x7FFFFFFF <s 0x80000000 is false: the sign of the wrapped difference says true)
     assert hw["regs"][24:28] == [1, 2, 1, 2], f"late writes: SLT {hw['regs'][24:28]}"
     # (0x10000, 0, 0, 0xFFFF8000: the zero test of a sum whose halves carry)

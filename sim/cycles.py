@@ -13,7 +13,8 @@ value; a deadlock is trapped the cycle after the compare that found it. A BRANCH
 its first two cycles in X (the ALU result and its zero test are registered); a ULOOP right
 after a micro-instruction that writes UCTR, and a BRANCH on LOOP_MORE right after a LOOP_PUSH,
 hold one cycle (the count's zero tests are made on the registered result); a SEMRD holds its
-first cycle and writes the semaphore as it was then. Engines are modelled as serial servers:
+first two cycles and writes the semaphore as it was in the second (a SEMINC reaches the
+semaphore two cycles after X). Engines are modelled as serial servers:
 record ``i`` of an engine is accepted at ``max(valid_i, done_{i-1})`` and completes
 ``cost(record)`` cycles later. The result is the timeline of every record (emit, accept, done
 cycles), the sequencer's cycle count and per-engine busy / semaphore-wait / idle cycles.
@@ -242,7 +243,7 @@ class MicroSim:
                 if kind == "hold":
                     # A registered test or value not yet made (a Z/NZ BRANCH's first two
                     # cycles; a ULOOP or a LOOP_MORE right after the write of its count; a
-                    # SEMRD's first cycle): holds a cycle.
+                    # SEMRD's first two cycles): holds a cycle.
                     self._account(c, wait=False)
                     c += 1
                     held += 1
@@ -316,7 +317,7 @@ class MicroSim:
         decides on the compare of cycle ``wait_at`` (the cycle before; ``self.sems`` as of
         then); ``None``: its first cycle, which always holds. A BRANCH on Z/NZ holds its first
         two cycles in X, a ULOOP the cycle after a UCTR write went, a BRANCH on LOOP_MORE the
-        cycle after a LOOP_PUSH went and a SEMRD its first cycle, stalls and errors aside."""
+        cycle after a LOOP_PUSH went and a SEMRD its first two cycles, stalls and errors aside."""
         u = _UNPACKED.get(w)
         if u is None:
             u = _UNPACKED[w] = isa.unpack(isa.MICRO_FIELDS, w)
@@ -330,7 +331,7 @@ class MicroSim:
         sem_idx = f["imm"] & 15
         if special == USpecial.SEMRD:
             # SEMRD writes the semaphore as it was in its previous cycle in X (the RTL
-            # registers it) and holds its first cycle.
+            # registers it) and holds its first two cycles.
             semrd_val = self._semrd_last
             self._semrd_last = self.sems[sem_idx]
         depth = len(self.loops)
@@ -370,7 +371,7 @@ class MicroSim:
             return ("hold",)
         if seq == USeq.BRANCH and u["cond"] == UCond.LOOP_MORE and self._push_w == c - 1:
             return ("hold",)
-        if special == USpecial.SEMRD and held < 1:
+        if special == USpecial.SEMRD and held < 2:
             return ("hold",)
         # condition (before any state changes)
         top = self.loops[-1] if self.loops else None

@@ -413,7 +413,8 @@ class Sequencer(wiring.Component):
             # holds, as do a ULOOP and a BRANCH on LOOP_MORE after the write of what they
             # test, a RET or CALL may trap on the micro-stack, a TRAP traps): ``adv`` for
             # them is one sum of products of these and registered flags (``sem_inc``).
-            for n in ("seminc", "semset", *("emit_" + _NAMES[e] for e in _ENGINES)):
+            for n in ("seminc", "semset", "ag_set", "ag_snap",
+                      *("emit_" + _NAMES[e] for e in _ENGINES)):
                 d[n + "_plain"] = d[n] & ~d["trap"]
                 for c in _SEQ_TERMS:
                     d[n + "_plain"] = d[n + "_plain"] & ~d[c]
@@ -800,10 +801,11 @@ class Sequencer(wiring.Component):
         # ``sem_idx`` one-hot, registered as the instruction loads (MAP).
         sem_sel = Signal(isa.NUM_SEMS, init=1)
         # SEMRD's value: the semaphore as it was in the previous cycle, registered (a SEMRD
-        # holds its first cycle in X, ``sr_seen``), so that the instruction's index and the
-        # 16-way multiplexer are not in front of the ALU's result multiplexer (``ir`` -> the
-        # semaphore select -> the forwarded value ``x_prev_n`` was 13.27 ns routed, 10.41 of
-        # it routing, the nextpnr critical path of core2 c8bb1a6 seed 1).
+        # holds its first two cycles in X, ``sr_seen`` and ``sr_go``: a SEMINC right before it
+        # reaches the semaphore a cycle late, see below), so that the instruction's index and
+        # the 16-way multiplexer are not in front of the ALU's result multiplexer (``ir`` ->
+        # the semaphore select -> the forwarded value ``x_prev_n`` was 13.27 ns routed, 10.41
+        # of it routing, the nextpnr critical path of core2 c8bb1a6 seed 1).
         sem_cur = Signal(16)
         m.d.sync += sem_cur.eq(sem_now[sem_idx])
 
@@ -842,13 +844,14 @@ class Sequencer(wiring.Component):
         ]
         is_zbranch, zb_seen, zb_go = Signal(), Signal(), Signal()
         sr_seen = Signal()          # a SEMRD has held its first cycle in X
+        sr_go = Signal()            # ... and its second: ``sem_cur`` holds what it reads
         m.d.comb += is_zbranch.eq(xd["zbranch"])
         # The conditions of ``_HOLD_TERMS`` and ``_TRAP_TERMS``, by the same keys; the stall,
         # ``exec_err`` and the register file's ``wr_kill`` are sums of products of these and
         # the terms' decoded flags (``xd[n]``, or ``xd["wk_" + n]`` for ``wr_kill``).
         hold_when = {"emit_" + _NAMES[e]: ~can_emit[e] for e in _ENGINES}
         hold_when.update(wait=~wait_go, zbranch=~zb_go, barrier=outstanding != 0,
-                         uloop=uctr_fix, br_loop_more=push_w, semrd=~sr_seen)
+                         uloop=uctr_fix, br_loop_more=push_w, semrd=~sr_go)
         eb = ErrorBit
         trap_when = {
             (eb.LOOP_OVERFLOW, "loop_push"): lsp_full,
@@ -912,6 +915,7 @@ class Sequencer(wiring.Component):
                      adv.eq(adv_pre & ~exec_err[eb.ILLEGAL_FIELD])]
         m.d.sync += [zb_seen.eq(x_live & is_zbranch & ~adv),
                      sr_seen.eq(x_live & xd["semrd"] & ~adv),
+                     sr_go.eq(x_live & xd["semrd"] & ~adv & sr_seen),
                      zb_go.eq(x_live & is_zbranch & ~adv & zb_seen)]
 
         # A SEMINC, SEMSET or EMIT micro-instruction's ``seq`` field lets it go: a sum of
@@ -929,11 +933,19 @@ class Sequencer(wiring.Component):
         # ``sem_inc``/``sem_set`` are ``adv`` for a SEMINC/SEMSET micro-instruction, which can
         # only stall through its ``seq`` field (a BRANCH on Z/NZ or LOOP_MORE, a ULOOP) and
         # only trap through it (RET, CALL, TRAP): ``seq_gate``. The semaphore index is
-        # ``sem_sel``, one-hot and registered with the instruction. The sequencer's increment
-        # chooses between two sums of the engines' increments, with and without it.
+        # ``sem_sel``, one-hot and registered with the instruction. A SEMINC is registered
+        # (``sem_inc_q``, one bit per semaphore) and enters the next cycle's sum as its carry
+        # in, beside the engines' increments: the semaphore shows it two cycles after X
+        # instead of one. X's hold and trap terms then reach 16 flip-flops, not the select of
+        # every semaphore bit (``uctr_fix`` -> ``sem_inc`` -> 256 selects: 207 end points
+        # later than 10.3 ns, core2 6824fb3 seed 3). Nothing reads a semaphore in the cycle
+        # after a SEMINC: a WAIT compares in its second cycle in X, a SEMRD reads the
+        # semaphore of its second cycle (it holds two), the host sees the count a cycle later.
         sem_inc, sem_set = Signal(), Signal()
         for sig, n in ((sem_inc, "seminc"), (sem_set, "semset")):
             m.d.comb += sig.eq(x_live & seq_gate(n))
+        sem_inc_q = Signal(isa.NUM_SEMS)
+        m.d.sync += sem_inc_q.eq(Mux(sem_inc, sem_sel, 0))
         for i in range(isa.NUM_SEMS):
             incs = []
             for e in _ENGINES:
@@ -942,17 +954,11 @@ class Sequencer(wiring.Component):
                 incs.append(done & outstanding[e] & sq.r_data[i])
             eng_total = Signal(2, name=f"sem{i}_eng_inc")
             m.d.comb += eng_total.eq(sum(x.as_unsigned() for x in incs))
-            # Both sums, with and without the sequencer's increment (entering as the carry
-            # in), and ``sem_inc`` choosing after the carry chains: its sum of products (X's
-            # hold and trap terms) is then not in front of a chain (``zb_go`` -> ``sem_inc``
-            # -> the chain -> a semaphore was 11.63 ns routed, core2 f8e44b5 seed 1).
-            sums = []
-            for cin in (0, 1):
-                ssum = Signal(isa.SEM_VALUE_BITS + 1, name=f"sem{i}_sum{cin}")
-                m.d.comb += ssum.eq(Cat(Const(1, 1), sem_now[i]) + Cat(Const(cin, 1), eng_total))
-                sums.append(ssum[1:])
+            # sem_now + eng_total + sem_inc_q[i], the last as the carry into the low bit
+            ssum = Signal(isa.SEM_VALUE_BITS + 1, name=f"sem{i}_sum")
+            m.d.comb += ssum.eq(Cat(Const(1, 1), sem_now[i]) + Cat(sem_inc_q[i], eng_total))
             # (a SEMSET's value replaces this sum in the next cycle: ``sem_w``)
-            m.d.sync += sems[i].eq(Mux(sem_inc & sem_sel[i], sums[1], sums[0]))
+            m.d.sync += sems[i].eq(ssum[1:])
         m.d.sync += sem_w.eq(Mux(sem_set, sem_sel, 0))
 
         # ---- register file write port -----------------------------------------------------
@@ -1198,23 +1204,29 @@ class Sequencer(wiring.Component):
                 m.d.sync += cret.eq(pc + 1)
             with m.If(xd["call_pop"]):
                 m.d.sync += cret.eq(cstack[(ctop - 1)[:3]])
-            with m.If(xd["ag_set"]):
-                ks = imm[:2]
-                for j in range(isa.NUM_AG):
-                    with m.If(ks == j):
-                        m.d.sync += ag_rd_eq[j].eq(1)
-                        m.d.sync += [ag_pair_eq[min(i, j), max(i, j)].eq(ag_rd_eq[i])
-                                     for i in range(isa.NUM_AG) if i != j]
-                m.d.sync += [ag_reg[ks].eq(rd),
-                             ags_w.eq(Const(1, isa.NUM_AG) << ks)]
-                lvl_oh = Cat(*[imm[8:11] == v for v in range(1, isa.LOOP_DEPTH + 1)])
-                for j in range(isa.NUM_AG):
-                    with m.If(ks == j):
-                        m.d.sync += [ag_lvl_oh[j].eq(lvl_oh),
-                                     ag_tag[j].eq(Mux(rd_nz, lvl_oh, 0))]
+        # An AG_SET or AG_SNAP goes by its ``seq`` field alone (``seq_gate``, like a SEMINC):
+        # ``zb_go`` -> the stall terms -> ``go`` -> the generators' registers was 12.12 ns
+        # routed, core2 6824fb3 seed 3.
+        ag_set_go, ag_snap_go = Signal(), Signal()
+        m.d.comb += [ag_set_go.eq(x_live & seq_gate("ag_set")),
+                     ag_snap_go.eq(x_live & seq_gate("ag_snap"))]
+        with m.If(ag_set_go):
+            ks = imm[:2]
             for j in range(isa.NUM_AG):
-                with m.If(xd[f"ag_snap_k{j}"] & ag_lvl_ok[j]):
-                    m.d.sync += agb_w[j].eq(1)
+                with m.If(ks == j):
+                    m.d.sync += ag_rd_eq[j].eq(1)
+                    m.d.sync += [ag_pair_eq[min(i, j), max(i, j)].eq(ag_rd_eq[i])
+                                 for i in range(isa.NUM_AG) if i != j]
+            m.d.sync += [ag_reg[ks].eq(rd),
+                         ags_w.eq(Const(1, isa.NUM_AG) << ks)]
+            lvl_oh = Cat(*[imm[8:11] == v for v in range(1, isa.LOOP_DEPTH + 1)])
+            for j in range(isa.NUM_AG):
+                with m.If(ks == j):
+                    m.d.sync += [ag_lvl_oh[j].eq(lvl_oh),
+                                 ag_tag[j].eq(Mux(rd_nz, lvl_oh, 0))]
+        for j in range(isa.NUM_AG):
+            with m.If(ag_snap_go & xd[f"ag_snap_k{j}"] & ag_lvl_ok[j]):
+                m.d.sync += agb_w[j].eq(1)
         with m.If(adv):
             with m.If(xd["dst_flags"]):
                 m.d.sync += [flag_eq.eq(a == b), flag_lt.eq(a.as_signed() < b.as_signed()),
