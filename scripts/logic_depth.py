@@ -341,6 +341,9 @@ def main(argv=None):
     parser.add_argument("--by-module", action="store_true",
                         help="group the end points by Amaranth module")
     parser.add_argument("--match", help="only end points whose name contains this text")
+    parser.add_argument("--start", help="only end points whose shown path (the latest one) "
+                                        "starts at a cell whose name contains this text "
+                                        "(e.g. seq.ucode: paths from the control store)")
     parser.add_argument("--path", action="store_true", help="print each path's cells")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--routed", type=pathlib.Path,
@@ -367,6 +370,7 @@ def main(argv=None):
         parser.exit(1, f"logic_depth: {e}\n")
     shown = [e for e in ends if e["levels"] >= args.min_levels
              and (args.match is None or args.match in e["end"])
+             and (args.start is None or args.start in e["path"][0])
              and (args.over is None or e.get("routed_ns", 0.0) > args.over)]
     if args.routed is not None and not args.json:
         print(f"{len(shown)} end points" + (f" later than {args.over} ns" if args.over

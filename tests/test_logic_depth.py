@@ -53,6 +53,15 @@ def test_lut_chain_levels_and_estimate():
     assert end["module"] == "u"
 
 
+def test_start_filter(tmp_path, capsys):
+    path = tmp_path / "n.json"
+    path.write_text(json.dumps(_netlist({**_chain(2, "a.", 10), **_chain(5, "b.", 100)})))
+    assert main([str(path), "--json", "--start", "a.q0"]) == 0
+    assert [e["end"] for e in json.loads(capsys.readouterr().out)["ends"]] == ["a.q1.DI"]
+    assert main([str(path), "--json", "--start", "nowhere"]) == 0
+    assert json.loads(capsys.readouterr().out)["ends"] == []
+
+
 def test_deepest_first_and_histogram():
     cells = {**_chain(2, "a.", 10), **_chain(5, "b.", 100)}
     ends = analyse(_netlist(cells))
