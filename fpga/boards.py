@@ -38,6 +38,16 @@ class Board:
     synth_opts: str = ""
     nextpnr_opts: str = "--timing-allow-fail"
     ram_bytes: int = 16384
+    #: nextpnr options per placer (``fpga.build.PLACERS``; a placer not listed runs with
+    #: ``--placer <name>`` alone) and the placer a build uses unless told otherwise
+    placer_opts: dict = field(default_factory=dict)
+    default_placer: str = "heap"
+
+    def placer_options(self, placer):
+        """nextpnr's options for ``placer`` on this board ("" for nextpnr's default, HeAP)."""
+        if placer in self.placer_opts:
+            return self.placer_opts[placer]
+        return "" if placer == "heap" else f"--placer {placer}"
 
     def config(self, name):
         if name not in self.configs:

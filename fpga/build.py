@@ -118,6 +118,10 @@ def design_fingerprint(files):
 
 #: nextpnr routers (``--router``); the first is nextpnr's default and adds no option.
 ROUTERS = ("router1", "router2")
+#: nextpnr placers (``--placer``): HeAP (analytic, nextpnr's default) and the electrostatic
+#: ``static`` placer; each board says which it uses by default and with which options
+#: (``Board.default_placer``, ``Board.placer_opts``).
+PLACERS = ("heap", "static")
 
 
 def _check_router(router):
@@ -125,10 +129,17 @@ def _check_router(router):
         raise BuildError(f"router must be one of {', '.join(ROUTERS)}, not {router!r}")
 
 
-def _options(freq, baud, seed, router="router1", seeds=None):
+def _check_placer(placer):
+    if placer is not None and placer not in PLACERS:
+        raise BuildError(f"placer must be one of {', '.join(PLACERS)}, not {placer!r}")
+
+
+def _options(freq, baud, seed, router="router1", seeds=None, placer=None):
     opts = {"freq_mhz": freq, "baud": baud, "seed": seed}
     if router != ROUTERS[0]:
         opts["router"] = router
+    if placer is not None:
+        opts["placer"] = placer
     if seeds:
         opts = {**opts, "seed": None, "seeds": list(seeds)}
     return opts
@@ -177,9 +188,11 @@ def best_seed(results):
     return max(done, key=lambda r: (r["fmax_mhz"], -r["seed"]), default=None)
 
 
-def plan(board_name, config, *, freq=None, baud=115200, seed=1, router="router1"):
-    """Elaborate the board top and return ``(board, cfg, top, BuildPlan)`` (no tools run)."""
+def plan(board_name, config, *, freq=None, baud=115200, seed=1, router="router1", placer=None):
+    """Elaborate the board top and return ``(board, cfg, top, BuildPlan)`` (no tools run).
+    ``placer`` None: the board's default placer."""
     _check_router(router)
+    _check_placer(placer)
     board = get_board(board_name)
     try:
         cfg = board.config(config)
@@ -189,8 +202,9 @@ def plan(board_name, config, *, freq=None, baud=115200, seed=1, router="router1"
     os.environ.update({k: v for k, v in tool_env().items()
                        if k in ("AMARANTH_USE_YOSYS", "AMARANTH_ENV_TRELLIS")})
     # ``top.timing.json``: every end point's routed arrival (fpga.report.endpoint_arrivals).
-    nextpnr_opts = (f"{board.nextpnr_opts} --seed {seed} --report {TIMING_JSON} "
-                    f"--detailed-timing-report")
+    placer_opts = board.placer_options(placer or board.default_placer)
+    nextpnr_opts = (f"{board.nextpnr_opts}{' ' + placer_opts if placer_opts else ''} "
+                    f"--seed {seed} --report {TIMING_JSON} --detailed-timing-report")
     if router != ROUTERS[0]:
         nextpnr_opts += f" --router {router}"
     from scripts.synth import AFTER_READ
@@ -328,7 +342,7 @@ def _sweep(argv, seeds, dest, env, jobs, timeout_min, progress, index, total, to
 
 def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1", root=None,
           plan_only=False, quiet=False, nice=True, seeds=None, jobs=1, pnr_timeout=None,
-          synth_only=False):
+          synth_only=False, placer=None):
     """Run the build; return the report dict (``plan_only``: the plan's file list).
 
     ``synth_only`` (ECP5 boards): run yosys alone and return the logic-depth report of its
@@ -350,7 +364,7 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
                          f"{get_board(board_name).family}")
     sources = source_hash()
     board, cfg, top, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed,
-                                       router=router)
+                                       router=router, placer=placer)
     dest = out_dir(board_name, config, root)
     dest.mkdir(parents=True, exist_ok=True)
     if not plan_only:
@@ -359,6 +373,7 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
     target_mhz = top.freq / 1e6
     meta = {"board": board_name, "config": config, "target_mhz": target_mhz, "baud": baud,
             "uart_divisor": top.divisor, "seed": seed, "router": router,
+            "placer": placer or board.default_placer,
             "params": dict(cfg.params),
             "description": cfg.description, "ram_bytes": board.ram_bytes}
     if seeds:
@@ -412,7 +427,8 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
     meta.update({"step_seconds": timings, "total_seconds": round(time.monotonic() - t_start, 1)})
     (dest / "build.json").write_text(json.dumps(meta, indent=2))
     # The record of the finished build (``--plan-only`` later rewrites build.json and the plan).
-    built = {**meta, "options": _options(freq, baud, seed, router, seeds), "sources": sources,
+    built = {**meta, "options": _options(freq, baud, seed, router, seeds, placer),
+             "sources": sources,
              "fingerprint": design_fingerprint(build_plan.files),
              "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
     (dest / "built.json").write_text(json.dumps(built, indent=2))
@@ -449,8 +465,8 @@ def report_from_dir(board_name, config, root=None):
         nextpnr_text=(dest / "top.tim").read_text(errors="replace"),
         yosys_text=(dest / "top.rpt").read_text(errors="replace"),
         target_mhz=meta["target_mhz"], pes=cfg.pes, timing=timing,
-        extra={**{k: meta.get(k) for k in ("baud", "seed", "router", "params", "description",
-                                           "step_seconds", "total_seconds")},
+        extra={**{k: meta.get(k) for k in ("baud", "seed", "router", "placer", "params",
+                                           "description", "step_seconds", "total_seconds")},
                **{k: meta[k] for k in ("seed_sweep",) if k in meta}})
     bitstream = dest / ("top.bit" if board.family == "ecp5" else "top.bin")
     try:
@@ -469,7 +485,7 @@ def _bitstream(board, dest):
 
 
 def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="router1",
-               root=None, seeds=None):
+               root=None, seeds=None, placer=None):
     """Whether ``build/fpga/<board>-<config>/`` holds a finished build of the present design
     with these options: ``(True | False, reason)``. Fast when no source changed (a hash of the
     sources); otherwise the top is elaborated and its plan compared with the built one."""
@@ -480,7 +496,7 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="ro
     record = dest / "built.json"
     if record.exists():
         built = json.loads(record.read_text())
-        if built.get("options") != _options(freq, baud, seed, router, seeds):
+        if built.get("options") != _options(freq, baud, seed, router, seeds, placer):
             return False, "built with other options"
         if built.get("sources") == source_hash():
             return True, "sources unchanged"
@@ -490,7 +506,7 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="ro
         # unless a later --plan-only rewrote them.
         meta = json.loads((dest / "build.json").read_text())
         if (meta.get("seed", 1), meta.get("baud", 115200), meta.get("router", ROUTERS[0])) \
-                != (seed, baud, router) or freq is not None:
+                != (seed, baud, router) or freq is not None or placer is not None:
             return False, "built with other options"
         il = dest / "top.il"
         if not il.exists() or il.stat().st_mtime > (dest / "top.tim").stat().st_mtime:
@@ -499,7 +515,7 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="ro
                                           if (dest / n).exists()})
     try:
         *_, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed,
-                              router=router)
+                              router=router, placer=placer)
     except Exception as e:      # e.g. a source file being edited: cannot tell, so not current
         return False, f"elaboration failed: {type(e).__name__}: {e}"
     if design_fingerprint(build_plan.files) != fingerprint:
@@ -507,7 +523,7 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="ro
     if not record.exists():
         meta = json.loads((dest / "build.json").read_text())
         record.write_text(json.dumps({**meta, "options": _options(freq, baud, seed, router,
-                                                                  seeds),
+                                                                  seeds, placer),
                                       "sources": source_hash(), "fingerprint": fingerprint},
                                      indent=2))
     else:
@@ -561,6 +577,9 @@ def main(argv=None):
     parser.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
                         help="nextpnr router (default router1; router2 is often faster on "
                              "large designs)")
+    parser.add_argument("--placer", choices=PLACERS, default=None,
+                        help="nextpnr placer (default: the board's; the ULX3S's is heap with "
+                             "its timing weight raised)")
     parser.add_argument("--out", default=None, help=f"output root (default {BUILD_ROOT})")
     parser.add_argument("--plan-only", action="store_true",
                         help="elaborate and write the build plan, run no tool")
@@ -588,7 +607,8 @@ def main(argv=None):
         report = build(args.board, config, freq=args.freq, baud=args.baud, seed=args.seed,
                        router=args.router, root=args.out, plan_only=args.plan_only, quiet=args.quiet,
                        nice=not args.no_nice, seeds=seeds, jobs=jobs,
-                       pnr_timeout=args.pnr_timeout, synth_only=args.synth_only)
+                       pnr_timeout=args.pnr_timeout, synth_only=args.synth_only,
+                       placer=args.placer)
     except (BuildError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -97,4 +97,5 @@ PLACER_OPTS = "--placer-heap-timingweight 30 --placer-heap-critexp 3"
 
 BOARD = Board(name="ulx3s", platform=ULX3S_85F_Platform, family="ecp5", fin=FIN,
               configs=CONFIGS, default_config="core2", make_clockgen=clockgen,
-              nextpnr_opts=f"--timing-allow-fail {PLACER_OPTS}", ram_bytes=65536)
+              nextpnr_opts="--timing-allow-fail", ram_bytes=65536,
+              placer_opts={"heap": PLACER_OPTS}, default_placer="heap")

@@ -156,6 +156,29 @@ def test_build_cli_errors(capsys):
     assert capsys.readouterr().err.startswith("error: baud must be at most")
 
 
+def test_placer_option(tmp_path):
+    """``--placer static`` replaces the board's placer options on nextpnr's command line and
+    is recorded; the default (the board's HeAP options) adds no ``--placer``; an unknown
+    placer is a one-line error."""
+    default = fbuild.build("ulx3s", "tensor8i", root=tmp_path / "a", plan_only=True,
+                           quiet=True)
+    st = fbuild.build("ulx3s", "tensor8i", placer="static", root=tmp_path / "b",
+                      plan_only=True, quiet=True)
+    assert default["placer"] == "heap" and st["placer"] == "static"
+    script1 = (tmp_path / "a" / "ulx3s-tensor8i" / "build_top.sh").read_text()
+    script2 = (tmp_path / "b" / "ulx3s-tensor8i" / "build_top.sh").read_text()
+    assert "--placer " not in script1 and "--placer-heap-timingweight 30" in script1
+    assert "--placer static" in script2 and "--placer-heap" not in script2
+    ice = fbuild.build("icebreaker", "demo", placer="static", root=tmp_path / "c",
+                       plan_only=True, quiet=True)
+    assert ice["placer"] == "static"
+    assert "--placer static" in (tmp_path / "c" / "icebreaker-demo" / "build_top.sh").read_text()
+    with pytest.raises(fbuild.BuildError, match="placer must be one of heap, static"):
+        fbuild.plan("ulx3s", "tensor8i", placer="sa2")
+    with pytest.raises(SystemExit):
+        fbuild.main(["ulx3s", "--placer", "sa2", "--plan-only"])
+
+
 def test_router_option(tmp_path):
     """``--router router2`` reaches nextpnr's command line and the record; the default adds no
     option (older build records stay current); an unknown router is a one-line error."""
