@@ -51,9 +51,11 @@ async def _timed(h, words, label, control_store=None, opcode_map=None):
 
 #: Traps whose cycle of detection the model must place exactly (the random programs hit them
 #: only by chance): an illegal opcode (trapped in EXEC's first cycle, after the opcode map's
-#: output is registered), a deadlocked WAIT, a WAIT satisfied at once.
+#: output is registered), a PC beyond the program memory (trapped in DECODE, on the compare
+#: registered in FETCH), a deadlocked WAIT, a WAIT satisfied at once.
 TRAPS = {
     "illegal opcode": "li r1, 3\n.word 0xF5\nhalt\n",
+    "pc range": "li r1, 3\njmp 300\n",
     "deadlock": "li r1, 3\nwaiti 1, 1\nhalt\n",
     "wait satisfied": "waiti 1, 0\nhalt\n",
 }

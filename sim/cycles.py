@@ -206,7 +206,9 @@ class MicroSim:
             # FETCH
             self._account(c, wait=False)
             if self.pc >= self.pmem_depth:
-                return self._fail(ErrorBit.PC_RANGE, c + 1)
+                # trapped in DECODE, on the compare registered in FETCH
+                self._account(c + 1, wait=False)
+                return self._fail(ErrorBit.PC_RANGE, c + 2)
             word = self.program[self.pc] if self.pc < len(self.program) else 0
             f = isa.decode(word)
             self._account(c + 1, wait=False)        # DECODE

@@ -873,6 +873,11 @@ class Sequencer(wiring.Component):
 
         err_now = Signal(16)
         exec_err = Signal(16)
+        # A PC beyond the program memory traps in DECODE, from the compare registered in FETCH
+        # (``res_q`` -> ``npc_now`` -> ``pc_now`` -> the compare -> ``fault`` -> the state
+        # register was 11.49 ns routed, the critical path of core2 083a121 seed 3).
+        pc_oob = Signal()       # (high in DECODE only)
+        m.d.sync += pc_oob.eq((state == _S_FETCH) & (pc_now >= self._pmem_depth))
         for bit in dict.fromkeys(b for b, _ in _TRAP_TERMS):
             m.d.comb += exec_err[bit].eq(Cat(*[xd[n] & trap_when[b, n] for b, n in _TRAP_TERMS
                                                if b == bit]).any())
@@ -880,8 +885,7 @@ class Sequencer(wiring.Component):
             with m.Case(_S_EXEC):
                 with m.If(xv):
                     m.d.comb += err_now.eq(exec_err)
-            with m.Case(_S_FETCH):
-                m.d.comb += err_now[ErrorBit.PC_RANGE].eq(pc_now >= self._pmem_depth)
+        m.d.comb += err_now[ErrorBit.PC_RANGE].eq(pc_oob)
         # The opcode map's valid bit (a block RAM output) is registered in MAP and trapped on
         # in EXEC's first cycle, when nothing has reached X yet (xv is 0): the RAM's slow
         # clock-to-out then only feeds a flip-flop.
@@ -1353,8 +1357,9 @@ class Sequencer(wiring.Component):
                 m.d.sync += [ag_rd_eq[i].eq(ag_reg[i] == rd) for i in range(isa.NUM_AG)]
                 m.d.sync += sem_sel.eq(Const(1, isa.NUM_SEMS) << imm[:4])
         # An error stops the sequencer (last, so that it overrides the state machine: ``fault``
-        # enters the state's multiplexer last). It cannot happen in IDLE, DONE, CLEAR, DECODE
-        # or MAP (X is empty there, the PC check is FETCH's and the opcode check follows MAP).
+        # enters the state's multiplexer last). It cannot happen in IDLE, DONE, CLEAR, FETCH
+        # or MAP (X is empty there, the PC check traps in DECODE and the opcode check follows
+        # MAP).
         with m.If(fault):
             m.d.sync += [err_status.eq(err_status | err_now), state.eq(_S_DONE),
                          xv.eq(0), err_any.eq(1)]
