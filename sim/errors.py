@@ -100,7 +100,8 @@ ERRORS = {e.code: e for e in [
               "Hardware loops nested deeper than the loop stack, or ENDLOOP without LOOP.",
               "address of the instruction", "sequencer error bits", "sequencer"),
     ErrorInfo(ErrorCode.PC_RANGE, "PC out of range",
-              "The sequencer fetched beyond program memory.",
+              "The sequencer fetched beyond program memory (trapped in DECODE, the cycle "
+              "after the fetch, on a registered compare).",
               "the PC", "sequencer error bits", "sequencer"),
     ErrorInfo(ErrorCode.DEADLOCK, "deadlock",
               "Every engine waits (e.g. on a semaphore that nothing will increment); detected "
