@@ -187,8 +187,9 @@ class Sequencer(wiring.Component):
     Z/NZ holds its first two cycles (the ALU result and its zero test are registered). A ULOOP
     right after a micro-instruction that writes UCTR, and a BRANCH on LOOP_MORE right after a
     LOOP_PUSH, hold one cycle (the count's zero tests are made on the registered result); a
-    SEMRD holds its first cycle and writes the semaphore as it was then (registered). The
-    engine queues run concurrently with the sequencer.
+    SEMRD holds its first two cycles and writes the semaphore as it was in the second
+    (registered); a SEMINC reaches its semaphore two cycles after X. A PC beyond the program
+    memory traps in DECODE. The engine queues run concurrently with the sequencer.
     Reset: idle, ``done = 0``; memories keep their contents (control store and map start with
     ``sim.microcode``).
     """
