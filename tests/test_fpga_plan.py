@@ -156,23 +156,24 @@ def test_build_cli_errors(capsys):
     assert capsys.readouterr().err.startswith("error: baud must be at most")
 
 
+def _planned(tmp_path, sub, board="ulx3s", config="tensor8i", **options):
+    """A plan-only build with ``options``: its report and its nextpnr script's text."""
+    report = fbuild.build(board, config, root=tmp_path / sub, plan_only=True, quiet=True,
+                          **options)
+    return report, (tmp_path / sub / f"{board}-{config}" / "build_top.sh").read_text()
+
+
 def test_placer_option(tmp_path):
     """``--placer static`` replaces the board's placer options on nextpnr's command line and
     is recorded; the default (the board's HeAP options) adds no ``--placer``; an unknown
     placer is a one-line error."""
-    default = fbuild.build("ulx3s", "tensor8i", root=tmp_path / "a", plan_only=True,
-                           quiet=True)
-    st = fbuild.build("ulx3s", "tensor8i", placer="static", root=tmp_path / "b",
-                      plan_only=True, quiet=True)
+    default, script1 = _planned(tmp_path, "a")
+    st, script2 = _planned(tmp_path, "b", placer="static")
     assert default["placer"] == "heap" and st["placer"] == "static"
-    script1 = (tmp_path / "a" / "ulx3s-tensor8i" / "build_top.sh").read_text()
-    script2 = (tmp_path / "b" / "ulx3s-tensor8i" / "build_top.sh").read_text()
     assert "--placer " not in script1 and "--placer-heap-timingweight 30" in script1
     assert "--placer static" in script2 and "--placer-heap" not in script2
-    ice = fbuild.build("icebreaker", "demo", placer="static", root=tmp_path / "c",
-                       plan_only=True, quiet=True)
-    assert ice["placer"] == "static"
-    assert "--placer static" in (tmp_path / "c" / "icebreaker-demo" / "build_top.sh").read_text()
+    ice, script3 = _planned(tmp_path, "c", "icebreaker", "demo", placer="static")
+    assert ice["placer"] == "static" and "--placer static" in script3
     with pytest.raises(fbuild.BuildError, match="placer must be one of heap, static"):
         fbuild.plan("ulx3s", "tensor8i", placer="sa2")
     with pytest.raises(SystemExit):
@@ -182,13 +183,9 @@ def test_placer_option(tmp_path):
 def test_router_option(tmp_path):
     """``--router router2`` reaches nextpnr's command line and the record; the default adds no
     option (older build records stay current); an unknown router is a one-line error."""
-    default = fbuild.build("ulx3s", "tensor8i", root=tmp_path / "a", plan_only=True,
-                           quiet=True)
-    r2 = fbuild.build("ulx3s", "tensor8i", router="router2", root=tmp_path / "b",
-                      plan_only=True, quiet=True)
+    default, script1 = _planned(tmp_path, "a")
+    r2, script2 = _planned(tmp_path, "b", router="router2")
     assert default["router"] == "router1" and r2["router"] == "router2"
-    script1 = (tmp_path / "a" / "ulx3s-tensor8i" / "build_top.sh").read_text()
-    script2 = (tmp_path / "b" / "ulx3s-tensor8i" / "build_top.sh").read_text()
     assert "--router" not in script1
     assert "--router router2" in script2
     with pytest.raises(fbuild.BuildError, match="router must be one of router1, router2"):

@@ -66,9 +66,14 @@ _REG_SRCS = (USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3
 # the register file's write kill are all built from these two lists, so they cannot disagree.
 _HOLD_TERMS = tuple("emit_" + _NAMES[e] for e in _ENGINES) + ("wait", "zbranch", "barrier",
                                                              "uloop", "br_loop_more", "semrd")
-# The ``seq``-field terms that can hold or trap a micro-instruction's SEMINC, SEMSET or EMIT
-# (``*_plain`` is the micro-word without any of them and without TRAP); each is paired with
-# the registered condition under which it lets the micro-instruction go (``seq_gate``).
+# The micro-instructions whose special can neither hold nor trap, so that only their ``seq``
+# field decides whether they go (``seq_gate``): SEMINC, SEMSET, AG_SET, AG_SNAP, and EMIT
+# (whose queue space and record check enter beside the gate).
+_SEQ_GATED = ("seminc", "semset", "ag_set", "ag_snap") + tuple("emit_" + _NAMES[e]
+                                                              for e in _ENGINES)
+# The ``seq``-field terms that can hold or trap them (``*_plain`` is the micro-word without
+# any of them and without TRAP); each is paired with the registered condition under which it
+# lets the micro-instruction go (``seq_gate``).
 _SEQ_TERMS = ("zbranch", "ret", "call", "uloop", "br_loop_more")
 _TRAP_TERMS = (
     (ErrorBit.LOOP_OVERFLOW, "loop_push"),
@@ -410,12 +415,11 @@ class Sequencer(wiring.Component):
                 k_j = field(word, "const")[:2] == j
                 d[f"dst_agreg_k{j}"] = d["dst_agreg"] & k_j
                 d[f"ag_snap_k{j}"] = d["ag_snap"] & k_j
-            # SEMINC/SEMSET by the ``seq`` terms that can hold or trap them (a BRANCH on Z/NZ
+            # ``_SEQ_GATED`` by the ``seq`` terms that can hold or trap them (a BRANCH on Z/NZ
             # holds, as do a ULOOP and a BRANCH on LOOP_MORE after the write of what they
-            # test, a RET or CALL may trap on the micro-stack, a TRAP traps): ``adv`` for
-            # them is one sum of products of these and registered flags (``sem_inc``).
-            for n in ("seminc", "semset", "ag_set", "ag_snap",
-                      *("emit_" + _NAMES[e] for e in _ENGINES)):
+            # test, a RET or CALL may trap on the micro-stack, a TRAP traps): whether they go
+            # is one sum of products of these and registered flags (``seq_gate``).
+            for n in _SEQ_GATED:
                 d[n + "_plain"] = d[n] & ~d["trap"]
                 for c in _SEQ_TERMS:
                     d[n + "_plain"] = d[n + "_plain"] & ~d[c]
@@ -923,9 +927,9 @@ class Sequencer(wiring.Component):
                      sr_go.eq(x_live & xd["semrd"] & ~adv & sr_seen),
                      zb_go.eq(x_live & is_zbranch & ~adv & zb_seen)]
 
-        # A SEMINC, SEMSET or EMIT micro-instruction's ``seq`` field lets it go: a sum of
-        # products of the flags decoded for it alone (``{n}_plain``, ``{n}_<term>``) and
-        # registered conditions, so that synthesis does not share the stall and error cones.
+        # A ``_SEQ_GATED`` micro-instruction's ``seq`` field lets it go: a sum of products of
+        # the flags decoded for it alone (``{n}_plain``, ``{n}_<term>``) and registered
+        # conditions, so that synthesis does not share the stall and error cones.
         seq_lets_go = {"zbranch": zb_go, "ret": ~usp_zero, "call": ~usp_full,
                        "uloop": ~uctr_fix, "br_loop_more": ~push_w}
         assert tuple(seq_lets_go) == _SEQ_TERMS
