@@ -174,11 +174,33 @@ class Tb:
         return got
 
 
+async def idle_q_monitor(dut, seen):
+    """``idle_q`` as documented: 0 whenever ``busy`` is 1, and 1 in the cycle after one in
+    which ``busy`` was 0 and no instruction or input beat was taken. ``seen`` counts the
+    cycles each rule was checked in (a test that never checks it fails below)."""
+    prev_quiet = False
+    while True:
+        await RisingEdge(dut.clk)
+        await ReadOnly()
+        busy, idle_q = int(dut.busy.value), int(dut.idle_q.value)
+        if busy:
+            seen["busy"] += 1
+            assert not idle_q, "idle_q is 1 while the engine is busy"
+        if prev_quiet:
+            seen["quiet"] += 1
+            assert idle_q, "idle_q is 0 a cycle after the engine was idle and took nothing"
+        took = any(int(getattr(dut, f"{s}__valid").value) and int(getattr(dut, f"{s}__ready").value)
+                   for s in ("cmd", "a", "b"))
+        prev_quiet = not busy and not took
+
+
 async def setup(dut, **kw):
     rng, seed = _rng()
     start_clock(dut)
     tb = Tb(dut, rng, seed, **kw)
     await reset(dut)
+    tb.idle_seen = {"busy": 0, "quiet": 0}
+    cocotb.start_soon(idle_q_monitor(dut, tb.idle_seen))
     dut._log.info(f"seed {seed}, lanes {tb.lanes}, depth {tb.depth}")
     return tb
 
@@ -497,6 +519,10 @@ async def test_random_instructions(dut):
         if count == 0:
             cmd["count"] = 0
         await tb.run(cmd, a, b_pro=pro, b_vals=bv, what=f"random instruction {i}")
+    await ClockCycles(dut.clk, 2)
+    dut._log.info(f"idle_q checked in {tb.idle_seen['busy']} busy and "
+                  f"{tb.idle_seen['quiet']} quiet cycles")
+    assert tb.idle_seen["busy"] > 0 and tb.idle_seen["quiet"] > 0, tb.idle_seen
 
 
 # -- pytest wrapper -------------------------------------------------------------------------

@@ -352,7 +352,7 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, vctrl.e_b, ve.b)
         wiring.connect(m, ve.o, vctrl.e_o)
         m.d.comb += [
-            vctrl.e_idle.eq(~ve.busy & ~cfg_reg.full),
+            vctrl.e_idle.eq(ve.idle_q & ~cfg_reg.full),
             vctrl.a_psum.data.eq(psum.rd.data),
             psum.rd.addr.eq(vctrl.a_psum.addr),
             psum.rd.en.eq(vctrl.a_psum.en),

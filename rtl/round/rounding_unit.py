@@ -27,7 +27,7 @@ class RoundingUnit(wiring.Component):
         Random bits per SR decision (1..32): the top ``n_rand`` bits of the lane's XORWOW word.
     stages : int
         Pipeline registers (0..8). 0: combinational from ``i`` to ``o`` (``i.ready`` follows
-        ``o.ready``). 1: one output register. 2 or more: an input register before the encoders
+        ``o.ready`` once the random-word buffer has filled). 1: one output register. 2 or more: an input register before the encoders
         and an output register after them, then ``stages - 2`` delay registers.
     encoder_stages : int
         Pipeline registers inside each encoder (``FPEncoder(stages=...)``, 0..3; needs
@@ -43,7 +43,9 @@ class RoundingUnit(wiring.Component):
     seed : In(32)
     seed_load : In(1)
         A pulse re-seeds every lane from ``seed`` (``sim.prng.lane_states``); this takes
-        ``6 * lanes + 6`` cycles (``LanePrngs.seed_cycles``), during which ``i.ready`` is 0.
+        ``6 * lanes + 6`` cycles (``LanePrngs.seed_cycles``), then one more to fill the lanes'
+        random-word buffer, during which ``i.ready`` is 0 (so is it in the first cycle after
+        reset).
         A beat accepted in the cycle of the pulse still uses the old streams. After reset the lanes hold the streams of seed 0.
 
     A lane draws one random word per element only for beats in mode SR, so the results depend
@@ -106,22 +108,52 @@ class RoundingUnit(wiring.Component):
         prngs = m.submodules.prngs = LanePrngs(lanes)
         m.d.comb += [prngs.seed.eq(self.seed), prngs.seed_load.eq(self.seed_load)]
 
+        # The lanes' random words wait in a two-entry buffer (``rb0`` the head, ``rb1``;
+        # ``cnt`` words held, the same for every lane). The generators advance on ``fill``, a
+        # term of registers only (``~busy & cnt < 2``), so the accepted beat (late: it comes
+        # after the output's back-pressure) reaches the ``n_rand`` bits of the buffer per lane
+        # instead of the generators' 192 clock enables per lane. The words are used in the
+        # order the generators give them, so the results are the same. ``i.ready`` is 0 while
+        # the buffer is empty: one cycle after reset and after re-seeding. A ``seed_load``
+        # empties it (a beat accepted in the cycle of the pulse still takes the old head).
         en = Signal()                 # the whole pipeline moves
         accept = Signal()
+        pop = Signal()                # an SR beat takes the head
+        cnt = Signal(range(3))
+        fill = Signal()
+        rb0 = [Signal(n, name=f"rb0_{j}") for j in range(lanes)]
+        rb1 = [Signal(n, name=f"rb1_{j}") for j in range(lanes)]
+        new = [prngs.out[j][32 - n:] for j in range(lanes)]
         m.d.comb += [
             # stages=0 has no registers: the input is ready exactly when the output is.
             en.eq(self.o.ready if stages == 0 else (~self.o.valid | self.o.ready)),
-            self.i.ready.eq(en & ~prngs.busy),
+            self.i.ready.eq(en & ~prngs.busy & (cnt != 0)),
             accept.eq(self.i.valid & self.i.ready),
-            prngs.advance.eq((accept & (self.i.p.mode == RoundMode.SR)).replicate(lanes)),
+            pop.eq(accept & (self.i.p.mode == RoundMode.SR)),
+            fill.eq(~prngs.busy & (cnt != 2)),
+            prngs.advance.eq(fill.replicate(lanes)),
         ]
+        with m.Switch(cnt):
+            with m.Case(0):
+                with m.If(fill):
+                    m.d.sync += [cnt.eq(1)] + [h.eq(w) for h, w in zip(rb0, new)]
+            with m.Case(1):
+                with m.If(pop):
+                    m.d.sync += [h.eq(w) for h, w in zip(rb0, new)]
+                with m.Else():
+                    m.d.sync += [cnt.eq(2)] + [t.eq(w) for t, w in zip(rb1, new)]
+            with m.Case(2):
+                with m.If(pop):
+                    m.d.sync += [cnt.eq(1)] + [h.eq(t) for h, t in zip(rb0, rb1)]
+        with m.If(self.seed_load):
+            m.d.sync += cnt.eq(0)
 
         # Stage 0: the beat as accepted, with its random bits.
         s0_data = self.i.p.data
         s0_fmt = self.i.p.fmt
         s0_mode = self.i.p.mode
-        s0_rand = [prngs.out[j][32 - n:] for j in range(lanes)]
-        s0_valid = self.i.valid & ~prngs.busy
+        s0_rand = rb0
+        s0_valid = self.i.valid & ~prngs.busy & (cnt != 0)
 
         if stages >= 2:
             s1_data = Signal.like(self.i.p.data, name="s1_data")

@@ -182,6 +182,10 @@ class VectorEngine(wiring.Component):
     busy : Out(1)
         An instruction is in progress, or an input beat waits in a skid buffer (results may
         still be in the FIFO or the rounding unit).
+    idle_q : Out(1)
+        ``~busy`` from registers alone, for controllers whose completion logic follows it: 0
+        whenever ``busy`` is 1, and 1 one cycle after ``busy`` falls (a register of ``busy``'s
+        terms and of the beats and instruction taken in the cycle before).
     """
 
     def __init__(self, lanes, depth=512, formats=tuple(Format), n_rand=16, *, deep=True):
@@ -204,6 +208,7 @@ class VectorEngine(wiring.Component):
             "seed": In(32),
             "seed_load": In(1),
             "busy": Out(1),
+            "idle_q": Out(1, init=1),
         })
 
     @property
@@ -431,11 +436,15 @@ class VectorEngine(wiring.Component):
         else:
             acc_we = elem
             acc_pending = Const(0)
-        # An instruction's acc_reset loads its op's identity through the units (the engine is
-        # idle then: no element is accumulated in that cycle).
+        # An instruction's acc_reset loads its op's identity through the units in the cycle
+        # after the instruction is taken (``acc_rst`` registered, the op from ``c``): the
+        # pipeline is empty then (IDLE follows DRAIN's ``empty``), so no element is accumulated
+        # in that cycle, and the controller's queue head no longer reaches the accumulators
+        # (``op_q`` -> ``acc_reset`` -> the accumulator's input, 11.36 ns routed, core2
+        # ec2007b seed 4).
         acc_rst = Signal()
         acc_rst_value = Signal(32)
-        with m.Switch(self.cmd.payload.acc_op):
+        with m.Switch(c.acc_op):
             for op in AccOp:
                 with m.Case(int(op)):
                     m.d.comb += acc_rst_value.eq(acc_identity(op))
@@ -478,13 +487,14 @@ class VectorEngine(wiring.Component):
         # reads a never-changing state is not run at time 0 by Icarus in SystemVerilog mode,
         # which would leave them X.)
         idle = Signal(init=1)
+        m.d.sync += acc_rst.eq(0)
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.cmd.valid):
                     m.d.sync += idle.eq(0)
                     p = self.cmd.payload
                     m.d.sync += [c.eq(p), remaining.eq(p.count), rem_zero.eq(p.count == 0)]
-                    m.d.comb += acc_rst.eq(p.acc_reset)
+                    m.d.sync += acc_rst.eq(p.acc_reset)
                     with m.If(p.src0 == Src.LANE):
                         m.next = "PRO0"
                     with m.Elif(p.src1 == Src.LANE):
@@ -527,4 +537,12 @@ class VectorEngine(wiring.Component):
         # sent once the buffer has it, possibly before this engine has taken its command.
         m.d.comb += [self.cmd.ready.eq(idle),
                      self.busy.eq(~idle | a_skid.full | b_skid.full)]
+        # ``idle_q``: ``busy`` of the next cycle can only be 1 if the engine is busy now or
+        # takes an instruction or an input beat now (a skid buffer fills only from its input,
+        # ``idle`` falls only on an instruction taken). The input skid buffers' ``full`` went
+        # through the vector controller's completion logic into its queues' clock enables
+        # (11.17 ns routed, core2 ec2007b seed 4).
+        m.d.sync += self.idle_q.eq(~(self.busy | (self.cmd.valid & self.cmd.ready) |
+                                     (self.a.valid & self.a.ready) |
+                                     (self.b.valid & self.b.ready)))
         return m
