@@ -69,9 +69,6 @@ _HOLD_TERMS = tuple("emit_" + _NAMES[e] for e in _ENGINES) + ("wait", "zbranch",
 # The micro-instructions whose special can neither hold nor trap, so that only their ``seq``
 # field decides whether they go (``seq_gate``): SEMINC, SEMSET, AG_SET, AG_SNAP, and EMIT
 # (whose queue space and record check enter beside the gate).
-#: Bits of ``ufast``, the control store's LUT-RAM copy of the fields F uses in its cycle:
-#: ``a`` (4), ``b`` (4), ``target`` (9), ``const[1:0]`` (2) and "``seq`` is JUMP or CALL" (1).
-_F_BITS = 20
 _SEQ_GATED = ("seminc", "semset", "ag_set", "ag_snap") + tuple("emit_" + _NAMES[e]
                                                               for e in _ENGINES)
 # The ``seq``-field terms that can hold or trap them (``*_plain`` is the micro-word without
@@ -292,50 +289,30 @@ class Sequencer(wiring.Component):
         m.d.comb += [pw.addr.eq(self.pmem_wr_addr), pw.data.eq(self.pmem_wr_data),
                      pw.en.eq(self.pmem_wr_en & ~self.busy), pr.addr.eq(pc_now[:pc_bits])]
 
-        # The control store is a block RAM (512 x 64) whose word appears 5.83 ns after the clock
-        # on the ECP5 (DP16KD, speed grade 6), and F's fetch loop (the word -> the next
-        # micro-address -> the store's address) then had 4.7-6.3 ns left for its LUT levels
-        # and routing (10.5-13.1 ns routed on 20 seeds of 8 core2 builds). The fields F uses
-        # in its own cycle (``a``, ``b``, ``target``, ``const[1:0]`` and whether ``seq`` is
-        # JUMP or CALL, 20 bits) are kept a second time in a LUT-RAM copy, ``ufast``, read
-        # asynchronously at ``upc_f``: the block RAM's synchronous read at ``ur.addr`` shows
-        # the word at ``upc_f`` (the address of the cycle before, registered), so both give
-        # the same word; the copy's comes from a flip-flop through the LUT-RAM and its
-        # multiplexer. Both are written together, only while the sequencer is not busy. The
-        # block RAM's word goes only into R's register ``uword_r``.
+        # The control store keeps beside each micro-word a 65th bit, derived as the word is
+        # written: its ``seq`` is JUMP or CALL (F's successor is its target). F's next-address
+        # multiplexer then takes a select straight from the block RAM instead of decoding the
+        # 3-bit field behind the RAM's slow clock-to-out. (Two 36-bit-wide block RAMs hold the
+        # 65 bits as they held 64.)
         seq_lo, seq_w = isa.field_offsets(isa.MICRO_FIELDS)["seq"]
+
         jumps = (USeq.JUMP, USeq.CALL)
-        f_names = (("a", None), ("b", None), ("target", None), ("const", 2))
 
-        def f_word(word):           # F's 20 bits of a micro-word (an int or a Value)
-            def bits(lo, w):
-                return (word >> lo & ((1 << w) - 1)) if isinstance(word, int) else word[lo:lo + w]
-            parts = []
-            for name, width in f_names:
-                lo, w = isa.field_offsets(isa.MICRO_FIELDS)[name]
-                parts.append((bits(lo, width or w), width or w))
-            seq_v = bits(seq_lo, seq_w)
-            if isinstance(word, int):
-                out, pos = 0, 0
-                for v, w in parts:
-                    out |= v << pos
-                    pos += w
-                assert pos + 1 == _F_BITS
-                return out | int(seq_v in jumps) << pos
-            return Cat(*[v for v, _ in parts], Cat(*[seq_v == j for j in jumps]).any())
+        def f_jumps(word):          # the bit of a written word (a Value)
+            seq_v = word[seq_lo:seq_lo + seq_w]
+            return Cat(*[seq_v == v for v in jumps]).any()
 
-        words = microcode.control_store()
-        m.submodules.ucode = ucode = Memory(shape=64, depth=isa.UCODE_DEPTH, init=words)
+        def jump_bit(word):         # ... and of an initial one (an int)
+            return int((word >> seq_lo & ((1 << seq_w) - 1)) in jumps)
+
+        m.submodules.ucode = ucode = Memory(
+            shape=65, depth=isa.UCODE_DEPTH,
+            init=[w | jump_bit(w) << 64 for w in microcode.control_store()])
         uw_port = ucode.write_port()
         ur = ucode.read_port()
-        m.submodules.ufast = ufast = Memory(shape=_F_BITS, depth=isa.UCODE_DEPTH,
-                                            init=[f_word(w) for w in words])
-        fw_port = ufast.write_port()
-        fr = ufast.read_port(domain="comb")
-        m.d.comb += [uw_port.addr.eq(self.ucode_wr_addr), uw_port.data.eq(self.ucode_wr_data),
-                     uw_port.en.eq(self.ucode_wr_en & ~self.busy),
-                     fw_port.addr.eq(self.ucode_wr_addr), fw_port.data.eq(f_word(self.ucode_wr_data)),
-                     fw_port.en.eq(self.ucode_wr_en & ~self.busy)]
+        m.d.comb += [uw_port.addr.eq(self.ucode_wr_addr),
+                     uw_port.data.eq(Cat(self.ucode_wr_data, f_jumps(self.ucode_wr_data))),
+                     uw_port.en.eq(self.ucode_wr_en & ~self.busy)]
 
         m.submodules.opmap = opmap = Memory(shape=isa.MAP_BITS, depth=256,
                                             init=microcode.opcode_map())
@@ -363,16 +340,14 @@ class Sequencer(wiring.Component):
         # clock-to-output delay out of the operand read (F's output only selects R's register
         # indices into registers, ``a_idx_q``/``b_idx_q``).
         mo = isa.field_offsets(isa.MICRO_FIELDS)
-        uword_f = ur.data               # the block RAM's word (into ``uword_r`` only)
-        f_a, f_b, f_target, f_k = (fr.data[0:4], fr.data[4:8], fr.data[8:17], fr.data[17:19])
-        jump_f = fr.data[19]            # ``seq`` is JUMP or CALL
+        uword_f = ur.data[:64]
+        jump_f = ur.data[64]            # ``f_jumps(uword_f)``, stored with it
         uword_r = Signal(64)
         uword_x = Signal(64)
         rv, xv = Signal(), Signal()
         upc_f = Signal(isa.UADDR_BITS)
         upc_r = Signal(isa.UADDR_BITS)
         upc_x = Signal(isa.UADDR_BITS)
-        m.d.comb += fr.addr.eq(upc_f)
 
         def field(word, name):
             lo, w = mo[name]
@@ -647,12 +622,12 @@ class Sequencer(wiring.Component):
         a_idx_q, b_idx_q = Signal(6), Signal(6)
         a_rd_eq_q, b_rd_eq_q = Signal(), Signal()      # ``*_idx_q == rd``
         a_rd_eq_f, b_rd_eq_f = Signal(), Signal()
-        reg_index_eq_rd(f_a, a_rd_eq_f)
-        reg_index_eq_rd(f_b, b_rd_eq_f)
+        reg_index_eq_rd(field(uword_f, "a"), a_rd_eq_f)
+        reg_index_eq_rd(field(uword_f, "b"), b_rd_eq_f)
         kr_oh = Signal(isa.NUM_AG)                    # ``k_r`` one-hot
         m.d.comb += kr_oh.eq(Const(1, isa.NUM_AG) << k_r)
-        reg_index(f_a, a_idx_f)
-        reg_index(f_b, b_idx_f)
+        reg_index(field(uword_f, "a"), a_idx_f)
+        reg_index(field(uword_f, "b"), b_idx_f)
         # An AGREG operand's index, ``ag_reg[k_r]``, is a register of its own (``ag_idx_r``)
         # loaded with R's micro-word, so the register file's read address is a two-way
         # multiplexer of flip-flops under a registered select (``a_agr_q``), not the
@@ -1058,7 +1033,7 @@ class Sequencer(wiring.Component):
         # control store's address: ``uword_r`` -> the compares -> the address was 11.55 ns
         # routed, core2 b0acae7 seed 1)
         def f_reads(srcs):
-            return Cat(*[(f_a == src) | (f_b == src)
+            return Cat(*[(field(uword_f, "a") == src) | (field(uword_f, "b") == src)
                          for src in srcs]).any()
 
         r_reads_set, r_reads_snap = Signal(), Signal()       # loaded with ``uword_r``
@@ -1106,7 +1081,7 @@ class Sequencer(wiring.Component):
         nj_hold = Signal(isa.UADDR_BITS, attrs={"keep": 1})
         addr_go = Signal(isa.UADDR_BITS, attrs={"keep": 1})
         addr_hold = Signal(isa.UADDR_BITS, attrs={"keep": 1})
-        target_f = f_target
+        target_f = field(uword_f, "target")
         m.d.comb += [
             use_f_go.eq(in_exec & ~redirect & (~rv | ~xv | ~x_holds_r)),
             use_f_hold.eq(in_exec & (~rv | ~xv)),
@@ -1128,16 +1103,16 @@ class Sequencer(wiring.Component):
         with m.If(r_take_nr):
             m.d.sync += [a_idx_q.eq(a_idx_f), b_idx_q.eq(b_idx_f),
                          a_rd_eq_q.eq(a_rd_eq_f), b_rd_eq_q.eq(b_rd_eq_f)]
-            m.d.sync += [a_agr_q.eq(f_a == USrc.AGREG),
-                         b_agr_q.eq(f_b == USrc.AGREG)]
-            m.d.sync += [a_reg_q.eq(Cat(*[f_a == s_ for s_ in _REG_SRCS]).any()),
-                         b_reg_q.eq(Cat(*[f_b == s_ for s_ in _REG_SRCS]).any())]
+            m.d.sync += [a_agr_q.eq(field(uword_f, "a") == USrc.AGREG),
+                         b_agr_q.eq(field(uword_f, "b") == USrc.AGREG)]
+            m.d.sync += [a_reg_q.eq(Cat(*[field(uword_f, "a") == s_ for s_ in _REG_SRCS]).any()),
+                         b_reg_q.eq(Cat(*[field(uword_f, "b") == s_ for s_ in _REG_SRCS]).any())]
             m.d.sync += [uword_r.eq(uword_f), upc_r.eq(upc_f)]
         # ``ag_idx_r`` follows R's micro-word by ``r_take_nr`` (a taken redirect empties R,
         # and the next ``r_take`` loads it again), so the redirect (the zero test of X's
         # result, ``res_zero`` -> ``br_taken``) is not in front of it.
         with m.If(r_take_nr):
-            m.d.sync += ag_idx_r.eq(ag_eff[f_k])
+            m.d.sync += ag_idx_r.eq(ag_eff[field(uword_f, "const")[:2]])
         with m.Elif((ag_set_x & kr_oh).any()):
             m.d.sync += ag_idx_r.eq(rd)
         # X's registers (~140 flip-flops) load whenever X is empty or its micro-instruction
