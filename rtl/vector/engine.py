@@ -43,14 +43,23 @@ class _AccUnit(wiring.Component):
     of ``acc`` are kept here in registers. With
     ``we`` (``acc`` takes ``o`` this cycle) under MAX or MIN they take those of the result (the
     larger or smaller key: the key of the chosen value); otherwise they follow ``acc`` one
-    cycle late, so ``acc`` must have been stable for two cycles before an element under MAX or
-    MIN (the engine's instructions start with a pipeline fill far longer than that). Through
-    the key computed from ``acc`` the loop was 11 routed levels (core2's engine, b408932)."""
+    cycle late. Through the key computed from ``acc`` the loop was 11 routed levels (core2's
+    engine, b408932).
+
+    The compare of the keys (``gt``: acc's above y's) is looked up a cycle ahead: ``next_key``
+    is the key of the element ``y`` takes at the next edge, compared in this cycle with ``y``'s
+    key and with acc's (registered: ``c_prev``, ``c_acc``); whether acc then holds ``y``'s
+    value is registered too (``took_y``), and ``gt`` is a multiplexer of those three
+    flip-flops. So ``acc`` must have been stable for three cycles before an element under MAX
+    or MIN (the engine's instructions start with a pipeline fill far longer than that). The
+    32-bit compares were in the loop (``y_key`` -> carry chains -> ``acc``, 10.97 ns routed,
+    core2 ec2007b seed 4)."""
 
     def __init__(self, stages=0):
         self._stages = stages
         super().__init__({"op": In(2), "acc": In(32), "y": In(32), "y_daz": In(32),
-                          "y_key": In(32), "y_ez": In(1), "y_nan": In(1), "we": In(1),
+                          "y_key": In(32), "next_key": In(32), "y_ez": In(1), "y_nan": In(1),
+                          "we": In(1),
                           "rst": In(1),
                           "rst_value": In(32), "o": Out(32)})
 
@@ -67,19 +76,10 @@ class _AccUnit(wiring.Component):
         m.d.comb += a.eq(Mux(a_ez, acc & sign, acc))
         ka, ky, y_ez, y = a_key, self.y_key, self.y_ez, self.y_daz
         nan = a_nan | self.y_nan
-        # Each compare as two 16-bit carry chains side by side and a LUT joining them: one
-        # 32-bit chain was most of the loop's depth. Each is the carry out of ``p + ~q``
-        # (``p > q``): as ``p > q`` and ``q > p`` yosys (alumacc) shares one chain for the
-        # two and forms the second from its carry and a 16-bit equality test, a LUT tree
-        # (vector2 alone, 6476d00: a_key -> acc 9 routed levels, no chain on the path).
-        def above(p, q, name):
-            c = Signal(len(p) + 1, name=name)
-            m.d.comb += c.eq(p + ~q)
-            return c[-1]
-        gt_h, lt_h = above(ka[16:], ky[16:], "gt_h"), above(ky[16:], ka[16:], "lt_h")
-        gt_l = above(ka[:16], ky[:16], "gt_l")    # (below y's: not needed, see ``gt``)
         gt = Signal()
-        m.d.comb += gt.eq(gt_h | (~lt_h & gt_l))
+        c_prev, c_acc, took_y = Signal(), Signal(), Signal()
+        m.d.sync += [c_prev.eq(ky > self.next_key), c_acc.eq(ka > self.next_key)]
+        m.d.comb += gt.eq(Mux(took_y, c_prev, c_acc))
         both = Mux(a[31] & y[31], sign, 0)
         either = Mux(a[31] | y[31], sign, 0)
         is_max, is_min = self.op == AccOp.MAX, self.op == AccOp.MIN
@@ -121,7 +121,10 @@ class _AccUnit(wiring.Component):
         ez_gt = Mux(upd, Mux(is_max, a_ez, y_ez), acc_ez)
         ez_le = Mux(upd, Mux(is_max, y_ez, a_ez), acc_ez)
         m.d.sync += [a_key.eq(Mux(gt, k_gt, k_le)), a_ez.eq(Mux(gt, ez_gt, ez_le)),
-                     a_nan.eq(Mux(upd, nan, acc_nan))]
+                     a_nan.eq(Mux(upd, nan, acc_nan)),
+                     # acc's key next cycle is y's: MAX with y's above or equal, MIN with
+                     # acc's above
+                     took_y.eq(upd & Mux(is_max, ~gt, gt))]
         return m
 
 
@@ -416,12 +419,15 @@ class VectorEngine(wiring.Component):
         yh_valid = Signal()
         yh_emit = Signal()
         m.d.sync += [yh_valid.eq(y_valid), yh_emit.eq(y_emit)]
+        next_key = Signal(vec)           # the key ``yh_key`` takes with the next element
+        m.d.comb += [next_key[l].eq(_order_key(lut.y[l], lut.y[l][23:31] == 0))
+                     for l in range(lanes)]
         with m.If(y_valid):
             m.d.sync += y_h.eq(lut.y)
             for l in range(lanes):
                 yl = lut.y[l]
                 ez = yl[23:31] == 0
-                m.d.sync += [yh_key[l].eq(_order_key(yl, ez)), yh_ez[l].eq(ez),
+                m.d.sync += [yh_key[l].eq(next_key[l]), yh_ez[l].eq(ez),
                              yh_daz[l].eq(Mux(ez, yl & 0x80000000, yl)),
                              yh_nan[l].eq((yl[23:31] == 0xFF) & (yl[0:23] != 0))]
         elem = yh_valid & ~yh_emit
@@ -452,7 +458,8 @@ class VectorEngine(wiring.Component):
             au = m.submodules[f"acc{l}"] = _AccUnit(ACC)
             m.d.comb += [au.op.eq(c.acc_op), au.acc.eq(acc[l]), au.y.eq(y_h[l]),
                          au.y_daz.eq(yh_daz[l]),
-                         au.y_key.eq(yh_key[l]), au.y_ez.eq(yh_ez[l]), au.y_nan.eq(yh_nan[l]),
+                         au.y_key.eq(yh_key[l]), au.next_key.eq(next_key[l]),
+                         au.y_ez.eq(yh_ez[l]), au.y_nan.eq(yh_nan[l]),
                          au.we.eq(acc_we), au.rst.eq(acc_rst), au.rst_value.eq(acc_rst_value)]
             with m.If(acc_we | acc_rst):
                 m.d.sync += acc[l].eq(au.o)
