@@ -8,6 +8,7 @@ records every AR/AW/R/W/B handshake: it proves that refused transfers issue no t
 bursts respect AXI rules (length, 4 KiB) and that several reads are outstanding at once.
 """
 
+import itertools
 import random
 
 import numpy as np
@@ -617,8 +618,9 @@ async def test_protection(dut):
 async def test_window_edges(dut):
     """The window check at its edges, for strided rows (the span ``(n0 - 1) * ext_stride0``
     computed in SETUP): a row whose last element ends on the window's last byte runs, one
-    element further is DMA_WINDOW; with a negative stride the same at the window's first byte.
-    The expected outcome comes from the geometry (and agrees with ``sim.host.dma_check``)."""
+    element further is DMA_WINDOW; the same at the window's first byte, for positive and
+    negative strides alike (a negative stride's row starts at its highest element). The
+    expected outcome comes from the geometry (and agrees with ``sim.host.dma_check``)."""
     rng = random.Random(_seed() + 29)
     bench = Bench(dut, rng)
     await bench.start()
@@ -629,12 +631,16 @@ async def test_window_edges(dut):
     runs = 0
     for store in (0, 1):
         for n0 in (2, 3, 7):
-            for stride in (4, 8, 12, -8, -12):
+            for stride, edge in itertools.product((4, 8, 12, -8, -12), ("high", "low")):
                 span = (n0 - 1) * stride
-                # the row's lowest and highest element address, on the window's edge
-                first = hi - 3 - span if stride > 0 else lo - span
+                # the row's highest element ends on the window's last byte, or its lowest
+                # starts on the first
+                if edge == "high":
+                    first = hi - 3 - max(span, 0)
+                else:
+                    first = lo - min(span, 0)
                 for beyond in (0, 1):
-                    addr = first + (4 if stride > 0 else -4) * beyond
+                    addr = first + (4 if edge == "high" else -4) * beyond
                     rec = dict(base, store=store, n0=n0, ext_stride0=stride & 0xFFFFFFFF,
                                ext_addr=addr)
                     code, _ = dma_check(rec, bench.windows, bench.P)
