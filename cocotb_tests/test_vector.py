@@ -12,7 +12,7 @@ import random
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotb.utils import get_sim_time
 
 from cocotb_tests.common.clock import reset, start_clock
@@ -174,11 +174,13 @@ class Tb:
         return got
 
 
-async def idle_q_monitor(dut, seen):
-    """``idle_q`` as documented: 0 whenever ``busy`` is 1, and 1 in the cycle after one in
-    which ``busy`` was 0 and no instruction or input beat was taken. ``seen`` counts the
-    cycles each rule was checked in (a test that never checks it fails below)."""
-    prev_quiet = False
+async def idle_q_monitor(dut, seen, rng):
+    """``idle_q`` as documented: 0 whenever ``busy`` is 1 and in the cycle after
+    ``idle_hold`` (driven at random here; nothing else in the engine reads it), and 1 in the
+    cycle after one in which ``busy`` and ``idle_hold`` were 0 and no instruction or input beat
+    was taken. ``seen`` counts the cycles each rule was checked in (a test that never checks
+    them fails)."""
+    prev_quiet = prev_hold = False
     while True:
         await RisingEdge(dut.clk)
         await ReadOnly()
@@ -186,21 +188,29 @@ async def idle_q_monitor(dut, seen):
         if busy:
             seen["busy"] += 1
             assert not idle_q, "idle_q is 1 while the engine is busy"
+        if prev_hold:
+            seen["hold"] += 1
+            assert not idle_q, "idle_q is 1 in the cycle after idle_hold"
         if prev_quiet:
             seen["quiet"] += 1
             assert idle_q, "idle_q is 0 a cycle after the engine was idle and took nothing"
         took = any(int(getattr(dut, f"{s}__valid").value) and int(getattr(dut, f"{s}__ready").value)
                    for s in ("cmd", "a", "b"))
-        prev_quiet = not busy and not took
+        await FallingEdge(dut.clk)
+        hold = rng.random() < 0.1          # sampled at the next rising edge
+        dut.idle_hold.value = int(hold)
+        prev_quiet = not busy and not took and not hold
+        prev_hold = hold
 
 
 async def setup(dut, **kw):
     rng, seed = _rng()
     start_clock(dut)
     tb = Tb(dut, rng, seed, **kw)
+    dut.idle_hold.value = 0
     await reset(dut)
-    tb.idle_seen = {"busy": 0, "quiet": 0}
-    cocotb.start_soon(idle_q_monitor(dut, tb.idle_seen))
+    tb.idle_seen = {"busy": 0, "quiet": 0, "hold": 0}
+    cocotb.start_soon(idle_q_monitor(dut, tb.idle_seen, random.Random(seed + 7)))
     dut._log.info(f"seed {seed}, lanes {tb.lanes}, depth {tb.depth}")
     return tb
 
@@ -520,9 +530,9 @@ async def test_random_instructions(dut):
             cmd["count"] = 0
         await tb.run(cmd, a, b_pro=pro, b_vals=bv, what=f"random instruction {i}")
     await ClockCycles(dut.clk, 2)
-    dut._log.info(f"idle_q checked in {tb.idle_seen['busy']} busy and "
-                  f"{tb.idle_seen['quiet']} quiet cycles")
-    assert tb.idle_seen["busy"] > 0 and tb.idle_seen["quiet"] > 0, tb.idle_seen
+    dut._log.info(f"idle_q checked in {tb.idle_seen['busy']} busy, {tb.idle_seen['hold']} "
+                  f"held and {tb.idle_seen['quiet']} quiet cycles")
+    assert min(tb.idle_seen.values()) > 0, tb.idle_seen
 
 
 # -- pytest wrapper -------------------------------------------------------------------------

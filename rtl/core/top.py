@@ -352,7 +352,10 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, vctrl.e_b, ve.b)
         wiring.connect(m, ve.o, vctrl.e_o)
         m.d.comb += [
-            vctrl.e_idle.eq(ve.idle_q & ~cfg_reg.full),
+            # (the LUT configuration register's beat folded into the engine's registered
+            # idle flag: full now, or filling now, covers full in the next cycle)
+            ve.idle_hold.eq(cfg_reg.full | (cfg_reg.i.valid & cfg_reg.i.ready)),
+            vctrl.e_idle.eq(ve.idle_q),
             vctrl.a_psum.data.eq(psum.rd.data),
             psum.rd.addr.eq(vctrl.a_psum.addr),
             psum.rd.en.eq(vctrl.a_psum.en),

@@ -120,6 +120,11 @@ class RoundingUnit(wiring.Component):
         accept = Signal()
         pop = Signal()                # an SR beat takes the head
         cnt = Signal(range(3))
+        # ``cnt != 0`` as a flip-flop of its own: it is set by the first fill after reset or
+        # re-seeding and cleared only by ``seed_load`` (from one word, a pop always comes with
+        # a fill). It also implies ``~busy`` (``cnt`` is 0 from the pulse until the first fill
+        # after seeding), so ``i.ready`` is ``en & has_word``.
+        has_word = Signal()
         fill = Signal()
         rb0 = [Signal(n, name=f"rb0_{j}") for j in range(lanes)]
         rb1 = [Signal(n, name=f"rb1_{j}") for j in range(lanes)]
@@ -127,7 +132,7 @@ class RoundingUnit(wiring.Component):
         m.d.comb += [
             # stages=0 has no registers: the input is ready exactly when the output is.
             en.eq(self.o.ready if stages == 0 else (~self.o.valid | self.o.ready)),
-            self.i.ready.eq(en & ~prngs.busy & (cnt != 0)),
+            self.i.ready.eq(en & has_word),
             accept.eq(self.i.valid & self.i.ready),
             pop.eq(accept & (self.i.p.mode == RoundMode.SR)),
             fill.eq(~prngs.busy & (cnt != 2)),
@@ -136,7 +141,8 @@ class RoundingUnit(wiring.Component):
         with m.Switch(cnt):
             with m.Case(0):
                 with m.If(fill):
-                    m.d.sync += [cnt.eq(1)] + [h.eq(w) for h, w in zip(rb0, new)]
+                    m.d.sync += [cnt.eq(1), has_word.eq(1)]
+                    m.d.sync += [h.eq(w) for h, w in zip(rb0, new)]
             with m.Case(1):
                 with m.If(pop):
                     m.d.sync += [h.eq(w) for h, w in zip(rb0, new)]
@@ -146,14 +152,14 @@ class RoundingUnit(wiring.Component):
                 with m.If(pop):
                     m.d.sync += [cnt.eq(1)] + [h.eq(t) for h, t in zip(rb0, rb1)]
         with m.If(self.seed_load):
-            m.d.sync += cnt.eq(0)
+            m.d.sync += [cnt.eq(0), has_word.eq(0)]
 
         # Stage 0: the beat as accepted, with its random bits.
         s0_data = self.i.p.data
         s0_fmt = self.i.p.fmt
         s0_mode = self.i.p.mode
         s0_rand = rb0
-        s0_valid = self.i.valid & ~prngs.busy & (cnt != 0)
+        s0_valid = self.i.valid & has_word
 
         if stages >= 2:
             s1_data = Signal.like(self.i.p.data, name="s1_data")

@@ -186,9 +186,14 @@ class VectorEngine(wiring.Component):
         An instruction is in progress, or an input beat waits in a skid buffer (results may
         still be in the FIFO or the rounding unit).
     idle_q : Out(1)
-        ``~busy`` from registers alone, for controllers whose completion logic follows it: 0
-        whenever ``busy`` is 1, and 1 one cycle after ``busy`` falls (a register of ``busy``'s
-        terms and of the beats and instruction taken in the cycle before).
+        ``~busy`` from one register, for controllers whose completion logic follows it: 0
+        whenever ``busy`` or ``idle_hold`` is 1, and 1 one cycle after both have fallen (a
+        register of ``busy``'s terms, ``idle_hold`` and the beats and instruction taken in the
+        cycle before).
+    idle_hold : In(1)
+        The user's own terms to fold into ``idle_q`` (the core: a LUT configuration beat
+        waiting in a register in front of ``cfg``, or entering it); they must also cover the
+        cycle after they end, as ``busy``'s terms do.
     """
 
     def __init__(self, lanes, depth=512, formats=tuple(Format), n_rand=16, *, deep=True):
@@ -212,6 +217,7 @@ class VectorEngine(wiring.Component):
             "seed_load": In(1),
             "busy": Out(1),
             "idle_q": Out(1, init=1),
+            "idle_hold": In(1),
         })
 
     @property
@@ -549,7 +555,8 @@ class VectorEngine(wiring.Component):
         # ``idle`` falls only on an instruction taken). The input skid buffers' ``full`` went
         # through the vector controller's completion logic into its queues' clock enables
         # (11.17 ns routed, core2 ec2007b seed 4).
-        m.d.sync += self.idle_q.eq(~(self.busy | (self.cmd.valid & self.cmd.ready) |
+        m.d.sync += self.idle_q.eq(~(self.busy | self.idle_hold |
+                                     (self.cmd.valid & self.cmd.ready) |
                                      (self.a.valid & self.a.ready) |
                                      (self.b.valid & self.b.ready)))
         return m
