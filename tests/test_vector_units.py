@@ -297,8 +297,9 @@ def _flags(v):
 @pytest.mark.parametrize("op", [AccOp.MAX, AccOp.MIN])
 def test_acc_unit_max_min_vs_golden(op):
     """The engine's accumulator unit (``rtl.vector.engine._AccUnit``) under MAX and MIN, as the
-    engine drives it: reset to the identity, a cycle for the keys to follow ``acc``, then runs
-    of elements one per cycle (``we``) with idle cycles between, against
+    engine drives it: reset to the identity, a cycle for the keys to follow ``acc`` and one for
+    the first look-ahead compare (``next_key`` shows each operand's key a cycle before it), then
+    runs of elements one per cycle (``we``) with idle cycles between, against
     ``sim.vector.acc_update``. Operands: edge cases (zeros of both signs, subnormals, Inf,
     NaN), values equal to the accumulator and random ones."""
     rng = np.random.default_rng(SEED + 40 + int(op))
@@ -311,6 +312,24 @@ def test_acc_unit_max_min_vs_golden(op):
         ctx.set(dut.op, op)
         ctx.set(dut.rst_value, acc_identity(op))
         for episode in range(150):
+            # The episode's operands first: ``next_key`` shows each one's key a cycle ahead.
+            ops = []
+            for _ in range(int(rng.integers(1, 12))):
+                r = rng.random()
+                if r < 0.4:
+                    y = int(rng.choice(pool))
+                elif r < 0.55:
+                    y = None                      # equal keys: the accumulator as it is then
+                elif r < 0.6:
+                    y = -1                        # equal magnitude, other sign
+                elif r < 0.75:                    # zeros and subnormals (DAZ: equal keys)
+                    y = int(rng.choice([0, 0x80000000, 0x00000010, 0x807FFFFF]))
+                else:
+                    y = int(rng.integers(0, 2 ** 32))
+                if episode < 100 and y is not None and y != -1 and (y >> 23) & 0xFF == 0xFF \
+                        and y & 0x7FFFFF:
+                    y = int(rng.choice(pool[:10]))   # most episodes without NaN
+                ops.append([y, rng.random() < 0.3])
             ctx.set(dut.rst, 1)
             ctx.set(dut.acc, acc)
             assert ctx.get(dut.o) == acc_identity(op)
@@ -319,25 +338,24 @@ def test_acc_unit_max_min_vs_golden(op):
             ctx.set(dut.rst, 0)
             ctx.set(dut.acc, acc)
             await ctx.tick()                      # the keys follow acc
-            for _ in range(int(rng.integers(1, 12))):
-                r = rng.random()
-                if r < 0.4:
-                    y = int(rng.choice(pool))
-                elif r < 0.55:
-                    y = acc                       # equal keys
-                elif r < 0.6:
-                    y = acc ^ 0x80000000          # equal magnitude, other sign
-                elif r < 0.75:                    # zeros and subnormals (DAZ: equal keys)
-                    y = int(rng.choice([0, 0x80000000, 0x00000010, 0x807FFFFF]))
-                else:
-                    y = int(rng.integers(0, 2 ** 32))
-                if episode < 100 and (y >> 23) & 0xFF == 0xFF and y & 0x7FFFFF:
-                    y = int(rng.choice(pool[:10]))   # most episodes without NaN
+
+            def resolve(i):
+                # An operand that copies the accumulator is fixed when it is looked ahead:
+                # the accumulator then is the one of the element before it (or now).
+                if ops[i][0] is None:
+                    ops[i][0] = acc
+                elif ops[i][0] == -1:
+                    ops[i][0] = acc ^ 0x80000000
+                return ops[i][0]
+
+            ctx.set(dut.next_key, _flags(resolve(0))[1])
+            await ctx.tick()                      # the compares of the first operand
+            for i in range(len(ops)):
+                y, idle = ops[i]
                 daz, key, ez, nan = _flags(y)
                 for name, v in (("y", y), ("y_daz", daz), ("y_key", key), ("y_ez", ez),
                                 ("y_nan", nan), ("acc", acc)):
                     ctx.set(getattr(dut, name), v)
-                idle = rng.random() < 0.3
                 ctx.set(dut.we, 0 if idle else 1)
                 if not idle:
                     o = ctx.get(dut.o)
@@ -345,6 +363,8 @@ def test_acc_unit_max_min_vs_golden(op):
                     if o != exp:
                         log.append((hex(acc), hex(y), hex(o), hex(exp)))
                     acc = o
+                if i + 1 < len(ops):
+                    ctx.set(dut.next_key, _flags(resolve(i + 1))[1])
                 await ctx.tick()
                 ctx.set(dut.we, 0)
 
