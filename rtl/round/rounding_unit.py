@@ -144,10 +144,15 @@ class RoundingUnit(wiring.Component):
                     m.d.sync += [cnt.eq(1), has_word.eq(1)]
                     m.d.sync += [h.eq(w) for h, w in zip(rb0, new)]
             with m.Case(1):
+                # (``rb1`` takes the new word whether or not the head is taken: with a pop
+                # ``cnt`` stays 1 and ``rb1`` is unused, so the pop is not in its enable;
+                # o_skid.full -> pop -> ``rb1``'s clock enable was 12.06 ns routed, core2
+                # b427694 seed 3)
+                m.d.sync += [t.eq(w) for t, w in zip(rb1, new)]
                 with m.If(pop):
                     m.d.sync += [h.eq(w) for h, w in zip(rb0, new)]
                 with m.Else():
-                    m.d.sync += [cnt.eq(2)] + [t.eq(w) for t, w in zip(rb1, new)]
+                    m.d.sync += cnt.eq(2)
             with m.Case(2):
                 with m.If(pop):
                     m.d.sync += [cnt.eq(1)] + [h.eq(t) for h, t in zip(rb0, rb1)]
