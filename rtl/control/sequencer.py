@@ -1072,30 +1072,22 @@ class Sequencer(wiring.Component):
         # routed, core2 ec3bac6 seed 3).
         # Each candidate is one LUT4 behind the block RAM's output (5.6 ns clock-to-out): F's
         # jump bit and target select against a candidate made without them (``nj_*``: F's
-        # ``upc_f + 1`` when F's successor is used, ``use_f_*``, else ``upc_f``); written as
-        # F's successor under a select, the RAM's output went through two
+        # ``upc_f + 1`` when F's successor is used, ``use_f_*``, else the redirect target or
+        # ``upc_f``); written as F's successor under a select, the RAM's output went through two
         # LUT levels before ``go``'s multiplexer (11.72 ns routed, core2 68bfe14 seed 3).
-        # With ``go``, the redirect chooses between X's target and the address made without
-        # it (``addr_nr``), one level before ``go``'s multiplexer: as a term of ``use_f_go``
-        # it was four LUT levels from the control store's address (``uctr_nz`` or
-        # ``x_br_ge`` -> the redirect -> the address, 11.39-11.59 ns routed, core2 b427694
-        # seeds 1 and 2). (Equal: with a redirect ``use_f_go`` was 0 and the old candidate
-        # was ``x_target``; without one it is ``addr_nr``.)
         use_f_go = Signal(attrs={"keep": 1})
         use_f_hold = Signal(attrs={"keep": 1})
         nj_go = Signal(isa.UADDR_BITS, attrs={"keep": 1})
         nj_hold = Signal(isa.UADDR_BITS, attrs={"keep": 1})
-        addr_nr = Signal(isa.UADDR_BITS, attrs={"keep": 1})
         addr_go = Signal(isa.UADDR_BITS, attrs={"keep": 1})
         addr_hold = Signal(isa.UADDR_BITS, attrs={"keep": 1})
         target_f = field(uword_f, "target")
         m.d.comb += [
-            use_f_go.eq(in_exec & (~rv | ~xv | ~x_holds_r)),
+            use_f_go.eq(in_exec & ~redirect & (~rv | ~xv | ~x_holds_r)),
             use_f_hold.eq(in_exec & (~rv | ~xv)),
-            nj_go.eq(Mux(use_f_go, upc_f_inc, upc_f)),
+            nj_go.eq(Mux(use_f_go, upc_f_inc, Mux(redirect, x_target, upc_f))),
             nj_hold.eq(Mux(use_f_hold, upc_f_inc, upc_f)),
-            addr_nr.eq(Mux(jump_f & use_f_go, target_f, nj_go)),
-            addr_go.eq(Mux(redirect, x_target, addr_nr)),
+            addr_go.eq(Mux(jump_f & use_f_go, target_f, nj_go)),
             addr_hold.eq(Mux(jump_f & use_f_hold, target_f, nj_hold)),
             ur.addr.eq(Mux(in_map, mr.data[:isa.UADDR_BITS], Mux(go, addr_go, addr_hold))),
         ]
