@@ -27,8 +27,9 @@ class RoundingUnit(wiring.Component):
         Random bits per SR decision (1..32): the top ``n_rand`` bits of the lane's XORWOW word.
     stages : int
         Pipeline registers (0..8). 0: combinational from ``i`` to ``o`` (``i.ready`` follows
-        ``o.ready`` once the random-word buffer has filled). 1: one output register. 2 or more: an input register before the encoders
-        and an output register after them, then ``stages - 2`` delay registers.
+        ``o.ready`` once the random-word buffer has filled). 1: one output register. 2 or
+        more: an input register before the encoders and an output register after them, then
+        ``stages - 2`` delay registers.
     encoder_stages : int
         Pipeline registers inside each encoder (``FPEncoder(stages=...)``, 0..3; needs
         ``stages >= 1``). Latency ``stages + encoder_stages`` cycles.
@@ -45,8 +46,8 @@ class RoundingUnit(wiring.Component):
         A pulse re-seeds every lane from ``seed`` (``sim.prng.lane_states``); this takes
         ``6 * lanes + 6`` cycles (``LanePrngs.seed_cycles``), then one more to fill the lanes'
         random-word buffer, during which ``i.ready`` is 0 (so is it in the first cycle after
-        reset).
-        A beat accepted in the cycle of the pulse still uses the old streams. After reset the lanes hold the streams of seed 0.
+        reset). A beat accepted in the cycle of the pulse still uses the old streams. After
+        reset the lanes hold the streams of seed 0.
 
     A lane draws one random word per element only for beats in mode SR, so the results depend
     only on the seed and the sequence of SR beats. Back-pressure: the pipeline advances when

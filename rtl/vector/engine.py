@@ -84,7 +84,7 @@ class _AccUnit(wiring.Component):
         either = Mux(a[31] | y[31], sign, 0)
         is_max, is_min = self.op == AccOp.MAX, self.op == AccOp.MIN
         # Only ``gt`` (acc's key above y's) selects, last, between two candidates formed beside
-        # the chains: a chain of multiplexers after the compares (max/min, NaN, the op, the
+        # it: a chain of multiplexers after the compares (max/min, NaN, the op, the
         # reset) was 10 routed levels (b408932), and selects of six inputs (``mm &
         # Mux(is_max, gt, lt)``) before a three-way multiplexer still 10 (core2, 6476d00:
         # y_key -> acc). ``gt`` low means y's key above or equal; equal keys are equal DAZ'd
@@ -426,13 +426,12 @@ class VectorEngine(wiring.Component):
         yh_emit = Signal()
         m.d.sync += [yh_valid.eq(y_valid), yh_emit.eq(y_emit)]
         next_key = Signal(vec)           # the key ``yh_key`` takes with the next element
-        m.d.comb += [next_key[l].eq(_order_key(lut.y[l], lut.y[l][23:31] == 0))
-                     for l in range(lanes)]
+        next_ez = [lut.y[l][23:31] == 0 for l in range(lanes)]
+        m.d.comb += [next_key[l].eq(_order_key(lut.y[l], next_ez[l])) for l in range(lanes)]
         with m.If(y_valid):
             m.d.sync += y_h.eq(lut.y)
             for l in range(lanes):
-                yl = lut.y[l]
-                ez = yl[23:31] == 0
+                yl, ez = lut.y[l], next_ez[l]
                 m.d.sync += [yh_key[l].eq(next_key[l]), yh_ez[l].eq(ez),
                              yh_daz[l].eq(Mux(ez, yl & 0x80000000, yl)),
                              yh_nan[l].eq((yl[23:31] == 0xFF) & (yl[0:23] != 0))]
