@@ -96,14 +96,20 @@ class FP32Adder(wiring.Component):
         # selected by it, so the comparison's carry chain is followed by one mux level only.
         swap = Signal()
         m.d.comb += swap.eq(a[0:31] < b[0:31])
-        d_ab = Signal(8)
+        # The exponent difference's terms are selected by the exponents' own order (the
+        # borrow of ``ea - eb``), not by ``swap``: the bigger magnitude never has the smaller
+        # exponent, and with equal exponents both differences are 0. So the 31-bit compare's
+        # carry chain is not in front of them (``swap`` -> ``d_le1`` was 11.15 ns routed,
+        # core2 b427694 seed 1).
+        d_ab9 = Signal(9)
         d_ba = Signal(8)
-        m.d.comb += [d_ab.eq(ea - eb), d_ba.eq(eb - ea)]
+        m.d.comb += [d_ab9.eq(ea - eb), d_ba.eq(eb - ea)]
+        d_ab, e_lt = d_ab9[0:8], d_ab9[8]
 
         def clamp(d):          # beyond 27 binades only the sticky bit is left
             return Mux(d > 27, 27, d[0:5])
-        shift = Mux(swap, clamp(d_ba), clamp(d_ab))
-        d_le1 = Mux(swap, d_ba <= 1, d_ab <= 1)
+        shift = Mux(e_lt, clamp(d_ba), clamp(d_ab))
+        d_le1 = Mux(e_lt, d_ba <= 1, d_ab <= 1)
         sig_a = Mux(za, 0, Cat(a[0:23], 1))             # DAZ: no mantissa, no hidden bit
         sig_b = Mux(zb, 0, Cat(b[0:23], 1))
         # For step 2's sticky bit: 3 + the trailing zeros of each significand (its lowest one
@@ -126,7 +132,7 @@ class FP32Adder(wiring.Component):
             nz_a=~za, nz_b=~zb,
             tz3_a=tz3["a"], tz3_b=tz3["b"],
             d_le1=d_le1,
-            d_one=Mux(swap, d_ba == 1, d_ab == 1),
+            d_one=Mux(e_lt, d_ba == 1, d_ab == 1),
             both_zero=za & zb,
             zero_sign=a[31] & b[31],                    # (-0) + (-0) = -0, otherwise +0
             nan=nan_a | nan_b | (inf_a & inf_b & (a[31] != b[31])),
