@@ -16,6 +16,8 @@ from sim import isa, microcode
 from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond, UDst, USeq,
                      USpecial, USrc)
 
+from rtl.arith.wide_mux import wide_mux
+
 from .layouts import record_layout
 
 __all__ = ["Sequencer", "DBG", "YOSYS_HINTS"]
@@ -482,7 +484,8 @@ class Sequencer(wiring.Component):
         ag_pair_eq = {(i, j): Signal(name=f"ag{i}_ag{j}_eq", init=1)
                       for i in range(isa.NUM_AG) for j in range(i + 1, isa.NUM_AG)}
         ag_base = Array(Signal(32, name=f"ag{i}_base") for i in range(isa.NUM_AG))
-        t0, t1 = Signal(32), Signal(32)
+        t0 = Signal(32)
+        t1 = Signal(32)
         err_status = Signal(16)
         # W: X's writes of its result to the register file, the semaphores (SEMSET), the
         # generators' stride (AG_SET) and base (AG_SNAP), the record slots and a pushed loop
@@ -504,6 +507,12 @@ class Sequencer(wiring.Component):
         sem_now = Array(Signal(isa.SEM_VALUE_BITS, name=f"sem{i}_now")
                         for i in range(isa.NUM_SEMS))
         rem_top_now = Signal(32)
+        # T0 and T1 too (``t0_w``/``t1_w``): X's result and ``go`` reached their 64 data
+        # inputs and clock enables (``x_prev`` -> ALU -> T0 12.17 ns, ``zb_go`` -> ``go`` ->
+        # T1 12.53 ns routed, core2 c6874f6 seeds 1 and 4).
+        t0_w, t1_w = Signal(), Signal()
+        t0_now, t1_now = Signal(32), Signal(32)
+        m.d.comb += [t0_now.eq(Mux(t0_w, res_q, t0)), t1_now.eq(Mux(t1_w, res_q, t1))]
         m.d.comb += [ag_stride_now[j].eq(Mux(ags_w[j], res_q, ag_stride[j]))
                      for j in range(isa.NUM_AG)]
         m.d.comb += [ag_base_now[j].eq(Mux(agb_w[j], res_q, ag_base[j]))
@@ -532,15 +541,20 @@ class Sequencer(wiring.Component):
         assert all(int(s_) & 7 == i for i, s_ in enumerate(
             (USrc.RS2P1, USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3)))
 
+        # Both are 8-way multiplexers behind the control store's block RAM, built from the
+        # ECP5 slices' own multiplexers on an ECP5 (``rtl.arith.wide_mux``): as three levels
+        # of LUT4 they routed at 10.7-11.8 ns on every core2 build.
         def reg_index(sel, idx):
-            m.d.comb += idx.eq(Array([rd_p[3], rd, rs1, rs2, rs3, rd_p[0], rd_p[1],
-                                      rd_p[2]])[sel[:3]])
+            m.d.comb += idx.eq(wide_mux(m, platform, sel, [rd_p[3], rd, rs1, rs2, rs3,
+                                                           rd_p[0], rd_p[1], rd_p[2]],
+                                        f"{idx.name}_mux"))
 
         def reg_index_eq_rd(sel, eq):
             # ``reg_index(sel) == rd`` from the compares registered with the instruction
             # (``src_eq_rd``); rd + 1..3 never equal rd.
-            m.d.comb += eq.eq(Cat(src_eq_rd[3], Const(1, 1), src_eq_rd[0], src_eq_rd[1],
-                                  src_eq_rd[2], Const(0, 3)).bit_select(sel[:3], 1))
+            m.d.comb += eq.eq(wide_mux(m, platform, sel, [
+                src_eq_rd[3], Const(1, 1), src_eq_rd[0], src_eq_rd[1], src_eq_rd[2],
+                Const(0, 1), Const(0, 1), Const(0, 1)], f"{eq.name}_mux"))
 
         def operand(sel, port, idx_q, agr_q, reg_q, val):
             # W's pending write of the operand's register instead of the file's stale word:
@@ -559,9 +573,9 @@ class Sequencer(wiring.Component):
                 with m.Case(USrc.CONST):
                     m.d.comb += other.eq(const_r)
                 with m.Case(USrc.T0):
-                    m.d.comb += other.eq(t0)
+                    m.d.comb += other.eq(t0_now)
                 with m.Case(USrc.T1):
-                    m.d.comb += other.eq(t1)
+                    m.d.comb += other.eq(t1_now)
                 with m.Case(USrc.AGSTRIDE):
                     m.d.comb += other.eq(ag_stride_now[k_r])
                 with m.Case(USrc.AGBASE):
@@ -618,10 +632,11 @@ class Sequencer(wiring.Component):
         # output, then one level for R's hold; shared with other decodes of the block RAM's
         # output it was five LUT levels, ``DOB`` -> ``b_idx_q`` 12.21 ns routed, core2
         # ce3f847 seed 3)
-        a_idx_f, b_idx_f = Signal(6, attrs={"keep": 1}), Signal(6, attrs={"keep": 1})
+        a_idx_f = Signal(6, name="a_idx_f", attrs={"keep": 1})
+        b_idx_f = Signal(6, name="b_idx_f", attrs={"keep": 1})
         a_idx_q, b_idx_q = Signal(6), Signal(6)
         a_rd_eq_q, b_rd_eq_q = Signal(), Signal()      # ``*_idx_q == rd``
-        a_rd_eq_f, b_rd_eq_f = Signal(), Signal()
+        a_rd_eq_f, b_rd_eq_f = Signal(name="a_rd_eq_f"), Signal(name="b_rd_eq_f")
         reg_index_eq_rd(field(uword_f, "a"), a_rd_eq_f)
         reg_index_eq_rd(field(uword_f, "b"), b_rd_eq_f)
         kr_oh = Signal(isa.NUM_AG)                    # ``k_r`` one-hot
@@ -644,6 +659,10 @@ class Sequencer(wiring.Component):
         m.d.comb += ag_set_x.eq(Mux(xv & xd["ag_set"], Const(1, isa.NUM_AG) << imm[:2], 0))
         ag_eff = Array(Signal(6, name=f"ag{j}_eff") for j in range(isa.NUM_AG))
         m.d.comb += [ag_eff[j].eq(Mux(ag_set_x[j], rd, ag_reg[j])) for j in range(isa.NUM_AG)]
+        # ``ag_eff[k]`` for F's ``k``: a 4-way multiplexer behind the control store, one ECP5
+        # slice per bit (``wide_mux``; four LUT4 levels as synthesized, 11.3-11.6 ns routed,
+        # core2 b427694 seeds 1 and 2)
+        ag_idx_f = wide_mux(m, platform, field(uword_f, "const")[:2], list(ag_eff), "ag_idx_f")
         m.d.comb += [a_idx.eq(Mux(a_agr_q, ag_idx_r, a_idx_q)),
                      b_idx.eq(Mux(b_agr_q, ag_idx_r, b_idx_q))]
         m.d.comb += [rf_a.addr.eq(a_idx), rf_b.addr.eq(b_idx)]
@@ -1111,10 +1130,15 @@ class Sequencer(wiring.Component):
         # ``ag_idx_r`` follows R's micro-word by ``r_take_nr`` (a taken redirect empties R,
         # and the next ``r_take`` loads it again), so the redirect (the zero test of X's
         # result, ``res_zero`` -> ``br_taken``) is not in front of it.
-        with m.If(r_take_nr):
-            m.d.sync += ag_idx_r.eq(ag_eff[field(uword_f, "const")[:2]])
-        with m.Elif((ag_set_x & kr_oh).any()):
-            m.d.sync += ag_idx_r.eq(rd)
+        # While R holds a word that reads the generator an AG_SET in X writes (``x_holds_r``:
+        # then ``r_take_nr`` is low), it takes the AG_SET's register instead; otherwise it
+        # loads ``ag_idx_f`` (a word that does not read AGREG ignores it). The select is made
+        # of flip-flops, not of ``r_take_nr`` (the stall cone, ``go``, in front of the data
+        # input: 7 levels in the depth tool).
+        ag_hit_r = Signal()
+        m.d.comb += ag_hit_r.eq((ag_set_x & kr_oh).any())
+        with m.If(r_take_nr | ag_hit_r):
+            m.d.sync += ag_idx_r.eq(Mux(ag_hit_r & rv & r_reads_set, rd, ag_idx_f))
         # X's registers (~140 flip-flops) load whenever X is empty or its micro-instruction
         # goes, whether or not R has one for it (``xv`` says): their clock enable is
         # ``~xv | go``, without R's state, the redirect and the hold terms of ``x_take``.
@@ -1170,7 +1194,12 @@ class Sequencer(wiring.Component):
         # the sequencer stops. The architectural state (PC, flags, loop and call depths,
         # registers, semaphores) changes on ``adv``. So the error terms stay out of the first
         # group's cones, and the state machine leaves EXEC on ``go`` (an error overrides it).
-        m.d.sync += [ags_w.eq(0), agb_w.eq(0), push_w.eq(go & xd["loop_push"])]
+        m.d.sync += [ags_w.eq(0), agb_w.eq(0), push_w.eq(go & xd["loop_push"]),
+                     t0_w.eq(go & xd["dst_t0"]), t1_w.eq(go & xd["dst_t1"])]
+        with m.If(t0_w):
+            m.d.sync += t0.eq(res_q)
+        with m.If(t1_w):
+            m.d.sync += t1.eq(res_q)
         for j in range(isa.NUM_AG):
             with m.If(ags_w[j]):
                 m.d.sync += ag_stride[j].eq(res_q)
@@ -1186,10 +1215,6 @@ class Sequencer(wiring.Component):
             m.d.sync += npc.eq(npc_next)
             with m.If(xd["npc_res"]):
                 m.d.sync += npc_fix.eq(1)
-            with m.If(xd["dst_t0"]):
-                m.d.sync += t0.eq(res)
-            with m.If(xd["dst_t1"]):
-                m.d.sync += t1.eq(res)
             with m.If(xd["dst_uctr"]):
                 m.d.sync += uctr_fix.eq(1)
             with m.If(xd["call"]):
