@@ -657,6 +657,113 @@ async def test_window_edges(dut):
 
 
 @cocotb.test()
+async def test_window_extremes(dut):
+    """The window check where the thresholds it compares a row's first address with (``base -
+    min(span, 0)``, ``limit - max(span, 0) - size + 1``, formed before the rows) leave
+    [0, 2**32): windows at address 0 and at 2**32 - 1, rows that end on them or cross below 0
+    or beyond 2**32 - 1, every element size, both stride signs, a second row past the edge;
+    then spans too wide for any window (beyond +-2**32, which the thresholds' 33-bit span
+    would wrap) and thresholds outside [0, 2**32) (a span longer than the window); window
+    bounds off the element grid. Outcome and error address as ``sim.host.dma_check``; a
+    refused record touches no bus."""
+    rng = random.Random(_seed() + 31)
+    bench = Bench(dut, rng)
+    await bench.start()
+    rw = DMA_PERM_READ | DMA_PERM_WRITE
+    top = (1 << 32) - 1
+    lo_win, hi_win = (0, 0x7FF), (top - 0x7FF, top)
+    base = dict(ext_part_stride=0, part_start=0, part_count=1, sbuf_addr=0)
+    outcomes = {}
+
+    async def check(rec):
+        code, addr = dma_check(rec, bench.windows, bench.P)
+        n_bus = bench.mon.transactions()
+        got = await bench.run(rec)
+        if code == ErrorCode.NONE:
+            assert got == ("done", None), (got, rec)
+        else:
+            assert got[0] == "error" and got[1][:2] == (code, addr), (got, code, hex(addr), rec)
+            assert bench.mon.transactions() == n_bus, f"a refused record touched the bus: {rec}"
+        outcomes[code] = outcomes.get(code, 0) + 1
+        return code
+
+    k = 0
+    for edge, fmt in itertools.product(("low", "high"),
+                                       (Format.FP8_E4M3, Format.BF16, Format.FP32)):
+        # one window at a time (a row crossing one end of the address space wraps to the other)
+        bench.set_windows([(*(lo_win if edge == "low" else hi_win), rw)])
+        es = _esize(int(fmt))
+        for n0, mult in itertools.product((1, 3), (1, -1, 3, -2)):
+            stride = mult * es
+            span = (n0 - 1) * stride
+            # the row's lowest byte on address 0 or its highest on 2**32 - 1; one element
+            # further crosses below 0 or beyond 2**32 - 1 (the address wraps)
+            if edge == "low":
+                first = lo_win[0] - min(span, 0)
+            else:
+                first = hi_win[1] - (es - 1) - max(span, 0)
+            for beyond in (0, 1):
+                addr = (first + (es if edge == "high" else -es) * beyond) % (1 << 32)
+                # with n1 = 2, a second row one element inward or outward (at random: for
+                # a row on the edge it passes, or fails with the second row's address)
+                step = -es if edge == "high" else es
+                if rng.random() < 0.5:
+                    step = -step
+                rec = dict(base, store=k % 2, fmt=int(fmt), n0=n0, n1=1 + k % 3 // 2,
+                           ext_stride0=stride & top, ext_stride1=step & top,
+                           ext_addr=addr)
+                code = await check(rec)
+                if not beyond and rec["n1"] == 1:
+                    assert code == ErrorCode.NONE, rec
+                if beyond:
+                    assert code == ErrorCode.DMA_WINDOW, rec
+                k += 1
+    # Window bounds off the element grid: an element must lie in the window whole (the upper
+    # threshold is ``limit - size + 1`` less the span), rows walked over both bounds.
+    bench.set_windows([(0x1001, 0x17FE, rw)])
+    for fmt, mult in itertools.product((Format.BF16, Format.FP32), (1, -1)):
+        es = _esize(int(fmt))
+        span = 2 * mult * es
+        for addr in itertools.chain(range(0x0FF8 - min(span, 0), 0x1008 - min(span, 0), es),
+                                    range(0x17F8 - max(span, 0), 0x1808 - max(span, 0), es)):
+            await check(dict(base, store=k % 2, fmt=int(fmt), n0=3, n1=1, ext_stride1=0,
+                             ext_stride0=span // 2 & top, ext_addr=addr))
+            k += 1
+    # A row longer than either window (its span above limit - base: limit - max(span, 0) is
+    # below 0, base - min(span, 0) beyond 2**32 - 1) and spans beyond +-2**32, whose low 33
+    # bits would look short.
+    bench.set_windows([(*lo_win, rw), (*hi_win, rw)])
+    f32 = dict(base, fmt=int(Format.FP32), n1=1, ext_stride1=0)
+    wide = [
+        dict(ext_addr=0x10, n0=0x201, ext_stride0=4),              # span 0x800 > window
+        dict(ext_addr=0x1000, n0=0x401, ext_stride0=-4 & top),      # from 0x1000 below 0
+        dict(ext_addr=top - 3, n0=0x401, ext_stride0=-4 & top),     # down from 2**32 - 4
+        dict(ext_addr=0x100, n0=5, ext_stride0=0x7FFFFFFC),         # span 2**33 - 16
+        dict(ext_addr=top - 0x103, n0=5, ext_stride0=-0x7FFFFFFC & top),  # -(2**33 - 16)
+        dict(ext_addr=0x100, n0=3, ext_stride0=0x80000000),         # span -2**32
+        dict(ext_addr=0x100, n0=3, ext_stride0=0x7FFFFFFC),         # span 2**32 - 8
+    ]
+    for store in (0, 1):
+        for change in wide:
+            assert await check(dict(f32, store=store, **change)) == ErrorCode.DMA_WINDOW
+    # The whole address space as one window: a row over all of it runs (its span 2**32 - 4
+    # fits 33 bits), in either direction; one element further does not, nor a span beyond
+    # +-2**32.
+    bench.set_windows([(0, top, rw)])
+    ends = dict(base, fmt=int(Format.BF16), n1=1, ext_stride1=0, store=0, n0=3)
+    for addr, stride in ((2, 0x7FFFFFFE), (top - 1, -0x7FFFFFFE & top)):
+        assert await check(dict(ends, ext_addr=addr, ext_stride0=stride)) == ErrorCode.NONE
+        # (its rows cover [2, 2**32 - 1]: one element up crosses 2**32 or wraps to 0)
+        assert await check(dict(ends, ext_addr=(addr + 2) & top,
+                                ext_stride0=stride)) == ErrorCode.DMA_WINDOW
+    for change in wide[3:6]:
+        assert await check(dict(f32, store=1, **change)) == ErrorCode.DMA_WINDOW
+    dut._log.info("%d records: %s", sum(outcomes.values()),
+                  {ErrorCode(c).name: v for c, v in outcomes.items()})
+    assert not bench.mon.errors, bench.mon.errors[:5]
+
+
+@cocotb.test()
 async def test_record_checks(dut):
     """The setup checks in their documented order: a zero-size record (n0, n1 or part_count
     0) completes even when it is also misaligned or out of range; then DMA_ALIGN (address

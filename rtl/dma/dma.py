@@ -20,8 +20,9 @@ Order of work for one record
    ``[min_j e, max_j e + size - 1]`` (strides are two's complement) must lie inside one window
    with the needed permission (read for loads, write for stores) and must not wrap around
    ``2**32``. The first failing row reports ``DMA_WINDOW`` with the row's first element address.
-   Only if every row passes does the first bus transaction start. (A row's bounds are formed
-   and compared with the windows in one cycle, the verdict is taken from registers the next.)
+   Only if every row passes does the first bus transaction start. (A row's first address is
+   compared with per-window thresholds formed from the span before the rows, the verdict is
+   taken from registers the next cycle.)
 3. *Transfer*: a row whose inner stride equals the element size is one contiguous segment,
    fetched/written in INCR bursts of up to ``max_burst`` beats that never cross a 4 KiB
    boundary; otherwise every element is its own single-beat transaction (strobes select its
@@ -196,6 +197,8 @@ class DMA(wiring.Component):
     busy : Out(1)
     windows : In(ArrayLayout(WindowLayout, windows))
         ``perm`` bit 0 allows reads (loads), bit 1 writes (stores); ``limit`` is inclusive.
+        Static while ``busy`` (the core's configuration lock): a record's window thresholds
+        are registered from them before its rows are checked.
     axi : Out(AXI4Signature(addr_width=32, data_width=data_width, id_width=1))
         ID 0, INCR bursts, full-width beats (``axsize = log2(data_width/8)``).
     sbuf_r : Out(SBUFReadSignature(partitions, sbuf_depth))
@@ -291,8 +294,6 @@ class DMA(wiring.Component):
                                      Const(1), "span_lo", out_reg=True, signed=True)
         span_hi = registered_product(m, platform, n0_m1_next, stride_next[16:32], Const(1),
                                      "span_hi", out_reg=True, signed=True)
-        lo_off = Signal(signed(50))
-        hi_off = Signal(signed(50))
         s_empty = Signal()                       # SETUP's checks, registered for SPAN
         s_misaligned = Signal()
         s_part_end = Signal(9)                   # part_start + part_count
@@ -399,10 +400,12 @@ class DMA(wiring.Component):
         next_to4k = _cands("iss_to4k_next", len(iss_to4k),
                            lambda n: Mux(iss_to4k == n, 4096 >> bsh, iss_to4k - n))
         next_len = _cands("a_len_next", 8, lambda n: n - 1)
+        next_single = _cands("a_single_next", 1, lambda n: n == 1)
 
         # Per-burst bookkeeping for the data side: load: burst address (error address);
-        # store: burst length (wlast) and address (BRESP error address).
-        d_fifo = fifo.SyncFIFO(width=40, depth=self._max_outstanding)
+        # store: burst length and whether it is one beat (wlast), and address (BRESP error
+        # address).
+        d_fifo = fifo.SyncFIFO(width=41, depth=self._max_outstanding)
         b_fifo = fifo.SyncFIFO(width=32, depth=self._max_outstanding)
         m.submodules.d_fifo = d_fifo
         m.submodules.b_fifo = b_fifo
@@ -431,7 +434,7 @@ class DMA(wiring.Component):
                 iss_to4k.eq(next_to4k),
             ]
             m.d.comb += [
-                d_fifo.w_en.eq(1), d_fifo.w_data.eq(Cat(burst_addr, next_len)),
+                d_fifo.w_en.eq(1), d_fifo.w_data.eq(Cat(burst_addr, next_len, next_single)),
                 b_fifo.w_en.eq(c.store), b_fifo.w_data.eq(burst_addr),
             ]
             with m.If(seg_done):
@@ -523,7 +526,16 @@ class DMA(wiring.Component):
         s1_beat_end = Signal()
         acc = Signal(8 * bw)
         acc_strb = Signal(bw)
-        w_beat = Signal(8)
+        # Where the packer is in the head burst of ``d_fifo`` (the oldest AW without all its W
+        # beats), kept so that whether the next beat is the burst's last comes from flip-flops
+        # and the FIFO's stored ``len == 0`` bit, not from an 8-bit compare of a beat count
+        # with the FIFO's (LUT RAM) output in front of its read enable (``d_fifo`` read
+        # pointer -> RAM -> compare -> ``r_en`` -> ``d_fifo.r_level`` was 8 levels, 11.75 ns
+        # in the depth tool). ``w_first``: the next beat is a burst's first; otherwise
+        # ``w_rem`` beats follow it in the burst and ``w_rem_zero`` is ``w_rem == 0``.
+        w_first = Signal(init=1)
+        w_rem = Signal(8)
+        w_rem_zero = Signal()
         # The W beats wait in a two-entry FIFO: the beat packer asks for room from its
         # registered level, so ``wready`` only reaches the FIFO's read side, not the packer,
         # the SBUF read and the element walker's clock enables (the slave's ``wready`` ->
@@ -539,6 +551,21 @@ class DMA(wiring.Component):
             axi.wvalid.eq(w_valid), axi.wdata.eq(w_head.data), axi.wstrb.eq(w_head.strb),
             axi.wlast.eq(w_head.last),
         ]
+
+        # Whether a beat can be packed (its burst's AW was issued: ``d_fifo`` not empty, and
+        # ``w_out`` not full), registered from the FIFOs' next levels (lookahead): equal to
+        # ``d_fifo.r_rdy & w_out.w_rdy`` every cycle, but one flip-flop, so the packer's take,
+        # and behind it the SBUF read and the element walker's clock enables, start from
+        # registers, not from level compares (``d_fifo.r_level`` -> packer -> ``elw`` clock
+        # enables was 8 levels, 11.37-11.56 ns routed).
+        def moves(f):
+            return f.r_en & f.r_rdy, f.w_en & f.w_rdy
+
+        rd_d, wr_d = moves(d_fifo)
+        rd_w, wr_w = moves(w_out)
+        w_go = Signal()                          # == d_fifo.r_rdy & w_out.w_rdy
+        m.d.sync += w_go.eq((wr_d | ~((d_fifo.level == 0) | (d_fifo.level == 1) & rd_d)) &
+                            (rd_w | ~((w_out.level == 2) | (w_out.level == 1) & wr_w)))
         s1_word = Signal(32)
         m.d.comb += s1_word.eq(self.sbuf_r.data[s1_part])
         # Stage 2: the element registered (the word after the partition multiplexer, with its
@@ -566,19 +593,23 @@ class DMA(wiring.Component):
                 byte = byte | Mux(s2_sel[j][i], s2_word[8 * i:8 * i + 8], 0)
             m.d.comb += s2_data[8 * j:8 * j + 8].eq(byte)
         pk_take = Signal()
-        m.d.comb += pk_take.eq(st & s2_valid & (~s2_beat_end | (w_out.w_rdy & d_fifo.r_rdy)))
+        m.d.comb += pk_take.eq(st & s2_valid & (~s2_beat_end | w_go))
+        d_len, d_single = d_fifo.r_data[32:40], d_fifo.r_data[40]
+        w_last = Signal()
+        m.d.comb += w_last.eq(Mux(w_first, d_single, w_rem_zero))
         with m.If(pk_take):
             m.d.sync += self.wr_bytes.eq(self.wr_bytes + esize)
             with m.If(s2_beat_end):
                 m.d.comb += [w_out.w_en.eq(1), w_new.data.eq(acc | s2_data),
-                             w_new.strb.eq(acc_strb | s2_strb),
-                             w_new.last.eq(w_beat == d_fifo.r_data[32:40])]
+                             w_new.strb.eq(acc_strb | s2_strb), w_new.last.eq(w_last)]
                 m.d.sync += [acc.eq(0), acc_strb.eq(0)]
-                with m.If(w_beat == d_fifo.r_data[32:40]):
-                    m.d.sync += w_beat.eq(0)
+                with m.If(w_last):
+                    m.d.sync += w_first.eq(1)
                     m.d.comb += d_fifo.r_en.eq(1)
                 with m.Else():
-                    m.d.sync += w_beat.eq(w_beat + 1)
+                    m.d.sync += [w_first.eq(0),
+                                 w_rem.eq(Mux(w_first, d_len, w_rem) - 1),
+                                 w_rem_zero.eq(Mux(w_first, d_len, w_rem) == 1)]
             with m.Else():
                 m.d.sync += [acc.eq(acc | s2_data), acc_strb.eq(acc_strb | s2_strb)]
         adv2 = Signal()
@@ -617,30 +648,63 @@ class DMA(wiring.Component):
             m.d.sync += [self.rd_bytes.eq(0), self.wr_bytes.eq(0)]
 
         # ---- control ---------------------------------------------------------------------
-        # The window check of a row: its bounds (signed, wide: below 0 or above 2**32-1 fails)
-        # are formed and compared with every window in one cycle, and the compare results are
-        # registered; the verdict (a few gates) is taken the next cycle (``row_v``: the
-        # registers hold a row; ``row_addr``/``row_last``: its first element address and
-        # whether it is the record's last row). So neither the adders nor the window compares
-        # are in front of the error report or the state change.
-        row_lo = Signal(signed(52))
-        row_hi = Signal(signed(52))
-        m.d.comb += [row_lo.eq(chk.addr + lo_off), row_hi.eq(chk.addr + hi_off)]
+        # The window check of a row with first element address ``a`` (``chk.addr``): its
+        # bytes ``[a + lo_off, a + hi_off]`` (``lo_off = min(span, 0)``, ``hi_off = max(span,
+        # 0) + esize - 1``) must lie in [0, 2**32) and in a window ``[base, limit]``, that is
+        # ``base - lo_off <= a <= limit - hi_off`` (exactly: ``base >= 0`` and ``limit <
+        # 2**32`` make the first condition follow from the second). The two thresholds depend
+        # on the record and the windows, not on the row, so they are formed beforehand and
+        # registered (``win_lo``/``win_hi``; ``win_ok``: the window has the permission and
+        # both thresholds lie in [0, 2**32), else no row can pass), and a row is only compared
+        # with registers: one 32-bit carry chain per compare, not an adder in front of it
+        # (``chk.addr`` -> 52-bit adder -> 32-bit compare -> ``row_hit`` was 11.69 ns routed).
+        # Every cycle, ``win_adj`` (the limit less ``esize - 1``) is registered from
+        # ``esh`` (valid from SUM) and the thresholds from ``span`` (valid from SPAN), so all
+        # are the record's in CHECK; the windows must not change while ``busy`` (the core's
+        # configuration lock), the thresholds following them one to two cycles late.
+        # A row's compare results are registered, the verdict (a few gates) is taken the next
+        # cycle (``row_v``: the registers hold a row; ``row_addr``/``row_last``: its first
+        # element address and whether it is the record's last row). So neither the compares
+        # nor the thresholds are in front of the error report or the state change.
         need = Signal(2)
         m.d.comb += need.eq(Mux(c.store, 0b10, 0b01))
+        # A span outside [-2**32, 2**32) fails every row (a row's bytes then reach below 0 or
+        # beyond 2**32 - 1), so the thresholds are formed from the span's low 33 bits
+        # (``base - lo_off`` < 2**33, ``limit - hi_off`` > -2**33: 34 and 36-bit carry
+        # chains, no wide test behind them), and ``span_fits`` says whether that is exact.
+        span33 = Signal(signed(33))
+        span_fits = Signal()
+        m.d.comb += span33.eq(span[:33])
+        m.d.sync += span_fits.eq((span[32:] == 0) | (span[32:] == (1 << (len(span) - 32)) - 1))
         hits = []
         for w in range(self._windows):
             win = self.windows[w]
-            # Unsigned 32-bit compares: a row outside [0, 2**32) fails by ``row_in`` anyway.
-            hits.append((win.perm & need).any() & (row_lo[:32] >= win.base) &
-                        (row_hi[:32] <= win.limit))
+            win_adj = Signal(signed(34), name=f"win{w}_adj")    # limit - (esize - 1)
+            win_lo = Signal(32, name=f"win{w}_lo")              # base - lo_off, low bits
+            win_hi = Signal(32, name=f"win{w}_hi")              # limit - hi_off, low bits
+            win_ok = Signal(name=f"win{w}_ok")
+            lo_full = Signal(34, name=f"win{w}_lo_full")        # exact if span_fits
+            hi_full = Signal(signed(36), name=f"win{w}_hi_full")  # exact if span_fits
+            # (The span's sign bit selects, not a zero test: the same for a zero span; span ->
+            # hi_off with a 50-bit zero test was 10.64 ns routed, core2 ec2007b seed 2.)
+            m.d.comb += [lo_full.eq(win.base - Mux(span33 < 0, span33, 0)),
+                         hi_full.eq(win_adj - Mux(span33 < 0, 0, span33))]
+            m.d.sync += [
+                win_adj.eq(Cat(win.limit, Const(0, 1)).as_signed() - (esize - 1)),
+                win_lo.eq(lo_full[:32]), win_hi.eq(hi_full[:32]),
+                win_ok.eq((win.perm & need).any() & ~lo_full[32] & ~hi_full[-1]),
+            ]
+            hits.append(span_fits & win_ok & (chk.addr >= win_lo) & (chk.addr <= win_hi))
         row_hit = Signal(self._windows)          # registered per-window verdicts
-        row_in = Signal()                        # registered: inside [0, 2**32)
         row_addr = Signal(32)
         row_last = Signal()
         row_v = Signal()
         row_ok = Signal()
-        m.d.comb += row_ok.eq(row_hit.any() & row_in)
+        m.d.comb += row_ok.eq(row_hit.any())
+        # Registered every cycle (no state decode or hold behind the compares): the verdict
+        # is only taken with ``row_v``, in CHECK from its second cycle on, where the previous
+        # cycle was CHECK too.
+        m.d.sync += row_hit.eq(Cat(*hits))
 
         drained = Signal()
         m.d.comb += drained.eq(~a_valid & (outstanding == 0) & ~w_valid)
@@ -688,11 +752,6 @@ class DMA(wiring.Component):
                 m.d.comb += self.busy.eq(1)
                 m.d.sync += [
                     seg_bytes.eq(Mux(contiguous, c.n0 << esh, esize)),
-                    lo_off.eq(Mux(span < 0, span, 0)),
-                    # (``span >= 0`` rather than ``> 0``: the same for a zero span, and the
-                    # sign bit instead of a 50-bit zero test in front of the adder; span ->
-                    # hi_off was 10.64 ns routed, core2 ec2007b seed 2)
-                    hi_off.eq(Mux(span < 0, 0, span) + esize - 1),
                 ]
                 with m.If(stopping):
                     m.next = "IDLE"
@@ -711,14 +770,13 @@ class DMA(wiring.Component):
                 m.d.comb += [iss.start.eq(1), elw.start.eq(1)]
                 m.d.sync += [buf_valid.eq(0), s1_valid.eq(0), s2_valid.eq(0), acc.eq(0),
                              acc_strb.eq(0),
-                             w_beat.eq(0), r_beat.eq(0)]
+                             w_first.eq(1), r_beat.eq(0)]
             with m.State("CHECK"):
                 # The walker steps every cycle (a step past the last row does nothing) and the
                 # next row's verdicts are registered every cycle, so no verdict is in front of
                 # the walker's clock enables; the verdict is on the registered row.
                 m.d.comb += [self.busy.eq(1), chk.step.eq(1)]
                 m.d.sync += [
-                    row_hit.eq(Cat(*hits)), row_in.eq((row_lo >= 0) & (row_hi < (1 << 32))),
                     row_addr.eq(chk.addr), row_last.eq(chk.last), row_v.eq(1),
                 ]
                 with m.If(stopping):
