@@ -55,6 +55,9 @@ class ReadStreamer(wiring.Component):
         The memory read port.
     o : Out(stream {data: Array(data_width, lanes), last: 1})
         ``last`` on the final word of each request.
+    o_next_valid, o_next_tag : Out
+        ``o.valid`` and ``o.payload.tag`` of the next cycle (combinational lookahead), so that a
+        user can keep flags decoded from them in flip-flops beside the stage-2 register.
     busy : Out(1)
     """
 
@@ -71,6 +74,8 @@ class ReadStreamer(wiring.Component):
             "rd_data": In(data.ArrayLayout(32, lanes)),
             "o": Out(stream.Signature(data.StructLayout({
                 "data": data.ArrayLayout(data_width, lanes), "last": 1, "tag": tag_bits}))),
+            "o_next_valid": Out(1),
+            "o_next_tag": Out(tag_bits),
             "busy": Out(1),
         })
 
@@ -100,6 +105,8 @@ class ReadStreamer(wiring.Component):
             self.rd_addr.eq(a),
             self.rd_en.eq(advance),
             self.busy.eq(active | s1_valid | s2_valid),
+            self.o_next_valid.eq(Mux(advance, s1_valid, s2_valid)),
+            self.o_next_tag.eq(Mux(advance, s1_tag, s2.tag)),
         ]
         with m.If(advance):
             m.d.sync += [s2_valid.eq(s1_valid), s2.last.eq(s1_last), s2.tag.eq(s1_tag)]

@@ -561,9 +561,12 @@ class NeuronCore(wiring.Component):
         # output and the window's multiplexer do not reach the LUT's descriptor and
         # coefficient RAM write enables in the same cycle (docs/fpga.md, Goals).
         cfg = cfg_reg.i
+        # (``vctrl.cfg.ready`` is the register's ready whether or not the controller offers a
+        # word: the controller reads it only with its ``cfg.valid``, so that flip-flop is not
+        # in front of the ready either.)
+        m.d.comb += vctrl.cfg.ready.eq(cfg.ready)
         with m.If(vctrl.cfg.valid):
-            m.d.comb += [cfg.valid.eq(1), cfg.payload.eq(vctrl.cfg.payload),
-                         vctrl.cfg.ready.eq(cfg.ready)]
+            m.d.comb += [cfg.valid.eq(1), cfg.payload.eq(vctrl.cfg.payload)]
         with m.Else():
             m.d.comb += [cfg.valid.eq(pend), cfg.p.addr.eq(pend_addr),
                          cfg.p.data.eq(pend_data), cfg.p.write.eq(pend_write)]
