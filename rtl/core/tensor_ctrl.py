@@ -12,6 +12,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from rtl.bus.pipeline_register import PipelineRegister
+from rtl.tensor.psum import psum_next_layout
 
 from .sbuf import SBUFReadSignature, check_pow2
 
@@ -97,6 +98,11 @@ class TensorController(wiring.Component):
     psum_wr : Out(stream psum_write_layout(cols, psum_depth))
     psum_wr_int : Out(1)
         With each ``psum_wr`` beat: the command's format is INT8 (PSUM accumulates INT32).
+    psum_wr_next : Out(psum_next_layout(psum_depth, 3))
+        The three candidates (all from registers) for the beat ``psum_wr`` offers next cycle if
+        it advances in this one, ``sel`` on the one it will offer: the skid register's beat,
+        the first beat of a command, a later beat of one (for ``PSUM(lookahead=3)``, whose
+        ``wr.ready`` is then a flip-flop).
     done : Out(1)
         One-cycle pulse per completed command with ``sem_en`` set.
     done_sem : Out(sem_bits)
@@ -105,8 +111,9 @@ class TensorController(wiring.Component):
         A command is in flight somewhere in the controller.
 
     Every stream obeys back-pressure. ``psum_wr`` leaves through a pipeline register
-    (``rtl.bus.pipeline_register.PipelineRegister``: one cycle of latency, ``psum_wr`` entirely
-    from flip-flops): a stall on ``psum_wr`` stalls ``result``, and so the engine, one cycle
+    (as ``rtl.bus.pipeline_register.PipelineRegister``: one cycle of latency, ``psum_wr``
+    entirely from flip-flops, built here to show the beat it loads next on
+    ``psum_wr_next``): a stall on ``psum_wr`` stalls ``result``, and so the engine, one cycle
     later (the beat offered meanwhile waits in the skid register), and ``result.ready`` is a
     function of registers only. ``psum_wr_int`` and the completion
     travel with the beat: ``done`` pulses ``done_delay`` cycles after PSUM accepted the
@@ -146,6 +153,7 @@ class TensorController(wiring.Component):
                 "data": data.ArrayLayout(32, cols), "last": 1}))),
             "psum_wr": Out(stream.Signature(psum_write_layout(cols, psum_depth))),
             "psum_wr_int": Out(1),
+            "psum_wr_next": Out(psum_next_layout(psum_depth, 3)),
             "done": Out(1),
             "done_sem": Out(sem_bits),
             "busy": Out(1),
@@ -261,52 +269,79 @@ class TensorController(wiring.Component):
         # carries its command's INT flag and semaphore, and the completion counts from PSUM's
         # acceptance of the last beat, so it still waits for the data to be written.
         cpl = view(queues["cpl"])
-        beat = Signal(self.n_bits)
+        # The result beat's PSUM address without an adder in front of PSUM's lookahead
+        # compare: ``psum_addr`` for a command's first beat, else ``addr_next`` (the previous
+        # beat's + 1, registered), as ``psum_addr + beat`` did.
+        first = Signal(init=1, name="beat_first")
+        addr_next = Signal(len(cpl.payload.psum_addr), name="beat_addr_next")
         tagged = data.StructLayout({
             "w": psum_write_layout(self.cols, self.psum_depth),
             "int": 1, "sem": self.sem_bits, "sem_en": 1,
         })
-        m.submodules.psum_skid = skid = PipelineRegister(tagged)
+        # The pipeline register (``PipelineRegister``'s logic, names ``psum_skid_*``): the
+        # output register ``o`` and the skid register ``s`` that takes the beat offered in the
+        # cycle ``o`` stalls. Inline, so that the beat ``o`` loads next (``s`` if full, else
+        # the one offered) drives ``psum_wr_next``: PSUM then computes its hazard a cycle
+        # ahead and ``psum_wr.ready`` comes from a flip-flop (it was PSUM's compare of ``o``
+        # with its stages, which came back here to ``o``'s clock enables: 6 LUT levels
+        # across two units, 10.84 to 11.11 ns routed in core2).
+        inc = Signal(tagged)
+        o_valid = Signal(name="psum_skid_o_valid")
+        o_data = Signal(tagged, name="psum_skid_o_data", reset_less=True)
+        s_valid = Signal(name="psum_skid_s_valid")
+        s_data = Signal(tagged, name="psum_skid_s_data", reset_less=True)
+        o_ready = Signal()
+        nxt = Signal(tagged)
         # A beat offered to the pipeline register, on one kept net: the register's valid bits
-        # are then 4-input functions of it, their own state and ``psum_wr.ready`` (PSUM's
-        # hazard compare, the late input), one LUT each after it.
+        # are then 4-input functions of it, their own state and ``psum_wr.ready``, one LUT
+        # each after it.
         offer = Signal(attrs={"keep": 1})
         m.d.comb += offer.eq(self.result.valid & cpl.valid)
         m.d.comb += [
-            skid.i.valid.eq(offer),
-            skid.i.p.w.data.eq(self.result.p.data),
-            skid.i.p.w.addr.eq(cpl.payload.psum_addr + beat),
-            skid.i.p.w.accumulate.eq(cpl.payload.accumulate),
-            skid.i.p.w.last.eq(self.result.p.last),
-            skid.i.p.int.eq(cpl.payload.fmt == 6),
-            skid.i.p.sem.eq(cpl.payload.sem),
-            skid.i.p.sem_en.eq(cpl.payload.sem_en),
-            self.result.ready.eq(skid.i.ready & cpl.valid),
-            self.psum_wr.valid.eq(skid.o.valid),
-            self.psum_wr.payload.eq(skid.o.p.w),
-            self.psum_wr_int.eq(skid.o.p.int),
-            skid.o.ready.eq(self.psum_wr.ready),
+            inc.w.data.eq(self.result.p.data),
+            inc.w.addr.eq(Mux(first, cpl.payload.psum_addr, addr_next)),
+            inc.w.accumulate.eq(cpl.payload.accumulate),
+            inc.w.last.eq(self.result.p.last),
+            inc.int.eq(cpl.payload.fmt == 6),
+            inc.sem.eq(cpl.payload.sem),
+            inc.sem_en.eq(cpl.payload.sem_en),
+            self.result.ready.eq(~s_valid & cpl.valid),
+            self.psum_wr.valid.eq(o_valid),
+            self.psum_wr.payload.eq(o_data.w),
+            self.psum_wr_int.eq(o_data.int),
+            o_ready.eq(self.psum_wr.ready),
+            nxt.eq(Mux(s_valid, s_data, inc)),
         ]
+        for c, sel, addr, acc in zip(
+                self.psum_wr_next,
+                (s_valid, ~s_valid & first, ~s_valid & ~first),
+                (s_data.w.addr, cpl.payload.psum_addr, addr_next),
+                (s_data.w.accumulate, cpl.payload.accumulate, cpl.payload.accumulate)):
+            m.d.comb += [c.sel.eq(sel), c.addr.eq(addr), c.accumulate.eq(acc)]
+        with m.If(~s_valid):
+            m.d.sync += s_data.eq(inc)
+        with m.If(~o_valid | o_ready):
+            m.d.sync += [o_valid.eq(s_valid | offer), o_data.eq(nxt)]
+        m.d.sync += s_valid.eq(~o_ready & (s_valid | (o_valid & offer)))
         with m.If(self.result.valid & self.result.ready):
-            m.d.sync += beat.eq(beat + 1)
+            m.d.sync += [first.eq(self.result.p.last), addr_next.eq(inc.w.addr + 1)]
             with m.If(self.result.p.last):
-                m.d.sync += beat.eq(0)
                 m.d.comb += cpl.ready.eq(1)
-        # ``fin``: PSUM accepts a command's last beat. ``psum_wr.ready`` is PSUM's hazard compare
-        # (its address against the beats in flight), the deepest input here; the first delay
-        # stage keeps it apart from the beat's own terms, each in a flip-flop (``done_d0`` is
-        # their AND), so it reaches a D input through no LUT of this controller.
+        # ``fin``: PSUM accepts a command's last beat. The first delay stage keeps
+        # ``psum_wr.ready`` (PSUM's hazard decision; with a standalone-mode PSUM its compare,
+        # the deepest input here) apart from the beat's own terms, each in a flip-flop
+        # (``done_d0`` is their AND), so it reaches a D input through no LUT of this controller.
         fin_beat = Signal()
-        m.d.comb += fin_beat.eq(skid.o.valid & skid.o.p.w.last & skid.o.p.sem_en)
+        m.d.comb += fin_beat.eq(o_valid & o_data.w.last & o_data.sem_en)
 
         pend = Signal()
-        d_valid, d_sem = fin_beat & skid.o.ready, skid.o.p.sem
+        d_valid, d_sem = fin_beat & o_ready, o_data.sem
         for i in range(self.done_delay):
             nv, ns = Signal(name=f"done_d{i}"), Signal(self.sem_bits, name=f"done_sem_d{i}")
             if i == 0:
                 beat_d0 = Signal(name="done_beat_d0")
                 ready_d0 = Signal(name="done_ready_d0")
-                m.d.sync += [beat_d0.eq(fin_beat), ready_d0.eq(skid.o.ready)]
+                m.d.sync += [beat_d0.eq(fin_beat), ready_d0.eq(o_ready)]
                 m.d.comb += nv.eq(beat_d0 & ready_d0)
             else:
                 m.d.sync += nv.eq(d_valid)
@@ -317,6 +352,6 @@ class TensorController(wiring.Component):
             self.done.eq(d_valid),
             self.done_sem.eq(d_sem),
             self.busy.eq(stat_busy | mov_busy | queues["stat"].r_rdy | queues["mov"].r_rdy |
-                         cpl.valid | skid.full | pend),
+                         cpl.valid | o_valid | s_valid | pend),
         ]
         return m

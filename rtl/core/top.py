@@ -282,7 +282,9 @@ class NeuronCore(wiring.Component):
                                                mul_stages=self._tensor_mul_stages,
                                                add_stages=self._tensor_add_stages))
         # The done pulse waits for PSUM's write latency (done_delay).
-        psum = soft_reset("psum", PSUM(C, self._psum_depth, add_stages=PSUM_ADD_STAGES))
+        # PSUM's ``wr.ready`` from a flip-flop: the controller shows the beat it loads next.
+        psum = soft_reset("psum", PSUM(C, self._psum_depth, add_stages=PSUM_ADD_STAGES,
+                                       lookahead=3))
         tctrl = soft_reset("tensor_ctrl", TensorController(
             P, C, self._sbuf_depth, self._psum_depth, data_width=16,
             done_delay=psum.latency, queue_depth=2))
@@ -331,6 +333,7 @@ class NeuronCore(wiring.Component):
             psum.wr.payload.eq(tctrl.psum_wr.payload),
             tctrl.psum_wr.ready.eq(psum.wr.ready),
             psum.wr_int.eq(tctrl.psum_wr_int),
+            psum.wr_next.eq(tctrl.psum_wr_next),
         ]
         trec = seq.tensor.payload
         tc = tctrl.cmd.payload

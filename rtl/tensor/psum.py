@@ -10,7 +10,7 @@ from sim.dtypes import Format
 
 from .pe import MAX_ADD_STAGES, check_stages
 
-__all__ = ["psum_write_layout", "PSUMReadSignature", "PSUM"]
+__all__ = ["psum_write_layout", "psum_next_layout", "PSUMReadSignature", "PSUM"]
 
 
 def psum_write_layout(cols, depth):
@@ -21,6 +21,13 @@ def psum_write_layout(cols, depth):
         "accumulate": 1,
         "last": 1,
     })
+
+
+def psum_next_layout(depth, candidates):
+    """The beats a registered producer may offer on ``wr`` next cycle if it advances in this
+    one (``PSUM(lookahead=candidates)``'s ``wr_next``): ``sel`` marks the one it will offer."""
+    return data.ArrayLayout(data.StructLayout({
+        "sel": 1, "addr": ceil_log2(depth), "accumulate": 1}), candidates)
 
 
 class PSUMReadSignature(wiring.Signature):
@@ -62,6 +69,30 @@ def _tree(m, terms, op, name, top=4):
     return getattr(Cat(*terms), op)()
 
 
+def _hazard(m, addr, gate, stages, name, first=1):
+    """1 when ``gate`` (an accumulating beat, and in lookahead the candidate's select) and the
+    beat at ``addr`` must wait for one of ``stages`` (pairs of valid, address): a fixed tree
+    of kept 4-input functions, 2-bit address pairs, their AND per stage, (valid & match) of
+    two stages, then ``gate`` and the OR. Left to itself, ABC's area recovery chained the
+    whole compare (9 LUTs deep in the core)."""
+    abits = len(addr)
+    clash = []
+    match = []
+    for k, (sv, sa) in enumerate(stages):
+        pairs = [_kept(m, sa[j:j + 2] == addr[j:j + 2], f"{name}{k + first}_eq{j // 2}")
+                 for j in range(0, abits, 2)]
+        match.append((sv, _kept(m, _tree(m, pairs, "all", f"{name}{k + first}_match"),
+                                f"{name}{k + first}_match")))
+    for k in range(0, len(match), 2):
+        terms = [sv & mt for sv, mt in match[k:k + 2]]
+        clash.append(_kept(m, terms[0] | terms[1] if len(terms) == 2 else terms[0],
+                           f"{name}{k + first}_clash"))
+    if not clash:
+        return _kept(m, 0, f"{name}_hazard")
+    return _kept(m, gate & _tree(m, clash, "any", f"{name}_clash", top=3),
+                 f"{name}_hazard")
+
+
 class PSUM(wiring.Component):
     """``cols`` partitions x ``depth`` words of FP32/INT32 accumulators.
 
@@ -93,6 +124,15 @@ class PSUM(wiring.Component):
         Pipeline stages of the FP32 adders (0 to 4).
     formats : collection of Format
         Accumulation formats to build: ``Format.FP32`` and/or ``Format.INT32`` (default both).
+    lookahead : int
+        0 (default): ``wr.ready`` is the hazard compare of the beat on ``wr``, a combinational
+        function of ``wr.payload``. From 1 to 8: ``wr.ready`` is a flip-flop, for a producer
+        whose ``wr`` comes from registers and which shows on ``wr_next`` this many candidates
+        for the beat it offers next cycle if it advances in this one (``wr.valid`` low, or the
+        beat taken), ``sel`` set on the one it will offer. The same beats are accepted in the
+        same cycles (the hazard is computed a cycle ahead for the held beat and each
+        candidate, and selected at the end: a producer's multiplexer is not in front of the
+        compare).
 
     Members
     -------
@@ -103,10 +143,15 @@ class PSUM(wiring.Component):
         Read port for the other engines (latency 1).
     idle : Out(1)
         No write in flight.
+    wr_next : In(psum_next_layout(depth, lookahead))
+        With ``lookahead`` only: address and ``accumulate`` of the candidates for the beat the
+        producer offers on ``wr`` next cycle if this cycle's is taken or ``wr.valid`` is 0;
+        ``sel`` (at most one) marks the beat it will offer (ignored if it then offers none). A
+        producer must not offer a different beat.
     """
 
     def __init__(self, cols, depth, *, banks=1, add_stages=1,
-                 formats=(Format.FP32, Format.INT32)):
+                 formats=(Format.FP32, Format.INT32), lookahead=0):
         if not isinstance(cols, int) or isinstance(cols, bool):
             raise TypeError(f"cols must be an integer, not {cols!r}")
         if not 1 <= cols <= 512:
@@ -129,19 +174,28 @@ class PSUM(wiring.Component):
             fset.add(Format(f))
         if not fset:
             raise ValueError("formats must contain at least one format, not be empty")
+        if not isinstance(lookahead, int) or isinstance(lookahead, bool):
+            raise TypeError(f"lookahead must be an integer, not {lookahead!r}")
+        if not 0 <= lookahead <= 8:
+            raise ValueError(f"lookahead must be an integer from 0 to 8, not {lookahead}")
         self._cols, self._depth, self._banks, self._formats = cols, depth, banks, frozenset(fset)
-        super().__init__({
+        self._lookahead = lookahead
+        members = {
             "wr": In(stream.Signature(psum_write_layout(cols, depth))),
             "wr_int": In(1),
             "rd": In(PSUMReadSignature(cols, depth)),
             "idle": Out(1),
-        })
+        }
+        if lookahead:
+            members["wr_next"] = In(psum_next_layout(depth, lookahead))
+        super().__init__(members)
 
     cols = property(lambda self: self._cols)
     depth = property(lambda self: self._depth)
     banks = property(lambda self: self._banks)
     add_stages = property(lambda self: self._add_stages)
     formats = property(lambda self: self._formats)
+    lookahead = property(lambda self: self._lookahead)
 
     @property
     def bank_depth(self):
@@ -175,25 +229,33 @@ class PSUM(wiring.Component):
 
         wr = self.wr
         # Read-after-write hazard: an accumulating beat whose address a beat in stages
-        # 1 .. 2+Sa will write at or after the edge that ends this read. ``wr.ready`` is this
-        # compare of the producer's fresh address with every stage; the producer cannot stall
-        # on a flip-flop (its address is only known in this cycle), so the compare is built as
-        # a fixed tree of at most 4-input functions, each kept by synthesis: 2-bit address
-        # pairs, their AND per stage, (valid & match) of two stages, then ``accumulate`` and
-        # the OR. Left to itself, ABC's area recovery chained the whole compare (9 LUTs deep
-        # into the tensor controller in the core, where the FP32 adders set its delay target).
-        abits = len(wr.p.addr)
-        match = []
-        for k in range(n):
-            pairs = [_kept(m, a[k][j:j + 2] == wr.p.addr[j:j + 2], f"s{k + 1}_eq{j // 2}")
-                     for j in range(0, abits, 2)]
-            match.append(_kept(m, _tree(m, pairs, "all", f"s{k + 1}_match"), f"s{k + 1}_match"))
-        clash = [_kept(m, (v[k] & match[k]) | (v[k + 1] & match[k + 1]) if k + 1 < n
-                       else v[k] & match[k], f"s{k + 1}_clash")
-                 for k in range(0, n, 2)]
-        # ``ready`` kept too: each of its users (the producer's output register, ``s1_valid``)
-        # is then one LUT after it.
-        ready = _kept(m, ~(wr.p.accumulate & _tree(m, clash, "any", "clash", top=3)), "ready")
+        # 1 .. 2+Sa will write at or after the edge that ends this read.
+        stages = list(zip(v, a))
+        if not self._lookahead:
+            # ``wr.ready`` is the compare of the producer's fresh address with every stage.
+            ready = ~_hazard(m, wr.p.addr, wr.p.accumulate, stages, "s")
+        else:
+            # ``wr.ready`` is a flip-flop: next cycle's hazard, computed in this one for both
+            # beats that can be on ``wr`` then. Held (``wr.valid & ~wr.ready``): this beat,
+            # against stages 1 .. 1+Sa (they shift to 2 .. 2+Sa; nothing enters stage 1).
+            # Otherwise: each ``wr_next`` candidate, against this beat if it is taken (it
+            # enters stage 1) and stages 1 .. 1+Sa, the selected one kept. The producer's
+            # registers and PSUM's stages reach this register, not back into the producer's
+            # clock enables (core2: 6 LUT levels from the controller's output register through
+            # this compare back into it, 10.84 to 11.11 ns routed).
+            # Each candidate's select (and ``accumulate``) is its compare's gate, from
+            # flip-flops alongside the address compare: the OR of the gated compares is then
+            # one LUT before ``ready``.
+            ready = Signal(init=1, name="wr_ready")
+            take_now = wr.valid & ready
+            held = wr.valid & ~ready
+            hazards = [_hazard(m, wr.p.addr, _kept(m, held & wr.p.accumulate, "la_held_gate"),
+                               stages[:-1], "la_held", 2)]
+            for i, c in enumerate(self.wr_next):
+                gate = _kept(m, ~held & c.sel & c.accumulate, f"la_next{i}_gate")
+                hazards.append(_hazard(m, c.addr, gate, [(take_now, wr.p.addr)] + stages[:-1],
+                                       f"la_next{i}_", 1))
+            m.d.sync += ready.eq(~_tree(m, hazards, "any", "la_hazard"))
         m.d.comb += [
             wr.ready.eq(ready),
             rmw.addr.eq(wr.p.addr),
