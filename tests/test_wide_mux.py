@@ -1,6 +1,7 @@
 """``rtl.arith.wide_mux``: the ECP5 netlist (LUT4 / PFUMX / L6MUX21 instances, simulated with
 Icarus and ``fpga/sim/ECP5_MUX.v``) and the plain multiplexer elsewhere both give
-``inputs[sel]`` for every select and random data; bad arguments raise ``ValueError``."""
+``inputs[sel]`` for every select and random data; bad arguments raise ``ValueError``. The
+sequencer's shifters (``_log_shift``) against Python's shifts for every amount."""
 
 import os
 import shutil
@@ -9,13 +10,14 @@ import subprocess
 import numpy as np
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Const, Fragment, Instance, Module, Signal
+from amaranth.hdl import Const, Fragment, Instance, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from rtl.arith.dsp import ECP5_TARGET
 from rtl.arith.wide_mux import lut4_init, wide_mux
+from rtl.control.sequencer import _log_shift
 
 MODEL = os.path.join(os.path.dirname(__file__), "..", "fpga", "sim", "ECP5_MUX.v")
 WIDTH = 6
@@ -31,6 +33,58 @@ class _Mux(wiring.Component):
         ins = [self.d[WIDTH * j:WIDTH * (j + 1)] for j in range(self.n)]
         m.d.comb += self.o.eq(wide_mux(m, platform, self.sel, ins, "mx"))
         return m
+
+
+class _Shift(wiring.Component):
+    """``o`` = ``a`` shifted by ``sh``: left (``op`` 0), logical right (1), arithmetic right
+    (2), as the sequencer's ALU builds them."""
+    def __init__(self):
+        super().__init__({"a": In(32), "sh": In(5), "op": In(2), "o": Out(32)})
+
+    def elaborate(self, platform):
+        m = Module()
+        lsh = _log_shift(m, "lsh", self.a, self.sh, left=True)
+        rsh = _log_shift(m, "rsh", self.a, self.sh, left=False, fill=(self.op == 2) & self.a[31])
+        m.d.comb += self.o.eq(Mux(self.op == 0, lsh, rsh))
+        return m
+
+
+def _shift_vectors(seed):
+    rng = np.random.default_rng(seed)
+    vals = [0, 0xFFFFFFFF, 0x80000000, 1, 0x7FFFFFFF] + [int(x) for x in
+                                                          rng.integers(0, 1 << 32, 12)]
+    return [(a, sh, op) for a in vals for sh in range(32) for op in range(3)]
+
+
+def _shift_expect(vecs):
+    out = []
+    for a, sh, op in vecs:
+        if op == 0:
+            out.append((a << sh) & 0xFFFFFFFF)
+        elif op == 1:
+            out.append(a >> sh)
+        else:
+            out.append(((a - (1 << 32) if a >> 31 else a) >> sh) & 0xFFFFFFFF)
+    return out
+
+
+def test_shifter():
+    """The sequencer ALU's shifters: every amount, left, logical and arithmetic right."""
+    dut = _Shift()
+    vecs = _shift_vectors(5)
+    got = []
+
+    async def bench(ctx):
+        for a, sh, op in vecs:
+            ctx.set(dut.a, a)
+            ctx.set(dut.sh, sh)
+            ctx.set(dut.op, op)
+            got.append(ctx.get(dut.o))
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == _shift_expect(vecs)
 
 
 def _vectors(n, sel_bits, seed):

@@ -941,10 +941,14 @@ class Sequencer(wiring.Component):
         adv, go, adv_pre = Signal(), Signal(attrs={"keep": 1}), Signal()
         m.d.comb += [go.eq(x_live & ~stall), adv_pre.eq(go & ~exec_other),
                      adv.eq(adv_pre & ~exec_err[eb.ILLEGAL_FIELD])]
-        m.d.sync += [zb_seen.eq(x_live & is_zbranch & ~adv),
-                     sr_seen.eq(x_live & xd["semrd"] & ~adv),
-                     sr_go.eq(x_live & xd["semrd"] & ~adv & sr_seen),
-                     zb_go.eq(x_live & is_zbranch & ~adv & zb_seen)]
+        # (On ``go``, not ``adv``: they differ only when X's micro-instruction traps, and the
+        # trap empties X, so the flags are not read before they clear. ``adv`` is one to two
+        # levels after ``go``, and these four flip-flops were the deepest of the stall cone:
+        # 9 levels, ``sr_go`` -> the stall -> ``adv`` -> ``sr_go``, in the depth tool.)
+        m.d.sync += [zb_seen.eq(x_live & is_zbranch & ~go),
+                     sr_seen.eq(x_live & xd["semrd"] & ~go),
+                     sr_go.eq(x_live & xd["semrd"] & ~go & sr_seen),
+                     zb_go.eq(x_live & is_zbranch & ~go & zb_seen)]
 
         # A ``_SEQ_GATED`` micro-instruction's ``seq`` field lets it go: a sum of products of
         # the flags decoded for it alone (``{n}_plain``, ``{n}_<term>``) and registered
