@@ -6,9 +6,10 @@ from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import CANONICAL_NAN_F32, FORMAT_BITS, Format
 from sim.formats import FP8_FORMATS, float_spec
-from rtl.arith.common import (Pipe, check_formats, check_fp8_bias, check_stages, ge_const,
+from rtl.arith.common import (Pipe, check_formats, check_fp8_bias, check_stages,
                               leading_zeros)
 from rtl.arith.unpack import unpack_float
+from rtl.arith.wide_mux import wide_mux
 
 __all__ = ["FormatDecoder"]
 
@@ -29,8 +30,8 @@ class FormatDecoder(wiring.Component):
       to 24 bits (the only inexact decode).
 
     Combinational (``stages=0``), or one register stage (``stages=1``): cut after the
-    leading-zero counts (INT32: absolute value, count and a shift by 16 if the upper half is
-    empty, then the rest of the shift, round and pack), latency
+    leading-zero counts (INT32: absolute value, count, the shifts by 16 and 8 and the round-up
+    decision for each remaining shift by 0..7, then that shift, round and pack), latency
     1 cycle, one value per cycle, ``en`` low freezes the stage.
 
     Parameters
@@ -131,29 +132,37 @@ class FormatDecoder(wiring.Component):
                                           biased[0:8], sign))
 
         # -- per-format outputs ---------------------------------------------------------------
-        int32 = self._int32_to_fp32(m, a, pipe) if Format.INT32 in self._formats else None
-        a, fmt = pipe(1, a, "a"), pipe(1, self.fmt, "fmt")
+        # The output is an OR of three words, each zero unless its format is selected: FP32
+        # and BF16 (copies, or the canonical NaN) are formed whole before the cut, and the
+        # shared and INT32 paths are gated by selects registered there, so that after the cut
+        # each output bit is one small function of its path's bit and a select, not a decode
+        # of ``fmt`` behind the INT32 rounding chain (format multiplexer -> the next unit's
+        # operand register).
+        fmt = self.fmt
+        fixed = Signal(32, name="fixed")
         with m.Switch(fmt):
             if Format.FP32 in self._formats:
                 with m.Case(Format.FP32):
-                    m.d.comb += self.o.eq(a)
+                    m.d.comb += fixed.eq(a)
             if Format.BF16 in self._formats:
                 with m.Case(Format.BF16):
                     bf_nan = (a[7:15] == 0xFF) & (a[0:7] != 0)
-                    m.d.comb += self.o.eq(Mux(bf_nan, CANONICAL_NAN_F32, Cat(Const(0, 16),
-                                                                             a[0:16])))
-            if shared:
-                with m.Case(*shared):
-                    m.d.comb += self.o.eq(shared_out)
-            if Format.INT32 in self._formats:
-                with m.Case(Format.INT32):
-                    m.d.comb += self.o.eq(int32)
-            with m.Default():
-                m.d.comb += self.o.eq(0)
+                    m.d.comb += fixed.eq(Mux(bf_nan, CANONICAL_NAN_F32,
+                                             Cat(Const(0, 16), a[0:16])))
+        fixed = pipe(1, fixed, "fixed")
+        out = fixed
+        if shared:
+            sel_shared = pipe(1, fmt.matches(*shared), "sel_shared")
+            out = out | (sel_shared.replicate(32) & shared_out)
+        if Format.INT32 in self._formats:
+            int32, i32_zero = self._int32_to_fp32(m, platform, a, pipe)
+            sel_int32 = pipe(1, (fmt == Format.INT32) & ~i32_zero, "sel_int32")
+            out = out | (sel_int32.replicate(32) & int32)
+        m.d.comb += self.o.eq(out)
         return m
 
     @staticmethod
-    def _int32_to_fp32(m, a, pipe):
+    def _int32_to_fp32(m, platform, a, pipe):
         x = a.as_signed()
         neg = x < 0
         mag = Signal(32)
@@ -179,27 +188,35 @@ class FormatDecoder(wiring.Component):
         m.d.comb += pre16.eq(Mux(z16, mag << 16, mag))
         pre = Signal(32, name="i32_pre")
         m.d.comb += pre.eq(Mux(z8, pre16 << 8, pre16))
+        # The round-up decision for each fine shift k (0..7), also before the cut: the guard
+        # bit is bit 7 - k of ``pre``, the kept LSB bit 8 - k, the sticky bits those below 7 - k,
+        # all zero after a coarse shift (``mag`` < 2**16 then, exact) and otherwise bits of
+        # ``mag``, whose nonzero low parts are those of ``a`` (a negation keeps them). After the
+        # cut the decision is one 8:1 select by ``fine`` in front of the rounding carry chain,
+        # not the fine shift, guard/sticky and round-up logic (``s1_i32_lz`` -> ... -> the
+        # adder's operand register was 7 levels, 10.74 ns routed in core2).
+        coarse = z16 | (ones[24:32] == 0)
+        rup = Signal(8, name="i32_rup")
+        m.d.comb += rup.eq(Cat(~coarse & mag[7 - k] & (mag[8 - k] | (a[0:7 - k] != 0))
+                               for k in range(8)))
         # -- cut 1 ------------------------------------------------------------------------
-        pre, lz, is_zero, neg = (pipe(1, v, n) for n, v in (
-            ("i32_pre", pre), ("i32_lz", lz), ("i32_zero", is_zero), ("i32_neg", neg)))
+        pre, lz, neg, rup = (pipe(1, v, n) for n, v in (
+            ("i32_pre", pre), ("i32_lz", lz), ("i32_neg", neg), ("i32_rup", rup)))
+        # The fine shift (``pre << fine``, leading one at bit 31; its 24 kept bits) and the
+        # round-up select as 8:1 multiplexers in the ECP5 slices' own multiplexers, one LUT
+        # level (synthesis made two or three of them).
         fine = lz[0:3]
-        norm = Signal(32)
-        m.d.comb += norm.eq(pre << fine)             # leading one at bit 31
-        guard = norm[7]
-        # ``norm[0:7] != 0`` taken from ``pre`` and the fine shift beside the shifter, not
-        # after it: bit i of ``pre`` lands below bit 7 iff ``i + fine < 7``.
-        sticky = Signal(name="i32_sticky")
-        m.d.comb += sticky.eq(Cat(pre[i] & ~ge_const(fine, 7 - i) for i in range(7)).any())
-        rounded = Signal(25)
-        m.d.comb += rounded.eq(norm[8:32] + (guard & (sticky | norm[8])))
-        # The leading one lost (``lz`` one too many; the value is exact, a power of two) or
-        # carried out by the rounding: one binade up. Both exponents come from ``lz`` beside
-        # the shifter and the rounding carry; its carry out only picks one.
-        e_lo, e_hi = Signal(8, name="i32_e_lo"), Signal(8, name="i32_e_hi")
-        m.d.comb += [e_lo.eq(127 + 31 - lz), e_hi.eq(127 + 32 - lz)]
-        biased = Mux(rounded[24] | ~norm[31], e_hi, e_lo)
-        out = Signal(32)
-        # A carry out of the rounding leaves ``rounded`` at exactly 2**24: the mantissa bits
-        # are zero then, with no multiplexer.
-        m.d.comb += out.eq(Mux(is_zero, 0, Cat(rounded[0:23], biased, neg)))
-        return out
+        sel = wide_mux(m, platform, fine, [Cat(pre[8 - k:32 - k], rup[k]) for k in range(8)],
+                       "i32_fine")
+        norm, round_up = sel[0:24], sel[24]          # norm: bits 8..31 of the shifted value
+        # The leading one lost (``lz`` one too many; the value is exact, a power of two):
+        # one binade up. The exponent and the 23 mantissa bits are rounded as one number, so
+        # that a carry out of the mantissa (which leaves it at zero) moves into the exponent
+        # inside the chain, with no select by the chain's carry out after it.
+        e_base = Signal(8, name="i32_e_base")
+        m.d.comb += e_base.eq(127 + 31 + ~norm[23] - lz)
+        packed = Signal(31, name="i32_packed")
+        m.d.comb += packed.eq(Cat(norm[0:23], e_base) + round_up)
+        # (not zero for ``a`` = 0: the caller's select, registered before the cut, masks it by
+        # ``is_zero``)
+        return Cat(packed, neg), is_zero

@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import CANONICAL_NAN_F32
 from rtl.arith.common import Pipe, check_stages, leading_zeros
+from rtl.arith.wide_mux import wide_mux
 
 __all__ = ["FP32Adder"]
 
@@ -119,12 +120,15 @@ class FP32Adder(wiring.Component):
         for x, v in (("a", a), ("b", b)):
             bits = [Const(0, 1)] * 3 + [v[i] for i in range(23)] + [Const(1, 1)]
             tz3[x], _ = leading_zeros(m, Cat(*reversed(bits)), f"tz3_{x}")
+        sub = a[31] ^ b[31]
         s1 = dict(
             sig_big=Mux(swap, sig_b, sig_a),
-            sig_small=Mux(swap, sig_a, sig_b),
+            # the small significand, inverted for a subtraction (``big + ~y + 1``) here in
+            # the order select's LUTs, not after the alignment shift in front of the adder
+            far_x=Mux(swap, sig_a, sig_b) ^ sub.replicate(24),
             e_big=Mux(swap, eb, ea),
             s_big=Mux(swap, b[31], a[31]),
-            sub=a[31] ^ b[31],
+            sub=sub,
             shift=shift,
             # per operand (not selected by the order compare here, whose carry chain is in
             # front of step 1's register): nonzero significand (not DAZ), 3 + trailing zeros
@@ -142,7 +146,7 @@ class FP32Adder(wiring.Component):
         # Near path: one guard bit below the big significand; the small one is shifted by
         # the exponent difference (0 or 1), nothing is lost. Without a register between steps
         # 2 and 3 (``stages`` 3, where cut 1 is registered) it is formed in step 1, for both
-        # orders and selected by the compare like ``sig_small``, so that step 3's subtraction
+        # orders and selected by the compare like ``far_x``, so that step 3's subtraction
         # starts from a register (``s1_sig_small`` -> this multiplexer -> the subtraction ->
         # the leading-zero count was 11.28 ns routed, core2 68bfe14 seed 1); with that
         # register (``stages`` 4) in step 2, where it has a cycle to itself (in step 1 it
@@ -156,31 +160,41 @@ class FP32Adder(wiring.Component):
 
         # -- step 2: alignment ----------------------------------------------------------------
         # Far path: the small significand, 3 bits up (guard, round, sticky), shifted right.
-        # The sticky bit (anything shifted below the round bit): the small significand's lowest
-        # one is shifted out, ``shift > 3 + trailing zeros`` (one 5-bit compare beside the
-        # shifter instead of a mask and a 24-bit OR after it).
-        aligned = Signal(27)
-        m.d.comb += aligned.eq(Cat(Const(0, 3), r["sig_small"]) >> r["shift"])
-        # Both orders' compares, then one select by the registered order.
-        sticky_ab = [r[f"nz_{x}"] & (r["shift"] > r[f"tz3_{x}"]) for x in "ab"]
+        # The shifter takes ``far_x`` (inverted for a subtraction) and shifts ``sub`` in, so
+        # that its output is the addend itself, and is built as two multiplexers from the ECP5
+        # slices' own (8:1 by the shift's bits 0..2, then 4:1 by bits 3..4), one LUT level
+        # each: ``s1_shift`` -> shifter -> inversion -> the far-path adder was 7 levels,
+        # 10.3-10.6 ns routed in core2 (the vector accumulators, the LUT's adders).
+        sub = r["sub"]
+        wide = Cat(sub.replicate(3), r["far_x"], sub.replicate(7))
+        fine = wide_mux(m, platform, r["shift"][0:3], [wide[k:k + 27] for k in range(8)],
+                        "far_fine")
+        wide = Cat(fine, sub.replicate(24))
+        aligned = wide_mux(m, platform, r["shift"][3:5],
+                           [wide[k:k + 27] for k in (0, 8, 16, 24)], "far_aligned")
+        # Bit 0, the sticky bit (anything shifted to bit 0 or below it), is set iff the small
+        # significand's lowest one, at ``tz3`` (3 + its trailing zeros), is not above the
+        # shift: one 5-bit compare per order beside the shifter instead of the shifter's bit 0
+        # and a mask and a 24-bit OR after it.
+        sticky_ab = [r[f"nz_{v}"] & (r["shift"] >= r[f"tz3_{v}"]) for v in "ab"]
         sticky = Mux(r["swap"], sticky_ab[0], sticky_ab[1])
         s2 = dict(r)
-        for k in ("sig_small", "shift", "swap", "nz_a", "nz_b", "tz3_a", "tz3_b"):
+        for k in ("far_x", "shift", "swap", "nz_a", "nz_b", "tz3_a", "tz3_b"):
             del s2[k]
-        s2.update(far_y=Cat(aligned[0] | sticky, aligned[1:27]))
+        s2.update(far_y=Cat(sticky ^ sub, aligned[1:27]))
         if not near_early:
             del s2["d_one"]
-            s2["near_y"] = Mux(r["d_one"], r["sig_small"], Cat(Const(0, 1), r["sig_small"]))
+            small = r["far_x"] ^ sub.replicate(24)
+            s2["near_y"] = Mux(r["d_one"], small, Cat(Const(0, 1), small))
         r = {k: pipe(2, v, k) for k, v in s2.items()}
 
         # -- step 3: add/subtract; near path: subtract and count leading zeros -----------------
         big3 = Cat(Const(0, 3), r["sig_big"])               # 27 bits, hidden bit at 26
         # One 28-bit carry chain for both: big + y, or big - y as big + ~y + 1 with ``~y``
-        # sign-extended, so that bit 27 is the sum's carry or 0 (no borrow, as |big| >=
-        # |small|) straight out of the chain, with no gate after it.
+        # (``far_y`` is already inverted) sign-extended, so that bit 27 is the sum's carry or
+        # 0 (no borrow, as |big| >= |small|) straight out of the chain, with no gate after it.
         far_sum = Signal(28)
-        m.d.comb += far_sum.eq(big3 + Cat(Mux(r["sub"], ~r["far_y"], r["far_y"]), r["sub"]) +
-                               r["sub"])
+        m.d.comb += far_sum.eq(big3 + Cat(r["far_y"], r["sub"]) + r["sub"])
         near_big = Cat(Const(0, 1), r["sig_big"])
         near_diff = Signal(25)                               # hidden bit of big at 24
         m.d.comb += near_diff.eq(near_big - r["near_y"])
