@@ -319,7 +319,9 @@ async def test_illegal_records_then_correct_run(dut):
     """Invalid TENSOR/VECTOR fields (k, m, n, fmt; TT with b_space=psum, REDUCE with a
     non-reduction alu, alu/rnd out of range) end the program with ILLEGAL_INSTRUCTION at the
     instruction's PC and ERR_INFO = the ILLEGAL_FIELD bit, as the reference simulator
-    (check=True) traps; the DMA issued before still completes; then a correct GEMM."""
+    (check=True) traps; the DMA issued before still completes; then a correct GEMM. The
+    MATMUL cases again through a run-time routine that writes the checked slots last (its EMIT
+    holds while their terms register), each followed by a legal record that must run."""
     from sim import isa
     from sim.errors import ErrorCode
     from sim.host import IllegalInstruction
@@ -328,9 +330,43 @@ async def test_illegal_records_then_correct_run(dut):
     await env.reset()
     cfg = dut_config()
     host = env.host()
+    # Run-time opcode 0xF8: MATMUL's routine with the slots the check reads written last (the
+    # shipped one writes them first), so its EMIT holds a cycle while their terms register
+    # (sim.isa.CHECKED_SLOTS) and must not be trapped on the terms of the previous record.
+    from rtl.core.top import UCODE_MAP_BASE
+    from sim import microcode
+    body = microcode._matmul_body()
+    items = body[5:] + body[2:5] + body[:2] + [
+        microcode.u(special=isa.USpecial.EMIT, eng=isa.Engine.TENSOR, **microcode.END)]
+    base = microcode.used_words()
+    words_uc, _ = microcode.link(items, base=base, labels=microcode.LABELS)
+    await host.load_microcode([h for w in words_uc for h in (w & 0xFFFFFFFF, w >> 32)],
+                              2 * base)
+    await host.load_microcode([microcode.map_entry(base)], UCODE_MAP_BASE + 0xF8)
+    late = []
     for what, text, pc in illegal_programs(cfg["rows"], cfg["cols"], _formats(cfg)):
-        words = assemble(text)
-        ref = RefSim(words, partitions=cfg["rows"], cols=cfg["cols"],
+        if "matmul" in what:
+            w = assemble(text)
+            w[pc] = (w[pc] & ~0xFF) | 0xF8
+            late.append((what + " (checked slots written last)", w, pc))
+    legal = assemble("li r20, 4\nli r21, 0\nnop\nmatmul r21, r21, r21, r20, k=1, m=1, "
+                     "fmt=bf16\nhalt\n")
+    legal[3] = (legal[3] & ~0xFF) | 0xF8
+    cases = [(what, assemble(text), pc) for what, text, pc in
+             illegal_programs(cfg["rows"], cfg["cols"], _formats(cfg))]
+    # ... each right after an illegal record, then a legal one, whose terms are those of the
+    # illegal record until they register: it must run.
+    for case in late:
+        cases += [case, ("legal matmul, checked slots written last", legal, None)]
+    for what, words, pc in cases:
+        if pc is None:
+            await run_program(env, host, words, timeout=20_000)
+            st = await host.status()
+            assert not st["busy"] and not st["error"], f"{what}: {st}"
+            continue
+        ref_words = [(x & ~0xFF) | int(isa.Opcode.MATMUL) if (x & 0xFF) == 0xF8 else x
+                     for x in words]
+        ref = RefSim(ref_words, partitions=cfg["rows"], cols=cfg["cols"],
                      sbuf_depth=cfg["sbuf_depth"], psum_depth=cfg["psum_depth"], check=True,
                      formats=_formats(cfg), **_vector_params(cfg)).run()
         assert ref.error == 1 << isa.ErrorBit.ILLEGAL_FIELD and ref.err_pc == pc, \

@@ -106,6 +106,22 @@ async def test_cycle_model(dut):
                u(a=USrc.RS1, special=USpecial.EMIT, eng=Engine.DMA, seq=USeq.BRANCH,
                  cond=UCond.Z, target="tm_d"),
                u(special=USpecial.SEMINC), "tm_d:", u(**end)],
+        # An EMIT right after a write of a slot its check reads (isa.CHECKED_SLOTS) holds a
+        # cycle; after another slot's write, or a cycle later, it does not.
+        0xF8: [u(a=USrc.RS1, dst=UDst.SLOT, eng=Engine.TENSOR, slot=2),
+               u(a=USrc.CONST, dst=UDst.SLOT, eng=Engine.TENSOR, slot=3, const=0x111),
+               u(special=USpecial.EMIT, eng=Engine.TENSOR),
+               u(a=USrc.RS1, dst=UDst.SLOT, eng=Engine.TENSOR, slot=2),
+               u(a=USrc.CONST, dst=UDst.SLOT, eng=Engine.TENSOR, slot=3, const=0x111),
+               u(a=USrc.RS2, dst=UDst.SLOT, eng=Engine.TENSOR, slot=0),
+               u(special=USpecial.EMIT, eng=Engine.TENSOR),
+               u(a=USrc.CONST, dst=UDst.SLOT, eng=Engine.VECTOR, slot=0, const=1),
+               u(special=USpecial.EMIT, eng=Engine.VECTOR),
+               u(a=USrc.CONST, dst=UDst.SLOT, eng=Engine.VECTOR, slot=0, const=1), u(),
+               u(special=USpecial.EMIT, eng=Engine.VECTOR),
+               u(a=USrc.CONST, dst=UDst.SLOT, eng=Engine.VECTOR, slot=0, const=1),
+               u(a=USrc.CONST, dst=UDst.SLOT, eng=Engine.TENSOR, slot=3, const=0x111),
+               u(special=USpecial.EMIT, eng=Engine.VECTOR, **end)],
     }
     store, omap = microcode.control_store(), microcode.opcode_map()
     base = microcode.fused_matmul_act()[1]

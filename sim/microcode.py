@@ -92,14 +92,17 @@ def _lo16_hi16(eng, slot, lo, hi):
 
 
 def _matmul_body():
+    # The slots the EMIT check reads (``isa.CHECKED_SLOTS``: 2 and 3) first, so that the EMIT
+    # does not follow one of their writes (it would hold a cycle while the check's terms are
+    # registered).
     e = Engine.TENSOR
     return [
+        u(a=USrc.IMM, b=USrc.CONST, alu=UAlu.SHL, dst=UDst.T0, const=7),      # imm & 0x1FFFFFF
+        _slot(e, 3, a=USrc.T0, b=USrc.CONST, alu=UAlu.SHR, const=7),
+        *_lo16_hi16(e, 2, USrc.RD, USrc.RS3),
         *_lo16_hi16(e, 0, USrc.RS1, USrc.RS2),
         u(a=USrc.CONST, b=USrc.CONST, alu=UAlu.ADD, dst=UDst.T0, const=0x8000),   # 0x10000
         _slot(e, 1, a=USrc.T0, b=USrc.CONST, alu=UAlu.OR, const=1),           # strides 1, 1
-        *_lo16_hi16(e, 2, USrc.RD, USrc.RS3),
-        u(a=USrc.IMM, b=USrc.CONST, alu=UAlu.SHL, dst=UDst.T0, const=7),      # imm & 0x1FFFFFF
-        _slot(e, 3, a=USrc.T0, b=USrc.CONST, alu=UAlu.SHR, const=7),
     ]
 
 

@@ -165,12 +165,15 @@ class Sequencer(wiring.Component):
         One pulse per completed record of that engine, in issue order (sem_en or not): the
         sequencer applies the record's semaphore increment.
     slot_data : Out(32)
-        The value X writes into a record slot (X's result, whether or not it writes one).
+        The value written into a record slot, in the cycle after X wrote it (X's result
+        registered, ``res_q``, whether or not a slot was written).
     tensor_slot_terms, vector_slot_terms : In(ArrayLayout(check_terms, slots))
         The core's record-check terms of ``slot_data`` (combinational from it), for each slot
         of that engine as if ``slot_data`` were written into it: the sequencer registers a
-        slot's terms beside the slot when it writes it, so that the check at EMIT starts
-        from flip-flops.
+        slot's terms beside the slot in the cycle after it writes it (W), so that neither
+        X's ALU nor the check at EMIT has the terms' logic in front of it. An EMIT of that
+        engine right after a write of one of its ``sim.isa.CHECKED_SLOTS`` holds one cycle
+        (the terms are then registered) and is not trapped in that cycle.
     tensor_blank_terms, vector_blank_terms : In(ArrayLayout(check_terms, slots))
         The terms of a slot not written since the last EMIT to that engine (it reads as 0):
         the core drives the terms of 0 (constants).
@@ -821,6 +824,11 @@ class Sequencer(wiring.Component):
                 m.d.comb += [out_terms[s].eq(Mux(wr[e][s], rec_terms[e][s], blank[s]))
                              for s in range(nslots)]
 
+        # A write of a slot the EMIT check reads, pending in W (its terms are not registered
+        # yet): an EMIT of that engine holds this cycle and is not trapped by the check.
+        chk_pend = {e: Cat(*[rec_w[e][s] for s in isa.CHECKED_SLOTS.get(e, ())]).any()
+                    for e in _ENGINES}
+
         sem_idx = imm[:4]
         # ``sem_idx`` one-hot, registered as the instruction loads (MAP).
         sem_sel = Signal(isa.NUM_SEMS, init=1)
@@ -873,7 +881,7 @@ class Sequencer(wiring.Component):
         # The conditions of ``_HOLD_TERMS`` and ``_TRAP_TERMS``, by the same keys; the stall,
         # ``exec_err`` and the register file's ``wr_kill`` are sums of products of these and
         # the terms' decoded flags (``xd[n]``, or ``xd["wk_" + n]`` for ``wr_kill``).
-        hold_when = {"emit_" + _NAMES[e]: ~can_emit[e] for e in _ENGINES}
+        hold_when = {"emit_" + _NAMES[e]: ~can_emit[e] | chk_pend[e] for e in _ENGINES}
         hold_when.update(wait=~wait_go, zbranch=~zb_go, barrier=outstanding != 0,
                          uloop=uctr_fix, br_loop_more=push_w, semrd=~sr_go)
         eb = ErrorBit
@@ -886,8 +894,8 @@ class Sequencer(wiring.Component):
             (eb.UCALL_UNDERFLOW, "ret"): usp_zero,
             (eb.MICRO_TRAP, "trap"): Const(1),
             (eb.DEADLOCK, "wait"): wait_armed & wait_dead,
-            (eb.ILLEGAL_FIELD, "emit_tensor"): self.tensor_illegal,
-            (eb.ILLEGAL_FIELD, "emit_vector"): self.vector_illegal,
+            (eb.ILLEGAL_FIELD, "emit_tensor"): self.tensor_illegal & ~chk_pend[Engine.TENSOR],
+            (eb.ILLEGAL_FIELD, "emit_vector"): self.vector_illegal & ~chk_pend[Engine.VECTOR],
         }
         assert hold_when.keys() == set(_HOLD_TERMS), "hold conditions differ from _HOLD_TERMS"
         assert trap_when.keys() == set(_TRAP_TERMS), "trap conditions differ from _TRAP_TERMS"
@@ -1020,7 +1028,7 @@ class Sequencer(wiring.Component):
         with m.Else():
             m.d.comb += [rf_w.addr.eq(w_rf_addr), rf_w.data.eq(w_rf_data),
                          rf_w.en.eq(w_rf_en)]
-        m.d.comb += self.slot_data.eq(res)
+        m.d.comb += self.slot_data.eq(res_q)
         # The value X forwards: its register-file write, or its T0/T1 write (``res``).
         m.d.comb += x_fwd.eq(alu_out("alu_fwd", xd["fwd_sem"]))
 
@@ -1180,9 +1188,14 @@ class Sequencer(wiring.Component):
                 for s, sig in enumerate(rec_raw[e]):
                     with m.If(slot == s):
                         m.d.sync += wr[e][s].eq(1)
-                        if e in rec_terms:
-                            slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
-                            m.d.sync += rec_terms[e][s].eq(slot_terms[s])
+            # The slot's check terms land with its word in W, from ``slot_data`` = ``res_q``:
+            # X's ALU reaches one register, not the core's term logic (``x_prev`` -> ALU ->
+            # the terms -> ``rec_vector0_terms`` was 12.89 ns routed, core2 518976d seed 1).
+            if e in rec_terms:
+                slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
+                for s in range(len(rec_raw[e])):
+                    with m.If(rec_w[e][s]):
+                        m.d.sync += rec_terms[e][s].eq(slot_terms[s])
         # An EMIT pushes on ``adv``, written out for an EMIT: it can only stall for queue
         # space or through its ``seq`` field, and only trap through it or its record.
         # So the queues' write enables do not wait for the whole stall and error cones.
@@ -1191,7 +1204,8 @@ class Sequencer(wiring.Component):
             push = Signal(name=f"push_{_NAMES[e]}")
             # (``seq_gate``, like ``sem_inc``: RET -> ``seq_fault`` -> ``push`` -> the queue's
             # level was 11.8 ns routed, core2 00cbf51 seed 3)
-            m.d.comb += push.eq(xv & can_emit[e] & ~illegal_e & seq_gate("emit_" + _NAMES[e]))
+            m.d.comb += push.eq(xv & can_emit[e] & ~chk_pend[e] & ~illegal_e &
+                                seq_gate("emit_" + _NAMES[e]))
             m.d.comb += [outq[e].w_en.eq(push), semq[e].w_en.eq(push)]
         # State that no debug read shows and START resets (or whose pointer START resets)
         # changes on ``go``; a trapping micro-instruction's change of it is never seen, since
