@@ -122,6 +122,22 @@ async def test_cycle_model(dut):
                u(a=USrc.CONST, dst=UDst.SLOT, eng=Engine.VECTOR, slot=0, const=1),
                u(a=USrc.CONST, dst=UDst.SLOT, eng=Engine.TENSOR, slot=3, const=0x111),
                u(special=USpecial.EMIT, eng=Engine.VECTOR, **end)],
+        # A BRANCH on LOOP_MORE and a LOOP_STEP right after a LOOP_STEP or LOOP_POP hold a
+        # cycle (the new top count lands in W), with SEMINCs on both outcomes.
+        0xF9: [u(a=USrc.RS1, special=USpecial.LOOP_PUSH),
+               u(special=USpecial.LOOP_STEP),
+               u(seq=USeq.BRANCH, cond=UCond.LOOP_MORE, target="tm_f"),
+               u(special=USpecial.SEMINC), "tm_f:",
+               u(special=USpecial.LOOP_STEP),
+               u(special=USpecial.LOOP_STEP),
+               u(seq=USeq.BRANCH, cond=UCond.LOOP_MORE, target="tm_g"),
+               u(special=USpecial.SEMINC), "tm_g:",
+               u(a=USrc.RS2, special=USpecial.LOOP_PUSH),
+               u(special=USpecial.LOOP_POP),
+               u(special=USpecial.LOOP_STEP),
+               u(seq=USeq.BRANCH, cond=UCond.LOOP_MORE, target="tm_h"),
+               u(special=USpecial.SEMINC), "tm_h:",
+               u(special=USpecial.LOOP_POP, **end)],
     }
     store, omap = microcode.control_store(), microcode.opcode_map()
     base = microcode.fused_matmul_act()[1]

@@ -12,7 +12,9 @@ the next, so it takes at least 2 cycles and goes on the cycle after the semaphor
 value; a deadlock is trapped the cycle after the compare that found it. A BRANCH on Z/NZ holds
 its first two cycles in X (the ALU result and its zero test are registered); a ULOOP right
 after a micro-instruction that writes UCTR, and a BRANCH on LOOP_MORE right after a LOOP_PUSH,
-hold one cycle (the count's zero tests are made on the registered result), as does an EMIT
+hold one cycle (the count's zero tests are made on the registered result), as do a BRANCH on
+LOOP_MORE and a LOOP_STEP right after a LOOP_STEP or LOOP_POP (the new top count lands in the
+cycle after), and an EMIT
 right after a write of a slot its engine's record check reads (``sim.isa.CHECKED_SLOTS``: the
 slot's check terms are registered in the cycle after the write); a SEMRD holds its
 first two cycles and writes the semaphore as it was in the second (a SEMINC reaches the
@@ -125,6 +127,7 @@ class MicroSim:
         self.t = [0, 0]
         self.uctr = 0
         self._uctr_w = self._push_w = -2     # the cycle X last wrote UCTR, pushed a loop
+        self._step_w = -2                    # ... and last stepped or popped a loop
         # the cycle X last wrote a slot the EMIT check reads (``isa.CHECKED_SLOTS``), per engine
         self._slot_w = {e: -2 for e in isa.CHECKED_SLOTS}
         self._semrd_last = 0                 # the semaphore a SEMRD in X saw last cycle
@@ -375,7 +378,10 @@ class MicroSim:
             return ("hold",)
         if seq == USeq.ULOOP and self._uctr_w == c - 1:
             return ("hold",)
-        if seq == USeq.BRANCH and u["cond"] == UCond.LOOP_MORE and self._push_w == c - 1:
+        if seq == USeq.BRANCH and u["cond"] == UCond.LOOP_MORE and \
+                c - 1 in (self._push_w, self._step_w):
+            return ("hold",)
+        if special == USpecial.LOOP_STEP and self._step_w == c - 1:
             return ("hold",)
         if special == USpecial.EMIT and self._slot_w.get(eng) == c - 1:
             return ("hold",)
@@ -478,6 +484,8 @@ class MicroSim:
             self._uctr_w = c
         if special == USpecial.LOOP_PUSH:
             self._push_w = c
+        if special in (USpecial.LOOP_STEP, USpecial.LOOP_POP):
+            self._step_w = c
         if dst == UDst.SLOT and u["slot"] in isa.CHECKED_SLOTS.get(eng, ()):
             self._slot_w[eng] = c
         return ("ok", unext, new_npc, seq == USeq.END, seq == USeq.END and

@@ -67,7 +67,8 @@ _REG_SRCS = (USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3
 # registered state, bound in ``elaborate`` under the same key. The stall, the errors of X and
 # the register file's write kill are all built from these two lists, so they cannot disagree.
 _HOLD_TERMS = tuple("emit_" + _NAMES[e] for e in _ENGINES) + ("wait", "zbranch", "barrier",
-                                                             "uloop", "br_loop_more", "semrd")
+                                                             "uloop", "br_loop_more", "semrd",
+                                                             "loop_step")
 # The micro-instructions whose special can neither hold nor trap, so that only their ``seq``
 # field decides whether they go (``seq_gate``): SEMINC, SEMSET, AG_SET, AG_SNAP, and EMIT
 # (whose queue space and record check enter beside the gate).
@@ -505,6 +506,17 @@ class Sequencer(wiring.Component):
         agb_w = Signal(isa.NUM_AG)          # ag_base[j] takes res_q
         sem_w = Signal(isa.NUM_SEMS)        # sems[i] takes res_q[:16]
         push_w = Signal()                   # rem_top and ls_rem[ltop] take res_q
+        # A LOOP_STEP's and a LOOP_POP's new top count and ``more`` flags land in W too, from
+        # registers loaded every cycle (``step_v``/``step_m``, ``pop_v``/``pop_m``): ``go``
+        # (the stall cone) reaches two flags, not the 34 enables of ``rem_top``/``rem_more``
+        # (``sr_go`` -> the stall -> ``rem_more`` was 12.57 ns routed, core2 518976d seed 1).
+        # Their readers in that cycle hold instead (no bypass in front of LOOP_MORE and the
+        # control store's address): a BRANCH on LOOP_MORE (``lmore_w``: after a LOOP_PUSH,
+        # LOOP_STEP or LOOP_POP) and a LOOP_STEP (``lstep_w``: after a LOOP_STEP or LOOP_POP;
+        # a pushed count it reads through ``rem_top_now``). The shipped routines end with
+        # their LOOP_STEP/LOOP_POP, so they never pay it.
+        step_w, pop_w = Signal(), Signal()
+        lmore_w, lstep_w = Signal(), Signal()
         ag_stride_now = Array(Signal(32, name=f"ag{i}_stride_now") for i in range(isa.NUM_AG))
         ag_base_now = Array(Signal(32, name=f"ag{i}_base_now") for i in range(isa.NUM_AG))
         sem_now = Array(Signal(isa.SEM_VALUE_BITS, name=f"sem{i}_now")
@@ -883,7 +895,8 @@ class Sequencer(wiring.Component):
         # the terms' decoded flags (``xd[n]``, or ``xd["wk_" + n]`` for ``wr_kill``).
         hold_when = {"emit_" + _NAMES[e]: ~can_emit[e] | chk_pend[e] for e in _ENGINES}
         hold_when.update(wait=~wait_go, zbranch=~zb_go, barrier=outstanding != 0,
-                         uloop=uctr_fix, br_loop_more=push_w, semrd=~sr_go)
+                         uloop=uctr_fix, br_loop_more=lmore_w, semrd=~sr_go,
+                         loop_step=lstep_w)
         eb = ErrorBit
         trap_when = {
             (eb.LOOP_OVERFLOW, "loop_push"): lsp_full,
@@ -962,7 +975,7 @@ class Sequencer(wiring.Component):
         # the flags decoded for it alone (``{n}_plain``, ``{n}_<term>``) and registered
         # conditions, so that synthesis does not share the stall and error cones.
         seq_lets_go = {"zbranch": zb_go, "ret": ~usp_zero, "call": ~usp_full,
-                       "uloop": ~uctr_fix, "br_loop_more": ~push_w}
+                       "uloop": ~uctr_fix, "br_loop_more": ~lmore_w}
         assert tuple(seq_lets_go) == _SEQ_TERMS
 
         def seq_gate(n):
@@ -1242,12 +1255,10 @@ class Sequencer(wiring.Component):
                 m.d.sync += [usp.eq(usp - 1), utop.eq(utop - 1), usp_zero.eq(usp == 1),
                              usp_full.eq(0)]
             with m.If(xd["uloop"] & uctr_nz):
-                m.d.sync += [uctr.eq(uctr - 1), uctr_nz.eq(uctr != 1), uctr_fix.eq(0)]
+                m.d.sync += uctr_fix.eq(0)
             with m.If(xd["end"]):
                 m.d.sync += [state.eq(Mux(xd["halt"], _S_DONE, _S_FETCH)),
                              usp.eq(0), utop.eq(-1), usp_zero.eq(1), usp_full.eq(0)]
-            with m.If(xd["loop_step"]):
-                m.d.sync += [rem_top.eq(rem_top_now - 1), rem_more.eq(step_more)]
             with m.If(xd["call_push"]):
                 m.d.sync += cstack[csp[:3]].eq(pc + 1)
             # ``cret`` (no debug read shows it; START empties the stack) changes on ``go``
@@ -1310,18 +1321,35 @@ class Sequencer(wiring.Component):
         # The loop stack's entries are written while X holds the micro-instruction, stalled or
         # not (so ``go``, the stall cone, is not in their clock enables): a LOOP_PUSH writes
         # the free entry ``lsp``, which nothing reads until a push writes it again; a
-        # LOOP_STEP writes entry ``ltop`` from ``rem_top``, which changes only on ``go`` and
-        # is read instead of that entry while it is the top. A stalled micro-instruction
+        # LOOP_STEP writes entry ``ltop`` from ``rem_top``, which changes only in the cycle
+        # after a LOOP_PUSH, LOOP_STEP or LOOP_POP went (W; a LOOP_STEP holds in that cycle)
+        # and is read instead of that entry while it is the top. A stalled micro-instruction
         # rewrites the same values; a trapping one stops the sequencer, and START empties
         # the stack.
         with m.If(x_live & xd["loop_push"]):
             m.d.sync += ls_start[lsp[:2]].eq(pc + 1)
         with m.If(x_live & xd["loop_step"]):
             m.d.sync += [ls_rem[ltop].eq(rem_top_now - 1), ls_more[ltop].eq(step_more)]
-        with m.If(go & xd["loop_pop"]):
-            m.d.sync += [rem_top.eq(ls_rem[(ltop - 1)[:2]]),
-                         rem_more.eq(ls_more[(ltop - 1)[:2]])]
-        # (a pushed count and its ``more`` flags land in W, ``push_w``)
+        # (a pushed, stepped or popped count and its ``more`` flags land in W: ``push_w``,
+        # ``step_w``, ``pop_w``)
+        step_v, pop_v = Signal(32), Signal(32)
+        step_m, pop_m = Signal(2), Signal(2)
+        m.d.sync += [step_v.eq(rem_top_now - 1), step_m.eq(step_more),
+                     pop_v.eq(ls_rem[(ltop - 1)[:2]]), pop_m.eq(ls_more[(ltop - 1)[:2]]),
+                     step_w.eq(go & xd["loop_step"]), pop_w.eq(go & xd["loop_pop"]),
+                     lstep_w.eq(go & xd["loop_top"]),
+                     lmore_w.eq(go & (xd["loop_push"] | xd["loop_top"]))]
+        with m.If(step_w):
+            m.d.sync += [rem_top.eq(step_v), rem_more.eq(step_m)]
+        with m.If(pop_w):
+            m.d.sync += [rem_top.eq(pop_v), rem_more.eq(pop_m)]
+        # A ULOOP's decrement lands in W as well (``uloop_w``; ``uctr_fix`` is cleared on
+        # ``go``): a taken ULOOP redirects, so the next micro-instruction reaches X two
+        # cycles later, after the write; an untaken one does not decrement.
+        uloop_w = Signal()
+        m.d.sync += uloop_w.eq(go & xd["uloop"] & uctr_nz)
+        with m.If(uloop_w):
+            m.d.sync += [uctr.eq(uctr - 1), uctr_nz.eq(uctr != 1)]
 
         # ---- performance counters ---------------------------------------------------------
         retired, cycles = Signal(32), Signal(32)
