@@ -138,6 +138,17 @@ async def test_cycle_model(dut):
                u(seq=USeq.BRANCH, cond=UCond.LOOP_MORE, target="tm_h"),
                u(special=USpecial.SEMINC), "tm_h:",
                u(special=USpecial.LOOP_POP, **end)],
+        # A BRANCH on a flag right after a FLAGS write holds a cycle (the flags land in W), a
+        # cycle later it does not; with a SEMINC on the branch, which must act once.
+        0xFA: [u(a=USrc.RS1, b=USrc.RS2, dst=UDst.FLAGS),
+               u(seq=USeq.BRANCH, cond=UCond.LT, target="tm_i"),
+               u(special=USpecial.SEMINC), "tm_i:",
+               u(a=USrc.RS2, b=USrc.RS1, dst=UDst.FLAGS), u(),
+               u(seq=USeq.BRANCH, cond=UCond.GEU, target="tm_j"),
+               u(special=USpecial.SEMINC), "tm_j:",
+               u(a=USrc.RS1, b=USrc.RS1, dst=UDst.FLAGS),
+               u(special=USpecial.SEMINC, seq=USeq.BRANCH, cond=UCond.NE, target="tm_k"),
+               u(special=USpecial.SEMINC), "tm_k:", u(**end)],
     }
     store, omap = microcode.control_store(), microcode.opcode_map()
     base = microcode.fused_matmul_act()[1]

@@ -14,7 +14,8 @@ its first two cycles in X (the ALU result and its zero test are registered); a U
 after a micro-instruction that writes UCTR, and a BRANCH on LOOP_MORE right after a LOOP_PUSH,
 hold one cycle (the count's zero tests are made on the registered result), as do a BRANCH on
 LOOP_MORE and a LOOP_STEP right after a LOOP_STEP or LOOP_POP (the new top count lands in the
-cycle after), and an EMIT
+cycle after), a BRANCH on a flag right after a FLAGS write (the flags land in the cycle after),
+and an EMIT
 right after a write of a slot its engine's record check reads (``sim.isa.CHECKED_SLOTS``: the
 slot's check terms are registered in the cycle after the write); a SEMRD holds its
 first two cycles and writes the semaphore as it was in the second (a SEMINC reaches the
@@ -95,6 +96,10 @@ class RecordTiming:
     fields: dict = field(default_factory=dict)
 
 
+#: Branch conditions on the flags.
+_FLAG_CONDS = (UCond.EQ, UCond.NE, UCond.LT, UCond.GE, UCond.LTU, UCond.GEU)
+
+
 class MicroSim:
     """Micro-level, cycle-level model of the sequencer.
 
@@ -128,6 +133,7 @@ class MicroSim:
         self.uctr = 0
         self._uctr_w = self._push_w = -2     # the cycle X last wrote UCTR, pushed a loop
         self._step_w = -2                    # ... and last stepped or popped a loop
+        self._flags_w = -2                   # ... and last wrote the flags
         # the cycle X last wrote a slot the EMIT check reads (``isa.CHECKED_SLOTS``), per engine
         self._slot_w = {e: -2 for e in isa.CHECKED_SLOTS}
         self._semrd_last = 0                 # the semaphore a SEMRD in X saw last cycle
@@ -383,6 +389,8 @@ class MicroSim:
             return ("hold",)
         if special == USpecial.LOOP_STEP and self._step_w == c - 1:
             return ("hold",)
+        if seq == USeq.BRANCH and u["cond"] in _FLAG_CONDS and self._flags_w == c - 1:
+            return ("hold",)
         if special == USpecial.EMIT and self._slot_w.get(eng) == c - 1:
             return ("hold",)
         if special == USpecial.SEMRD and held < 2:
@@ -486,6 +494,8 @@ class MicroSim:
             self._push_w = c
         if special in (USpecial.LOOP_STEP, USpecial.LOOP_POP):
             self._step_w = c
+        if dst == UDst.FLAGS:
+            self._flags_w = c
         if dst == UDst.SLOT and u["slot"] in isa.CHECKED_SLOTS.get(eng, ()):
             self._slot_w[eng] = c
         return ("ok", unext, new_npc, seq == USeq.END, seq == USeq.END and

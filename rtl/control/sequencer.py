@@ -68,7 +68,7 @@ _REG_SRCS = (USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3
 # the register file's write kill are all built from these two lists, so they cannot disagree.
 _HOLD_TERMS = tuple("emit_" + _NAMES[e] for e in _ENGINES) + ("wait", "zbranch", "barrier",
                                                              "uloop", "br_loop_more", "semrd",
-                                                             "loop_step")
+                                                             "loop_step", "br_flags")
 # The micro-instructions whose special can neither hold nor trap, so that only their ``seq``
 # field decides whether they go (``seq_gate``): SEMINC, SEMSET, AG_SET, AG_SNAP, and EMIT
 # (whose queue space and record check enter beside the gate).
@@ -77,7 +77,9 @@ _SEQ_GATED = ("seminc", "semset", "ag_set", "ag_snap") + tuple("emit_" + _NAMES[
 # The ``seq``-field terms that can hold or trap them (``*_plain`` is the micro-word without
 # any of them and without TRAP); each is paired with the registered condition under which it
 # lets the micro-instruction go (``seq_gate``).
-_SEQ_TERMS = ("zbranch", "ret", "call", "uloop", "br_loop_more")
+_SEQ_TERMS = ("zbranch", "ret", "call", "uloop", "br_loop_more", "br_flags")
+# The branch conditions on the flags (a BRANCH on one holds right after a FLAGS write).
+_FLAG_CONDS = (UCond.EQ, UCond.NE, UCond.LT, UCond.GE, UCond.LTU, UCond.GEU)
 _TRAP_TERMS = (
     (ErrorBit.LOOP_OVERFLOW, "loop_push"),
     (ErrorBit.LOOP_UNDERFLOW, "loop_top"),      # LOOP_STEP or LOOP_POP
@@ -400,6 +402,7 @@ class Sequencer(wiring.Component):
                 d["emit_" + _NAMES[e]] = d["emit"] & (eng_w == e)
                 d["slot_" + _NAMES[e]] = ~d["emit"] & d["dst_slot"] & (eng_w == e)
             d["zbranch"] = d["branch"] & ((cond_w == UCond.Z) | (cond_w == UCond.NZ))
+            d["br_flags"] = d["branch"] & Cat(*[cond_w == c for c in _FLAG_CONDS]).any()
             for v in UCond:     # a BRANCH on each condition
                 d["br_" + v.name.lower()] = d["branch"] & (cond_w == v)
             d["br_always"] = d["br_always"] | d["ret"]      # redirects unconditionally
@@ -453,6 +456,14 @@ class Sequencer(wiring.Component):
 
         # ---- architectural state ------------------------------------------------------------
         flag_eq, flag_lt, flag_ltu = Signal(), Signal(), Signal()
+        # A FLAGS write lands in W (``flags_w``, set on ``adv``) from the compares registered
+        # every cycle (``fl_*``): neither the ALU's compares nor ``adv`` reach the flags' data
+        # and enable (``x_prev`` -> compare -> flags 11.82 ns, ``adv`` -> their enable 11.38
+        # ns routed, core2 518976d seed 4). A BRANCH on a flag right after the write holds one
+        # cycle (the shipped routines write the flags with END, and branch in another macro
+        # instruction).
+        flags_w = Signal()
+        fl_eq, fl_lt, fl_ltu = Signal(), Signal(), Signal()
         sems = Array(Signal(isa.SEM_VALUE_BITS, name=f"sem{i}") for i in range(isa.NUM_SEMS))
         ls_start = Array(Signal(32, name=f"loop_start{i}") for i in range(isa.LOOP_DEPTH))
         ls_rem = Array(Signal(32, name=f"loop_rem{i}") for i in range(isa.LOOP_DEPTH))
@@ -896,7 +907,7 @@ class Sequencer(wiring.Component):
         hold_when = {"emit_" + _NAMES[e]: ~can_emit[e] | chk_pend[e] for e in _ENGINES}
         hold_when.update(wait=~wait_go, zbranch=~zb_go, barrier=outstanding != 0,
                          uloop=uctr_fix, br_loop_more=lmore_w, semrd=~sr_go,
-                         loop_step=lstep_w)
+                         loop_step=lstep_w, br_flags=flags_w)
         eb = ErrorBit
         trap_when = {
             (eb.LOOP_OVERFLOW, "loop_push"): lsp_full,
@@ -975,7 +986,7 @@ class Sequencer(wiring.Component):
         # the flags decoded for it alone (``{n}_plain``, ``{n}_<term>``) and registered
         # conditions, so that synthesis does not share the stall and error cones.
         seq_lets_go = {"zbranch": zb_go, "ret": ~usp_zero, "call": ~usp_full,
-                       "uloop": ~uctr_fix, "br_loop_more": ~lmore_w}
+                       "uloop": ~uctr_fix, "br_loop_more": ~lmore_w, "br_flags": ~flags_w}
         assert tuple(seq_lets_go) == _SEQ_TERMS
 
         def seq_gate(n):
@@ -1267,6 +1278,10 @@ class Sequencer(wiring.Component):
                 m.d.sync += cret.eq(pc + 1)
             with m.If(xd["call_pop"]):
                 m.d.sync += cret.eq(cstack[(ctop - 1)[:3]])
+        m.d.sync += [fl_eq.eq(a == b), fl_lt.eq(a.as_signed() < b.as_signed()),
+                     fl_ltu.eq(a < b), flags_w.eq(adv & xd["dst_flags"])]
+        with m.If(flags_w):
+            m.d.sync += [flag_eq.eq(fl_eq), flag_lt.eq(fl_lt), flag_ltu.eq(fl_ltu)]
         # An AG_SET or AG_SNAP goes by its ``seq`` field alone (``seq_gate``, like a SEMINC):
         # ``zb_go`` -> the stall terms -> ``go`` -> the generators' registers was 12.12 ns
         # routed, core2 6824fb3 seed 3.
@@ -1291,9 +1306,6 @@ class Sequencer(wiring.Component):
             with m.If(ag_snap_go & xd[f"ag_snap_k{j}"] & ag_lvl_ok[j]):
                 m.d.sync += agb_w[j].eq(1)
         with m.If(adv):
-            with m.If(xd["dst_flags"]):
-                m.d.sync += [flag_eq.eq(a == b), flag_lt.eq(a.as_signed() < b.as_signed()),
-                             flag_ltu.eq(a < b)]
             with m.If(xd["end"]):
                 m.d.sync += pc_pend.eq(1)
         # The loop and call stacks' pointers change on ``adv_pre``: their micro-instructions'
