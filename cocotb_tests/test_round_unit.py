@@ -163,7 +163,8 @@ async def bit_exact_with_backpressure_and_reseed(dut):
     for p_valid, p_ready in ((1.0, 1.0), (0.6, 0.5), (1.0, 0.3), (0.3, 1.0)):
         beats = _random_beats(rng, lanes, count)
         reseed = {rng.randint(1, count): rng.getrandbits(32) for _ in range(2)}
-        await h.run(beats, p_valid, p_ready, reseed_at=reseed)
+        # (bounded: a unit that never becomes ready again after a re-seed must fail, not hang)
+        await h.run(beats, p_valid, p_ready, reseed_at=reseed, max_cycles=50 * count + 1000)
         dut._log.info(f"valid {p_valid} ready {p_ready}: {count} beats bit-exact, "
                       f"re-seeds {sorted(reseed.values())}")
 

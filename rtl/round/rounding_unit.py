@@ -4,7 +4,7 @@ The golden model is ``sim.rounding.RoundingUnitModel``; the algorithm and the ge
 described in ``docs/rounding.md``.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -109,14 +109,24 @@ class RoundingUnit(wiring.Component):
         prngs = m.submodules.prngs = LanePrngs(lanes)
         m.d.comb += [prngs.seed.eq(self.seed), prngs.seed_load.eq(self.seed_load)]
 
-        # The lanes' random words wait in a two-entry buffer (``rb0`` the head, ``rb1``;
-        # ``cnt`` words held, the same for every lane). The generators advance on ``fill``, a
-        # term of registers only (``~busy & cnt < 2``), so the accepted beat (late: it comes
-        # after the output's back-pressure) reaches the ``n_rand`` bits of the buffer per lane
-        # instead of the generators' 192 clock enables per lane. The words are used in the
-        # order the generators give them, so the results are the same. ``i.ready`` is 0 while
-        # the buffer is empty: one cycle after reset and after re-seeding. A ``seed_load``
-        # empties it (a beat accepted in the cycle of the pulse still takes the old head).
+        # The lanes' random words wait in a two-entry buffer (``cnt`` words held, the same for
+        # every lane). The generators advance on ``fill``, a term of registers only (``~busy &
+        # cnt < 2``), so the accepted beat (late: it comes after the output's back-pressure)
+        # reaches the buffer instead of the generators' 192 clock enables per lane. The words
+        # are used in the order the generators give them, so the results are the same.
+        # ``i.ready`` is 0 while the buffer is empty: one cycle after reset and after
+        # re-seeding. A ``seed_load`` empties it (a beat accepted in the cycle of the pulse
+        # still takes the old head).
+        #
+        # The buffer does not shift: each lane has two word registers, ``rb0`` and ``rb1``,
+        # and ``h`` says which one is the head. A fill writes the word behind the words held,
+        # at position ``h ^ cnt[0]`` (``cnt`` is 0 or 1 when it fills), so the word registers'
+        # clock enables are ``fill`` and the position, terms of flip-flops only; a pop only
+        # toggles ``h`` and changes ``cnt``. With a shifting head the pop reached the clock
+        # enables of the head's ``n_rand`` bits in every lane: o_skid.full -> o.valid/en ->
+        # i.ready -> accept -> pop -> rb0_*'s enables was 11.49-11.85 ns routed (core2). The
+        # head multiplexer (``Mux(h, rb1, rb0)``) is then on the data path into ``s1_rand``.
+        # ``h`` need not be reset by a ``seed_load``: the positions are relative to it.
         en = Signal()                 # the whole pipeline moves
         accept = Signal()
         pop = Signal()                # an SR beat takes the head
@@ -127,8 +137,10 @@ class RoundingUnit(wiring.Component):
         # after seeding), so ``i.ready`` is ``en & has_word``.
         has_word = Signal()
         fill = Signal()
-        rb0 = [Signal(n, name=f"rb0_{j}") for j in range(lanes)]
-        rb1 = [Signal(n, name=f"rb1_{j}") for j in range(lanes)]
+        h = Signal()                  # the head is rb1 (1) or rb0 (0)
+        wpos = Signal()               # where a fill writes
+        rb = [[Signal(n, name=f"rb{k}_{j}") for j in range(lanes)] for k in range(2)]
+        head = [Signal(n, name=f"head{j}") for j in range(lanes)]
         new = [prngs.out[j][32 - n:] for j in range(lanes)]
         m.d.comb += [
             # stages=0 has no registers: the input is ready exactly when the output is.
@@ -138,25 +150,25 @@ class RoundingUnit(wiring.Component):
             pop.eq(accept & (self.i.p.mode == RoundMode.SR)),
             fill.eq(~prngs.busy & (cnt != 2)),
             prngs.advance.eq(fill.replicate(lanes)),
+            wpos.eq(h ^ cnt[0]),
         ]
+        m.d.comb += [hd.eq(Mux(h, r1, r0)) for hd, r0, r1 in zip(head, rb[0], rb[1])]
+        for k in range(2):
+            with m.If(fill & (wpos == k)):
+                m.d.sync += [r.eq(w) for r, w in zip(rb[k], new)]
+        with m.If(pop):
+            m.d.sync += h.eq(~h)
+        # (From one word a pop comes with a fill: ``cnt`` stays 1.)
         with m.Switch(cnt):
             with m.Case(0):
                 with m.If(fill):
                     m.d.sync += [cnt.eq(1), has_word.eq(1)]
-                    m.d.sync += [h.eq(w) for h, w in zip(rb0, new)]
             with m.Case(1):
-                # (``rb1`` takes the new word whether or not the head is taken: with a pop
-                # ``cnt`` stays 1 and ``rb1`` is unused, so the pop is not in its enable;
-                # o_skid.full -> pop -> ``rb1``'s clock enable was 12.06 ns routed, core2
-                # b427694 seed 3)
-                m.d.sync += [t.eq(w) for t, w in zip(rb1, new)]
-                with m.If(pop):
-                    m.d.sync += [h.eq(w) for h, w in zip(rb0, new)]
-                with m.Else():
+                with m.If(~pop):
                     m.d.sync += cnt.eq(2)
             with m.Case(2):
                 with m.If(pop):
-                    m.d.sync += [cnt.eq(1)] + [h.eq(t) for h, t in zip(rb0, rb1)]
+                    m.d.sync += cnt.eq(1)
         with m.If(self.seed_load):
             m.d.sync += [cnt.eq(0), has_word.eq(0)]
 
@@ -164,7 +176,7 @@ class RoundingUnit(wiring.Component):
         s0_data = self.i.p.data
         s0_fmt = self.i.p.fmt
         s0_mode = self.i.p.mode
-        s0_rand = rb0
+        s0_rand = head
         s0_valid = self.i.valid & has_word
 
         if stages >= 2:
