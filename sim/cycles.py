@@ -96,9 +96,6 @@ class RecordTiming:
     fields: dict = field(default_factory=dict)
 
 
-#: Branch conditions on the flags.
-_FLAG_CONDS = (UCond.EQ, UCond.NE, UCond.LT, UCond.GE, UCond.LTU, UCond.GEU)
-
 
 class MicroSim:
     """Micro-level, cycle-level model of the sequencer.
@@ -389,7 +386,7 @@ class MicroSim:
             return ("hold",)
         if special == USpecial.LOOP_STEP and self._step_w == c - 1:
             return ("hold",)
-        if seq == USeq.BRANCH and u["cond"] in _FLAG_CONDS and self._flags_w == c - 1:
+        if seq == USeq.BRANCH and u["cond"] in isa.FLAG_CONDS and self._flags_w == c - 1:
             return ("hold",)
         if special == USpecial.EMIT and self._slot_w.get(eng) == c - 1:
             return ("hold",)

@@ -482,6 +482,12 @@ class UCond(enum.IntEnum):
     LOOP_MORE = 9  # loop stack non-empty and top remaining > 1
 
 
+#: The micro branch conditions on the flags: a BRANCH on one right after a micro-instruction
+#: that writes FLAGS holds one cycle (the flags are written in the cycle after;
+#: ``sim/cycles.py``).
+FLAG_CONDS = (UCond.EQ, UCond.NE, UCond.LT, UCond.GE, UCond.LTU, UCond.GEU)
+
+
 class USrc(enum.IntEnum):
     ZERO = 0
     RD = 1         # r[rd]

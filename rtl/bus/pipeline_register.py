@@ -33,6 +33,10 @@ class PipelineRegister(wiring.Component):
     o : Out(stream.Signature(shape))
     full : Out(1)
         Either register holds a beat (for ``busy``/idle accounting).
+    skid_valid : Out(1), skid_payload : Out(shape)
+        The skid register (from flip-flops): when ``skid_valid``, its beat is the one the
+        output register loads next; otherwise it loads the beat offered on ``i``. For a
+        consumer that decides a cycle ahead (``rtl.tensor.psum.PSUM``'s ``lookahead``).
     """
 
     def __init__(self, shape):
@@ -40,6 +44,8 @@ class PipelineRegister(wiring.Component):
             "i": In(stream.Signature(shape)),
             "o": Out(stream.Signature(shape)),
             "full": Out(1),
+            "skid_valid": Out(1),
+            "skid_payload": Out(shape),
         })
 
     def elaborate(self, platform):
@@ -53,6 +59,8 @@ class PipelineRegister(wiring.Component):
             self.o.valid.eq(o_valid),
             self.o.payload.eq(o_data),
             self.full.eq(o_valid | s_valid),
+            self.skid_valid.eq(s_valid),
+            self.skid_payload.eq(s_data),
         ]
         # The skid register's payload follows ``i`` whenever it holds no beat: only its
         # valid bit depends on ``o.ready``, so the wide payload's clock enable does not.

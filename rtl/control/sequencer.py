@@ -78,8 +78,6 @@ _SEQ_GATED = ("seminc", "semset", "ag_set", "ag_snap") + tuple("emit_" + _NAMES[
 # any of them and without TRAP); each is paired with the registered condition under which it
 # lets the micro-instruction go (``seq_gate``).
 _SEQ_TERMS = ("zbranch", "ret", "call", "uloop", "br_loop_more", "br_flags")
-# The branch conditions on the flags (a BRANCH on one holds right after a FLAGS write).
-_FLAG_CONDS = (UCond.EQ, UCond.NE, UCond.LT, UCond.GE, UCond.LTU, UCond.GEU)
 _TRAP_TERMS = (
     (ErrorBit.LOOP_OVERFLOW, "loop_push"),
     (ErrorBit.LOOP_UNDERFLOW, "loop_top"),      # LOOP_STEP or LOOP_POP
@@ -402,7 +400,7 @@ class Sequencer(wiring.Component):
                 d["emit_" + _NAMES[e]] = d["emit"] & (eng_w == e)
                 d["slot_" + _NAMES[e]] = ~d["emit"] & d["dst_slot"] & (eng_w == e)
             d["zbranch"] = d["branch"] & ((cond_w == UCond.Z) | (cond_w == UCond.NZ))
-            d["br_flags"] = d["branch"] & Cat(*[cond_w == c for c in _FLAG_CONDS]).any()
+            d["br_flags"] = d["branch"] & Cat(*[cond_w == c for c in isa.FLAG_CONDS]).any()
             for v in UCond:     # a BRANCH on each condition
                 d["br_" + v.name.lower()] = d["branch"] & (cond_w == v)
             d["br_always"] = d["br_always"] | d["ret"]      # redirects unconditionally
@@ -518,15 +516,15 @@ class Sequencer(wiring.Component):
         sem_w = Signal(isa.NUM_SEMS)        # sems[i] takes res_q[:16]
         push_w = Signal()                   # rem_top and ls_rem[ltop] take res_q
         # A LOOP_STEP's and a LOOP_POP's new top count and ``more`` flags land in W too, from
-        # registers loaded every cycle (``step_v``/``step_m``, ``pop_v``/``pop_m``): ``go``
+        # registers loaded every cycle (``top_v``/``top_m``): ``go``
         # (the stall cone) reaches two flags, not the 34 enables of ``rem_top``/``rem_more``
         # (``sr_go`` -> the stall -> ``rem_more`` was 12.57 ns routed, core2 518976d seed 1).
         # Their readers in that cycle hold instead (no bypass in front of LOOP_MORE and the
         # control store's address): a BRANCH on LOOP_MORE (``lmore_w``: after a LOOP_PUSH,
-        # LOOP_STEP or LOOP_POP) and a LOOP_STEP (``lstep_w``: after a LOOP_STEP or LOOP_POP;
-        # a pushed count it reads through ``rem_top_now``). The shipped routines end with
-        # their LOOP_STEP/LOOP_POP, so they never pay it.
-        step_w, pop_w = Signal(), Signal()
+        # LOOP_STEP or LOOP_POP, i.e. ``push_w | lstep_w`` kept as one flip-flop for the hold
+        # terms) and a LOOP_STEP (``lstep_w``: after a LOOP_STEP or LOOP_POP, whose W write
+        # it also enables; a pushed count it reads through ``rem_top_now``). The shipped
+        # routines end with their LOOP_STEP/LOOP_POP, so they never pay it.
         lmore_w, lstep_w = Signal(), Signal()
         ag_stride_now = Array(Signal(32, name=f"ag{i}_stride_now") for i in range(isa.NUM_AG))
         ag_base_now = Array(Signal(32, name=f"ag{i}_base_now") for i in range(isa.NUM_AG))
@@ -1343,18 +1341,14 @@ class Sequencer(wiring.Component):
         with m.If(x_live & xd["loop_step"]):
             m.d.sync += [ls_rem[ltop].eq(rem_top_now - 1), ls_more[ltop].eq(step_more)]
         # (a pushed, stepped or popped count and its ``more`` flags land in W: ``push_w``,
-        # ``step_w``, ``pop_w``)
-        step_v, pop_v = Signal(32), Signal(32)
-        step_m, pop_m = Signal(2), Signal(2)
-        m.d.sync += [step_v.eq(rem_top_now - 1), step_m.eq(step_more),
-                     pop_v.eq(ls_rem[(ltop - 1)[:2]]), pop_m.eq(ls_more[(ltop - 1)[:2]]),
-                     step_w.eq(go & xd["loop_step"]), pop_w.eq(go & xd["loop_pop"]),
+        # ``lstep_w``; X's LOOP_STEP or LOOP_POP picks the value, a flag decoded a stage early)
+        top_v, top_m = Signal(32), Signal(2)
+        m.d.sync += [top_v.eq(Mux(xd["loop_step"], rem_top_now - 1, ls_rem[(ltop - 1)[:2]])),
+                     top_m.eq(Mux(xd["loop_step"], step_more, ls_more[(ltop - 1)[:2]])),
                      lstep_w.eq(go & xd["loop_top"]),
                      lmore_w.eq(go & (xd["loop_push"] | xd["loop_top"]))]
-        with m.If(step_w):
-            m.d.sync += [rem_top.eq(step_v), rem_more.eq(step_m)]
-        with m.If(pop_w):
-            m.d.sync += [rem_top.eq(pop_v), rem_more.eq(pop_m)]
+        with m.If(lstep_w):
+            m.d.sync += [rem_top.eq(top_v), rem_more.eq(top_m)]
         # A ULOOP's decrement lands in W as well (``uloop_w``; ``uctr_fix`` is cleared on
         # ``go``): a taken ULOOP redirects, so the next micro-instruction reaches X two
         # cycles later, after the write; an untaken one does not decrement.

@@ -278,26 +278,22 @@ class TensorController(wiring.Component):
             "w": psum_write_layout(self.cols, self.psum_depth),
             "int": 1, "sem": self.sem_bits, "sem_en": 1,
         })
-        # The pipeline register (``PipelineRegister``'s logic, names ``psum_skid_*``): the
-        # output register ``o`` and the skid register ``s`` that takes the beat offered in the
-        # cycle ``o`` stalls. Inline, so that the beat ``o`` loads next (``s`` if full, else
-        # the one offered) drives ``psum_wr_next``: PSUM then computes its hazard a cycle
-        # ahead and ``psum_wr.ready`` comes from a flip-flop (it was PSUM's compare of ``o``
-        # with its stages, which came back here to ``o``'s clock enables: 6 LUT levels
-        # across two units, 10.84 to 11.11 ns routed in core2).
-        inc = Signal(tagged)
-        o_valid = Signal(name="psum_skid_o_valid")
-        o_data = Signal(tagged, name="psum_skid_o_data", reset_less=True)
-        s_valid = Signal(name="psum_skid_s_valid")
-        s_data = Signal(tagged, name="psum_skid_s_data", reset_less=True)
-        o_ready = Signal()
-        nxt = Signal(tagged)
+        # The beat leaves through a pipeline register whose skid register (``skid_valid``,
+        # ``skid_payload``) says which beat its output register loads next: that one, or the
+        # beat offered now. With the offered beat's candidates (a command's first beat, a
+        # later one), it drives ``psum_wr_next``: PSUM then computes its hazard a cycle ahead
+        # and ``psum_wr.ready`` comes from a flip-flop (it was PSUM's compare of the output
+        # register with its stages, which came back here to the register's clock enables: 6
+        # LUT levels across two units, 10.84 to 11.11 ns routed in core2).
+        m.submodules.psum_skid = skid = PipelineRegister(tagged)
+        inc = skid.i.payload
         # A beat offered to the pipeline register, on one kept net: the register's valid bits
         # are then 4-input functions of it, their own state and ``psum_wr.ready``, one LUT
         # each after it.
         offer = Signal(attrs={"keep": 1})
         m.d.comb += offer.eq(self.result.valid & cpl.valid)
         m.d.comb += [
+            skid.i.valid.eq(offer),
             inc.w.data.eq(self.result.p.data),
             inc.w.addr.eq(Mux(first, cpl.payload.psum_addr, addr_next)),
             inc.w.accumulate.eq(cpl.payload.accumulate),
@@ -305,24 +301,19 @@ class TensorController(wiring.Component):
             inc.int.eq(cpl.payload.fmt == 6),
             inc.sem.eq(cpl.payload.sem),
             inc.sem_en.eq(cpl.payload.sem_en),
-            self.result.ready.eq(~s_valid & cpl.valid),
-            self.psum_wr.valid.eq(o_valid),
-            self.psum_wr.payload.eq(o_data.w),
-            self.psum_wr_int.eq(o_data.int),
-            o_ready.eq(self.psum_wr.ready),
-            nxt.eq(Mux(s_valid, s_data, inc)),
+            self.result.ready.eq(skid.i.ready & cpl.valid),
+            self.psum_wr.valid.eq(skid.o.valid),
+            self.psum_wr.payload.eq(skid.o.p.w),
+            self.psum_wr_int.eq(skid.o.p.int),
+            skid.o.ready.eq(self.psum_wr.ready),
         ]
+        s_valid, s_data = skid.skid_valid, skid.skid_payload
         for c, sel, addr, acc in zip(
                 self.psum_wr_next,
                 (s_valid, ~s_valid & first, ~s_valid & ~first),
                 (s_data.w.addr, cpl.payload.psum_addr, addr_next),
                 (s_data.w.accumulate, cpl.payload.accumulate, cpl.payload.accumulate)):
             m.d.comb += [c.sel.eq(sel), c.addr.eq(addr), c.accumulate.eq(acc)]
-        with m.If(~s_valid):
-            m.d.sync += s_data.eq(inc)
-        with m.If(~o_valid | o_ready):
-            m.d.sync += [o_valid.eq(s_valid | offer), o_data.eq(nxt)]
-        m.d.sync += s_valid.eq(~o_ready & (s_valid | (o_valid & offer)))
         with m.If(self.result.valid & self.result.ready):
             m.d.sync += [first.eq(self.result.p.last), addr_next.eq(inc.w.addr + 1)]
             with m.If(self.result.p.last):
@@ -332,16 +323,16 @@ class TensorController(wiring.Component):
         # the deepest input here) apart from the beat's own terms, each in a flip-flop
         # (``done_d0`` is their AND), so it reaches a D input through no LUT of this controller.
         fin_beat = Signal()
-        m.d.comb += fin_beat.eq(o_valid & o_data.w.last & o_data.sem_en)
+        m.d.comb += fin_beat.eq(skid.o.valid & skid.o.p.w.last & skid.o.p.sem_en)
 
         pend = Signal()
-        d_valid, d_sem = fin_beat & o_ready, o_data.sem
+        d_valid, d_sem = fin_beat & skid.o.ready, skid.o.p.sem
         for i in range(self.done_delay):
             nv, ns = Signal(name=f"done_d{i}"), Signal(self.sem_bits, name=f"done_sem_d{i}")
             if i == 0:
                 beat_d0 = Signal(name="done_beat_d0")
                 ready_d0 = Signal(name="done_ready_d0")
-                m.d.sync += [beat_d0.eq(fin_beat), ready_d0.eq(o_ready)]
+                m.d.sync += [beat_d0.eq(fin_beat), ready_d0.eq(skid.o.ready)]
                 m.d.comb += nv.eq(beat_d0 & ready_d0)
             else:
                 m.d.sync += nv.eq(d_valid)
@@ -352,6 +343,6 @@ class TensorController(wiring.Component):
             self.done.eq(d_valid),
             self.done_sem.eq(d_sem),
             self.busy.eq(stat_busy | mov_busy | queues["stat"].r_rdy | queues["mov"].r_rdy |
-                         cpl.valid | o_valid | s_valid | pend),
+                         cpl.valid | skid.full | pend),
         ]
         return m
