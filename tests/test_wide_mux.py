@@ -16,7 +16,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from rtl.arith.dsp import ECP5_TARGET
-from rtl.arith.wide_mux import lut4_init, wide_mux
+from rtl.arith.wide_mux import lut4, lut4_init, pair_mux, wide_mux
 from rtl.control.sequencer import _log_shift
 
 MODEL = os.path.join(os.path.dirname(__file__), "..", "fpga", "sim", "ECP5_MUX.v")
@@ -33,6 +33,44 @@ class _Mux(wiring.Component):
         ins = [self.d[WIDTH * j:WIDTH * (j + 1)] for j in range(self.n)]
         m.d.comb += self.o.eq(wide_mux(m, platform, self.sel, ins, "mx"))
         return m
+
+
+class _PairMux(wiring.Component):
+    """``o`` = ``pair_mux(sel[2], (sel[0], d0, d1), (sel[1], d2, d3))``."""
+    def __init__(self):
+        super().__init__({"sel": In(3), "d": In(WIDTH * 4), "o": Out(WIDTH)})
+
+    def elaborate(self, platform):
+        m = Module()
+        d = [self.d[WIDTH * j:WIDTH * (j + 1)] for j in range(4)]
+        m.d.comb += self.o.eq(pair_mux(m, platform, self.sel[2], (self.sel[0], d[0], d[1]),
+                                       (self.sel[1], d[2], d[3]), "px"))
+        return m
+
+
+def _lut4_fn(a, b, c, d):
+    return (a & b & c) | (~(a & b) & d)          # Mux(a & b, c, d), as the sequencer uses
+
+
+class _Lut4(wiring.Component):
+    """``o`` = ``lut4(sel[0], sel[1], d0, d1)`` (two 1-bit inputs shared by every bit)."""
+    def __init__(self):
+        super().__init__({"sel": In(3), "d": In(WIDTH * 4), "o": Out(WIDTH)})
+
+    def elaborate(self, platform):
+        m = Module()
+        d = [self.d[WIDTH * j:WIDTH * (j + 1)] for j in range(2)]
+        m.d.comb += self.o.eq(lut4(m, platform, _lut4_fn, (self.sel[0], self.sel[1], d[0], d[1]),
+                                   "lx"))
+        return m
+
+
+def _lut4_expect(vecs):
+    return [d[0] if sel & 3 == 3 else d[1] for sel, d in vecs]
+
+
+def _pair_expect(vecs):
+    return [d[2 + (sel >> 1 & 1)] if sel >> 2 else d[sel & 1] for sel, d in vecs]
 
 
 class _Shift(wiring.Component):
@@ -110,6 +148,31 @@ def test_ecp5_netlist(n, sel_bits, tmp_path):
     assert src.count("PFUMX ") == WIDTH * n // 4
     assert src.count("LUT4 ") == WIDTH * n // 2
     vecs = _vectors(n, sel_bits, 20261127 + n + sel_bits)
+    assert _run_netlist(src, vecs, n, sel_bits, tmp_path) == _expect(vecs, n)
+
+
+@pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
+def test_ecp5_pair_netlist(tmp_path):
+    """``pair_mux``: one slice per bit (two LUT4s, one PFUMX), every select combination."""
+    src = verilog.convert(_PairMux(), name="top", platform=ECP5_TARGET)
+    assert src.count("PFUMX ") == WIDTH and src.count("LUT4 ") == 2 * WIDTH
+    assert src.count("L6MUX21 ") == 0
+    vecs = _vectors(4, 3, 20261128)
+    assert _run_netlist(src, vecs, 4, 3, tmp_path) == _pair_expect(vecs)
+
+
+@pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
+def test_ecp5_lut4_netlist(tmp_path):
+    """``lut4``: one LUT4 per bit with the function's INIT, every select combination."""
+    src = verilog.convert(_Lut4(), name="top", platform=ECP5_TARGET)
+    assert src.count("LUT4 ") == WIDTH and src.count("PFUMX ") == 0
+    vecs = _vectors(4, 3, 20261129)
+    assert _run_netlist(src, vecs, 4, 3, tmp_path) == _lut4_expect(vecs)
+
+
+def _run_netlist(src, vecs, n, sel_bits, tmp_path):
+    """Icarus on ``src`` (module ``top``: ``sel``, ``d``, ``o``) with the cell models: ``o``
+    for each vector."""
     (tmp_path / "top.v").write_text(src)
     dw = WIDTH * n
     with open(tmp_path / "vec.hex", "w") as f:
@@ -138,8 +201,7 @@ endmodule
                     str(tmp_path / "top.v"), MODEL], check=True)
     subprocess.run(["vvp", "-n", str(tmp_path / "sim")], check=True, capture_output=True,
                    cwd=tmp_path)
-    got = [int(x, 16) for x in (tmp_path / "out.hex").read_text().split()]
-    assert got == _expect(vecs, n)
+    return [int(x, 16) for x in (tmp_path / "out.hex").read_text().split()]
 
 
 @pytest.mark.parametrize("n, sel_bits", [(8, 3), (4, 3)])
@@ -164,6 +226,44 @@ def test_plain_elsewhere(n, sel_bits):
     assert got == want
 
 
+def test_pair_plain_elsewhere():
+    dut = _PairMux()
+    frag = Fragment.get(dut, None)
+    assert not any(isinstance(sub, Instance) for sub, *_ in frag.subfragments)
+    vecs = _vectors(4, 3, 11)
+    got = []
+
+    async def bench(ctx):
+        for sel, d in vecs:
+            ctx.set(dut.sel, sel)
+            ctx.set(dut.d, sum(x << (WIDTH * j) for j, x in enumerate(d)))
+            got.append(ctx.get(dut.o))
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == _pair_expect(vecs)
+
+
+def test_lut4_plain_elsewhere():
+    dut = _Lut4()
+    frag = Fragment.get(dut, None)
+    assert not any(isinstance(sub, Instance) for sub, *_ in frag.subfragments)
+    vecs = _vectors(4, 3, 12)
+    got = []
+
+    async def bench(ctx):
+        for sel, d in vecs:
+            ctx.set(dut.sel, sel)
+            ctx.set(dut.d, sum(x << (WIDTH * j) for j, x in enumerate(d)))
+            got.append(ctx.get(dut.o))
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == _lut4_expect(vecs)
+
+
 def test_lut4_init():
     assert lut4_init(lambda a, b, c, d: a) == 0xAAAA
     assert lut4_init(lambda a, b, c, d: d) == 0xFF00
@@ -177,3 +277,9 @@ def test_bad_arguments():
         wide_mux(m, ECP5_TARGET, Signal(3), [Const(0, 2)] * 6, "x")
     with pytest.raises(ValueError, match="at least 3 bits"):
         wide_mux(m, ECP5_TARGET, Signal(2), [Const(0, 2)] * 8, "x")
+    with pytest.raises(ValueError, match="pair_mux: hi must be 1 bit wide, not 2"):
+        pair_mux(m, ECP5_TARGET, Signal(2), (Signal(), 0, 1), (Signal(), 0, 1), "x")
+    with pytest.raises(ValueError, match="lut4 takes 4 inputs, not 3"):
+        lut4(m, ECP5_TARGET, _lut4_fn, (Signal(), Signal(), Signal()), "x")
+    with pytest.raises(ValueError, match="1 bit or 4 bits wide"):
+        lut4(m, ECP5_TARGET, _lut4_fn, (Signal(), Signal(2), Signal(4), Signal()), "x")

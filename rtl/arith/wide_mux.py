@@ -13,13 +13,18 @@ seeds of 12 builds, ``docs/fpga.md``).
 ``scripts.unit_fmax``) and is a plain multiplexer elsewhere (the Verilog the simulators
 run): the same value either way. ``fpga/sim/ECP5_MUX.v`` models the three cells for
 simulating the ECP5 netlist (``tests/test_wide_mux.py``).
+
+:func:`lut4` is one LUT4 per bit for a function of four inputs that synthesis would otherwise
+split over two levels. :func:`pair_mux` is the 4:1 form with a select of its own for each
+LUT4, ``hi ? (sel_b ? b1 : b0) : (sel_a ? a1 : a0)``, a seven-input function in one slice per
+bit.
 """
 
-from amaranth.hdl import Array, Const, Instance, Signal, Value
+from amaranth.hdl import Array, Const, Instance, Mux, Signal, Value
 
 from rtl.arith.dsp import is_ecp5
 
-__all__ = ["wide_mux", "lut4_init"]
+__all__ = ["wide_mux", "pair_mux", "lut4", "lut4_init"]
 
 
 def lut4_init(fn):
@@ -73,4 +78,67 @@ def wide_mux(m, platform, sel, inputs, name):
             m.submodules[f"{name}_l6mux_{i}"] = Instance(
                 "L6MUX21", i_D0=pf[0], i_D1=pf[1], i_SD=sel[2], o_Z=z)
             m.d.comb += out[i].eq(z)
+    return out
+
+
+def pair_mux(m, platform, hi, a, b, name):
+    """``Mux(hi, Mux(b[0], b[2], b[1]), Mux(a[0], a[2], a[1]))`` as a signal named ``name``:
+    ``a`` and ``b`` are ``(select, value if 0, value if 1)``, the values of one width
+    (shorter ones zero-extended). On an ECP5 each bit is one slice: a LUT4 per pair (a 2:1
+    multiplexer on its own select) and the PFUMX on ``hi``, instantiated, so a late ``hi``
+    or pair select is one multiplexer or one LUT from the output; elsewhere a plain
+    multiplexer. Combinational."""
+    (sa, a0, a1), (sb, b0, b1) = a, b
+    vals = [Value.cast(v) for v in (a0, a1, b0, b1)]
+    width = max(len(v) for v in vals)
+    out = Signal(width, name=name)
+    hi, sa, sb = Value.cast(hi), Value.cast(sa), Value.cast(sb)
+    for s_, what in ((hi, "hi"), (sa, "the first pair's select"),
+                     (sb, "the second pair's select")):
+        if len(s_) != 1:
+            raise ValueError(f"pair_mux: {what} must be 1 bit wide, not {len(s_)}")
+    if not is_ecp5(platform):
+        m.d.comb += out.eq(Mux(hi, Mux(sb, vals[3], vals[2]), Mux(sa, vals[1], vals[0])))
+        return out
+    for i in range(width):
+        bit = [v[i] if i < len(v) else Const(0, 1) for v in vals]
+        za, zb = Signal(name=f"{name}_la_{i}"), Signal(name=f"{name}_lb_{i}")
+        m.submodules[f"{name}_luta_{i}"] = Instance(
+            "LUT4", p_INIT=Const(_MUX2, 16), i_A=sa, i_B=bit[0], i_C=bit[1], i_D=Const(0, 1),
+            o_Z=za)
+        m.submodules[f"{name}_lutb_{i}"] = Instance(
+            "LUT4", p_INIT=Const(_MUX2, 16), i_A=sb, i_B=bit[2], i_C=bit[3], i_D=Const(0, 1),
+            o_Z=zb)
+        z = Signal(name=f"{name}_pf_{i}")
+        m.submodules[f"{name}_pfumx_{i}"] = Instance(
+            "PFUMX", i_ALUT=zb, i_BLUT=za, i_C0=hi, o_Z=z)
+        m.d.comb += out[i].eq(z)
+    return out
+
+
+def lut4(m, platform, fn, args, name):
+    """``fn(a, b, c, d)`` bitwise over ``args = (a, b, c, d)`` (values of one width or 1 bit,
+    a 1-bit one shared by every bit) as a signal named ``name``, on an ECP5 one LUT4
+    instance per bit (synthesis may split a four-input function whose inputs it sees as a
+    select and data over two LUT levels); elsewhere ``fn`` of the values, which must then
+    be written with the bitwise operators and ``Mux`` (it is evaluated once on the whole
+    values). Combinational."""
+    if len(args) != 4:
+        raise ValueError(f"lut4 takes 4 inputs, not {len(args)}")
+    vals = [Value.cast(v) for v in args]
+    width = max(len(v) for v in vals)
+    if any(len(v) not in (1, width) for v in vals):
+        raise ValueError(f"lut4: every input must be 1 bit or {width} bits wide, not "
+                         f"{[len(v) for v in vals]}")
+    out = Signal(width, name=name)
+    if not is_ecp5(platform):
+        wide = [v.replicate(width) if len(v) == 1 and width > 1 else v for v in vals]
+        m.d.comb += out.eq(fn(*wide))
+        return out
+    init = lut4_init(lambda a, b, c, d: fn(a, b, c, d) & 1)
+    for i in range(width):
+        bit = [v if len(v) == 1 else v[i] for v in vals]
+        m.submodules[f"{name}_lut_{i}"] = Instance(
+            "LUT4", p_INIT=Const(init, 16), i_A=bit[0], i_B=bit[1], i_C=bit[2], i_D=bit[3],
+            o_Z=out[i])
     return out

@@ -16,7 +16,7 @@ from sim import isa, microcode
 from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond, UDst, USeq,
                      USpecial, USrc)
 
-from rtl.arith.wide_mux import wide_mux
+from rtl.arith.wide_mux import lut4, pair_mux, wide_mux
 
 from .layouts import record_layout
 
@@ -1128,21 +1128,35 @@ class Sequencer(wiring.Component):
         # ``upc_f + 1`` when F's successor is used, ``use_f_*``, else the redirect target or
         # ``upc_f``); written as F's successor under a select, the RAM's output went through two
         # LUT levels before ``go``'s multiplexer (11.72 ns routed, core2 68bfe14 seed 3).
+        # The redirect enters beside ``go``: the address is ``go ? (redirect ? x_target :
+        # addr_go) : (in_map ? MAP's entry : addr_hold)``, one slice per bit (``pair_mux``: a
+        # LUT4 per pair on its own select, the PFUMX on ``go``; ``go`` is low in MAP, as X is
+        # empty there), and ``addr_go`` is F's successor as if there were no redirect. The
+        # redirect went through ``use_f_go`` and ``nj_go`` before ``addr_go`` (``rem_more`` ->
+        # LOOP_MORE -> redirect -> the control store's address, 8 levels, 10.74-10.90 ns
+        # routed, core2 352ab1b seeds 1 and 2).
         use_f_go = Signal(attrs={"keep": 1})
         use_f_hold = Signal(attrs={"keep": 1})
         nj_go = Signal(isa.UADDR_BITS, attrs={"keep": 1})
         nj_hold = Signal(isa.UADDR_BITS, attrs={"keep": 1})
-        addr_go = Signal(isa.UADDR_BITS, attrs={"keep": 1})
-        addr_hold = Signal(isa.UADDR_BITS, attrs={"keep": 1})
         target_f = field(uword_f, "target")
         m.d.comb += [
-            use_f_go.eq(in_exec & ~redirect & (~rv | ~xv | ~x_holds_r)),
+            use_f_go.eq(in_exec & (~rv | ~xv | ~x_holds_r)),
             use_f_hold.eq(in_exec & (~rv | ~xv)),
-            nj_go.eq(Mux(use_f_go, upc_f_inc, Mux(redirect, x_target, upc_f))),
+            nj_go.eq(Mux(use_f_go, upc_f_inc, upc_f)),
             nj_hold.eq(Mux(use_f_hold, upc_f_inc, upc_f)),
-            addr_go.eq(Mux(jump_f & use_f_go, target_f, nj_go)),
-            addr_hold.eq(Mux(jump_f & use_f_hold, target_f, nj_hold)),
-            ur.addr.eq(Mux(in_map, mr.data[:isa.UADDR_BITS], Mux(go, addr_go, addr_hold))),
+        ]
+        # ``Mux(jump & use, target, nj)``, one LUT4 per bit (``lut4``: synthesis put the
+        # select ``jump & use`` in a LUT of its own, a second level behind the block RAM).
+        def f_succ(jump, use, tgt, nj):
+            return (jump & use & tgt) | (~(jump & use) & nj)
+        addr_go = lut4(m, platform, f_succ, (jump_f, use_f_go, target_f, nj_go), "addr_go")
+        addr_hold = lut4(m, platform, f_succ, (jump_f, use_f_hold, target_f, nj_hold),
+                         "addr_hold")
+        m.d.comb += [
+            ur.addr.eq(pair_mux(m, platform, go,
+                                (in_map, addr_hold, mr.data[:isa.UADDR_BITS]),
+                                (redirect, addr_go, x_target), "next_uaddr")),
         ]
         m.d.sync += upc_f.eq(ur.addr)
         # R's registers load on ``r_take_nr`` too: a taken redirect empties R (``rv``), and
