@@ -230,10 +230,10 @@ def build_memory_map(dma_windows=4):
         Window("UCODE", 0x8000, 4096, "Control store (microcode) words."),
         # A LUT read goes through the vector engine's cfg port: the core registers the request
         # (1), a pipeline register in front of the cfg port holds it (2), the LUT's cfg
-        # register takes it (3), the table memory answers (4) and the core registers the word
-        # (5).
+        # register takes it (3), the table memory answers (4), the LUT registers the word (5)
+        # and the core registers it (6).
         Window("LUT", 0xC000, 2048, "LUT activation tables (vector engine cfg port).",
-               read_latency=5),
+               read_latency=6),
     )
     return MemoryMap(addr_width=16, registers=tuple(regs), windows=windows,
                      dma_windows=dma_windows)

@@ -284,7 +284,7 @@ class Lut(wiring.Component):
         Word writes and reads of the map in ``sim.vector`` (``CFG_*``). A beat is taken into a
         register (``ready`` is its complement: one beat every two cycles at most) and carried
         out from it the next cycle at the earliest: a write lands in the cycle after it is
-        taken, a read's ``rdata`` beat is valid two cycles after it. A bad address sets
+        taken, a read's ``rdata`` beat is valid three cycles after it. A bad address sets
         ``error`` (a read then returns 0). A write to bank ``bank`` waits in the register while
         ``lock`` is high, so a running instruction never sees its table change; the other bank
         can be loaded meanwhile (double buffering).
@@ -438,14 +438,22 @@ class Lut(wiring.Component):
         rd_word = Signal(2)
         rd_value = Signal(32)
         take = Signal()
-        m.d.comb += take.eq(q_valid & ~(rd_valid & ~self.rdata.ready) & ~blocked)
+        # The read's word is registered once more (``out``) before ``rdata``: the coefficient
+        # RAM's block RAMs (5.8 ns clock-to-out) -> their output multiplexer -> the word
+        # select -> the core's window register was 4 levels, 10.62 ns routed (core2 352ab1b
+        # seed 1). ``s1_free``: the read stage may move on (``out`` empty or taken).
+        out_valid = Signal()
+        out = Signal(32)
+        s1_free = Signal()
+        m.d.comb += [s1_free.eq(~out_valid | self.rdata.ready),
+                     take.eq(q_valid & ~(rd_valid & ~s1_free) & ~blocked)]
         with m.If(take):
             m.d.sync += q_valid.eq(0)
         m.d.comb += [
             coef_wp.addr.eq(Cat(entry[0:abits], bank_a)),
             coef_wp.data.eq(Cat(p.data, p.data, p.data)),
             coef_cfg_rp.addr.eq(Cat(entry[0:abits], bank_a)),
-            coef_cfg_rp.en.eq(q_valid & ~p.write & ~(rd_valid & ~self.rdata.ready)),
+            coef_cfg_rp.en.eq(q_valid & ~p.write & ~(rd_valid & ~s1_free)),
             desc_wp.addr.eq(Cat(low[0:6], bank_a)),
             desc_wp.data.eq(Cat(p.data[0:DESC_BASE_BITS], p.data[16:19])),
             desc_cfg_rp.addr.eq(Cat(low[0:6], bank_a)),
@@ -456,13 +464,11 @@ class Lut(wiring.Component):
             m.d.comb += coef_wp.en.eq(1 << word)
         with m.If(take & p.write & desc_ok):
             m.d.comb += [desc_wp.en.eq(1), desc_low_wp.en.eq(1)]
-        with m.If(self.rdata.ready):
-            m.d.sync += rd_valid.eq(0)
-        m.d.comb += [
-            self.rdata.valid.eq(rd_valid),
-            self.rdata.payload.eq(Mux(rd_coef, coef_cfg_rp.data.word_select(rd_word, 32),
-                                      rd_value)),
-        ]
+        with m.If(s1_free):
+            m.d.sync += [rd_valid.eq(0), out_valid.eq(rd_valid),
+                         out.eq(Mux(rd_coef, coef_cfg_rp.data.word_select(rd_word, 32),
+                                    rd_value))]
+        m.d.comb += [self.rdata.valid.eq(out_valid), self.rdata.payload.eq(out)]
         # Counter increments; a cfg write to a counter in the same cycle wins.
         inc = {Status.HITS: Signal(range(lanes + 1), name="inc_hits"),
                Status.UNDERS: Signal(range(lanes + 1), name="inc_unders"),
@@ -500,7 +506,7 @@ class Lut(wiring.Component):
         for t in terms[1:]:
             acc_or = acc_or | t
         m.d.comb += rd_next.eq(Mux(p.write, 0, acc_or))
-        with m.If(~rd_valid | self.rdata.ready):
+        with m.If(~rd_valid | s1_free):
             m.d.sync += [rd_coef.eq(coef_ok), rd_word.eq(word), rd_value.eq(rd_next)]
 
         # -- the active bank's header -------------------------------------------------------
