@@ -34,10 +34,11 @@ class FP32Adder(wiring.Component):
 
     Steps and the registers ``stages`` puts between them:
 
-    1. unpack, DAZ, specials, order the operands by magnitude, exponent difference (and with
-       ``stages`` 3 the near path's one-bit alignment, for both orders);
+    1. unpack, DAZ, the specials' terms per operand, order the operands by magnitude,
+       exponent difference (and with ``stages`` 3 the near path's one-bit alignment, for both
+       orders);
     2. far path: alignment shift and sticky bit; near path: one-bit alignment (``stages`` other
-       than 3);
+       than 3); the special cases (NaN, Inf, two zeros) from step 1's terms;
     3. far path: add/subtract; near path: subtract and count leading zeros;
     4. normalise, round, select the path and the special cases, pack.
 
@@ -87,16 +88,16 @@ class FP32Adder(wiring.Component):
         a, b = self.a, self.b
         ea, eb = a[23:31], b[23:31]
         za, zb = ea == 0, eb == 0                      # zero or subnormal: DAZ
-        inf_a = (ea == 0xFF) & (a[0:23] == 0)
-        inf_b = (eb == 0xFF) & (b[0:23] == 0)
-        nan_a = (ea == 0xFF) & (a[0:23] != 0)
-        nan_b = (eb == 0xFF) & (b[0:23] != 0)
         # Order by magnitude: the raw 31-bit patterns compare like the values (DAZ only
         # matters when both are zero or subnormal, which `both_zero` handles). Everything that
         # depends on the order is computed for both orders beside the comparison, then
         # selected by it, so the comparison's carry chain is followed by one mux level only.
-        swap = Signal()
-        m.d.comb += swap.eq(a[0:31] < b[0:31])
+        # ``swap`` (|a| < |b|) is the borrow of a 32-bit ``|a| - |b|``, a sum output of the
+        # carry chain's last cell: as ``<`` yosys put a LUT after the chain, a level more in
+        # front of every order select (the near path's below).
+        ab32 = Signal(32)
+        m.d.comb += ab32.eq(a[0:31] - b[0:31])
+        swap = ab32[31]
         # The exponent difference's terms are selected by the exponents' own order (the
         # borrow of ``ea - eb``), not by ``swap``: the bigger magnitude never has the smaller
         # exponent, and with equal exponents both differences are 0. So the 31-bit compare's
@@ -111,8 +112,18 @@ class FP32Adder(wiring.Component):
             return Mux(d > 27, 27, d[0:5])
         shift = Mux(e_lt, clamp(d_ba), clamp(d_ab))
         d_le1 = Mux(e_lt, d_ba <= 1, d_ab <= 1)
-        sig_a = Mux(za, 0, Cat(a[0:23], 1))             # DAZ: no mantissa, no hidden bit
-        sig_b = Mux(zb, 0, Cat(b[0:23], 1))
+        # The near path's one-bit alignment, "the exponents differ", only matters where the
+        # near path is used, i.e. with ``|ea - eb| <= 1``: there the exponents differ iff
+        # their low bits do, one XOR instead of ``d == 1`` after the exponent difference's
+        # carry chain (operands -> ``s1_e_big`` logic -> that chain (``s1_d_le1``) -> the near
+        # path's select -> ``s1_near_y`` was 7 levels, 10.77 ns routed, 22 end points later
+        # than 10 ns, in the vector LUT's ``l1_a2`` behind its multiplier ``l1_m2``, core2
+        # 352ab1b seed 2).
+        d_one = Signal()
+        m.d.comb += d_one.eq(ea[0] ^ eb[0])
+        full_a, full_b = Cat(a[0:23], 1), Cat(b[0:23], 1)
+        sig_a = Mux(za, 0, full_a)                      # DAZ: no mantissa, no hidden bit
+        sig_b = Mux(zb, 0, full_b)
         # For step 2's sticky bit: 3 + the trailing zeros of each significand (its lowest one
         # at bit ``tz3`` of the far path's 27-bit ``sig << 3``), counted beside the order
         # compare from the operand's own bits, as the leading zeros of the reversed bits.
@@ -122,7 +133,9 @@ class FP32Adder(wiring.Component):
             tz3[x], _ = leading_zeros(m, Cat(*reversed(bits)), f"tz3_{x}")
         sub = a[31] ^ b[31]
         s1 = dict(
-            sig_big=Mux(swap, sig_b, sig_a),
+            # Not DAZ-masked: the bigger magnitude is zero or subnormal only if both are, a
+            # special case (``both_zero``) whatever the paths compute.
+            sig_big=Mux(swap, full_b, full_a),
             # the small significand, inverted for a subtraction (``big + ~y + 1``) here in
             # the order select's LUTs, not after the alignment shift in front of the adder
             far_x=Mux(swap, sig_a, sig_b) ^ sub.replicate(24),
@@ -136,12 +149,13 @@ class FP32Adder(wiring.Component):
             nz_a=~za, nz_b=~zb,
             tz3_a=tz3["a"], tz3_b=tz3["b"],
             d_le1=d_le1,
-            d_one=Mux(e_lt, d_ba == 1, d_ab == 1),
-            both_zero=za & zb,
+            d_one=d_one,
             zero_sign=a[31] & b[31],                    # (-0) + (-0) = -0, otherwise +0
-            nan=nan_a | nan_b | (inf_a & inf_b & (a[31] != b[31])),
-            inf=inf_a | inf_b,
-            inf_sign=Mux(inf_a, a[31], b[31]),
+            # The specials from per-operand terms, combined in step 2: the exponent is all
+            # ones, and the mantissa is zero iff ``tz3`` is 26. NaN and Inf as functions of
+            # both whole operands were 7-8 levels from the operands to ``s1_nan`` / ``s1_inf``
+            # (``scripts.unit_fmax --preset vector1 --depth``).
+            emax_a=ea == 0xFF, emax_b=eb == 0xFF,
         )
         # Near path: one guard bit below the big significand; the small one is shifted by
         # the exponent difference (0 or 1), nothing is lost. Without a register between steps
@@ -153,8 +167,16 @@ class FP32Adder(wiring.Component):
         # lengthened the exponent difference's path, 12.05 ns, core2 b0acae7 seed 1).
         near_early = 1 in pipe.cuts and 2 not in pipe.cuts
         if near_early:
-            s1["near_y"] = Mux(swap, Mux(d_ba == 1, sig_a, Cat(Const(0, 1), sig_a)),
-                               Mux(d_ab == 1, sig_b, Cat(Const(0, 1), sig_b)))
+            # Every candidate (each operand shifted by 0 or 1) is formed beside the compare
+            # and chosen by ``d_one`` and ``swap`` in one slice per bit (``wide_mux``: a LUT4
+            # on ``d_one``, the PFUMX on ``swap``), so the compare's chain is followed by the
+            # PFUMX's select only (``s1_near_y`` behind the LUT's multipliers 7 -> 4 levels,
+            # ``scripts.unit_fmax --preset vector1 --depth``). The significands are not
+            # DAZ-masked here: the near path is not used with a zero or subnormal operand
+            # (``near_ok`` below), which keeps the exponents' zero tests out of these bits.
+            s1["near_y"] = wide_mux(m, platform, Cat(d_one, swap),
+                                    [Cat(Const(0, 1), full_b), full_b,
+                                     Cat(Const(0, 1), full_a), full_a], "near_y")
             del s1["d_one"]
         r = {k: pipe(1, v, k) for k, v in s1.items()}
 
@@ -182,6 +204,18 @@ class FP32Adder(wiring.Component):
         for k in ("far_x", "shift", "swap", "nz_a", "nz_b", "tz3_a", "tz3_b"):
             del s2[k]
         s2.update(far_y=Cat(sticky ^ sub, aligned[1:27]))
+        # The near path needs |ea - eb| <= 1 and no zero or subnormal operand (with one, the
+        # far path is exact: it subtracts a DAZ zero; with both, the result is special). The
+        # near path's operands above are not DAZ-masked, so this is what keeps them out.
+        del s2["d_le1"]
+        s2["near_ok"] = r["d_le1"] & r["nz_a"] & r["nz_b"]
+        mz_a, mz_b = r["tz3_a"] == 26, r["tz3_b"] == 26
+        inf_a, inf_b = r["emax_a"] & mz_a, r["emax_b"] & mz_b
+        nan_a, nan_b = r["emax_a"] & ~mz_a, r["emax_b"] & ~mz_b
+        s2["nan"] = nan_a | nan_b | (inf_a & inf_b & sub)
+        s2["inf"] = inf_a | inf_b                   # its sign is ``s_big``: Inf is the bigger
+        s2["both_zero"] = ~r["nz_a"] & ~r["nz_b"]
+        del s2["emax_a"], s2["emax_b"]
         if not near_early:
             del s2["d_one"]
             small = r["far_x"] ^ sub.replicate(24)
@@ -211,13 +245,13 @@ class FP32Adder(wiring.Component):
         # (Expressions, not a process: as a process, with ``stages=3``, Icarus left it X at the
         # start of the edge-case test; a process whose inputs have not changed yet is not run.)
         special_val = Mux(r["nan"], CANONICAL_NAN_F32,
-                          Mux(r["inf"], Cat(Const(0, 23), Const(0xFF, 8), r["inf_sign"]),
+                          Mux(r["inf"], Cat(Const(0, 23), Const(0xFF, 8), r["s_big"]),
                               Cat(Const(0, 31), r["zero_sign"])))
         e = r["e_big"]
         s3 = {k: r[k] for k in ("e_big", "s_big")}
         s3.update(far_sum=far_sum, near_diff=near_diff, near_lz=near_lz,
                   near_zero=near_zero, special=special, special_val=special_val,
-                  use_near=r["sub"] & r["d_le1"] & ~near_diff[24],
+                  use_near=r["sub"] & r["near_ok"] & ~near_diff[24],
                   e_ge254=e >= 254, e_ge255=e == 255, e_eq0=e == 0, e_le1=e <= 1,
                   e_p1=(e + 1)[0:8], e_m1=(e - 1)[0:8])
         r = {k: pipe(3, v, k) for k, v in s3.items()}
