@@ -507,6 +507,59 @@ async def test_throughput(dut):
             assert rate > 0.8 * min(es, bench.bw), rate
 
 
+#: Cycles from the command handshake to the ``done`` pulse of the records of
+#: :func:`test_cycle_counts`, per configuration (partitions, data_width, max_burst,
+#: max_outstanding): those of the DMA at 352ab1b. The DMA's timing is part of the core's cycle
+#: counts, so a change to its handshakes (R, W, the SBUF write stage) must keep them or
+#: change this table deliberately.
+EXPECTED_CYCLES = {
+    (4, 32, 8, 4): [148, 257, 284, 148, 292, 155, 253, 282, 149, 295, 190, 263, 299, 196, 288],
+    (3, 64, 4, 2): [66, 99, 134, 65, 163, 68, 102, 135, 67, 161, 67, 106, 141, 65, 155],
+}
+
+
+@cocotb.test()
+async def test_cycle_counts(dut):
+    """Exact cycle counts of loads and stores of every element size, contiguous and strided,
+    with back-pressure on the R and W channels and a second SBUF writer competing for the
+    write port, each in a fixed pattern (a fixed seed, not ``COCOTB_RANDOM_SEED``), against
+    :data:`EXPECTED_CYCLES`; the data are checked bit-exactly too. The R channel's ready, the
+    write stage's request and room and the element walker are registered a cycle ahead
+    (lookahead flip-flops); a lookahead a cycle late or early shows here as a changed count
+    or as wrong data."""
+    rng = random.Random(2024)
+    bench = Bench(dut, rng, pause=0.25)
+    await bench.start()
+    cfg = bench.cfg
+    bench.set_windows([(0, RAM_SIZE - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
+    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
+    bench.ram.write(0, init)
+    ext = bytearray(init)
+    sbuf = np.array([[rng.getrandbits(32) for _ in range(bench.depth)] for _ in range(bench.P)],
+                    dtype=np.uint32)
+    await bench.sbuf_write(sbuf)
+    bench.model_sbuf = sbuf
+    n0 = bench.depth // 4
+    cycles = []
+    for fmt in (Format.INT8, Format.BF16, Format.FP32):
+        es = _esize(fmt)
+        for store, stride, contend in ((0, 1, 0.0), (0, 1, 0.6), (0, 3, 0.6), (1, 1, 0.0),
+                                       (1, -2, 0.0)):
+            bench.contend = contend
+            rec = dict(ext_addr=0x4000 + 0x800 * store, ext_stride0=(es * stride) & 0xFFFFFFFF,
+                       ext_stride1=es * n0 * 3, ext_part_stride=es * n0 * 7, n0=n0, n1=2,
+                       part_start=0, part_count=bench.P, sbuf_addr=n0, fmt=int(fmt),
+                       store=store)
+            await _check_transfer(bench, rec, ext, sbuf)
+            cycles.append(bench.last_cycles)
+    bench.contend = 0.0
+    key = (cfg["partitions"], cfg["data_width"], cfg["max_burst"], cfg["max_outstanding"])
+    dut._log.info("cycles %s: %s", key, cycles)
+    assert not bench.mon.errors, bench.mon.errors[:5]
+    assert bench.contend_taken > 0 and bench.contend_refused > 0
+    assert EXPECTED_CYCLES.get(key) in (None, cycles), (EXPECTED_CYCLES.get(key), cycles)
+
+
 @cocotb.test()
 async def test_axi_error_responses(dut):
     """SLVERR on a read beat / a write burst: the error code, the faulting address and RRESP

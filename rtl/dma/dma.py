@@ -41,7 +41,7 @@ been issued.
 """
 
 from amaranth.hdl import Elaboratable, Module, Signal, Cat, Const, Mux, signed
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, fifo, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import STORAGE_BITS
@@ -81,6 +81,14 @@ class _Walker(Elaboratable):
     front of the registers' clock enables). ``update`` (a start or a step that moves),
     ``next_addr`` and ``next_last_j`` are the values the registers take, for lookahead
     registers of the user.
+
+    The registers are enabled in three groups, each by ``start`` or by a step gated with one
+    term of flip-flops formed beside it (the row position moves on every step that is not the
+    last, the row on a step at a row's end, the partition on a step at a partition's end), and
+    their next values are selected by ``start`` and the "last" flags alone: a step reaches the
+    clock enables through one gate, not a chain of the "last" conditions (the DMA's ``consume``
+    -> ``elw.done`` -> the row and partition enables -> ``elw.p_left`` was 7 levels, 10.08-10.18
+    ns routed, core2 352ab1b seed 1).
     """
 
     def __init__(self):
@@ -113,50 +121,53 @@ class _Walker(Elaboratable):
         last_i = Signal()
         last_p = Signal()
         m.d.comb += self.last.eq(self.last_j & last_i & last_p)
-        # The position an update moves to, also for the user's own lookahead registers
-        # (``update``, ``next_addr``, ``next_last_j``).
-        nxt_pbase, nxt_ibase = Signal(32), Signal(32)
-        nxt_j_left, nxt_i_left, nxt_p_left = Signal(16), Signal(16), Signal(8)
-        nxt_last_i, nxt_last_p = Signal(), Signal()
-        nxt_p, nxt_sidx, nxt_done = Signal(8), Signal(32), Signal()
+        # What a step moves, from flip-flops (beside the step, not behind it): the position
+        # in the row (every step but the one at the last position, which sets ``done``), the
+        # row (a step at a row's end, not the last row of the last partition), the partition
+        # (a step at a partition's end, not the last).
+        mv_j, mv_i, mv_p = Signal(), Signal(), Signal()
+        en_j, en_i, en_p = Signal(), Signal(), Signal()
         m.d.comb += [
+            mv_j.eq(~self.done & ~self.last),
+            mv_i.eq(~self.done & self.last_j & ~(last_i & last_p)),
+            mv_p.eq(~self.done & self.last_j & last_i & ~last_p),
             self.update.eq(self.start | (self.step & ~self.done)),
-            nxt_pbase.eq(pbase), nxt_ibase.eq(ibase), self.next_addr.eq(self.addr),
-            nxt_j_left.eq(j_left), nxt_i_left.eq(i_left), nxt_p_left.eq(p_left),
-            self.next_last_j.eq(self.last_j), nxt_last_i.eq(last_i), nxt_last_p.eq(last_p),
-            nxt_p.eq(self.p), nxt_sidx.eq(self.sidx), nxt_done.eq(self.done),
+            en_j.eq(self.start | (self.step & mv_j)),
+            en_i.eq(self.start | (self.step & mv_i)),
+            en_p.eq(self.start | (self.step & mv_p)),
         ]
-        # Reloading a count: the first position of the next row / partition.
-        new_row = [nxt_j_left.eq(self.nj - 1), self.next_last_j.eq(self.nj == 1)]
-        new_part = [nxt_i_left.eq(self.ni - 1), nxt_last_i.eq(self.ni == 1)]
-        with m.If(self.start):
-            m.d.comb += [
-                *new_row, *new_part, nxt_p_left.eq(self.np - 1), nxt_last_p.eq(self.np == 1),
-                nxt_p.eq(0), nxt_sidx.eq(0), nxt_done.eq(0),
-                nxt_pbase.eq(self.base), nxt_ibase.eq(self.base), self.next_addr.eq(self.base),
-            ]
-        with m.Elif(~self.last_j):
-            m.d.comb += [nxt_j_left.eq(j_left - 1), self.next_last_j.eq(j_left == 1),
-                         self.next_addr.eq(self.addr + self.sj), nxt_sidx.eq(self.sidx + 1)]
-        with m.Elif(~last_i):
-            m.d.comb += [*new_row, nxt_i_left.eq(i_left - 1), nxt_last_i.eq(i_left == 1),
-                         nxt_ibase.eq(ibase + self.si), self.next_addr.eq(ibase + self.si),
-                         nxt_sidx.eq(self.sidx + 1)]
-        with m.Elif(~last_p):
-            m.d.comb += [*new_row, *new_part, nxt_p_left.eq(p_left - 1),
-                         nxt_last_p.eq(p_left == 1), nxt_p.eq(self.p + 1),
-                         nxt_pbase.eq(pbase + self.ps), nxt_ibase.eq(pbase + self.ps),
-                         self.next_addr.eq(pbase + self.ps), nxt_sidx.eq(0)]
-        with m.Else():
-            m.d.comb += nxt_done.eq(1)
-        with m.If(self.update):
+        # The values the groups take (``start``: the first position; otherwise the step's):
+        # the next position in the row, else the first of the next row (this partition's
+        # next row, else the next partition's first).
+        row_base = Mux(~last_i, ibase + self.si, pbase + self.ps)   # the next row's address
+        m.d.comb += [
+            self.next_addr.eq(Mux(self.start, self.base,
+                                  Mux(~self.last_j, self.addr + self.sj,
+                                      Mux(mv_i, row_base, self.addr)))),
+            self.next_last_j.eq(Mux(self.start | (self.last_j & mv_i), self.nj == 1,
+                                    Mux(~self.last_j, j_left == 1, self.last_j))),
+        ]
+        with m.If(en_j):
             m.d.sync += [
-                pbase.eq(nxt_pbase), ibase.eq(nxt_ibase), self.addr.eq(self.next_addr),
-                j_left.eq(nxt_j_left), i_left.eq(nxt_i_left), p_left.eq(nxt_p_left),
-                self.last_j.eq(self.next_last_j), last_i.eq(nxt_last_i),
-                last_p.eq(nxt_last_p), self.p.eq(nxt_p), self.sidx.eq(nxt_sidx),
-                self.done.eq(nxt_done),
+                self.addr.eq(self.next_addr), self.last_j.eq(self.next_last_j),
+                j_left.eq(Mux(self.start | self.last_j, self.nj - 1, j_left - 1)),
+                self.sidx.eq(Mux(self.start | (self.last_j & last_i), 0, self.sidx + 1)),
             ]
+        with m.If(en_i):
+            m.d.sync += [
+                ibase.eq(Mux(self.start, self.base, row_base)),
+                i_left.eq(Mux(self.start | last_i, self.ni - 1, i_left - 1)),
+                last_i.eq(Mux(self.start | last_i, self.ni == 1, i_left == 1)),
+            ]
+        with m.If(en_p):
+            m.d.sync += [
+                pbase.eq(Mux(self.start, self.base, pbase + self.ps)),
+                p_left.eq(Mux(self.start, self.np - 1, p_left - 1)),
+                last_p.eq(Mux(self.start, self.np == 1, p_left == 1)),
+                self.p.eq(Mux(self.start, 0, self.p + 1)),
+            ]
+        with m.If(self.update):
+            m.d.sync += self.done.eq(~self.start & self.last)
         return m
 
 
@@ -405,10 +416,30 @@ class DMA(wiring.Component):
         # Per-burst bookkeeping for the data side: load: burst address (error address);
         # store: burst length and whether it is one beat (wlast), and address (BRESP error
         # address).
-        d_fifo = fifo.SyncFIFO(width=41, depth=self._max_outstanding)
         b_fifo = fifo.SyncFIFO(width=32, depth=self._max_outstanding)
-        m.submodules.d_fifo = d_fifo
         m.submodules.b_fifo = b_fifo
+        # ``d_fifo`` (address, length, one beat) holds the bursts issued whose data side has
+        # not finished (a load's last R beat, a store's last W beat packed): at most
+        # ``outstanding`` of them, so it is never pushed full nor popped empty, and push and
+        # pop need no ready test. Its level and pointers take the pop (``r_take & rlast`` or
+        # the packer's last beat) through one gate each, not a FIFO's ready-gated read in
+        # front of a level counter's enable (the end of the ``rready`` path below, 8 levels,
+        # 10.78-10.89 ns routed, core2 352ab1b seed 1; the packer's last beat reached the same
+        # enables in 7 levels).
+        MO = self._max_outstanding
+        d_word = data.StructLayout({"addr": 32, "len": 8, "single": 1})
+        m.submodules.d_fifo = d_mem = memory.Memory(shape=d_word, depth=MO, init=[])
+        d_w, d_r = d_mem.write_port(), d_mem.read_port(domain="comb")
+        d_wp, d_rp = Signal(range(MO), name="d_wp"), Signal(range(MO), name="d_rp")
+        d_level = Signal(range(MO + 1))
+        d_push = Signal()                        # a burst is issued
+        d_pop = Signal()                         # the head burst's data side is done
+        m.d.comb += [d_w.addr.eq(d_wp), d_w.en.eq(d_push), d_r.addr.eq(d_rp)]
+        with m.If(d_push):
+            m.d.sync += d_wp.eq(Mux(d_wp == MO - 1, 0, d_wp + 1))
+        with m.If(d_pop):
+            m.d.sync += d_rp.eq(Mux(d_rp == MO - 1, 0, d_rp + 1))
+        m.d.sync += d_level.eq(d_level + d_push - d_pop)
 
         can_issue = Signal()
         m.d.comb += can_issue.eq(iss_run & ~iss_load & ~stopping & (~a_valid | a_hs) &
@@ -434,7 +465,8 @@ class DMA(wiring.Component):
                 iss_to4k.eq(next_to4k),
             ]
             m.d.comb += [
-                d_fifo.w_en.eq(1), d_fifo.w_data.eq(Cat(burst_addr, next_len, next_single)),
+                d_push.eq(1), d_w.data.addr.eq(burst_addr), d_w.data.len.eq(next_len),
+                d_w.data.single.eq(next_single),
                 b_fifo.w_en.eq(c.store), b_fifo.w_data.eq(burst_addr),
             ]
             with m.If(seg_done):
@@ -469,18 +501,45 @@ class DMA(wiring.Component):
                 m.d.comb += elem.eq(shifted[:32])
 
         load = Signal()           # the load data path is active (registered: RUN of a load)
-        want = Signal()           # an element is ready for SBUF
-        consume = Signal()        # ... and the SBUF write stage takes it this cycle
+        consume = Signal()        # an element is ready and the SBUF write stage takes it
         # The SBUF write stage: a two-entry FIFO between the element extractor and the shared
         # SBUF write port, so that the write request (address, mask, data) comes from
-        # registers and ``sbuf_w.ready`` only reaches the FIFO's pointers (one element per
-        # cycle, one cycle of latency).
+        # registers and ``sbuf_w.ready`` only reaches the FIFO's pointers and level flags (one
+        # element per cycle, one cycle of latency). The level is two flip-flops, ``wq_ne`` (an
+        # element waits: the write request) and ``wq_full`` (no room), each taking one gate of
+        # the put, the pop and themselves, not a level counter with compares behind it: the
+        # request in front of the SBUF arbiter and the room in front of ``consume`` and
+        # ``rready`` are flip-flops, and ``sbuf_w.ready`` reaches the flags through one gate
+        # (core2 352ab1b seed 1: the stage's level -> empty -> the SBUF arbiter with the
+        # vector controller's write request -> ``sbuf_w.ready`` -> the level's enables, 7
+        # levels, 10.73 ns routed).
         w_word = data.StructLayout({"addr": depth_bits, "part": pbits, "elem": 32})
-        m.submodules.w_stage = wq = fifo.SyncFIFO(width=w_word.size, depth=2)
-        m.d.comb += [want.eq(load & buf_valid & ~err), consume.eq(want & wq.w_rdy)]
+        m.submodules.w_stage = wq_mem = memory.Memory(shape=w_word, depth=2, init=[])
+        wq_w, wq_r = wq_mem.write_port(), wq_mem.read_port(domain="comb")
+        wq_ne = Signal()          # the stage holds an element (its head is the SBUF request)
+        wq_full = Signal()        # ... two elements
+        wq_pop = Signal()         # SBUF takes the head
+        wq_wp, wq_rp = Signal(), Signal()        # write and read positions
+        m.d.comb += [consume.eq(load & buf_valid & ~err & ~wq_full),
+                     wq_pop.eq(wq_ne & self.sbuf_w.ready)]
+        m.d.sync += [wq_ne.eq(consume | wq_full | (wq_ne & ~wq_pop)),
+                     wq_full.eq((wq_full | (wq_ne & consume)) & ~wq_pop)]
+        with m.If(consume):
+            m.d.sync += wq_wp.eq(~wq_wp)
+        with m.If(wq_pop):
+            m.d.sync += wq_rp.eq(~wq_rp)
+        # An R beat is taken while the beat buffer is empty or gives its last element to the
+        # write stage this cycle. After an R error no element is written and ``buf_valid``
+        # stays 0 (the error clears it, a beat taken with ``err`` set does not set it), so
+        # ``~buf_valid`` lets the bursts in flight drain without an ``err`` term, and
+        # ``rready`` is one gate of four flip-flops, not of ``consume`` and a level compare
+        # (core2 352ab1b seed 1: ``buf_valid`` -> ``consume`` -> ``rready`` -> ``r_take &
+        # rlast`` -> ``d_fifo``'s read -> its level's enables, 8 levels, 10.78-10.89 ns routed,
+        # the board's AXI RAM answering with ``rvalid``/``rlast`` from its skid buffer; the
+        # read's end is cut at ``d_fifo``).
         r_take = Signal()
         m.d.comb += [
-            axi.rready.eq(load & (~buf_valid | err | (consume & last_in_beat))),
+            axi.rready.eq(load & (~buf_valid | (~wq_full & last_in_beat))),
             r_take.eq(axi.rvalid & axi.rready),
         ]
         # The element's partition, below P (SETUP checked part_start + part_count <= P), so
@@ -489,17 +548,16 @@ class DMA(wiring.Component):
         m.d.comb += part.eq((c.part_start + elw.p)[:pbits])
         sbuf_addr = Signal(depth_bits)
         m.d.comb += sbuf_addr.eq((c.sbuf_addr + elw.sidx)[:depth_bits])
-        w_in, w_head = Signal(w_word), data.View(w_word, wq.r_data)
-        wq_addr, wq_part, wq_elem = w_head.addr, w_head.part, w_head.elem
+        wq_addr, wq_part, wq_elem = wq_r.data.addr, wq_r.data.part, wq_r.data.elem
         m.d.comb += [
-            w_in.addr.eq(sbuf_addr), w_in.part.eq(part), w_in.elem.eq(elem),
-            wq.w_en.eq(consume), wq.w_data.eq(w_in),
+            wq_w.en.eq(consume), wq_w.addr.eq(wq_wp), wq_r.addr.eq(wq_rp),
+            wq_w.data.addr.eq(sbuf_addr), wq_w.data.part.eq(part),
+            wq_w.data.elem.eq(elem),
             # The request never depends on sbuf_w.ready (SBUFWriteSignature): it is the
             # FIFO's head; a refused write stays there and the FIFO fills (consume stops,
             # the element stays in buf and R is not taken: rready stays 0).
             self.sbuf_w.addr.eq(wq_addr),
-            self.sbuf_w.mask.eq(Mux(wq.r_rdy, Cat(*[wq_part == p for p in range(P)]), 0)),
-            wq.r_en.eq(self.sbuf_w.ready),
+            self.sbuf_w.mask.eq(Mux(wq_ne, Cat(*[wq_part == p for p in range(P)]), 0)),
         ]
         for p in range(P):
             m.d.comb += self.sbuf_w.data[p].eq(wq_elem)
@@ -512,7 +570,7 @@ class DMA(wiring.Component):
             m.d.sync += [buf.eq(axi.rdata), buf_valid.eq(~err)]
             with m.If(axi.rlast):
                 m.d.sync += r_beat.eq(0)
-                m.d.comb += d_fifo.r_en.eq(1)
+                m.d.comb += d_pop.eq(1)
             with m.Else():
                 m.d.sync += r_beat.eq(r_beat + 1)
             with m.If((axi.rresp != RESP_OKAY) & ~err):
@@ -554,17 +612,16 @@ class DMA(wiring.Component):
 
         # Whether a beat can be packed (its burst's AW was issued: ``d_fifo`` not empty, and
         # ``w_out`` not full), registered from the FIFOs' next levels (lookahead): equal to
-        # ``d_fifo.r_rdy & w_out.w_rdy`` every cycle, but one flip-flop, so the packer's take,
+        # ``(d_level != 0) & w_out.w_rdy`` every cycle, but one flip-flop, so the packer's take,
         # and behind it the SBUF read and the element walker's clock enables, start from
         # registers, not from level compares (``d_fifo.r_level`` -> packer -> ``elw`` clock
         # enables was 8 levels, 11.37-11.56 ns routed).
         def moves(f):
             return f.r_en & f.r_rdy, f.w_en & f.w_rdy
 
-        rd_d, wr_d = moves(d_fifo)
         rd_w, wr_w = moves(w_out)
-        w_go = Signal()                          # == d_fifo.r_rdy & w_out.w_rdy
-        m.d.sync += w_go.eq((wr_d | ~((d_fifo.level == 0) | (d_fifo.level == 1) & rd_d)) &
+        w_go = Signal()                          # == (d_level != 0) & w_out.w_rdy
+        m.d.sync += w_go.eq((d_push | ~((d_level == 0) | (d_level == 1) & d_pop)) &
                             (rd_w | ~((w_out.level == 2) | (w_out.level == 1) & wr_w)))
         s1_word = Signal(32)
         m.d.comb += s1_word.eq(self.sbuf_r.data[s1_part])
@@ -594,7 +651,7 @@ class DMA(wiring.Component):
             m.d.comb += s2_data[8 * j:8 * j + 8].eq(byte)
         pk_take = Signal()
         m.d.comb += pk_take.eq(st & s2_valid & (~s2_beat_end | w_go))
-        d_len, d_single = d_fifo.r_data[32:40], d_fifo.r_data[40]
+        d_len, d_single = d_r.data.len, d_r.data.single
         w_last = Signal()
         m.d.comb += w_last.eq(Mux(w_first, d_single, w_rem_zero))
         with m.If(pk_take):
@@ -605,7 +662,7 @@ class DMA(wiring.Component):
                 m.d.sync += [acc.eq(0), acc_strb.eq(0)]
                 with m.If(w_last):
                     m.d.sync += w_first.eq(1)
-                    m.d.comb += d_fifo.r_en.eq(1)
+                    m.d.comb += d_pop.eq(1)
                 with m.Else():
                     m.d.sync += [w_first.eq(0),
                                  w_rem.eq(Mux(w_first, d_len, w_rem) - 1),
@@ -793,7 +850,7 @@ class DMA(wiring.Component):
                 finished = Signal()
                 m.d.comb += finished.eq(~iss_run & drained & elw.done &
                                         Mux(c.store, ~s1_valid & ~s2_valid,
-                                            ~buf_valid & ~wq.r_rdy))
+                                            ~buf_valid & ~wq_ne))
                 with m.If(stopping):
                     # No new bursts (issue is gated by stopping); finish the ones in flight.
                     m.d.sync += iss_run.eq(0)
@@ -810,7 +867,7 @@ class DMA(wiring.Component):
             m.d.sync += [err.eq(1), self.err_valid.eq(1)]
             with m.If(load):
                 m.d.sync += [self.err_code.eq(ErrorCode.DMA_AXI_READ),
-                             self.err_addr.eq(d_fifo.r_data[:32] + (r_beat << bsh)),
+                             self.err_addr.eq(d_r.data.addr + (r_beat << bsh)),
                              self.err_info.eq(axi.rresp)]
             with m.Elif(st):
                 m.d.sync += [self.err_code.eq(ErrorCode.DMA_AXI_WRITE),
@@ -825,7 +882,7 @@ class DMA(wiring.Component):
                 m.d.sync += [self.err_code.eq(ErrorCode.SBUF_RANGE),
                              self.err_addr.eq(c.sbuf_addr), self.err_info.eq(s_part_end)]
         # After an error or abort the write stage drains in IDLE (its elements were good).
-        with m.If(wq.r_rdy):
+        with m.If(wq_ne):
             m.d.comb += self.busy.eq(1)
         return m
 
