@@ -30,9 +30,21 @@ class ReadStreamer(wiring.Component):
     flip-flops and a block RAM's output (5.8 ns clock-to-out on the ECP5) reaches only that
     register (the vector controller's operand stream into the vector engine and its table
     writes were 11-12 ns paths of core2 without it). The first word of a request is offered
-    two cycles after the request is taken; then one word per cycle while ``o.ready``. The
-    whole pipeline (read port enable, the word register) moves on ``~o.valid | o.ready``: on
-    a stall the register and the read port's output hold.
+    two cycles after the request is taken; then one word per cycle while ``o.ready``.
+
+    Without ``skid`` the whole pipeline (read port enable, the word register, ``req.ready``)
+    moves on ``~o.valid | o.ready``: on a stall the register and the read port's output hold.
+    With ``skid`` a skid register after the word register takes the word offered in the
+    first cycle of a stall; the word register moves while the skid register is empty, the
+    read port (stage 1) also while it holds no word (flip-flops): ``o.ready`` reaches only
+    the skid register's flag (no clock enable, not ``req.ready``, not the read port's
+    enable). ``o`` is the skid register while it is full, else the word register (a
+    multiplexer of flip-flops). No latency is added and a stall costs no cycle (after it,
+    the skid register and then the word register are offered back to back): for requests
+    offered back to back the words are offered in the same cycles as without it. The
+    pipeline runs one word ahead during a stall, so a request may be taken a cycle earlier,
+    and a bubble that a request of count 0 leaves may be absorbed by the stall: words are
+    then offered earlier than without it, never later.
 
     Parameters
     ----------
@@ -42,6 +54,10 @@ class ReadStreamer(wiring.Component):
         Address and count widths.
     data_width : int
         Bits kept of each 32-bit word (low bits).
+    tag_bits : int
+        Width of ``tag``.
+    skid : bool
+        Add the skid register (above): ``o.ready`` out of the pipeline's enables.
 
     Members
     -------
@@ -61,10 +77,11 @@ class ReadStreamer(wiring.Component):
     busy : Out(1)
     """
 
-    def __init__(self, lanes, addr_bits, n_bits, data_width=32, tag_bits=1):
+    def __init__(self, lanes, addr_bits, n_bits, data_width=32, tag_bits=1, *, skid=False):
         self.lanes, self.addr_bits, self.n_bits, self.data_width = (lanes, addr_bits, n_bits,
                                                                      data_width)
         self.tag_bits = tag_bits
+        self.skid = bool(skid)
         req = read_request_layout(addr_bits, n_bits, lanes, tag_bits)
         super().__init__({
             "req": In(stream.Signature(req)),
@@ -96,30 +113,67 @@ class ReadStreamer(wiring.Component):
         # Stage 2: the word registered (payload registers without reset).
         s2_valid = Signal()
         s2 = Signal.like(self.o.payload, reset_less=True)
-        advance = Signal()
+        advance = Signal()      # stage 2 loads (from stage 1)
+        s1_en = Signal()        # stage 1 loads (the read port is enabled)
+        if self.skid:
+            # core2 352ab1b seed 1: vector_cfg.s_valid (the LUT configuration register's
+            # ready) -> the vector controller's ``sa.o.ready`` -> ``advance`` -> ``req.ready``
+            # and the read port's enable -> the clock enables of PSUM's and SBUF's read-address
+            # registers and of the operand queue (a_q's read data, level, r_rdy): 5 LUT levels,
+            # 10.5-11.32 ns routed, 57 end points later than 10 ns; and on through
+            # ``req.ready`` to the controller's ``noout_sent`` (7 levels, 10.80 ns). The skid
+            # register takes stage 2's word whenever it is empty (its payload's enable is the
+            # flag) and is kept on a stall; ``o.ready`` reaches only ``sk_full``'s D input.
+            sk_full = Signal()
+            sk = Signal.like(self.o.payload, reset_less=True)
+            sk_full_n = Signal()
+            m.d.comb += [
+                # Stage 1 also loads while it is empty: the pipeline moved once more at the
+                # start of the stall, and a request taken during it fills stage 1 as it would
+                # fill the stalled pipeline without the skid register (else a word could be
+                # offered a cycle later than without it).
+                advance.eq(~sk_full),
+                s1_en.eq(~sk_full | ~s1_valid),
+                sk_full_n.eq((sk_full | s2_valid) & ~self.o.ready),
+                self.o.valid.eq(sk_full | s2_valid),
+                self.o.payload.eq(Mux(sk_full, sk, s2)),
+                self.busy.eq(active | s1_valid | s2_valid | sk_full),
+                # Next cycle's ``o``: the skid register if it stays or becomes full; else
+                # stage 2, loaded from stage 1 or held.
+                self.o_next_valid.eq(sk_full_n | Mux(advance, s1_valid, s2_valid)),
+                self.o_next_tag.eq(Mux(sk_full_n, Mux(sk_full, sk.tag, s2.tag),
+                                       Mux(advance, s1_tag, s2.tag))),
+            ]
+            m.d.sync += sk_full.eq(sk_full_n)
+            with m.If(~sk_full):
+                m.d.sync += sk.eq(s2)
+        else:
+            m.d.comb += [
+                advance.eq(~s2_valid | self.o.ready),
+                s1_en.eq(advance),
+                self.o.valid.eq(s2_valid),
+                self.o.payload.eq(s2),
+                self.busy.eq(active | s1_valid | s2_valid),
+                self.o_next_valid.eq(Mux(advance, s1_valid, s2_valid)),
+                self.o_next_tag.eq(Mux(advance, s1_tag, s2.tag)),
+            ]
         m.d.comb += [
-            advance.eq(~s2_valid | self.o.ready),
-            self.o.valid.eq(s2_valid),
-            self.o.payload.eq(s2),
             self.s1_tag.eq(s1_tag),
             self.rd_addr.eq(a),
-            self.rd_en.eq(advance),
-            self.busy.eq(active | s1_valid | s2_valid),
-            self.o_next_valid.eq(Mux(advance, s1_valid, s2_valid)),
-            self.o_next_tag.eq(Mux(advance, s1_tag, s2.tag)),
+            self.rd_en.eq(s1_en),
         ]
         with m.If(advance):
             m.d.sync += [s2_valid.eq(s1_valid), s2.last.eq(s1_last), s2.tag.eq(s1_tag)]
             m.d.sync += [s2.data[r].eq(Mux(s1_parts > r, self.rd_data[r][:self.data_width], 0))
                          for r in range(lanes)]
-        with m.If(advance):
+        with m.If(s1_en):
             m.d.sync += s1_valid.eq(active)
             with m.If(active):
                 m.d.sync += [s1_last.eq(left_one), s1_parts.eq(parts), s1_tag.eq(tag),
                              a.eq(a + st), left.eq(left - 1), left_one.eq(left == 2)]
                 with m.If(left_one):
                     m.d.sync += active.eq(0)
-        m.d.comb += self.req.ready.eq(~active | (advance & left_one))
+        m.d.comb += self.req.ready.eq(~active | (s1_en & left_one))
         with m.If(self.req.valid & self.req.ready):
             r = self.req.payload
             m.d.sync += [active.eq(r.count != 0), a.eq(r.addr), st.eq(r.stride),

@@ -101,7 +101,8 @@ class VectorController(wiring.Component):
         after a TABLE's last ``cfg`` write), so the sequencer's semaphore adder is not at the
         end of the SBUF write arbiter's path.
     busy : Out(1)
-        Also high in the cycle of a ``done`` pulse.
+        From the cycle after a command is taken until it has completed; also high in the cycle
+        of a ``done`` pulse.
 
     Commands complete in order. The output side stalls only for the SBUF: ``e_o.ready`` is
     ``o_sbuf.ready`` while a command with outputs is at the head of the completion queue, so
@@ -160,7 +161,17 @@ class VectorController(wiring.Component):
         # A queue entry is the command and its count tests, decided on the way in: from the
         # heads, ``o_n == 1`` and the other tests were two levels in front of the completion
         # queue's read enable (core2, 9-10 routed levels from the head to the queue's state).
-        E = data.StructLayout({"c": L, "o_n_zero": 1, "o_n_one": 1, "n_zero": 1})
+        # So are the kind tests (``engine``, ``table``) and the completion classes (``has_out``:
+        # an engine instruction with outputs; ``noout``: one without; ``misc``: a SEED, NOP or
+        # empty TABLE, completed once quiet): one flag of the head each, not a decode of
+        # ``kind`` and the count flags, in front of the read enables. core2 352ab1b seed 2:
+        # cpl_q's head -> e_o.ready (with the SBUF write arbitration) -> last beat -> cpl_q's
+        # read enable -> cpl_q.inner_level's clock enable, 6 levels, 10.56 ns routed (now 5);
+        # and the TABLE start, ``quiet`` & the heads' kinds -> ``a_go`` -> the streamer's request
+        # -> a_q's clock enables (14.4-15.8 ns on the 2 of 8 seeds that placed it across the
+        # chip), 5 levels (now 4).
+        E = data.StructLayout({"c": L, "o_n_zero": 1, "o_n_one": 1, "n_zero": 1, "engine": 1,
+                               "table": 1, "has_out": 1, "noout": 1, "misc": 1})
         queues = {}
         for qname in ("op", "a", "b", "cpl"):
             f = fifo.SyncFIFOBuffered(width=E.size, depth=self.queue_depth)
@@ -174,8 +185,18 @@ class VectorController(wiring.Component):
             en = self.cmd.valid & all_ready
             if qname == "b":
                 en = en & self.cmd.p.b_en
+            if qname == "a":
+                # An empty TABLE has no operand request: it completes once quiet (``misc``),
+                # and a request of its own, waiting for a TABLE at the completion queue's
+                # head, could be left behind it (a deadlock).
+                en = en & ~((self.cmd.p.kind == KIND_TABLE) & (self.cmd.p.n == 0))
             cp = self.cmd.payload
-            m.d.comb += [f.w_data.eq(Cat(cp.as_value(), cp.o_n == 0, cp.o_n == 1, cp.n == 0)),
+            k_engine, k_table = cp.kind == KIND_ENGINE, cp.kind == KIND_TABLE
+            m.d.comb += [f.w_data.eq(Cat(cp.as_value(), cp.o_n == 0, cp.o_n == 1, cp.n == 0,
+                                         k_engine, k_table, k_engine & (cp.o_n != 0),
+                                         k_engine & (cp.o_n == 0),
+                                         (cp.kind == KIND_SEED) | (cp.kind == KIND_NOP) |
+                                         (k_table & (cp.n == 0)))),
                          f.w_en.eq(en)]
 
         def head(f):
@@ -188,12 +209,11 @@ class VectorController(wiring.Component):
         opq = queues["op"]
         oh, oe = head(opq)
         fence = Signal()
-        op_engine = oh.kind == KIND_ENGINE
-        m.d.comb += [self.e_cmd.valid.eq(opq.r_rdy & ~fence & op_engine),
+        m.d.comb += [self.e_cmd.valid.eq(opq.r_rdy & ~fence & oe.engine),
                      self.e_cmd.payload.eq(oh.op)]
-        with m.If(op_engine):
+        with m.If(oe.engine):
             m.d.comb += opq.r_en.eq(self.e_cmd.ready & ~fence)
-        with m.Elif(oh.kind == KIND_TABLE):
+        with m.Elif(oe.table):
             m.d.comb += opq.r_en.eq(1)
         with m.If(self.e_cmd.valid & self.e_cmd.ready & oe.o_n_zero):
             m.d.sync += fence.eq(1)
@@ -205,19 +225,19 @@ class VectorController(wiring.Component):
         m.d.comb += quiet.eq(cq.r_rdy & self.e_idle & ~fence & ~table_done)
 
         # Operand a: SBUF or PSUM through one streamer (tag bits: PSUM, no output, table).
-        sa = m.submodules.a_stream = ReadStreamer(lanes, abits, self.n_bits, tag_bits=3)
+        sa = m.submodules.a_stream = ReadStreamer(lanes, abits, self.n_bits, tag_bits=3,
+                                                   skid=True)
         aq = queues["a"]
         ah, ae = head(aq)
-        a_table = ah.kind == KIND_TABLE
+        a_table = ae.table
         a_go = Signal()
-        m.d.comb += a_go.eq(aq.r_rdy & (~a_table | (quiet & (ch.kind == KIND_TABLE))))
+        m.d.comb += a_go.eq(aq.r_rdy & (~a_table | (quiet & ce.table)))
         m.d.comb += [
             sa.req.valid.eq(a_go), aq.r_en.eq(sa.req.ready & a_go),
             sa.req.p.addr.eq(ah.a_addr), sa.req.p.stride.eq(ah.a_stride),
-            sa.req.p.count.eq(Mux(ah.kind == KIND_ENGINE, ah.n, Mux(a_table, ah.n, 0))),
+            sa.req.p.count.eq(Mux(ae.engine | a_table, ah.n, 0)),
             sa.req.p.parts.eq(ah.parts),
-            sa.req.p.tag.eq(ah.a_psum | (ae.o_n_zero & (ah.kind == KIND_ENGINE)) << 1 |
-                            a_table << 2),
+            sa.req.p.tag.eq(ah.a_psum | ae.noout << 1 | a_table << 2),
             self.a_sbuf.addr.eq(sa.rd_addr), self.a_sbuf.en.eq(sa.rd_en),
             self.a_psum.addr.eq(sa.rd_addr), self.a_psum.en.eq(sa.rd_en),
         ]
@@ -232,9 +252,12 @@ class VectorController(wiring.Component):
         # stage-2 valid, its tag and ``phase`` was in front of ``cfg.valid`` and so (through the
         # core's cfg multiplexer) of ``cfg.ready``, ``sa.o.ready``, the streamer's
         # ``req.ready`` and the operand queue's read enable (core2: a_stream.s2_valid -> a_q
-        # clock enables, 7 levels, 11.32 ns routed). Where no beat is offered ``sa.o.ready``
-        # may be 1: only the streamer's ``~o.valid | o.ready`` and terms gated by ``o.valid``
-        # read it.
+        # clock enables, 7 levels, 11.32 ns routed). The streamer's skid register then took
+        # ``sa.o.ready`` itself (``cfg.ready``, ``e_a.ready``) out of its enables, ``req.ready``
+        # and so the operand queue's read enable (see ReadStreamer; 5 levels, 11.32 ns routed at
+        # 352ab1b): the readys reach only D inputs of flip-flops (``sk_full``, ``phase``,
+        # ``cfg_v``, ``table_done``; ``e_a.ready`` also ``noout_sent``). Where no beat is
+        # offered ``sa.o.ready`` may be 1: only terms gated by ``o.valid`` read it.
         phase = Signal()
         phase_n = Signal()
         cfg_v = Signal()
@@ -272,12 +295,21 @@ class VectorController(wiring.Component):
 
         # Commands without outputs complete once their inputs are in and the engine is idle.
         noout_sent = Signal(range(2 * self.queue_depth + 2))
-        inc = Signal()
+        # Two increments can come in one cycle (a command's last operand beat and a later
+        # command's empty request): a sum, not an OR, which lost one and left the later
+        # command waiting for ever (test_vector_ctrl_random_zero_n).
+        inc_beat, inc_req = Signal(), Signal()
         dec = Signal()
-        m.d.comb += inc.eq((self.e_a.valid & self.e_a.ready & sa.o.p.last & sa.o.p.tag[1]) |
-                           (sa.req.valid & sa.req.ready & ae.n_zero & ae.o_n_zero &
-                            (ah.kind == KIND_ENGINE)))
-        m.d.sync += noout_sent.eq(noout_sent + inc - dec)
+        m.d.comb += [
+            inc_beat.eq(self.e_a.valid & self.e_a.ready & sa.o.p.last & sa.o.p.tag[1]),
+            inc_req.eq(sa.req.valid & sa.req.ready & ae.n_zero & ae.noout),
+        ]
+        noout_next = Signal.like(noout_sent)
+        # noout_sent != 0 kept beside it: one flag, not a compare, in the completion queue's
+        # read enable (the path of cpl_q's head above).
+        noout_nz = Signal()
+        m.d.comb += noout_next.eq(noout_sent + inc_beat + inc_req - dec)
+        m.d.sync += [noout_sent.eq(noout_next), noout_nz.eq(noout_next != 0)]
 
         # Outputs and completion.
         started = Signal()
@@ -288,7 +320,7 @@ class VectorController(wiring.Component):
         # SBUF's ready); a beat is taken from the engine only in the cycle SBUF writes it.
         o_head = Signal()
         m.d.comb += [
-            o_head.eq(cq.r_rdy & ~ce.o_n_zero & (ch.kind == KIND_ENGINE)),
+            o_head.eq(cq.r_rdy & ce.has_out),
             self.e_o.ready.eq(o_head & self.o_sbuf.ready),
         ]
         # left == 1 kept in a flag beside ``left``: the last-beat test is then a multiplexer
@@ -306,8 +338,7 @@ class VectorController(wiring.Component):
             with m.If(cur_one):
                 m.d.sync += started.eq(0)
                 m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
-        with m.If(cq.r_rdy & (ch.kind == KIND_ENGINE) & ce.o_n_zero & (noout_sent != 0) &
-                  fence & self.e_idle):
+        with m.If(cq.r_rdy & ce.noout & noout_nz & fence & self.e_idle):
             m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en), dec.eq(1)]
             m.d.sync += fence.eq(0)
         # A TABLE completes the cycle after its last beat is written: the write's handshake
@@ -318,17 +349,25 @@ class VectorController(wiring.Component):
         with m.If(table_done):
             m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
         m.d.sync += self.seed_load.eq(0)
-        with m.If(quiet & ((ch.kind == KIND_SEED) | (ch.kind == KIND_NOP) |
-                           ((ch.kind == KIND_TABLE) & ce.n_zero))):
-            # The op queue's head is this command too (all earlier ones have been issued).
-            m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en),
-                         opq.r_en.eq(ch.kind != KIND_TABLE)]
+        with m.If(quiet & ce.misc):
+            # The op queue's head is this command too (all earlier ones have been issued), but
+            # for a TABLE, whose op entry leaves the op queue by itself (above): this must not
+            # hold that pop, or the entry would stay and the next SEED/NOP completion pop it
+            # instead of its own (an empty TABLE deadlocked the controller).
+            m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
+            with m.If(~ce.table):
+                m.d.comb += opq.r_en.eq(1)
             # Registered: the engine's idle flag reached the rounding unit's generators through
             # this (10 routed levels, core2 b408932); the engine is idle, so a cycle later is
             # still before any later element reaches the generators.
             m.d.sync += [self.seed_load.eq(ch.kind == KIND_SEED), self.seed.eq(ch.scalar)]
 
         m.d.sync += [self.done.eq(fin), self.done_sem.eq(ch.sem)]
+        # A command taken at an edge reaches the queues' heads (``r_rdy``) an edge later
+        # (SyncFIFOBuffered): ``busy`` was 0 in between (a command without a semaphore looked
+        # complete before it had started; test_vector_ctrl_random seed 32).
+        cmd_taken = Signal()
+        m.d.sync += cmd_taken.eq(self.cmd.valid & self.cmd.ready)
         m.d.comb += self.busy.eq(opq.r_rdy | aq.r_rdy | bq.r_rdy | cq.r_rdy | sa.busy |
-                                 sbs.busy | self.done)
+                                 sbs.busy | self.done | cmd_taken)
         return m
