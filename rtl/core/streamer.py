@@ -1,7 +1,7 @@
 """Address generator turning a memory read port into a stream (shared by the engine controllers).
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -106,13 +106,9 @@ class ReadStreamer(wiring.Component):
         # left == 1, kept beside it: its n_bits-wide test was in front of ``req.ready`` and so
         # of the controllers' queue read enables.
         left_one = Signal()
-        # Lanes below the request's ``parts``, one flag per lane (decoded as the request is
-        # taken): a lane's word is then one LUT4 behind the read port with the user's source
-        # select (the vector controller's PSUM/SBUF multiplexer; a compare of ``parts`` made
-        # it two, PSUM's block RAM -> stage 2 10.54 ns routed, core2 352ab1b seed 1).
-        on = Signal(lanes)
+        parts = Signal(range(lanes + 1))
         s1_valid, s1_last = Signal(), Signal()
-        s1_on = Signal(lanes)
+        s1_parts = Signal(range(lanes + 1))
         tag, s1_tag = Signal(self.tag_bits), Signal(self.tag_bits)
         # Stage 2: the word registered (payload registers without reset).
         s2_valid = Signal()
@@ -168,12 +164,12 @@ class ReadStreamer(wiring.Component):
         ]
         with m.If(advance):
             m.d.sync += [s2_valid.eq(s1_valid), s2.last.eq(s1_last), s2.tag.eq(s1_tag)]
-            m.d.sync += [s2.data[r].eq(Mux(s1_on[r], self.rd_data[r][:self.data_width], 0))
+            m.d.sync += [s2.data[r].eq(Mux(s1_parts > r, self.rd_data[r][:self.data_width], 0))
                          for r in range(lanes)]
         with m.If(s1_en):
             m.d.sync += s1_valid.eq(active)
             with m.If(active):
-                m.d.sync += [s1_last.eq(left_one), s1_on.eq(on), s1_tag.eq(tag),
+                m.d.sync += [s1_last.eq(left_one), s1_parts.eq(parts), s1_tag.eq(tag),
                              a.eq(a + st), left.eq(left - 1), left_one.eq(left == 2)]
                 with m.If(left_one):
                     m.d.sync += active.eq(0)
@@ -181,7 +177,6 @@ class ReadStreamer(wiring.Component):
         with m.If(self.req.valid & self.req.ready):
             r = self.req.payload
             m.d.sync += [active.eq(r.count != 0), a.eq(r.addr), st.eq(r.stride),
-                         left.eq(r.count), left_one.eq(r.count == 1),
-                         on.eq(Cat(*[r.parts > i for i in range(lanes)])),
+                         left.eq(r.count), left_one.eq(r.count == 1), parts.eq(r.parts),
                          tag.eq(r.tag)]
         return m

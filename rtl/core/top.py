@@ -599,21 +599,18 @@ class NeuronCore(wiring.Component):
         ]
         return m
 
-    #: Record-check terms per slot (``Sequencer.check_terms``): each slot's verdict.
-    _RECORD_TERMS = 1
+    #: Record-check terms per slot (``Sequencer.check_terms``): TENSOR slot 3 has the most
+    #: (k and m: 2 or 5 each, fmt: 1).
+    _RECORD_TERMS = 11
 
     def _record_check(self, m, seq):
         """``sim.isa.tensor_record_error`` / ``vector_record_error`` on the records the
         sequencer is building: an EMIT of an invalid one traps ``ILLEGAL_FIELD`` (reported as
         ``ILLEGAL_INSTRUCTION`` at the instruction's PC) and nothing reaches the engines.
 
-        The check is split in two: each slot's own verdict (every rule reads one slot) from
-        the value written into it (``seq.slot_data``; the sequencer registers it beside the
-        slot, in W), and at EMIT the OR of the slots' verdicts (``seq.*_terms``; an unwritten
-        slot's is the blank record's). The verdict at EMIT was a function of up to 11
-        registered terms per slot, three LUT levels in front of the queue's write enable
-        (``rec_tensor2_terms`` -> the push -> the queue level's clock enable, 8 levels,
-        10.47 ns routed, core2 352ab1b seed 1); it is one LUT now."""
+        The check is split in two: terms of at most 4 bits each of the value written into a
+        slot (``seq.slot_data``; the sequencer registers them beside the slot), and the
+        verdict, a small function of the registered terms (``seq.*_terms``) at EMIT."""
         from rtl.control.layouts import record_layout
 
         def nibbles(value):
@@ -638,27 +635,32 @@ class NeuronCore(wiring.Component):
         def fmt_ok(fmt):
             return Cat(*[fmt == int(f) for f in self._formats]).any()
 
-        # Each slot's verdict (a one-element list: the slot is invalid), from its word.
         def tensor_terms(word):
             t = data.View(record_layout(isa.Engine.TENSOR), word)
             k, mm = range_terms(t.k, self._rows), range_terms(t.m, self._cols)
-            return {2: [~Cat(*[n != 0 for n in nibbles(t.n)]).any()],
-                    3: [range_bad(k) | range_bad(mm) | ~fmt_ok(t.fmt)]}
+            return {2: [n != 0 for n in nibbles(t.n)], 3: k + mm + [~fmt_ok(t.fmt)]}
+
+        def tensor_bad(terms):
+            nk = len(range_terms(Const(0, 8), self._rows))
+            k, mm = terms[3][:nk], terms[3][nk:-1]
+            return ~Cat(*terms[2]).any() | range_bad(k) | range_bad(mm) | terms[3][-1]
 
         def vector_terms(word):
             v = data.View(record_layout(isa.Engine.VECTOR), word)
-            checked = Cat(*[v.op == o for o in isa.VEC_CHECKED_OPS]).any()
-            alu_nored = ~Cat(*[v.alu == a for a in isa.VEC_REDUCE_ALUS]).any()
-            return {0: [(v.op > isa.VecOp.ACC_RD) |
-                        checked & ((v.alu > isa.VEC_ALU_MAX) | (v.rnd > isa.VEC_RND_MAX)) |
-                        (v.op == isa.VecOp.REDUCE) & alu_nored |
-                        (v.op == isa.VecOp.TT) & (v.b_space == isa.Space.PSUM)]}
+            return {0: [v.op > isa.VecOp.ACC_RD,
+                        Cat(*[v.op == o for o in isa.VEC_CHECKED_OPS]).any(),
+                        v.op == isa.VecOp.REDUCE, v.op == isa.VecOp.TT,
+                        v.alu > isa.VEC_ALU_MAX,
+                        ~Cat(*[v.alu == a for a in isa.VEC_REDUCE_ALUS]).any(),
+                        v.rnd > isa.VEC_RND_MAX, v.b_space == isa.Space.PSUM]}
 
-        def any_bad(terms):
-            return Cat(*[t[0] for t in terms.values()]).any()
+        def vector_bad(terms):
+            op_bad, checked, reduce, tt, alu_bad, alu_nored, rnd_bad, b_psum = terms[0]
+            return (op_bad | checked & (alu_bad | rnd_bad) | reduce & alu_nored |
+                    tt & b_psum)
 
-        for e, terms_of, bad in ((isa.Engine.TENSOR, tensor_terms, any_bad),
-                                 (isa.Engine.VECTOR, vector_terms, any_bad)):
+        for e, terms_of, bad in ((isa.Engine.TENSOR, tensor_terms, tensor_bad),
+                                 (isa.Engine.VECTOR, vector_terms, vector_bad)):
             name = {isa.Engine.TENSOR: "tensor", isa.Engine.VECTOR: "vector"}[e]
             nslots = isa.RECORD_SLOTS[e]
             width = isa.layout_width(isa.RECORDS[e])

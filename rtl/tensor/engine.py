@@ -1,10 +1,9 @@
 """The tensor engine: systolic array, input skew, output de-skew, tile double-buffering."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.arith.wide_mux import lut4
 
 from .array import SystolicArray, check_dim
 from .pe import (ENGINE_FORMATS, MAX_ADD_STAGES, MAX_MUL_STAGES, check_formats, check_stages,
@@ -199,35 +198,10 @@ class TensorEngine(wiring.Component):
         release = Signal(attrs={"keep": 1})     # ... and is taken
         # (A release clears the bank it leaves, never the next one, so the next bank's flag is
         # its ``full`` or a tile completing into it.)
-        # Both outcomes of ``release`` are kept nets and ``release`` chooses between them last
-        # (``release`` -> the bank multiplexer's select -> ``full`` -> the D input was two
-        # LUTs: the moving skid buffer's ``last`` -> ``ends`` -> ``release`` -> ``bank_full``
-        # 7 levels, 10.89 ns routed, core2 92d164b seed 2).
-        # The stationary side is kept shallow too: ``ld_fin`` is one LUT of the stream's
-        # ``valid`` and ``last`` and two nets of flip-flops, and each outcome one LUT of it.
-        ld_fin = Signal(attrs={"keep": 1})      # a stationary tile's last beat is taken
-        ld_end = Signal(attrs={"keep": 1})      # (the load pointer is at the last column)
-        free_k = Signal(attrs={"keep": 1})      # ``load_free``
-        # full[use_bank] / full[~use_bank], and whether the loading bank is the used one
-        f_use, f_oth, lb_use = (Signal(name=n, attrs={"keep": 1})
-                                for n in ("full_use", "full_other", "load_is_use"))
-        # (LUT4 instances on an ECP5, ``rtl.arith.wide_mux.lut4``: synthesis chained them.)
-        m.d.comb += [
-            ld_end.eq(ptr == cols - 1),
-            free_k.eq(load_free),
-            f_use.eq(Mux(use_bank, full[1], full[0])),
-            f_oth.eq(Mux(use_bank, full[0], full[1])),
-            lb_use.eq(load_bank == use_bank),
-            ld_fin.eq(lut4(m, platform, lambda v, f, la, e: v & f & (la | e),
-                           (st.valid, free_k, st.p.last, ld_end), "ld_fin_l")),
-        ]
-        bf_next = [lut4(m, platform, lambda f, ld, u, _: f | (ld & u),
-                        (f_use, ld_fin, lb_use, Const(0, 1)), "bank_full_if_rel0"),
-                   lut4(m, platform, lambda f, ld, u, _: f | (ld & ~u),
-                        (f_oth, ld_fin, lb_use, Const(0, 1)), "bank_full_if_rel1")]
-        m.d.sync += bank_full.eq(lut4(m, platform, lambda r, b1, b0, _: (r & b1) | (~r & b0),
-                                      (release, bf_next[1], bf_next[0], Const(0, 1)),
-                                      "bank_full_next"))
+        ld_fin = Signal()                       # a stationary tile's last beat is taken
+        m.d.comb += ld_fin.eq(st_take & (st.p.last | (ptr == cols - 1)))
+        m.d.sync += bank_full.eq(Mux(use_bank ^ release, full[1] | (ld_fin & load_bank),
+                                     full[0] | (ld_fin & ~load_bank)))
         m.d.comb += [
             ends.eq(mv.valid & mv.p.last & ~self.moving_keep & bank_full),
             release.eq(ends & en),
