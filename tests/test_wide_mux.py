@@ -204,64 +204,40 @@ endmodule
     return [int(x, 16) for x in (tmp_path / "out.hex").read_text().split()]
 
 
+def _run_plain(dut, vecs):
+    """``dut``'s ``o`` for each ``(sel, d)`` of ``vecs`` without an ECP5 platform (Amaranth
+    simulator), after checking that it instantiates no cells."""
+    frag = Fragment.get(dut, None)
+    assert not any(isinstance(sub, Instance) for sub, *_ in frag.subfragments)
+    got = []
+
+    async def bench(ctx):
+        for sel, d in vecs:
+            ctx.set(dut.sel, sel)
+            ctx.set(dut.d, sum(x << (WIDTH * j) for j, x in enumerate(d)))
+            got.append(ctx.get(dut.o))
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+    return got
+
+
 @pytest.mark.parametrize("n, sel_bits", [(8, 3), (4, 3)])
 def test_plain_elsewhere(n, sel_bits):
     """Without an ECP5 platform: no instances, and the same values (Amaranth simulator)."""
-    dut = _Mux(n, sel_bits)
-    frag = Fragment.get(dut, None)
-    assert not any(isinstance(sub, Instance) for sub, *_ in frag.subfragments)
     vecs = _vectors(n, sel_bits, 7 + n)
-    want = _expect(vecs, n)
-    got = []
-
-    async def bench(ctx):
-        for sel, d in vecs:
-            ctx.set(dut.sel, sel)
-            ctx.set(dut.d, sum(x << (WIDTH * j) for j, x in enumerate(d)))
-            got.append(ctx.get(dut.o))
-
-    sim = Simulator(dut)
-    sim.add_testbench(bench)
-    sim.run()
-    assert got == want
+    assert _run_plain(_Mux(n, sel_bits), vecs) == _expect(vecs, n)
 
 
 def test_pair_plain_elsewhere():
-    dut = _PairMux()
-    frag = Fragment.get(dut, None)
-    assert not any(isinstance(sub, Instance) for sub, *_ in frag.subfragments)
     vecs = _vectors(4, 3, 11)
-    got = []
-
-    async def bench(ctx):
-        for sel, d in vecs:
-            ctx.set(dut.sel, sel)
-            ctx.set(dut.d, sum(x << (WIDTH * j) for j, x in enumerate(d)))
-            got.append(ctx.get(dut.o))
-
-    sim = Simulator(dut)
-    sim.add_testbench(bench)
-    sim.run()
-    assert got == _pair_expect(vecs)
+    assert _run_plain(_PairMux(), vecs) == _pair_expect(vecs)
 
 
 def test_lut4_plain_elsewhere():
-    dut = _Lut4()
-    frag = Fragment.get(dut, None)
-    assert not any(isinstance(sub, Instance) for sub, *_ in frag.subfragments)
     vecs = _vectors(4, 3, 12)
-    got = []
-
-    async def bench(ctx):
-        for sel, d in vecs:
-            ctx.set(dut.sel, sel)
-            ctx.set(dut.d, sum(x << (WIDTH * j) for j, x in enumerate(d)))
-            got.append(ctx.get(dut.o))
-
-    sim = Simulator(dut)
-    sim.add_testbench(bench)
-    sim.run()
-    assert got == _lut4_expect(vecs)
+    assert _run_plain(_Lut4(), vecs) == _lut4_expect(vecs)
 
 
 def test_lut4_init():

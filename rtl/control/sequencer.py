@@ -1130,8 +1130,7 @@ class Sequencer(wiring.Component):
         # routed, core2 ec3bac6 seed 3).
         # Each candidate is one LUT4 behind the block RAM's output (5.6 ns clock-to-out): F's
         # jump bit and target select against a candidate made without them (``nj_*``: F's
-        # ``upc_f + 1`` when F's successor is used, ``use_f_*``, else the redirect target or
-        # ``upc_f``); written as F's successor under a select, the RAM's output went through two
+        # ``upc_f + 1`` when F's successor is used, ``use_f_*``, else ``upc_f``); written as F's successor under a select, the RAM's output went through two
         # LUT levels before ``go``'s multiplexer (11.72 ns routed, core2 68bfe14 seed 3).
         # The redirect enters beside ``go``: the address is ``go ? (redirect ? x_target :
         # addr_go) : (in_map ? MAP's entry : addr_hold)``, one slice per bit (``pair_mux``: a
