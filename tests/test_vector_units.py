@@ -19,7 +19,7 @@ from rtl.vector.engine import _AccUnit
 from rtl.vector.lut import exp2_reduce, int_to_f32, segment_offset
 from rtl.vector.mul import LaneMultiplier
 from sim.formats import fp32_add, fp32_mul
-from sim.vector import AccOp, AluOp, _int_to_f32, acc_identity, acc_update, alu
+from sim.vector import AccOp, AluOp, _int_to_f32, acc_identity, acc_update, alu, mulz
 
 SEED = 20261122
 EDGES = [0, 0x80000000, 0x3F800000, 0xBF800000, 0x00000001, 0x807FFFFF, 0x00800000, 0x80800000,
@@ -120,6 +120,54 @@ def test_lane_multiplier_pipelined(stages):
     exp = fp32_mul(a, b)
     bad = np.nonzero(got != exp)[0]
     assert len(bad) == 0, [(hex(a[i]), hex(b[i]), hex(got[i]), hex(exp[i])) for i in bad[:5]]
+
+
+def annihilation_operands(rng):
+    """Edge pairs, random pairs, and zero/subnormal ``a`` against every special ``b``."""
+    ea, eb = np.meshgrid(EDGES, EDGES)
+    small = np.concatenate([[0, 0x80000000, 0x00000001, 0x807FFFFF, 0x00400000],
+                            rng.integers(0, 1 << 23, 60) | (rng.integers(0, 2, 60) << 31)])
+    big = np.array([0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001, 0x7F800001, 0x7F7FFFFF,
+                    0x3F800000, 0x80000000, 0])
+    sa, sb = np.meshgrid(small, big)
+    a = np.concatenate([ea.ravel(), sa.ravel(), rng.integers(0, 2 ** 32, 300)])
+    b = np.concatenate([eb.ravel(), sb.ravel(), rng.integers(0, 2 ** 32, 300)])
+    return a.astype(np.uint32), b.astype(np.uint32)
+
+
+@pytest.mark.parametrize("stages", [0, 1, 4])
+def test_lane_multiplier_zero_a_annihilates(stages):
+    """``zero_a_annihilates=True`` is ``sim.vector.mulz`` (the LUT's products): a zero or
+    subnormal ``a`` gives a zero of the XOR sign, also against Inf and NaN ``b``; everything
+    else is ``fp32_mul``. The default stays IEEE (``0 x Inf`` is NaN)."""
+    rng = np.random.default_rng(SEED + 30 + stages)
+    a, b = annihilation_operands(rng)
+    dut = LaneMultiplier(logic_bits=6, stages=stages, zero_a_annihilates=True)
+    if stages:
+        got = simulate_pipelined(dut, ["a", "b"], zip(a, b), stages, rng)
+    else:
+        got = simulate(dut, ["a", "b"], ["o"], zip(a, b))[:, 0]
+    exp = mulz(a, b)
+    bad = np.nonzero(got != exp)[0]
+    assert len(bad) == 0, [(hex(a[i]), hex(b[i]), hex(got[i]), hex(exp[i])) for i in bad[:5]]
+    assert (exp != fp32_mul(a, b)).sum() > 50       # the cases where the two rules differ
+    ieee = simulate(LaneMultiplier(logic_bits=6), ["a", "b"], ["o"], zip(a, b))[:, 0]
+    assert (ieee == fp32_mul(a, b)).all()
+
+
+def test_lut_product_is_the_multiplier_register():
+    """The LUT's products (``_Mulz``) come straight from the multiplier's output: the
+    annihilation adds no logic after its last register (a multiplexer there was the
+    multiply-add's latest path, ``rtl/vector/lut.py``)."""
+    import re
+
+    from amaranth.back import rtlil
+
+    from rtl.vector.lut import _Mulz
+    text = rtlil.convert(_Mulz(stages=4), ports=None)
+    modules = {mod.split("\n", 1)[0]: re.findall(r"\n  cell (\S+) (\S+)", mod)
+               for mod in re.split(r"\nmodule ", text)[1:]}
+    assert modules["\\top"] == [("\\top.mul", "\\mul")], modules["\\top"]
 
 
 @pytest.mark.parametrize("stages", [0, 1, 3, 4])
@@ -279,6 +327,8 @@ def test_lane_multiplier_params():
             LaneMultiplier(logic_bits=1.5)
         with pytest.raises(ValueError, match="stages must be an integer from 0 to 4, not 5"):
             LaneMultiplier(stages=5)
+        with pytest.raises(TypeError, match="zero_a_annihilates"):
+            LaneMultiplier(zero_a_annihilates=1)
         with pytest.raises(ValueError, match="stages must be an integer from 0 to 4, not -1"):
             VectorAlu(-1)
         gc.collect()

@@ -109,6 +109,11 @@ class FP32Multiplier(wiring.Component):
     stages : int
         Pipeline registers, 0 to 4; 0 is purely combinational. Latency ``stages`` cycles,
         throughput one product per cycle.
+    zero_a_annihilates : bool
+        A zero or subnormal ``a`` gives a zero of the product's sign whatever ``b`` is (``0 x
+        Inf`` and ``0 x NaN`` included: ``sim.vector.mulz``, the vector LUT's products whose
+        zero coefficients saturate a table). Decided in step 1 with the other special cases,
+        so it costs no logic after the product's last register. Default ``False`` (IEEE).
 
     Members
     -------
@@ -125,8 +130,11 @@ class FP32Multiplier(wiring.Component):
     MAX_STAGES = 4
     _CUTS = {0: (), 1: (4,), 2: (3, 4), 3: (1, 3, 4), 4: (1, 2, 3, 4)}
 
-    def __init__(self, stages=2):
+    def __init__(self, stages=2, *, zero_a_annihilates=False):
         self._stages = check_stages(stages, self.MAX_STAGES)
+        if not isinstance(zero_a_annihilates, bool):
+            raise TypeError(f"zero_a_annihilates must be a bool, not {zero_a_annihilates!r}")
+        self._annihilate = zero_a_annihilates
         super().__init__({"a": In(32), "b": In(32), "en": In(1, init=1), "o": Out(32)})
 
     @property
@@ -167,6 +175,9 @@ class FP32Multiplier(wiring.Component):
         special = Signal(2)          # 0 none, 1 NaN, 2 Inf, 3 zero
         m.d.comb += special.eq(Mux(nan_a | nan_b | ((inf_a | inf_b) & (za | zb)), 1,
                                    Mux(inf_a | inf_b, 2, Mux(za | zb, 3, 0))))
+        if self._annihilate:
+            special_ieee, special = special, Signal(2, name="special_z")
+            m.d.comb += special.eq(Mux(za, 3, special_ieee))
         exp_sum = Signal(signed(10))
         m.d.comb += exp_sum.eq(ea + eb - 127)
         regs = dict(sig_a=Cat(a[0:23], 1), sig_b=Cat(b[0:23], 1), exp_sum=exp_sum,

@@ -50,6 +50,9 @@ class LaneMultiplier(FP32Multiplier):
     stages : int
         Pipeline registers, 0 to 4; 0 is purely combinational (see ``FP32Multiplier``).
         Latency ``stages`` cycles, throughput one product per cycle.
+    zero_a_annihilates : bool
+        A zero or subnormal ``a`` gives a signed zero whatever ``b`` is (``sim.vector.mulz``;
+        see ``FP32Multiplier``).
 
     Members
     -------
@@ -62,7 +65,7 @@ class LaneMultiplier(FP32Multiplier):
         FP32 product of the operands presented ``stages`` enabled cycles earlier.
     """
 
-    def __init__(self, *, a_bits=24, logic_bits=0, stages=0):
+    def __init__(self, *, a_bits=24, logic_bits=0, stages=0, zero_a_annihilates=False):
         for name, value in (("a_bits", a_bits), ("logic_bits", logic_bits)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{name} must be an integer, not {value!r}")
@@ -72,7 +75,7 @@ class LaneMultiplier(FP32Multiplier):
             raise ValueError(f"logic_bits must be an integer from 0 to 24, not {logic_bits}")
         self._a_bits = a_bits
         self._logic_bits = logic_bits
-        super().__init__(stages)
+        super().__init__(stages, zero_a_annihilates=zero_a_annihilates)
 
     @property
     def a_bits(self):
