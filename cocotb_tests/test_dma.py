@@ -13,7 +13,7 @@ import random
 
 import numpy as np
 import cocotb
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from amaranth.hdl import Module
 from amaranth.lib import wiring
@@ -81,6 +81,8 @@ class BusMonitor:
         self.bw = bw
         self.ar = []
         self.aw = []
+        self.cycle = 0               # clock edges since start
+        self.hs_cycles = []          # the edge of every AR and AW handshake
         self.r_beats = 0
         self.w_beats = 0
         self.max_rd_out = 0
@@ -108,14 +110,17 @@ class BusMonitor:
         d = self.dut
         while True:
             await RisingEdge(d.clk)
+            self.cycle += 1
             if int(d.m_axi__arvalid.value) and int(d.m_axi__arready.value):
                 a, ln = int(d.m_axi__araddr.value), int(d.m_axi__arlen.value)
                 self.ar.append((a, ln))
+                self.hs_cycles.append(self.cycle)
                 self._check_burst("AR", a, ln, int(d.m_axi__arsize.value))
                 self._rd_out += 1
             if int(d.m_axi__awvalid.value) and int(d.m_axi__awready.value):
                 a, ln = int(d.m_axi__awaddr.value), int(d.m_axi__awlen.value)
                 self.aw.append((a, ln))
+                self.hs_cycles.append(self.cycle)
                 self._check_burst("AW", a, ln, int(d.m_axi__awsize.value))
                 self._wr_out += 1
             self.max_rd_out = max(self.max_rd_out, self._rd_out)
@@ -132,6 +137,53 @@ class BusMonitor:
                 self.errors.append(f"too many outstanding: {self._rd_out} {self._wr_out}")
 
 
+class IssuerChecker:
+    """White-box check of the burst issuer's lookahead registers (``rtl/dma/dma.py``), every
+    cycle: while a segment is loaded (``iss_run`` and not ``iss_load``) its flags equal their
+    definitions from the counts (beats left L = ``iss_left1`` + 1, beats to the 4 KiB boundary
+    T = ``iss_to4k``, ``iss_diff1`` = L - T - 1), and ``iss_ok`` equals iss_run & ~iss_load &
+    (outstanding < max_outstanding) except in the two cycles after a stop (an error or an
+    abort), where it may lag. A flag a burst late or early fails here even where the burst
+    lengths hide it."""
+
+    def __init__(self, dut, max_burst, max_outstanding, bw, errors):
+        self.dut, self.mb, self.mo, self.k = dut, max_burst, max_outstanding, 4096 // bw
+        self.checked = 0
+        self.errors = errors
+
+    def start(self):
+        cocotb.start_soon(self._run())
+
+    async def _run(self):
+        dma = self.dut.dma
+        stop_seen = 0
+        while True:
+            await RisingEdge(self.dut.clk)
+            await ReadOnly()
+            v = {n: int(getattr(dma, n).value) for n in (
+                "iss_run", "iss_load", "iss_ok", "outstanding", "iss_left1", "iss_to4k",
+                "iss_diff1", "iss_by4k", "iss_end", "iss_page", "err", "aborting")}
+            stop_seen = 2 if v["err"] or v["aborting"] or int(self.dut.abort.value) else \
+                max(0, stop_seen - 1)
+            ok = v["iss_run"] and not v["iss_load"] and v["outstanding"] < self.mo
+            if not stop_seen and v["iss_ok"] != ok:
+                self.errors.append(f"iss_ok {v['iss_ok']} but {v}")
+            if not v["iss_run"] or v["iss_load"]:
+                continue
+            left, to4k = v["iss_left1"] + 1, v["iss_to4k"]
+            n = len(dma.iss_diff1.value)
+            diff1 = v["iss_diff1"] - ((v["iss_diff1"] >> (n - 1)) << n)
+            by4k = to4k < left and to4k < self.mb
+            want = dict(iss_diff1=left - to4k - 1, iss_by4k=by4k,
+                        iss_end=left <= self.mb and left <= to4k,
+                        iss_page=by4k or to4k == self.mb)
+            got = dict(v, iss_diff1=diff1)
+            bad = {f: got[f] for f, w in want.items() if got[f] != int(w)}
+            if bad or not 1 <= to4k <= self.k:
+                self.errors.append(f"L {left} T {to4k}: {bad}")
+            self.checked += 1
+
+
 class Bench:
     def __init__(self, dut, rng, *, pause=0.0, latency=0):
         self.dut = dut
@@ -145,6 +197,9 @@ class Bench:
         self.fail_write = set()
         self.latency = latency
         self.mon = BusMonitor(dut, self.cfg["max_burst"], self.cfg["max_outstanding"], self.bw)
+        # (its errors are the bus monitor's, which every test checks)
+        self.iss_chk = IssuerChecker(dut, self.cfg["max_burst"], self.cfg["max_outstanding"],
+                                     self.bw, self.mon.errors)
         self.windows = []
         # A competing SBUF writer on the debug write port during ``run``: the probability of
         # starting a write per cycle, and the model array its taken writes are applied to.
@@ -199,6 +254,7 @@ class Bench:
         start_clock(d)
         await reset(d)
         self.mon.start()
+        self.iss_chk.start()
 
     def set_windows(self, windows):
         """``windows``: list of (base, limit, perm), at most the configured number."""
@@ -477,6 +533,92 @@ async def test_bursts_outstanding(dut):
     assert not bench.mon.errors, bench.mon.errors[:5]
 
 
+def expected_bursts(rec, bw, max_burst):
+    """The bursts (address, AxLEN) of ``rec`` as documented (rtl/dma/dma.py): a contiguous row
+    is one segment, otherwise every element is one; a segment is split greedily into bursts
+    of min(beats left, ``max_burst``, beats to the next 4 KiB boundary) beats."""
+    es = _esize(rec["fmt"])
+    s0 = rec["ext_stride0"]
+    contiguous = s0 == es
+    out = []
+    for p in range(rec["part_count"]):
+        for i in range(rec["n1"]):
+            row = rec["ext_addr"] + p * rec["ext_part_stride"] + i * rec["ext_stride1"]
+            segs = ([(row, rec["n0"] * es)] if contiguous else
+                    [(row + j * s0, es) for j in range(rec["n0"])])
+            for e, nbytes in segs:
+                e %= 1 << 32
+                cur = e - e % bw
+                left = -(-(e % bw + nbytes) // bw)
+                while left:
+                    n = min(left, max_burst, (0x1000 - cur % 0x1000) // bw)
+                    out.append((cur, n - 1))
+                    cur, left = (cur + n * bw) % (1 << 32), left - n
+    return out
+
+
+@cocotb.test()
+async def test_burst_split(dut):
+    """The exact AR and AW bursts (address and length) of contiguous rows starting at every
+    kind of distance from a 4 KiB boundary (two bursts before it, one, less than one, at it,
+    in the middle of a beat) and of strided records, against :func:`expected_bursts`, with
+    back-pressure on every channel: the issuer's length and boundary flags, kept a burst
+    ahead, must split every segment as the greedy rule does."""
+    rng = random.Random(_seed() + 17)
+    bench = Bench(dut, rng, pause=0.3, latency=2)
+    await bench.start()
+    cfg = bench.cfg
+    bw, mb, P, depth = bench.bw, cfg["max_burst"], bench.P, bench.depth
+    bench.set_windows([(0, RAM_SIZE - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
+    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
+    bench.ram.write(0, init)
+    ext = bytearray(init)
+    sbuf = np.array([[rng.getrandbits(32) for _ in range(depth)] for _ in range(P)],
+                    dtype=np.uint32)
+    await bench.sbuf_write(sbuf)
+    n_rec = 0
+    for off in (-2 * mb * bw, -2 * mb * bw + bw, -mb * bw, -mb * bw - bw, -(mb + 1) * bw + 4,
+                -3 * bw, -bw, 0, -2 * mb * bw - 2, -mb * bw + 1, -1):
+        for store in (0, 1):
+            fmt = Format.FP32 if off % 4 == 0 else Format.BF16 if off % 2 == 0 else Format.INT8
+            es = _esize(fmt)
+            n0 = depth // 2 - (3 if n_rec % 2 else 0)
+            # Rows at shifting distances from the next boundaries (partition stride a page and
+            # a burst and a beat), a second row half a page further on.
+            rec = dict(ext_addr=0x3000 + 0x8000 * store + off, ext_stride0=es,
+                       ext_stride1=0x800 + 3 * bw, ext_part_stride=0x1000 + (mb + 1) * bw,
+                       n0=n0, n1=2, part_start=0,
+                       part_count=P, sbuf_addr=0, fmt=int(fmt), store=store)
+            n_ar, n_aw = len(bench.mon.ar), len(bench.mon.aw)
+            await _check_transfer(bench, rec, ext, sbuf)
+            got = bench.mon.aw[n_aw:] if store else bench.mon.ar[n_ar:]
+            want = expected_bursts(rec, bw, mb)
+            assert got == want, (rec, [(hex(a), n) for a, n in got[:12]],
+                                 [(hex(a), n) for a, n in want[:12]])
+            n_rec += 1
+    # Rows of about 12 KiB (their SBUF words wrap around): the distance to the boundary is
+    # counted down from a whole page after each crossing, to the next crossing.
+    for store, off in ((0, -2 * mb * bw), (1, -3 * bw), (0, -3 * bw), (1, -2 * mb * bw)):
+        rec = dict(ext_addr=0x1000 + 0x8000 * store + off, ext_stride0=4, ext_stride1=0,
+                   ext_part_stride=0, n0=3 * 0x1000 // 4 - 5, n1=1, part_start=0,
+                   part_count=1, sbuf_addr=5, fmt=int(Format.FP32), store=store)
+        n_ar, n_aw = len(bench.mon.ar), len(bench.mon.aw)
+        await _check_transfer(bench, rec, ext, sbuf)
+        got = bench.mon.aw[n_aw:] if store else bench.mon.ar[n_ar:]
+        assert got == expected_bursts(rec, bw, mb), (rec, len(got))
+    # Strided rows: one single-beat burst per element, from consecutive segments.
+    for store in (0, 1):
+        rec = dict(ext_addr=0x4FF0 + 0x8000 * store, ext_stride0=2 * bw + 2, ext_stride1=6,
+                   ext_part_stride=0x101, n0=7, n1=2, part_start=0, part_count=P, sbuf_addr=3,
+                   fmt=int(Format.INT8), store=store)
+        n_ar, n_aw = len(bench.mon.ar), len(bench.mon.aw)
+        await _check_transfer(bench, rec, ext, sbuf)
+        got = bench.mon.aw[n_aw:] if store else bench.mon.ar[n_ar:]
+        assert got == expected_bursts(rec, bw, mb), (rec, got[:8])
+    assert not bench.mon.errors, bench.mon.errors[:5]
+    assert bench.iss_chk.checked > 1000, bench.iss_chk.checked
+
+
 @cocotb.test()
 async def test_throughput(dut):
     """Bytes per cycle of long contiguous loads and stores on an ideal memory (no latency, no
@@ -558,6 +700,61 @@ async def test_cycle_counts(dut):
     assert not bench.mon.errors, bench.mon.errors[:5]
     assert bench.contend_taken > 0 and bench.contend_refused > 0
     assert EXPECTED_CYCLES.get(key) in (None, cycles), (EXPECTED_CYCLES.get(key), cycles)
+
+
+#: Cycles to done and the sum of the AR/AW handshake cycles of the records of
+#: :func:`test_cycle_counts_outstanding` (slow memory: the bursts in flight reach
+#: max_outstanding), per configuration as in :data:`EXPECTED_CYCLES`: those of the DMA at
+#: d9be81c.
+EXPECTED_CYCLES_OUTSTANDING = {
+    (4, 32, 8, 4): [(818, 101747), (530, 69632), (835, 11681), (275, 4085), (282, 610),
+                    (275, 656), (833, 110844), (530, 69632)],
+    (3, 64, 4, 2): [(406, 20205), (255, 12816), (194, 1028), (113, 673), (117, 266),
+                    (113, 268), (397, 19149), (255, 13104)],
+}
+
+
+@cocotb.test()
+async def test_cycle_counts_outstanding(dut):
+    """Exact cycle counts and AR/AW handshake times of strided (one single-beat burst per
+    element) and contiguous loads and stores on a memory answering each burst after up to 6
+    cycles (a fixed seed), so that max_outstanding bursts are in flight and bursts wait for
+    their predecessors to retire, against :data:`EXPECTED_CYCLES_OUTSTANDING`: the issuer's
+    registered issue condition (``iss_ok``, a cycle ahead) must issue every burst in the
+    cycle it was issued in before."""
+    rng = random.Random(2025)
+    bench = Bench(dut, rng, latency=6)
+    await bench.start()
+    cfg = bench.cfg
+    bench.set_windows([(0, RAM_SIZE - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
+    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
+    bench.ram.write(0, init)
+    ext = bytearray(init)
+    sbuf = np.array([[rng.getrandbits(32) for _ in range(bench.depth)] for _ in range(bench.P)],
+                    dtype=np.uint32)
+    await bench.sbuf_write(sbuf)
+    cycles = []
+    for fmt, stride in ((Format.BF16, 3), (Format.FP32, 1), (Format.INT8, 1), (Format.FP32, -1)):
+        es = _esize(fmt)
+        for store in (0, 1):
+            rec = dict(ext_addr=0x2000 + 0x6000 * store, ext_stride0=(es * stride) & 0xFFFFFFFF,
+                       ext_stride1=es * bench.depth * 2, ext_part_stride=es * bench.depth * 5,
+                       n0=bench.depth // 2, n1=2, part_start=0, part_count=bench.P, sbuf_addr=1,
+                       fmt=int(fmt), store=store)
+            n_hs, start = len(bench.mon.hs_cycles), bench.mon.cycle
+            await _check_transfer(bench, rec, ext, sbuf)
+            # The cycles to done, and the sum of the AR/AW handshakes' cycles from the start:
+            # a burst issued a cycle late changes the second even where the memory, busy with
+            # the bursts before it, hides it from the first.
+            cycles.append((bench.last_cycles,
+                           sum(c - start for c in bench.mon.hs_cycles[n_hs:])))
+    key = (cfg["partitions"], cfg["data_width"], cfg["max_burst"], cfg["max_outstanding"])
+    dut._log.info("cycles %s: %s (max outstanding: %d reads, %d writes)", key, cycles,
+                  bench.mon.max_rd_out, bench.mon.max_wr_out)
+    assert not bench.mon.errors, bench.mon.errors[:5]
+    assert bench.mon.max_rd_out == bench.mon.max_wr_out == cfg["max_outstanding"]
+    assert EXPECTED_CYCLES_OUTSTANDING.get(key) in (None, cycles), (
+        EXPECTED_CYCLES_OUTSTANDING.get(key), cycles)
 
 
 @cocotb.test()
@@ -849,7 +1046,8 @@ async def test_record_checks(dut):
 
 @cocotb.test()
 async def test_abort(dut):
-    """Abort in the middle of long loads and stores: the engine drains and goes idle without
+    """Abort in the middle of long loads and stores: no burst is issued from the cycle the
+    abort is seen on (no AR/AW valid rises after it), the engine drains and goes idle without
     done or error, and the next transfer is bit-exact."""
     rng = random.Random(_seed() + 17)
     bench = Bench(dut, rng, pause=0.3, latency=2)
@@ -861,11 +1059,33 @@ async def test_abort(dut):
     rec = dict(ext_addr=0x1000, ext_stride0=4, ext_stride1=0, ext_part_stride=0x400,
                n0=bench.depth, n1=1, part_start=0, part_count=bench.P, sbuf_addr=0,
                fmt=int(Format.FP32), store=0)
-    for store in (0, 1, 0):
+    # Per clock edge: abort, AR or AW valid, AR or AW handshake (the values the DUT saw).
+    samples = []
+
+    async def sample():
+        d = dut
+        while True:
+            await RisingEdge(d.clk)
+            arv, awv = int(d.m_axi__arvalid.value), int(d.m_axi__awvalid.value)
+            samples.append((int(d.abort.value), arv | awv,
+                            (arv & int(d.m_axi__arready.value)) |
+                            (awv & int(d.m_axi__awready.value))))
+    sampler = cocotb.start_soon(sample())
+    runs = [(store, rng.randrange(10, 60)) for store in (0, 1, 0)]
+    runs += [(store, after) for store in (0, 1) for after in range(6, 40, 3)]
+    for store, after in runs:
         r = dict(rec, store=store)
-        result = await bench.run(r, abort_after=rng.randrange(10, 60))
+        samples.clear()
+        result = await bench.run(r, abort_after=after)
         assert result == ("aborted", None), result
         assert bench.mon._rd_out == 0 and bench.mon._wr_out == 0
+        # (The first sample may be the previous run's last, abort still high.)
+        k = next(k for k in range(1, len(samples))
+                 if samples[k][0] and not samples[k - 1][0])
+        new = [m for m in range(k + 1, len(samples))
+               if samples[m][1] and (not samples[m - 1][1] or samples[m - 1][2])]
+        assert not new, (store, after, k, new)
+    sampler.cancel()
     ext = bytearray(bench.ram.read(0, RAM_SIZE))
     sbuf = await bench.sbuf_read()
     await _check_transfer(bench, rec, ext, sbuf)

@@ -26,7 +26,11 @@ Order of work for one record
 3. *Transfer*: a row whose inner stride equals the element size is one contiguous segment,
    fetched/written in INCR bursts of up to ``max_burst`` beats that never cross a 4 KiB
    boundary; otherwise every element is its own single-beat transaction (strobes select its
-   bytes). Up to ``max_outstanding`` bursts are in flight. SBUF sees at most one element per
+   bytes). Up to ``max_outstanding`` bursts are in flight. The issuer issues at most one burst
+   per cycle, a segment's first one the cycle after the segment is loaded, from registers:
+   the next burst's case (to the boundary, the segment's last, ``max_burst``) is kept in
+   flags updated a burst ahead, and whether another burst may go in a flip-flop registered
+   from the next segment state and outstanding count. SBUF sees at most one element per
    cycle (a load waits while the shared SBUF write port serves another writer:
    ``sbuf_w.ready``). Loaded elements pass a two-entry write stage (one cycle of latency),
    so the SBUF write request comes from registers; ``done`` waits until it is empty. Stored
@@ -358,15 +362,51 @@ class DMA(wiring.Component):
         iss_run = Signal()                       # segments remain
         iss_load = Signal()                      # load the walker's segment this cycle
         # Segment state, all registered so that the issue decision is short: the next
-        # beat-aligned byte address, the beats left in the segment, the beats to the next
-        # 4 KiB boundary (1 .. 4096/bw) and whether this is the record's last segment.
-        # The walker is stepped as its segment is loaded (it runs one segment ahead).
-        mb_bits = self._max_burst.bit_length()
+        # beat-aligned byte address, the beats left in the segment L (kept as L - 1), the
+        # beats to the next 4 KiB boundary T (1 .. K = 4096/bw), L - T - 1 and whether this
+        # is the record's last segment. The walker is stepped as its segment is loaded (it
+        # runs one segment ahead).
+        MB = self._max_burst
+        kb = MB.bit_length() - 1                 # log2(max_burst)
+        K = 4096 >> bsh                          # beats in a 4 KiB page (> max_burst)
         iss_cur = Signal(32)
-        iss_left = Signal(20 - bsh)
-        iss_to4k = Signal(14 - bsh)
+        iss_left1 = Signal(20 - bsh)             # L - 1
+        iss_to4k = Signal(14 - bsh)              # T
+        iss_diff1 = Signal(signed(21 - bsh))     # L - T - 1: its sign is L <= T
         iss_seg_last = Signal()
         seg_bytes = Signal(19)                   # bytes per segment (registered in SPAN)
+        # The next burst is min(L, max_burst, T) beats, one of three cases, kept in flags
+        # beside the counts and updated a burst ahead (lookahead), so that the issue reads
+        # flip-flops instead of compares: ``iss_by4k`` (T < L and T < max_burst: T beats, to
+        # the boundary), ``iss_end`` (L <= max_burst and L <= T: L beats, the segment's last
+        # burst), else max_burst beats; ``iss_page``: the burst ends at the boundary (with
+        # iss_by4k, or max_burst beats where T == max_burst). The counts move by constants or
+        # by a register (L - T is ``iss_diff1 + 1``), and the next burst's flags are zero
+        # tests and sign bits of the counts, as derived for each case below. (The compares of
+        # iss_to4k with iss_left in front of the selection among three lengths, the 32-bit
+        # adder and every count: iss_to4k -> a_len / iss_left / iss_cur / iss_to4k was 9
+        # levels in the core netlist, 10.0-10.34 ns routed, 13 of the DMA's 25 end points
+        # later than 10 ns, core2 352ab1b seed 1.)
+        iss_by4k = Signal()
+        iss_end = Signal()
+        iss_page = Signal()
+        iss_tlt = Signal()                       # T < L
+        m.d.comb += iss_tlt.eq(~iss_diff1[-1])
+        # A segment's counts from the walker's address, registered every cycle, so that a
+        # load takes registers, not adders: the walker moves only when a segment is loaded,
+        # two loads are at least two cycles apart (the segment's first burst is issued
+        # between) and the first comes at least three cycles after the walker's start in
+        # SPAN, so at a load they are the walker's segment's. L - 1 = (offset + bytes - 1)
+        # >> bsh, L - T - 1 = (page offset + bytes - 1 - 4096) >> bsh (floor), T = K - the
+        # beat offset in the page.
+        pre_left1 = Signal(len(iss_left1))
+        pre_to4k = Signal(len(iss_to4k))
+        pre_diff1 = Signal(len(iss_diff1))
+        m.d.sync += [
+            pre_left1.eq((iss.addr[:bsh] + seg_bytes - 1) >> bsh),
+            pre_to4k.eq(K - iss.addr[bsh:12]),
+            pre_diff1.eq((iss.addr[:12] + seg_bytes - 4097).as_signed() >> bsh),
+        ]
 
         m.d.comb += [
             axi.arid.eq(0), axi.awid.eq(0),
@@ -382,42 +422,32 @@ class DMA(wiring.Component):
         with m.If(a_hs):
             m.d.sync += a_valid.eq(0)
 
-        # Next burst: min(beats left, max_burst, beats to the 4 KiB boundary). The segment
-        # ends with this burst when its beats left fit both limits (compared in parallel).
-        # Which of the three it is comes from three compares of registers (``by_to4k``,
-        # ``left_lt_mb``), and every register the burst updates has its next value computed
-        # for each of the three beside them (``_cands``), so the compares select results
-        # instead of feeding the adders (iss_left -> compare -> beats -> 32-bit adder ->
-        # iss_cur was 11.48 ns routed, core2 at aefeba6 seed 3).
-        MB = self._max_burst
-        left_lt_mb = Signal()                    # iss_left < max_burst
-        by_to4k = Signal()                       # the burst ends at the 4 KiB boundary
-        seg_done = Signal()
+        # The burst's length - 1 and whether it is one beat (T < max_burst with iss_by4k, L
+        # <= max_burst with iss_end: their low bits suffice).
+        next_len = Signal(8)
+        next_single = Signal()
         m.d.comb += [
-            left_lt_mb.eq((iss_left >> (mb_bits - 1)) == 0),
-            by_to4k.eq(Mux(left_lt_mb, iss_to4k < iss_left, iss_to4k < MB)),
-            seg_done.eq((iss_left <= MB) & (iss_left <= iss_to4k)),
+            next_len.eq(Mux(iss_by4k, iss_to4k[:kb + 1] - 1,
+                            Mux(iss_end, iss_left1[:kb + 1], MB - 1))),
+            next_single.eq(Mux(iss_by4k, iss_to4k[:kb + 1] == 1,
+                               Mux(iss_end, iss_left1[:kb + 1] == 0, MB == 1))),
         ]
 
-        def _cands(name, width, f):
-            """``f(beats)`` for the burst's three possible lengths (to the boundary, the beats
-            left, max_burst), computed from registers and selected by the compares."""
-            vals = [Signal(width, name=f"{name}_{k}") for k in ("to4k", "left", "mb")]
-            m.d.comb += [v.eq(f(n)) for v, n in zip(vals, (iss_to4k, iss_left, Const(MB)))]
-            return Mux(by_to4k, vals[0], Mux(left_lt_mb, vals[1], vals[2]))
-
-        next_cur = _cands("iss_cur_next", 32, lambda n: iss_cur + (n << bsh))
-        next_left = _cands("iss_left_next", len(iss_left), lambda n: iss_left - n)
-        next_to4k = _cands("iss_to4k_next", len(iss_to4k),
-                           lambda n: Mux(iss_to4k == n, 4096 >> bsh, iss_to4k - n))
-        next_len = _cands("a_len_next", 8, lambda n: n - 1)
-        next_single = _cands("a_single_next", 1, lambda n: n == 1)
-
-        # Per-burst bookkeeping for the data side: load: burst address (error address);
-        # store: burst length and whether it is one beat (wlast), and address (BRESP error
-        # address).
-        b_fifo = fifo.SyncFIFO(width=32, depth=self._max_outstanding)
-        m.submodules.b_fifo = b_fifo
+        # Per-burst bookkeeping for the data side: ``b_fifo`` holds a store burst's address
+        # until its B (the BRESP error address), ``d_fifo`` (below) the bursts' addresses and
+        # lengths for the data side. Both hold only bursts counted in ``outstanding``, so
+        # they are never pushed full nor popped empty and take the issue (and the pop)
+        # through their pointers' enables alone, with no level behind them.
+        MO = self._max_outstanding
+        m.submodules.b_fifo = b_mem = memory.Memory(shape=32, depth=MO, init=[])
+        b_w, b_r = b_mem.write_port(), b_mem.read_port(domain="comb")
+        b_wp, b_rp = Signal(range(MO), name="b_wp"), Signal(range(MO), name="b_rp")
+        b_pop = Signal()                         # a B response is taken
+        m.d.comb += [b_w.addr.eq(b_wp), b_r.addr.eq(b_rp)]
+        with m.If(b_w.en):
+            m.d.sync += b_wp.eq(Mux(b_wp == MO - 1, 0, b_wp + 1))
+        with m.If(b_pop):
+            m.d.sync += b_rp.eq(Mux(b_rp == MO - 1, 0, b_rp + 1))
         # ``d_fifo`` (address, length, one beat) holds the bursts issued whose data side has
         # not finished (a load's last R beat, a store's last W beat packed): at most
         # ``outstanding`` of them, so it is never pushed full nor popped empty, and push and
@@ -426,7 +456,6 @@ class DMA(wiring.Component):
         # front of a level counter's enable (the end of the ``rready`` path below, 8 levels,
         # 10.78-10.89 ns routed, core2 352ab1b seed 1; the packer's last beat reached the same
         # enables in 7 levels).
-        MO = self._max_outstanding
         d_word = data.StructLayout({"addr": 32, "len": 8, "single": 1})
         m.submodules.d_fifo = d_mem = memory.Memory(shape=d_word, depth=MO, init=[])
         d_w, d_r = d_mem.write_port(), d_mem.read_port(domain="comb")
@@ -441,35 +470,55 @@ class DMA(wiring.Component):
             m.d.sync += d_rp.eq(Mux(d_rp == MO - 1, 0, d_rp + 1))
         m.d.sync += d_level.eq(d_level + d_push - d_pop)
 
-        can_issue = Signal()
-        m.d.comb += can_issue.eq(iss_run & ~iss_load & ~stopping & (~a_valid | a_hs) &
-                                 (outstanding < self._max_outstanding))
+        # A burst is issued when ``iss_ok`` (segments remain, none is being loaded and fewer
+        # than max_outstanding bursts are in flight: a flip-flop, registered from the next
+        # values of the three below) and nothing stops the record, and AR/AW is free. The
+        # issue reaches every register of the issuer, so it is two gates of flip-flops and
+        # the subordinate's ready (``iss_run``, ``iss_load`` and ``outstanding``'s compare in
+        # front of it was one more level on every path to the issuer's registers).
+        iss_ok = Signal()
         issue = Signal()
-        m.d.comb += issue.eq(can_issue)
-        burst_addr = Signal(32)
-        m.d.comb += burst_addr.eq(iss_cur)
+        m.d.comb += issue.eq(iss_ok & ~stopping & (~a_valid | a_hs))
         with m.If(iss_load):
             m.d.comb += iss.step.eq(1)
             m.d.sync += [
                 iss_cur.eq(Cat(Const(0, bsh), iss.addr[bsh:32])),
-                iss_left.eq((iss.addr[:bsh] + seg_bytes + (bw - 1)) >> bsh),
-                iss_to4k.eq((4096 >> bsh) - iss.addr[bsh:12]),
+                iss_left1.eq(pre_left1), iss_to4k.eq(pre_to4k), iss_diff1.eq(pre_diff1),
+                # T < L and T < max_burst; L <= max_burst and L <= T; that or T == max_burst.
+                iss_by4k.eq(~pre_diff1[-1] & ((pre_to4k >> kb) == 0)),
+                iss_end.eq(((pre_left1 >> kb) == 0) & pre_diff1[-1]),
+                iss_page.eq((~pre_diff1[-1] & ((pre_to4k >> kb) == 0)) | (pre_to4k == MB)),
                 iss_seg_last.eq(iss.last),
                 iss_load.eq(0),
             ]
+        # The next burst's counts and flags, for the two cases after which the segment goes
+        # on (after its last burst the next segment is loaded; the values are not used):
+        # iss_by4k: L' = L - T, T' = K (> max_burst), so only L' <= max_burst can hold;
+        # else (max_burst beats, L > max_burst, T >= max_burst): L' = L - max_burst, T' = K
+        # if iss_page (L' <= T' then follows from L' <= max_burst), else T - max_burst (T' <
+        # L' is T < L, and T' == max_burst is T == 2 * max_burst). ``iss_page`` is a flag of
+        # its own, not iss_by4k | (T == max_burst), so that the issue meets one flip-flop
+        # in front of the counts' multiplexers.
         with m.If(issue):
             m.d.sync += [
-                a_valid.eq(1), a_addr.eq(burst_addr), a_len.eq(next_len),
-                iss_cur.eq(next_cur),
-                iss_left.eq(next_left),
-                iss_to4k.eq(next_to4k),
+                a_valid.eq(1), a_addr.eq(iss_cur), a_len.eq(next_len),
+                iss_cur.eq(Mux(iss_by4k, Cat(Const(0, 12), iss_cur[12:] + 1),
+                               iss_cur + (MB << bsh))),
+                iss_left1.eq(Mux(iss_by4k, iss_diff1, iss_left1 - MB)),
+                iss_to4k.eq(Mux(iss_page, K, iss_to4k - MB)),
+                iss_diff1.eq(Mux(iss_page, iss_diff1 - K, iss_diff1)),
+                iss_by4k.eq(~iss_page & iss_tlt & ((iss_to4k >> (kb + 1)) == 0)),
+                iss_end.eq(Mux(iss_by4k, (iss_diff1 >> kb) == 0,
+                               ((iss_left1 >> (kb + 1)) == 0) & (iss_page | ~iss_tlt))),
+                iss_page.eq(~iss_page & ((iss_tlt & ((iss_to4k >> (kb + 1)) == 0)) |
+                                         (iss_to4k == 2 * MB))),
             ]
             m.d.comb += [
-                d_push.eq(1), d_w.data.addr.eq(burst_addr), d_w.data.len.eq(next_len),
+                d_push.eq(1), d_w.data.addr.eq(iss_cur), d_w.data.len.eq(next_len),
                 d_w.data.single.eq(next_single),
-                b_fifo.w_en.eq(c.store), b_fifo.w_data.eq(burst_addr),
+                b_w.en.eq(c.store), b_w.data.eq(iss_cur),
             ]
-            with m.If(seg_done):
+            with m.If(iss_end):
                 with m.If(iss_seg_last):
                     m.d.sync += iss_run.eq(0)
                 with m.Else():
@@ -691,7 +740,7 @@ class DMA(wiring.Component):
         b_take = Signal()
         m.d.comb += b_take.eq(axi.bvalid & axi.bready)
         with m.If(b_take):
-            m.d.comb += b_fifo.r_en.eq(1)
+            m.d.comb += b_pop.eq(1)
             with m.If((axi.bresp != RESP_OKAY) & ~err):
                 m.d.comb += report.eq(1)          # DMA_AXI_WRITE
 
@@ -699,6 +748,15 @@ class DMA(wiring.Component):
         retire = Signal()
         m.d.comb += retire.eq(Mux(c.store, b_take, r_take & axi.rlast))
         m.d.sync += outstanding.eq(outstanding + issue - retire)
+        # ``iss_ok`` == iss_run & ~iss_load & (outstanding < max_outstanding), a cycle ahead:
+        # the segment's last burst clears iss_run or sets iss_load (iss_run is 0 outside RUN,
+        # and a load follows the issue that sets iss_load), and outstanding moves by the issue
+        # and the retirement. (A stop clears iss_run too, and iss_ok may stay 1 for a cycle
+        # more; but ``stopping`` lasts until the end of IDLE's first cycle, where err and
+        # aborting are cleared, and iss_ok follows iss_run = 0 by then.)
+        m.d.sync += iss_ok.eq(iss_run & ~(issue & iss_end) &
+                              Mux(issue, Mux(retire, outstanding < MO, outstanding < MO - 1),
+                                  retire | (outstanding < MO)))
 
         # Counters.
         with m.If(self.clear_counters):
@@ -871,7 +929,7 @@ class DMA(wiring.Component):
                              self.err_info.eq(axi.rresp)]
             with m.Elif(st):
                 m.d.sync += [self.err_code.eq(ErrorCode.DMA_AXI_WRITE),
-                             self.err_addr.eq(b_fifo.r_data), self.err_info.eq(axi.bresp)]
+                             self.err_addr.eq(b_r.data), self.err_info.eq(axi.bresp)]
             with m.Elif(row_v):
                 m.d.sync += [self.err_code.eq(ErrorCode.DMA_WINDOW),
                              self.err_addr.eq(row_addr), self.err_info.eq(c.store)]
