@@ -433,12 +433,17 @@ def _seed():
 ALL_FORMATS = list(Format)
 
 
-async def _random_memories(bench, rng, region):
-    """One read/write window over ``region``, random external memory and SBUF contents; returns
-    the models ``(ext, sbuf)`` the transfers are checked against."""
-    bench.set_windows([(region[0], region[1] - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
+async def _random_memories(bench, rng, region=(0, RAM_SIZE), *, windows=None, random_sbuf=True):
+    """One read/write window over ``region`` (or the ``windows`` given, as
+    :meth:`Bench.set_windows` takes them), random external memory and, with ``random_sbuf``,
+    random SBUF contents (else SBUF is left as reset left it: zero); returns the models
+    ``(ext, sbuf)`` the transfers are checked against."""
+    bench.set_windows(windows if windows is not None else
+                      [(region[0], region[1] - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
     init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
     bench.ram.write(0, init)
+    if not random_sbuf:
+        return bytearray(init), np.zeros((bench.P, bench.depth), dtype=np.uint32)
     sbuf = np.array([[rng.getrandbits(32) for _ in range(bench.depth)] for _ in range(bench.P)],
                     dtype=np.uint32)
     await bench.sbuf_write(sbuf)
@@ -508,11 +513,7 @@ async def test_bursts_outstanding(dut):
     bench = Bench(dut, rng, latency=6)
     await bench.start()
     cfg = bench.cfg
-    bench.set_windows([(0, RAM_SIZE - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
-    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
-    bench.ram.write(0, init)
-    ext = bytearray(init)
-    sbuf = np.zeros((bench.P, bench.depth), dtype=np.uint32)
+    ext, sbuf = await _random_memories(bench, rng, random_sbuf=False)
     n0 = bench.depth
     rec = dict(ext_addr=0x0FC4, ext_stride0=4, ext_stride1=0, ext_part_stride=n0 * 4 + 8,
                n0=n0, n1=1, part_start=0, part_count=bench.P, sbuf_addr=0,
@@ -569,13 +570,7 @@ async def test_burst_split(dut):
     await bench.start()
     cfg = bench.cfg
     bw, mb, P, depth = bench.bw, cfg["max_burst"], bench.P, bench.depth
-    bench.set_windows([(0, RAM_SIZE - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
-    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
-    bench.ram.write(0, init)
-    ext = bytearray(init)
-    sbuf = np.array([[rng.getrandbits(32) for _ in range(depth)] for _ in range(P)],
-                    dtype=np.uint32)
-    await bench.sbuf_write(sbuf)
+    ext, sbuf = await _random_memories(bench, rng)
     n_rec = 0
     for off in (-2 * mb * bw, -2 * mb * bw + bw, -mb * bw, -mb * bw - bw, -(mb + 1) * bw + 4,
                 -3 * bw, -bw, 0, -2 * mb * bw - 2, -mb * bw + 1, -1):
@@ -627,11 +622,7 @@ async def test_throughput(dut):
     rng = random.Random(_seed() + 5)
     bench = Bench(dut, rng)
     await bench.start()
-    bench.set_windows([(0, RAM_SIZE - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
-    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
-    bench.ram.write(0, init)
-    ext = bytearray(init)
-    sbuf = np.zeros((bench.P, bench.depth), dtype=np.uint32)
+    ext, sbuf = await _random_memories(bench, rng, random_sbuf=False)
     for fmt in (Format.INT8, Format.BF16, Format.FP32):
         es = _esize(fmt)
         for store in (0, 1):
@@ -673,13 +664,7 @@ async def test_cycle_counts(dut):
     bench = Bench(dut, rng, pause=0.25)
     await bench.start()
     cfg = bench.cfg
-    bench.set_windows([(0, RAM_SIZE - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
-    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
-    bench.ram.write(0, init)
-    ext = bytearray(init)
-    sbuf = np.array([[rng.getrandbits(32) for _ in range(bench.depth)] for _ in range(bench.P)],
-                    dtype=np.uint32)
-    await bench.sbuf_write(sbuf)
+    ext, sbuf = await _random_memories(bench, rng)
     bench.model_sbuf = sbuf
     n0 = bench.depth // 4
     cycles = []
@@ -726,13 +711,7 @@ async def test_cycle_counts_outstanding(dut):
     bench = Bench(dut, rng, latency=6)
     await bench.start()
     cfg = bench.cfg
-    bench.set_windows([(0, RAM_SIZE - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
-    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
-    bench.ram.write(0, init)
-    ext = bytearray(init)
-    sbuf = np.array([[rng.getrandbits(32) for _ in range(bench.depth)] for _ in range(bench.P)],
-                    dtype=np.uint32)
-    await bench.sbuf_write(sbuf)
+    ext, sbuf = await _random_memories(bench, rng)
     cycles = []
     for fmt, stride in ((Format.BF16, 3), (Format.FP32, 1), (Format.INT8, 1), (Format.FP32, -1)):
         es = _esize(fmt)
@@ -764,11 +743,7 @@ async def test_axi_error_responses(dut):
     rng = random.Random(_seed() + 11)
     bench = Bench(dut, rng, latency=2)
     await bench.start()
-    bench.set_windows([(0, RAM_SIZE - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
-    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
-    bench.ram.write(0, init)
-    ext = bytearray(init)
-    sbuf = np.zeros((bench.P, bench.depth), dtype=np.uint32)
+    ext, sbuf = await _random_memories(bench, rng, random_sbuf=False)
     bw = bench.bw
     base = 0x2000
     rec = dict(ext_addr=base, ext_stride0=2, ext_stride1=0, ext_part_stride=0x100, n0=100,
@@ -819,13 +794,7 @@ async def test_protection(dut):
     nwin = bench.cfg["windows"]
     wins = [(0x1000, 0x17FF, DMA_PERM_READ), (0x1800, 0x1FFF, DMA_PERM_WRITE),
             (0x3000, 0x3FFF, DMA_PERM_READ | DMA_PERM_WRITE), (0x4000, 0x40FF, 0)][:nwin]
-    bench.set_windows(wins)
-    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
-    bench.ram.write(0, init)
-    ext = bytearray(init)
-    sbuf = np.array([[rng.getrandbits(32) for _ in range(bench.depth)] for _ in range(bench.P)],
-                    dtype=np.uint32)
-    await bench.sbuf_write(sbuf)
+    ext, sbuf = await _random_memories(bench, rng, windows=wins)
     outcomes = {}
     n = int(dut_config().get("protection_records", 40))
     for k in range(n):
@@ -1052,10 +1021,7 @@ async def test_abort(dut):
     rng = random.Random(_seed() + 17)
     bench = Bench(dut, rng, pause=0.3, latency=2)
     await bench.start()
-    bench.set_windows([(0, RAM_SIZE - 1, DMA_PERM_READ | DMA_PERM_WRITE)])
-    init = bytes(rng.getrandbits(8) for _ in range(RAM_SIZE))
-    bench.ram.write(0, init)
-    sbuf = np.zeros((bench.P, bench.depth), dtype=np.uint32)
+    _, sbuf = await _random_memories(bench, rng, random_sbuf=False)
     rec = dict(ext_addr=0x1000, ext_stride0=4, ext_stride1=0, ext_part_stride=0x400,
                n0=bench.depth, n1=1, part_start=0, part_count=bench.P, sbuf_addr=0,
                fmt=int(Format.FP32), store=0)
