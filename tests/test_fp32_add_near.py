@@ -1,7 +1,7 @@
 """The FP32 adder's near path and step 1's order and specials (``rtl.arith.fp32_add``) against
-``sim.formats.fp32_add``, pipelined (``stages`` 3, the near path's operand formed in step 1 by
-the exponents' low bits and the order compare; ``stages`` 4, formed in step 2): exponent
-differences -2..2 over the whole exponent range (0, DAZ, and 255, Inf/NaN, included), equal
+``sim.formats.fp32_add``, pipelined (``stages`` 3, the near path's difference formed in step 1,
+chosen by the exponents' low bits and the order compare; ``stages`` 4, formed in step 2):
+exponent differences -2..2 over the whole exponent range (0, DAZ, and 255, Inf/NaN, included), equal
 and nearly equal significands (cancellation of many bits), a subnormal against the smallest
 normals (DAZ: the near path's operands are not masked, so it must not be taken), and Inf/NaN
 against everything. The Amaranth simulator keeps it quick; the cocotb tests

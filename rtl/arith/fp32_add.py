@@ -5,10 +5,62 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import CANONICAL_NAN_F32
-from rtl.arith.common import Pipe, check_stages, leading_zeros
-from rtl.arith.wide_mux import wide_mux
+from rtl.arith.common import Pipe, check_stages
+from rtl.arith.wide_mux import lut4, lut6, pair_mux, wide_mux
 
 __all__ = ["FP32Adder"]
+
+
+def _lz25(m, platform, d, name):
+    """Leading zeros of a 25-bit ``d`` (5 bits; 25 if it is 0) and ``d == 0``, in three LUT
+    levels on an ECP5 (:func:`rtl.arith.wide_mux.lut4` and ``pair_mux`` cells, which synthesis
+    keeps as they are; plain expressions elsewhere). For the near path's difference and, on
+    the reversed significands, step 1's trailing-zero counts.
+
+    ``d`` is cut into 4-bit groups from the top (``g0 = d[21:25]`` ... ``g5 = d[1:5]``, and
+    ``g6`` is ``d[0]`` over three ones, never zero) and the count is ``4 k + lz(g_k)`` for the
+    first nonzero group ``k``. Level 1: each group's zero flag ``z`` and its 2-bit count;
+    level 2: the flags of groups 0-2 (``za``) and 3-5 (``zb``) and the count within each of
+    those halves; level 3: the count's bits, each a pair of 2:1 multiplexers and the one on
+    ``za`` (one slice). As a tree of 2:1 multiplexers (``rtl.arith.common.leading_zeros``)
+    synthesis mapped the near path's count to five LUTs in series and the trailing-zero counts
+    to 6-7 levels from the operands (``scripts.unit_fmax rtl.arith.fp32_add:FP32Adder
+    --depth``, ``stages`` 3)."""
+    bits = [Const(1, 1)] * 3 + [d[i] for i in range(25)]          # LSB first, 28 bits
+    groups = [Cat(*bits[24 - 4 * i:28 - 4 * i]) for i in range(7)]   # g[3] is the group's MSB
+    z, c0, c1 = [], [], []
+    for i, g in enumerate(groups[:6]):
+        z.append(lut4(m, platform, lambda a, b, c, e: ~(a | b | c | e),
+                      (g[0], g[1], g[2], g[3]), f"{name}_z{i}"))
+    for i, g in enumerate(groups):
+        # the group's leading zeros: 0 (bit 3 set), 1, 2, 3 (bit 0 set, or none)
+        c1.append(lut4(m, platform, lambda a, b, c, e: ~e & ~c,
+                       (g[0], g[1], g[2], g[3]), f"{name}_g{i}c1"))
+        c0.append(lut4(m, platform, lambda a, b, c, e: ~e & (c | ~b),
+                       (g[0], g[1], g[2], g[3]), f"{name}_g{i}c0"))
+    one, zero = Const(1, 1), Const(0, 1)
+    za = lut4(m, platform, lambda a, b, c, e: a & b & c, (z[0], z[1], z[2], zero),
+              f"{name}_za")
+    zb = lut4(m, platform, lambda a, b, c, e: a & b & c, (z[3], z[4], z[5], zero),
+              f"{name}_zb")
+    lz4 = lut4(m, platform, lambda a, b, c, e: a & b & c & e, (z[0], z[1], z[2], z[3]),
+               f"{name}_c4")
+    z4n5 = lut4(m, platform, lambda a, b, c, e: a & ~b, (z[4], z[5], zero, zero),
+                f"{name}_z4n5")
+    # the count's two low bits within groups 0-2 and within groups 3-5
+    halves = [[pair_mux(m, platform, z[k], (z[k], c[k], c[k]), (z[k + 1], c[k + 1], c[k + 2]),
+                        f"{name}_h{k}c{j}")
+               for j, c in enumerate((c0, c1))] for k in (0, 3)]
+    # the count's bits 4..2 are k's: k >= 4 iff z0..z3; for k = 0..2 (``za`` low) k is 2 iff
+    # z0 z1 and odd iff z0 ~z1; for k = 3..6, k is 3 or 6 iff ~z3 or zb, odd iff ~z3 or z4 ~z5
+    lz3 = pair_mux(m, platform, za, (z[0], zero, z[1]), (z[3], one, zb), f"{name}_c3")
+    lz2 = pair_mux(m, platform, za, (z[1], z[0], zero), (z[3], one, z4n5), f"{name}_c2")
+    lz1, lz0 = [pair_mux(m, platform, za, (zero, halves[0][j], halves[0][j]),
+                         (zb, halves[1][j], (c0, c1)[j][6]), f"{name}_c{j}")
+                for j in (1, 0)]
+    is_zero = Signal(name=f"{name}_zero")
+    m.d.comb += is_zero.eq(za & zb & ~d[0])
+    return Cat(lz0, lz1, lz2, lz3, lz4), is_zero
 
 
 class FP32Adder(wiring.Component):
@@ -35,11 +87,14 @@ class FP32Adder(wiring.Component):
     Steps and the registers ``stages`` puts between them:
 
     1. unpack, DAZ, the specials' terms per operand, order the operands by magnitude,
-       exponent difference (and with ``stages`` 3 the near path's one-bit alignment, for both
-       orders);
-    2. far path: alignment shift and sticky bit; near path: one-bit alignment (``stages`` other
-       than 3); the special cases (NaN, Inf, two zeros) from step 1's terms;
-    3. far path: add/subtract; near path: subtract and count leading zeros;
+       exponent difference, each significand's trailing zeros (and with ``stages`` 3 the near
+       path's one-bit alignment and subtraction, for both orders);
+    2. far path: alignment shift, the guard, round and sticky bits (from the trailing zeros);
+       near path: one-bit alignment and subtraction (``stages`` other than 3); the special
+       cases (NaN, Inf, two zeros) from step 1's terms;
+    3. far path: add/subtract (above the guard bit: the bits below add nothing to the big
+       significand but a carry, which the adder's chain decides from the trailing zeros and
+       the shift); near path: count leading zeros;
     4. normalise, round, select the path and the special cases, pack.
 
     ``stages`` 1: a register after step 4; 2: after steps 3 and 4; 3: after steps 1, 3 and 4;
@@ -124,13 +179,14 @@ class FP32Adder(wiring.Component):
         full_a, full_b = Cat(a[0:23], 1), Cat(b[0:23], 1)
         sig_a = Mux(za, 0, full_a)                      # DAZ: no mantissa, no hidden bit
         sig_b = Mux(zb, 0, full_b)
-        # For step 2's sticky bit: 3 + the trailing zeros of each significand (its lowest one
-        # at bit ``tz3`` of the far path's 27-bit ``sig << 3``), counted beside the order
-        # compare from the operand's own bits, as the leading zeros of the reversed bits.
-        tz3 = {}
+        # For step 2's guard, round and sticky bits: the trailing zeros of each significand
+        # (0 to 23, its lowest one; the hidden bit is not DAZ-masked), counted beside the
+        # order compare from the operand's own bits, as the leading zeros of the reversed bits.
+        # (The hidden bit at bit 1 of the reversed 25 bits keeps the count below 24.)
+        tz = {}
         for x, v in (("a", a), ("b", b)):
-            bits = [Const(0, 1)] * 3 + [v[i] for i in range(23)] + [Const(1, 1)]
-            tz3[x], _ = leading_zeros(m, Cat(*reversed(bits)), f"tz3_{x}")
+            rev = Cat(Const(0, 1), Const(1, 1), *[v[22 - i] for i in range(23)])
+            tz[x], _ = _lz25(m, platform, rev, f"tz_{x}")
         sub = a[31] ^ b[31]
         s1 = dict(
             # Not DAZ-masked: the bigger magnitude is zero or subnormal only if both are, a
@@ -144,39 +200,54 @@ class FP32Adder(wiring.Component):
             sub=sub,
             shift=shift,
             # per operand (not selected by the order compare here, whose carry chain is in
-            # front of step 1's register): nonzero significand (not DAZ), 3 + trailing zeros
+            # front of step 1's register): nonzero significand (not DAZ), trailing zeros
             swap=swap,
             nz_a=~za, nz_b=~zb,
-            tz3_a=tz3["a"], tz3_b=tz3["b"],
+            tz_a=tz["a"], tz_b=tz["b"],
             d_le1=d_le1,
             d_one=d_one,
             zero_sign=a[31] & b[31],                    # (-0) + (-0) = -0, otherwise +0
             # The specials from per-operand terms, combined in step 2: the exponent is all
-            # ones, and the mantissa is zero iff ``tz3`` is 26. NaN and Inf as functions of
+            # ones, and the mantissa is zero iff ``tz`` is 23. NaN and Inf as functions of
             # both whole operands were 7-8 levels from the operands to ``s1_nan`` / ``s1_inf``
             # (``scripts.unit_fmax --preset vector1 --depth``).
             emax_a=ea == 0xFF, emax_b=eb == 0xFF,
         )
         # Near path: one guard bit below the big significand; the small one is shifted by
-        # the exponent difference (0 or 1), nothing is lost. Without a register between steps
-        # 2 and 3 (``stages`` 3, where cut 1 is registered) it is formed in step 1, for both
-        # orders and selected by the compare like ``far_x``, so that step 3's subtraction
-        # starts from a register (``s1_sig_small`` -> this multiplexer -> the subtraction ->
-        # the leading-zero count was 11.28 ns routed, core2 68bfe14 seed 1); with that
-        # register (``stages`` 4) in step 2, where it has a cycle to itself (in step 1 it
-        # lengthened the exponent difference's path, 12.05 ns, core2 b0acae7 seed 1).
+        # the exponent difference (0 or 1), nothing is lost, and subtracted. Without a
+        # register between steps 2 and 3 (``stages`` 3, where cut 1 is registered) this is
+        # done in step 1, for both orders and selected by the compare like ``far_x`` (the
+        # small operand's multiplexer in step 3, in front of the subtraction and the count,
+        # was 11.28 ns routed, core2 68bfe14 seed 1); with that register (``stages`` 4) in
+        # step 2, where it has a cycle to itself (in step 1 it lengthened the exponent
+        # difference's path, 12.05 ns, core2 b0acae7 seed 1). Either way step 3 counts the
+        # leading zeros of a registered difference: the subtraction there, between the
+        # registered operand and the count (``s1_near_y`` -> ``s3_near_lz``), was 7 levels,
+        # 10.37 ns routed in ``tensor.array.pe_r1_c1.add`` and 10.10 ns in ``vector.lut.l1_a1``
+        # (core2 92d164b seed 1); now 4 (``scripts.unit_fmax rtl.arith.fp32_add:FP32Adder
+        # --depth``, ``stages`` 3, with ``_lz25``).
         near_early = 1 in pipe.cuts and 2 not in pipe.cuts
         if near_early:
-            # Every candidate (each operand shifted by 0 or 1) is formed beside the compare
-            # and chosen by ``d_one`` and ``swap`` in one slice per bit (``wide_mux``: a LUT4
-            # on ``d_one``, the PFUMX on ``swap``), so the compare's chain is followed by the
-            # PFUMX's select only (``s1_near_y`` behind the LUT's multipliers 7 -> 4 levels,
-            # ``scripts.unit_fmax --preset vector1 --depth``). The significands are not
-            # DAZ-masked here: the near path is not used with a zero or subnormal operand
-            # (``near_ok`` below), which keeps the exponents' zero tests out of these bits.
-            s1["near_y"] = wide_mux(m, platform, Cat(d_one, swap),
-                                    [Cat(Const(0, 1), full_b), full_b,
-                                     Cat(Const(0, 1), full_a), full_a], "near_y")
+            # Every candidate difference (the big operand minus the other shifted by 0 or 1)
+            # is computed beside the compare and chosen by ``d_one`` and ``swap`` in one slice
+            # per bit (``wide_mux``: a LUT4 on ``d_one``, the PFUMX on ``swap``), so the
+            # compare's chain is followed by the PFUMX's select only (``s1_near_y`` behind the
+            # LUT's multipliers 7 -> 4 levels, ``scripts.unit_fmax --preset vector1 --depth``);
+            # the candidates' own chains (25 bits at most) run beside the compare's (32). With
+            # equal exponents the hidden bits cancel: ``|a| - |b|``'s low 23 bits (``ab32``)
+            # are one of them, with a chain of its own only for ``|b| - |a|``. The significands
+            # are not DAZ-masked here: the near path is not used with a zero or subnormal
+            # operand (``near_ok`` below), which keeps the exponents' zero tests out of these
+            # bits.
+            ba23 = Signal(23)
+            dif_ab = Signal(25)
+            dif_ba = Signal(25)
+            m.d.comb += [ba23.eq(b[0:23] - a[0:23]),
+                         dif_ab.eq(Cat(Const(0, 1), full_a) - full_b),
+                         dif_ba.eq(Cat(Const(0, 1), full_b) - full_a)]
+            s1["near_diff"] = wide_mux(m, platform, Cat(d_one, swap),
+                                       [Cat(Const(0, 1), ab32[0:23]), dif_ab,
+                                        Cat(Const(0, 1), ba23), dif_ba], "near_diff")
             del s1["d_one"]
         r = {k: pipe(1, v, k) for k, v in s1.items()}
 
@@ -195,21 +266,55 @@ class FP32Adder(wiring.Component):
         aligned = wide_mux(m, platform, r["shift"][3:5],
                            [wide[k:k + 27] for k in (0, 8, 16, 24)], "far_aligned")
         # Bit 0, the sticky bit (anything shifted to bit 0 or below it), is set iff the small
-        # significand's lowest one, at ``tz3`` (3 + its trailing zeros), is not above the
-        # shift: one 5-bit compare per order beside the shifter instead of the shifter's bit 0
-        # and a mask and a 24-bit OR after it.
-        sticky_ab = [r[f"nz_{v}"] & (r["shift"] >= r[f"tz3_{v}"]) for v in "ab"]
-        sticky = Mux(r["swap"], sticky_ab[0], sticky_ab[1])
+        # significand's lowest one, at its trailing-zero count ``tz`` (at ``tz + 3`` in
+        # ``sig << 3``), is not above the shift: one 5-bit compare per order beside the shifter
+        # instead of the shifter's bit 0 and a mask and a 24-bit OR after it (a DAZ zero, with
+        # a 1 above ``tz + 3`` in the compare, is never below the shift).
+        sticky_ab = [Cat(r["shift"], Const(0, 1)) >= Cat((r[f"tz_{v}"] + 3)[0:5], ~r[f"nz_{v}"])
+                     for v in "ab"]
+        # The sum's three low bits (guard, round, sticky) are those of ``y`` alone, as the big
+        # significand has zeros there: ``y``'s for an addition, ``-y``'s (``~y + 1``) for a
+        # subtraction. Only their carry into bit 3 enters step 3's adder, and it is decided
+        # without them: a subtraction's ``~y + 1`` carries out of them iff guard, round and
+        # sticky are all 0, i.e. the small significand has no one below the shift, i.e.
+        # ``tz >= shift`` (or it is a DAZ zero). That compare is the bottom of the adder's own
+        # carry chain (step 3), so the late sticky bit is no longer at its bottom:
+        # ``s1_shift`` -> the sticky's compare -> 2-3 LUTs -> the 28-bit chain
+        # (``s3_far_sum``) was 6 levels, 9.90 ns routed in ``tensor.array.pe_r1_c1.add``
+        # (core2 92d164b seed 1; 22 end points later than 9 ns in ``vector.lut.l0_ladd``,
+        # seed 2); now the shifter's 2 levels in front of the chain, 4 in all (5 -> 4 with
+        # ``scripts.unit_fmax rtl.arith.fp32_add:FP32Adder --depth``, ``stages`` 3).
+        # The low bits themselves, ``s``, ``rb ^ (sub & ~s)`` and ``g ^ (sub & rb & ~s)``,
+        # have the order's select folded in, each one slice (``lut6``: the compares on its
+        # multiplexers), so that the compares and the shifter are one cell from the register.
+        g, rb = aligned[2], aligned[1]              # inverted for a subtraction, as ``far_x``
+        swap = r["swap"]
         s2 = dict(r)
-        for k in ("far_x", "shift", "swap", "nz_a", "nz_b", "tz3_a", "tz3_b"):
+        for k in ("far_x", "shift", "swap", "nz_a", "nz_b", "tz_a", "tz_b"):
             del s2[k]
-        s2.update(far_y=Cat(sticky ^ sub, aligned[1:27]))
+        low0 = lut4(m, platform, lambda w, sa, sb, _: (w & sa) | (~w & sb),
+                    (swap, sticky_ab[0], sticky_ab[1], Const(0, 1)), "far_low0")
+        low1 = lut6(m, platform,
+                    lambda rb_, sub_, w, sa, sb: rb_ ^ (sub_ & ~((w & sa) | (~w & sb))),
+                    (rb, sub, swap, sticky_ab[0], sticky_ab[1]), "far_low1")
+        low2 = lut6(m, platform,
+                    lambda g_, rb_, sub_, w, sa, sb:
+                        g_ ^ (sub_ & rb_ & ~((w & sa) | (~w & sb))),
+                    (g, rb, sub, swap, sticky_ab[0], sticky_ab[1]), "far_low2")
+        s2.update(far_low=Cat(low0, low1, low2), far_y=aligned[3:27])
+        # The carry's compare as the low 6 bits of the adder: ``x + ~shift + 1`` carries out
+        # of them iff ``x >= shift``, with ``x`` the small operand's ``tz`` and, above it, 1
+        # for a DAZ zero (no one at all); both 0 for an addition (no carry). One LUT4 per bit
+        # (the order's select and ``sub``) in front of the chain.
+        lo_x = Mux(r["swap"], Cat(r["tz_a"], ~r["nz_a"]), Cat(r["tz_b"], ~r["nz_b"]))
+        s2["far_cx"] = lo_x & sub.replicate(6)
+        s2["far_cy"] = Cat(~r["shift"], Const(1, 1)) & sub.replicate(6)
         # The near path needs |ea - eb| <= 1 and no zero or subnormal operand (with one, the
         # far path is exact: it subtracts a DAZ zero; with both, the result is special). The
         # near path's operands above are not DAZ-masked, so this is what keeps them out.
         del s2["d_le1"]
         s2["near_ok"] = r["d_le1"] & r["nz_a"] & r["nz_b"]
-        mz_a, mz_b = r["tz3_a"] == 26, r["tz3_b"] == 26
+        mz_a, mz_b = r["tz_a"] == 23, r["tz_b"] == 23
         inf_a, inf_b = r["emax_a"] & mz_a, r["emax_b"] & mz_b
         nan_a, nan_b = r["emax_a"] & ~mz_a, r["emax_b"] & ~mz_b
         s2["nan"] = nan_a | nan_b | (inf_a & inf_b & sub)
@@ -219,23 +324,24 @@ class FP32Adder(wiring.Component):
         if not near_early:
             del s2["d_one"]
             small = r["far_x"] ^ sub.replicate(24)
-            s2["near_y"] = Mux(r["d_one"], small, Cat(Const(0, 1), small))
+            near_y = Mux(r["d_one"], small, Cat(Const(0, 1), small))
+            s2["near_diff"] = Signal(25, name="near_diff")
+            m.d.comb += s2["near_diff"].eq(Cat(Const(0, 1), r["sig_big"]) - near_y)
         r = {k: pipe(2, v, k) for k, v in s2.items()}
 
-        # -- step 3: add/subtract; near path: subtract and count leading zeros -----------------
-        big3 = Cat(Const(0, 3), r["sig_big"])               # 27 bits, hidden bit at 26
-        # One 28-bit carry chain for both: big + y, or big - y as big + ~y + 1 with ``~y``
-        # (``far_y`` is already inverted) sign-extended, so that bit 27 is the sum's carry or
-        # 0 (no borrow, as |big| >= |small|) straight out of the chain, with no gate after it.
-        far_sum = Signal(28)
-        m.d.comb += far_sum.eq(big3 + Cat(r["far_y"], r["sub"]) + r["sub"])
-        near_big = Cat(Const(0, 1), r["sig_big"])
-        near_diff = Signal(25)                               # hidden bit of big at 24
-        m.d.comb += near_diff.eq(near_big - r["near_y"])
-        near_lz, _ = leading_zeros(m, near_diff, "near_lz")
-        # Exact cancellation: the operands compared, not the difference tested after the chain.
-        near_zero = Signal()
-        m.d.comb += near_zero.eq(near_big == r["near_y"])
+        # -- step 3: add/subtract; near path: count leading zeros ------------------------------
+        # One carry chain for both: big + y, or big - y as big + ~y + 1 with ``~y`` (``far_y``
+        # is already inverted) sign-extended, so that the sum's bit 27 is its carry or 0 (no
+        # borrow, as |big| >= |small|) straight out of the chain, with no gate after it. Its
+        # low 6 bits are the compare that makes the carry into bit 3 (step 2); bits 0..2 of
+        # the sum are ``far_low``.
+        chain = Signal(31)
+        m.d.comb += chain.eq(Cat(r["far_cx"], r["sig_big"], Const(0, 1)) +
+                             Cat(r["far_cy"], r["far_y"], r["sub"]) + 1)
+        far_sum = Cat(r["far_low"], chain[6:31])            # 28 bits, hidden bit of big at 26
+        near_diff = r["near_diff"]                           # hidden bit of big at 24
+        # the count, and exact cancellation (``near_diff`` is 0), from the registered difference
+        near_lz, near_zero = _lz25(m, platform, near_diff, "near_lz")
         # Everything step 4 needs that does not depend on its own arithmetic is decided here,
         # beside the adder and the count, so that after the cut only the normalisation, the
         # rounding carry and one choice remain: the special result (NaN, Inf, a zero sum of

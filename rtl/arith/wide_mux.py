@@ -17,14 +17,15 @@ simulating the ECP5 netlist (``tests/test_wide_mux.py``).
 :func:`lut4` is one LUT4 per bit for a function of four inputs that synthesis would otherwise
 split over two levels. :func:`pair_mux` is the 4:1 form with a select of its own for each
 LUT4, ``hi ? (sel_b ? b1 : b0) : (sel_a ? a1 : a0)``, a seven-input function in one slice per
-bit.
+bit. :func:`lut6` is a function of five or six inputs as one slice (a PFUMX on the fifth) or two
+(and an L6MUX21 on the sixth), the inputs of its multiplexers one cell from the output.
 """
 
 from amaranth.hdl import Array, Const, Instance, Mux, Signal, Value
 
 from rtl.arith.dsp import is_ecp5
 
-__all__ = ["wide_mux", "pair_mux", "lut4", "lut4_init"]
+__all__ = ["wide_mux", "pair_mux", "lut4", "lut4_init", "lut6"]
 
 
 def lut4_init(fn):
@@ -141,4 +142,54 @@ def lut4(m, platform, fn, args, name):
         m.submodules[f"{name}_lut_{i}"] = Instance(
             "LUT4", p_INIT=Const(init, 16), i_A=bit[0], i_B=bit[1], i_C=bit[2], i_D=bit[3],
             o_Z=out[i])
+    return out
+
+
+def lut6(m, platform, fn, args, name):
+    """``fn(a, b, c, d, e)`` or ``fn(a, b, c, d, e, f)`` bitwise over ``args`` (5 or 6 values
+    of one width or 1 bit, as :func:`lut4`) as a signal named ``name``. On an ECP5 each bit is
+    instantiated as the slice's wide function: a LUT4 on ``a, b, c, d`` for each value of the
+    others, a PFUMX on ``e`` and with six inputs an L6MUX21 on ``f`` (so ``e`` and ``f``,
+    the ones to give the latest signals, are one multiplexer from the output; synthesis
+    may otherwise spread such a function over two LUT levels); elsewhere ``fn`` of the
+    values, which must then be written with the bitwise operators. Combinational. (Its
+    netlist is tested in ``tests/test_fp32_add_cells.py``.)"""
+    if len(args) not in (5, 6):
+        raise ValueError(f"lut6 takes 5 or 6 inputs, not {len(args)}")
+    vals = [Value.cast(v) for v in args]
+    width = max(len(v) for v in vals)
+    if any(len(v) not in (1, width) for v in vals):
+        raise ValueError(f"lut6: every input must be 1 bit or {width} bits wide, not "
+                         f"{[len(v) for v in vals]}")
+    out = Signal(width, name=name)
+    if not is_ecp5(platform):
+        wide = [v.replicate(width) if len(v) == 1 and width > 1 else v for v in vals]
+        m.d.comb += out.eq(fn(*wide))
+        return out
+    extra = len(vals) - 4
+
+    def init(k):                     # the LUT4 for ``e`` (and ``f``) = bit 0 (and 1) of ``k``
+        hi = [k >> j & 1 for j in range(extra)]
+        return lut4_init(lambda a, b, c, d: fn(a, b, c, d, *hi) & 1)
+    inits = [init(k) for k in range(1 << extra)]
+    for i in range(width):
+        bit = [v if len(v) == 1 else v[i] for v in vals]
+        luts = []
+        for k, init in enumerate(inits):
+            z = Signal(name=f"{name}_l{k}_{i}")
+            m.submodules[f"{name}_lut{k}_{i}"] = Instance(
+                "LUT4", p_INIT=Const(init, 16), i_A=bit[0], i_B=bit[1], i_C=bit[2], i_D=bit[3],
+                o_Z=z)
+            luts.append(z)
+        pf = []
+        for j in range(len(luts) // 2):
+            z = Signal(name=f"{name}_pf{j}_{i}")
+            m.submodules[f"{name}_pfumx{j}_{i}"] = Instance(
+                "PFUMX", i_ALUT=luts[2 * j + 1], i_BLUT=luts[2 * j], i_C0=bit[4], o_Z=z)
+            pf.append(z)
+        if extra == 1:
+            m.d.comb += out[i].eq(pf[0])
+        else:
+            m.submodules[f"{name}_l6mux_{i}"] = Instance(
+                "L6MUX21", i_D0=pf[0], i_D1=pf[1], i_SD=bit[5], o_Z=out[i])
     return out

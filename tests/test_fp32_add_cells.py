@@ -1,0 +1,271 @@
+"""The FP32 adder's ECP5 cells (``rtl.arith.fp32_add``, ``rtl.arith.wide_mux.lut6``).
+
+The ECP5 elaboration instantiates LUT4 / PFUMX / L6MUX21 cells that the simulators'
+Verilog (elaborated without a platform) replaces by plain expressions, so these tests run the
+ECP5 netlist itself on Icarus with ``fpga/sim/ECP5_MUX.v``:
+
+* ``lut6``: every input combination, 5 and 6 inputs, against the function (and the plain
+  form, and its argument checks);
+* ``_lz25``, the three-level leading-zero count (the near path's count and step 1's
+  trailing-zero counts): every leading position with random bits below it, and zero;
+* the whole adder at ``stages`` 3 (the near path's subtraction in step 1) and 4 (in step 2)
+  against ``sim.formats.fp32_add``: edge pairs, the cocotb tests' random mix, and pairs for
+  the near path (exponents at most one apart, close significands) and the far path's guard,
+  round and sticky bits (every exponent difference 0-30 against every trailing-zero count).
+"""
+
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from amaranth.back import verilog
+from amaranth.hdl import Fragment, Instance, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.sim import Simulator
+
+from cocotb_tests.test_arith_common import add_stimulus, edge_pairs
+from rtl.arith.dsp import ECP5_TARGET
+from rtl.arith.fp32_add import FP32Adder, _lz25
+from rtl.arith.wide_mux import lut6
+from sim.formats import fp32_add
+
+MODEL = os.path.join(os.path.dirname(__file__), "..", "fpga", "sim", "ECP5_MUX.v")
+needs_icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
+
+
+def _icarus(src, ins, outs, vectors, tmp_path, clocked=False):
+    """Icarus on ``src`` (module ``top``) with the cell models: ``ins`` and ``outs`` are
+    ``(port, width)``; each vector gives the inputs' values, and the outputs are read before
+    the next rising edge of ``clk`` (``clocked``; ``en`` held high) or after a delay."""
+    (tmp_path / "top.v").write_text(src)
+    with open(tmp_path / "vec.hex", "w") as f:
+        for vec in vectors:
+            f.write(" ".join(f"{v:x}" for v in vec) + "\n")
+    decl = "".join(f"reg [{w - 1}:0] {p}; " for p, w in ins)
+    decl += "".join(f"wire [{w - 1}:0] {p}; " for p, w in outs)
+    conns = [f".{p}({p})" for p, _ in ins + outs]
+    if clocked:
+        decl += "reg clk = 0; reg rst = 0; reg en = 1; "
+        conns += [".clk(clk)", ".rst(rst)", ".en(en)"]
+    fmt = " ".join(["%h"] * len(ins))
+    step = "#4 $fwrite(g, \"" + " ".join(["%h"] * len(outs)) + "\\n\", " + \
+        ", ".join(p for p, _ in outs) + ");"
+    if clocked:
+        step += " #1 clk = 1; #5 clk = 0;"
+    tb = f"""`timescale 1ns / 1ps
+module tb;
+    {decl}
+    integer f, g, r;
+    top dut({", ".join(conns)});
+    initial begin
+        f = $fopen("{tmp_path / 'vec.hex'}", "r");
+        g = $fopen("{tmp_path / 'out.hex'}", "w");
+        while (!$feof(f)) begin
+            r = $fscanf(f, "{fmt}\\n", {", ".join(p for p, _ in ins)});
+            {step}
+        end
+        $fclose(g);
+        $finish;
+    end
+endmodule
+"""
+    (tmp_path / "tb.v").write_text(tb)
+    subprocess.run(["iverilog", "-g2012", "-o", str(tmp_path / "sim"), str(tmp_path / "tb.v"),
+                    str(tmp_path / "top.v"), MODEL], check=True)
+    subprocess.run(["vvp", "-n", str(tmp_path / "sim")], check=True, capture_output=True,
+                   cwd=tmp_path)
+    # (None for an X: a pipeline's first outputs, before its combinational blocks have run)
+    return [tuple(None if "x" in x.lower() else int(x, 16) for x in line.split())
+            for line in (tmp_path / "out.hex").read_text().splitlines()]
+
+
+def _plain(dut, ins, outs, vectors):
+    """The same without a platform, in the Amaranth simulator (no cell instances)."""
+    frag = Fragment.get(dut, None)
+    assert not any(isinstance(sub, Instance) for sub, *_ in frag.subfragments)
+    got = []
+
+    async def bench(ctx):
+        for vec in vectors:
+            for (p, _), v in zip(ins, vec):
+                ctx.set(getattr(dut, p), v)
+            got.append(tuple(ctx.get(getattr(dut, p)) for p, _ in outs))
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+    return got
+
+
+# -- lut6 ---------------------------------------------------------------------------------
+
+W = 3          # bits per input of the lut6 test component
+
+
+def _fn5(a, b, c, d, e):
+    return (a & b) ^ (c | ~d) ^ (e & ~a)
+
+
+def _fn6(a, b, c, d, e, f):
+    return ((a ^ b) & c) | (d & e & ~f) | (f & ~c & b)
+
+
+class _Lut6(wiring.Component):
+    """``o = lut6(fn, x[0:W], x[W:2W], ...)``: five or six ``W``-bit inputs."""
+    def __init__(self, n):
+        self.n = n
+        super().__init__({"x": In(W * n), "o": Out(W)})
+
+    def elaborate(self, platform):
+        m = Module()
+        args = [self.x[W * j:W * (j + 1)] for j in range(self.n)]
+        m.d.comb += self.o.eq(lut6(m, platform, _fn5 if self.n == 5 else _fn6, args, "lx"))
+        return m
+
+
+def _lut6_vectors(n):
+    # every combination of the n inputs, each bit of o seeing a different rotation
+    vecs = []
+    for k in range(1 << n):
+        x = 0
+        for j in range(n):
+            for i in range(W):
+                x |= ((k >> ((j + i) % n)) & 1) << (W * j + i)
+        vecs.append((x,))
+    return vecs
+
+
+def _lut6_expect(n, vecs):
+    fn = _fn5 if n == 5 else _fn6
+    out = []
+    for (x,) in vecs:
+        o = 0
+        for i in range(W):
+            args = [(x >> (W * j + i)) & 1 for j in range(n)]
+            o |= (fn(*args) & 1) << i
+        out.append((o,))
+    return out
+
+
+@needs_icarus
+@pytest.mark.parametrize("n", [5, 6])
+def test_lut6_ecp5_netlist(n, tmp_path):
+    """One slice per bit with five inputs (2 LUT4s, a PFUMX), two with six (4 LUT4s, 2 PFUMXs,
+    an L6MUX21): the function for every input combination."""
+    src = verilog.convert(_Lut6(n), name="top", platform=ECP5_TARGET)
+    assert src.count("LUT4 ") == W * (1 << (n - 4))
+    assert src.count("PFUMX ") == W * (1 << (n - 5))
+    assert src.count("L6MUX21 ") == (W if n == 6 else 0)
+    vecs = _lut6_vectors(n)
+    assert _icarus(src, [("x", W * n)], [("o", W)], vecs, tmp_path) == _lut6_expect(n, vecs)
+
+
+@pytest.mark.parametrize("n", [5, 6])
+def test_lut6_plain_elsewhere(n):
+    vecs = _lut6_vectors(n)
+    assert _plain(_Lut6(n), [("x", W * n)], [("o", W)], vecs) == _lut6_expect(n, vecs)
+
+
+def test_lut6_bad_arguments():
+    m = Module()
+    m._MustUse__silence = True               # never elaborated
+    with pytest.raises(ValueError, match=r"^lut6 takes 5 or 6 inputs, not 4$"):
+        lut6(m, None, lambda a, b, c, d: a, [Signal()] * 4, "x")
+    with pytest.raises(ValueError, match=r"^lut6: every input must be 1 bit or 3 bits wide, "
+                                         r"not \[3, 2, 1, 1, 1\]$"):
+        lut6(m, None, _fn5, [Signal(3), Signal(2), Signal(), Signal(), Signal()], "x")
+
+
+# -- _lz25 --------------------------------------------------------------------------------
+
+class _Lz(wiring.Component):
+    d: In(25)
+    lz: Out(5)
+    zero: Out(1)
+
+    def elaborate(self, platform):
+        m = Module()
+        lz, zero = _lz25(m, platform, self.d, "lz")
+        m.d.comb += [self.lz.eq(lz), self.zero.eq(zero)]
+        return m
+
+
+def _lz_vectors():
+    rng = np.random.default_rng(2026_12_03)
+    vecs = [(0,)]
+    for top in range(25):                  # the leading one at ``top``, random bits below
+        for _ in range(12):
+            vecs.append(((1 << top) | int(rng.integers(0, 1 << top)) if top else 1,))
+    return vecs
+
+
+def _lz_expect(vecs):
+    return [(25 - d.bit_length(), int(d == 0)) for (d,) in vecs]
+
+
+@needs_icarus
+def test_lz25_ecp5_netlist(tmp_path):
+    src = verilog.convert(_Lz(), name="top", platform=ECP5_TARGET)
+    assert "LUT4 " in src and "PFUMX " in src
+    vecs = _lz_vectors()
+    got = _icarus(src, [("d", 25)], [("lz", 5), ("zero", 1)], vecs, tmp_path)
+    assert got == _lz_expect(vecs)
+
+
+def test_lz25_plain_elsewhere():
+    vecs = _lz_vectors()
+    assert _plain(_Lz(), [("d", 25)], [("lz", 5), ("zero", 1)], vecs) == _lz_expect(vecs)
+
+
+# -- the whole adder's ECP5 netlist ---------------------------------------------------------
+
+def _adder_pairs(rng):
+    """Edge pairs, the cocotb random mix, near-path pairs and guard/round/sticky pairs."""
+    a, b = [list(map(int, x)) for x in edge_pairs()]
+    ra, rb = add_stimulus(rng, 6000)
+    a += [int(x) for x in ra]
+    b += [int(x) for x in rb]
+    man = lambda: int(rng.integers(0, 1 << 23))
+    for _ in range(3000):        # near path: exponents at most one apart, close significands
+        ea = int(rng.integers(1, 255))
+        eb = min(254, max(1, ea + int(rng.integers(-1, 2))))
+        ma = man()
+        mb = [ma, (ma + int(rng.integers(-3, 4))) % (1 << 23), man(),
+              (ma << 1) % (1 << 23), ma >> 1][int(rng.integers(0, 5))]
+        sa = int(rng.integers(0, 2)) << 31
+        sb = sa ^ (1 << 31) if rng.random() < 0.8 else sa
+        a.append(sa | ea << 23 | ma)
+        b.append(sb | eb << 23 | mb)
+    for d in range(31):          # far path: every exponent difference and trailing-zero count
+        for tz in range(24):
+            for _ in range(3):
+                ea = int(rng.integers(31, 224))
+                mb = ((man() | 1) << tz) & 0x7FFFFF if tz < 23 else 0
+                x = int(rng.integers(0, 2)) << 31 | ea << 23 | man()
+                y = int(rng.integers(0, 2)) << 31 | (ea - d) << 23 | mb
+                if rng.integers(0, 2):
+                    x, y = y, x
+                a.append(x)
+                b.append(y)
+    return a, b
+
+
+@needs_icarus
+@pytest.mark.parametrize("stages", [3, 4])
+def test_adder_ecp5_netlist_vs_golden(stages, tmp_path):
+    """``FP32Adder`` elaborated for the ECP5 (wide multiplexers, ``lut6`` and ``_lz25``
+    cells) on Icarus with the cell models, bit-exact with ``sim.formats.fp32_add``."""
+    a, b = _adder_pairs(np.random.default_rng(2026_12_04 + stages))
+    want = fp32_add(np.array(a, dtype=np.uint32), np.array(b, dtype=np.uint32)).astype(np.uint32)
+    src = verilog.convert(FP32Adder(stages), name="top", platform=ECP5_TARGET)
+    assert "L6MUX21 " in src and "PFUMX " in src
+    vecs = list(zip(a, b)) + [(0, 0)] * stages
+    got = _icarus(src, [("a", 32), ("b", 32)], [("o", 32)], vecs, tmp_path, clocked=True)
+    got = [o for (o,) in got[stages:]]
+    bad = [(hex(x), hex(y), hex(g), hex(int(w)))
+           for x, y, g, w in zip(a, b, got, want) if g != int(w)]
+    assert len(got) == len(a)
+    assert not bad, f"{len(bad)} of {len(a)} mismatches (a, b, got, want), first: {bad[:4]}"
