@@ -9,11 +9,12 @@ import warnings
 
 import numpy as np
 import pytest
-from amaranth.hdl import Module, Signal, UnusedElaboratable
+from amaranth.hdl import Cat, Module, Signal, UnusedElaboratable
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
+from rtl.arith.common import delay
 from rtl.vector.alu import VectorAlu
 from rtl.vector.engine import _AccUnit
 from rtl.vector.lut import exp2_reduce, int_to_f32, segment_offset
@@ -256,8 +257,23 @@ class _Exp2(wiring.Component):
         return m
 
 
-def test_exp2_reduce_vs_fp32_add():
-    """Every w with |w| < 128 that matters (biased exponent <= 133), NaN/Inf excluded."""
+class _Exp2Cut(wiring.Component):
+    """``exp2_reduce`` with a register at its cut, as the LUT uses it: ``o = n << 32 | v``
+    one enabled cycle after ``w``."""
+    w: In(32)
+    en: In(1)
+    o: Out(42)
+
+    def elaborate(self, platform):
+        m = Module()
+        v, n = exp2_reduce(m, self.w, cut=lambda x, nm: delay(m, self.en, x, 1, nm))
+        m.d.comb += self.o.eq(Cat(v, n))
+        return m
+
+
+def _exp2_cases():
+    """Every w with |w| < 128 that matters (biased exponent <= 133), NaN/Inf excluded, with
+    the expected ``v`` and ``n`` (10 bits)."""
     rng = np.random.default_rng(SEED + 1)
     exps = rng.integers(0, 134, 4000)
     exps[:600] = rng.integers(120, 134, 600)
@@ -270,7 +286,6 @@ def test_exp2_reduce_vs_fp32_add():
                             # w - n = -2**-k (a power of two below a negative fraction)
                             0x3F400000, 0xBF400000, 0x3FE00000, 0x40700000, 0x3F7FFFFF,
                             0x42FDFFFF]]).astype(np.uint32)
-    got = simulate(_Exp2(), ["w"], ["v", "n"], ([x] for x in w))
     E = (w.astype(np.int64) >> 23) & 0xFF
     M = w.astype(np.int64) & 0x7FFFFF
     s = w.astype(np.int64) >> 31
@@ -278,9 +293,26 @@ def test_exp2_reduce_vs_fp32_add():
     n_abs = np.where(E <= 125, 0, ((M | (1 << 23)) + (1 << (sh - 1))) >> sh)
     n = np.where(s == 1, -n_abs, n_abs)
     v = fp32_add(w, _int_to_f32(n) ^ np.uint32(0x80000000))
-    bad = np.nonzero((got[:, 0] != v) | (got[:, 1] != (n & 0x3FF)))[0]
+    return w, v, n & 0x3FF
+
+
+def test_exp2_reduce_vs_fp32_add():
+    w, v, n = _exp2_cases()
+    got = simulate(_Exp2(), ["w"], ["v", "n"], ([x] for x in w))
+    bad = np.nonzero((got[:, 0] != v) | (got[:, 1] != n))[0]
     assert len(bad) == 0, [(hex(w[i]), hex(got[i, 0]), hex(v[i]), int(got[i, 1]), int(n[i]))
                            for i in bad[:5]]
+
+
+def test_exp2_reduce_cut_vs_fp32_add():
+    """The same with a register at the cut (``n``'s two candidates registered, the choice
+    after), under a random clock enable."""
+    w, v, n = _exp2_cases()
+    rng = np.random.default_rng(SEED + 5)
+    got = simulate_pipelined(_Exp2Cut(), ["w"], ([x] for x in w), 1, rng)
+    exp = v.astype(np.uint64) | n.astype(np.uint64) << np.uint64(32)
+    bad = np.nonzero(got != exp)[0]
+    assert len(bad) == 0, [(hex(w[i]), hex(got[i]), hex(exp[i])) for i in bad[:5]]
 
 
 class _Seg(wiring.Component):

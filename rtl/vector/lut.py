@@ -37,11 +37,16 @@ def check_depth(depth):
     return depth
 
 
-def int_to_f32(m, value, width):
-    """FP32 bits of a small signed integer ``value`` (``width`` bits incl. sign); exact."""
+def int_to_f32(m, value, width, cut=None):
+    """FP32 bits of a small signed integer ``value`` (``width`` bits incl. sign); exact.
+
+    ``cut(value, name)``, if given, is applied to the sign and the magnitude (e.g. a pipeline
+    register): the negation precedes it, the normalisation follows it."""
     neg = value < 0
     mag = Signal(width, name=f"{value.name}_mag" if hasattr(value, "name") else None)
     m.d.comb += mag.eq(Mux(neg, -value, value))
+    if cut is not None:
+        neg, mag = cut(neg, "neg"), cut(mag, "mag")
     out = Signal(32)
     # Priority from the MSB: the last assignment wins, so iterate upwards.
     m.d.comb += out.eq(0)
@@ -89,29 +94,52 @@ def exp2_reduce(m, w, name="x2", cut=None):
     exact, so normalising it (leading-zero count, shift) is what the adder would return; an
     exact zero is +0 as in IEEE RNE. Below 0.5, ``n = 0`` and ``w + (-0)`` is ``w`` with DAZ.
 
-    ``cut(value, name)``, if given, is applied to ``w``, ``n`` and the signed difference's
-    magnitude and sign and the leading-zero counts and run flags of its three 8-bit groups
-    (e.g. a pipeline register): the normalising shift then follows it, and ``n`` is returned
-    after it.
+    ``cut(value, name)``, if given, is applied to ``w``, ``n``'s two signed candidates, the
+    signed difference's magnitude and sign and the leading-zero counts and run flags of its
+    three 8-bit groups (e.g. a pipeline register): the normalising shift and the choice of
+    ``n`` then follow it, and ``n`` is returned after it.
     """
     s, E, M = w[31], w[23:31], w[0:23]
-    t = Signal(3, name=f"{name}_t")
-    m.d.comb += t.eq(E - 126)
+    sig = Cat(M, Const(1, 1))
+    # The fixed-point shift by ``t = E - 126`` (0..7 where it matters) is a multiplexer of
+    # shifted copies on ``E``'s low three bits, not a subtraction in front of a shifter: ``t =
+    # E[0] + 2 * u`` with ``u = E[1:3] + 1`` (mod 4), the even shift a 4-way multiplexer
+    # (``half``) and the last step by ``E[0]`` merged into what follows (the sign ``neg`` and
+    # ``frac``'s XOR with it are each a choice between two bits of ``half``). The difference's
+    # magnitude ``-frac`` is the shifted copy of ``-sig`` (``-(sig << t) = (-sig) << t``
+    # modulo 2**24), the negation beside the shift, not a 24-bit negation after it. (``w`` ->
+    # ``t`` -> shift -> negation -> ``mag`` was 9 routed levels, 10.32 ns routed in
+    # ``l1_x2_mag_d1``, core2 92d164b seed 1, with the bypass multiplexer in front: see
+    # ``Lut``.) ``half``, ``ones`` (below) and the low mantissa bits' zero test are kept
+    # (``keep``): else yosys merges them into what follows and shares the result with other
+    # tests as chains of LUTs (7-8 levels to the registers, ``scripts.unit_fmax``).
+    def half_shifted(value, name_):
+        out = Signal(31, name=f"{name}_{name_}", attrs={"keep": 1})
+        m.d.comb += out.eq(Cat(*((Cat(value, Const(0, 7)) << 2 * ((e + 1) % 4))[0:31]
+                                 for e in range(4))).word_select(E[1:3], 31))
+        return out
+
+    def last_step(half):
+        return Mux(E[0], Cat(Const(0, 1), half[0:30]), half)
+    half = half_shifted(sig, "half")
     x = Signal(31, name=f"{name}_fix")
-    m.d.comb += x.eq(Cat(M, Const(1, 1)) << t)
+    m.d.comb += x.eq(last_step(half))
+    nsig = Signal(24, name=f"{name}_nsig")
+    m.d.comb += nsig.eq(-sig)
     frac = x[0:24]
     small = ~ge_const(E, 126)
     # n and -n side by side (-(h + r) = ~h + (1 - r) in 10 bits), not a negation after the
-    # rounding add: 9 routed levels from the pre-scale's output register.
+    # rounding add: 9 routed levels from the pre-scale's output register. The choice between
+    # them (by the sign, and 0 for ``small``) follows the cut: ``w`` -> shift -> rounding add
+    # -> choice was 7 routed levels, 10.05 ns in ``l1_x2_n_d1`` (core2 92d164b seed 1).
     x_hi = Cat(x[24:31], Const(0, 3))
     n_pos = Signal(10, name=f"{name}_n_pos")
     n_neg = Signal(10, name=f"{name}_n_neg")
     m.d.comb += [n_pos.eq(x_hi + x[23]), n_neg.eq(~x_hi + ~x[23])]
-    n = Signal(signed(10), name=f"{name}_n")
-    m.d.comb += n.eq(Mux(small, 0, Mux(s, n_neg, n_pos)))
     mag = Signal(24, name=f"{name}_mag")          # |w - n| * 2**24, at most 2**23
-    m.d.comb += mag.eq(Mux(frac[23], -frac, frac))
-    neg = frac[23]
+    neg = Signal(name=f"{name}_neg")              # frac[23]
+    m.d.comb += neg.eq(Mux(E[0], half[22], half[23]))
+    m.d.comb += mag.eq(Mux(neg, last_step(half_shifted(nsig, "nhalf"))[0:24], frac))
     # The leading zeros are those of ``frac`` or ``~frac`` (``mag - 1`` when negative), counted
     # beside the negation and not after it: they are those of ``mag`` except for ``mag`` a
     # power of two, which they overstate by one. ``norm`` then loses its leading one (and is
@@ -122,8 +150,9 @@ def exp2_reduce(m, w, name="x2", cut=None):
     # of the count, both exponents (``norm[23]`` set or not) beside the shift. As one count
     # through a leading-zero tree's last two levels, then a 0..23 shift, then ``126 - lz +
     # ~norm[23]``, that was 9 routed levels to ``s2_v`` (core2, 6476d00).
-    ones = Signal(24, name=f"{name}_ones")
-    m.d.comb += ones.eq(frac ^ neg.replicate(24))
+    ones = Signal(24, name=f"{name}_ones", attrs={"keep": 1})
+    m.d.comb += ones.eq(Mux(E[0], Cat(Const(0, 1), half[0:23]) ^ half[22].replicate(24),
+                            half[0:24] ^ half[23].replicate(24)))
     # Beside each group's count, whether the group is a run of ones at its bottom (or zero,
     # ``gq``) and whether it is all ones (``ga``): ``mag`` is a power of two when negative
     # exactly if ``ones`` (``mag - 1``) is such a run, i.e. its first non-zero group is one
@@ -145,19 +174,28 @@ def exp2_reduce(m, w, name="x2", cut=None):
     # ``frac`` is zero when the significand's low ``24 - t`` bits are (for t = 0 the hidden
     # bit is there): tests of the mantissa's low bits beside the shift, picked by ``t``'s
     # three bits (``E[0:3]``), not a 24-bit test after the shifter (core2, 6476d00:
-    # z -> x2_zero 10 routed levels).
-    low_zero = [Const(0, 1)] + [M[0:24 - k] == 0 for k in range(1, 8)]
-    m.d.comb += is_zero.eq(Cat(*(low_zero[(e + 2) % 8] for e in range(8))).bit_select(E[0:3], 1))
+    # z -> x2_zero 10 routed levels). The low 17 bits are common to every ``t`` > 0: one test
+    # of them beside the choice among the tests of the six above (``w`` -> 23-bit tests ->
+    # choice was 7 levels, ``l1_x2_zero_d1``, core2 92d164b).
+    low17_zero = Signal(name=f"{name}_low17_zero", attrs={"keep": 1})
+    m.d.comb += low17_zero.eq(M[0:17] == 0)
+    top_zero = [Const(0, 1)] + [M[17:24 - k] == 0 for k in range(1, 7)] + [Const(1, 1)]
+    m.d.comb += is_zero.eq(low17_zero &
+                           Cat(*(top_zero[(e + 2) % 8] for e in range(8))).bit_select(E[0:3], 1))
     w_zero = E == 0
+    # (|n| <= 128: eight bits of ``n_pos`` and nine of ``n_neg`` are the whole of them.)
+    n_pos, n_neg = n_pos[0:8], n_neg[0:9]
     if cut is not None:
-        w, n, mag, neg, is_zero, small, w_zero = (cut(x, f"{name}_{nm}") for x, nm in (
-            (w, "w"), (n, "n"), (mag, "mag"), (neg, "neg"), (is_zero, "zero"),
-            (small, "small"), (w_zero, "w_zero")))
+        w, n_pos, n_neg, mag, neg, is_zero, small, w_zero = (cut(v, f"{name}_{nm}") for v, nm in (
+            (w, "w"), (n_pos, "n_pos"), (n_neg, "n_neg"), (mag, "mag"), (neg, "neg"),
+            (is_zero, "zero"), (small, "small"), (w_zero, "w_zero")))
         gz = [cut(z, f"{name}_gz{i}") for i, z in enumerate(gz)]
         gc = [cut(c, f"{name}_gc{i}") for i, c in enumerate(gc)]
         gq = [cut(q, f"{name}_gq{i}") for i, q in enumerate(gq)]
         ga = [ga[0]] + [cut(a, f"{name}_ga{i}") for i, a in enumerate(ga) if i]  # not ga[0]
         s = w[31]
+    n = Signal(signed(10), name=f"{name}_n")
+    m.d.comb += n.eq(Mux(small, 0, Mux(s, n_neg.as_signed(), n_pos)))
     coarse = Signal(24, name=f"{name}_coarse")
     m.d.comb += coarse.eq(Mux(~gz[0], mag, Mux(~gz[1], mag << 8, Mux(~gz[2], mag << 16, 0))))
     fine = Signal(3, name=f"{name}_fine")
@@ -287,10 +325,11 @@ class Lut(wiring.Component):
         Word writes and reads of the map in ``sim.vector`` (``CFG_*``). A beat is taken into a
         register (``ready`` is its complement: one beat every two cycles at most) and carried
         out from it the next cycle at the earliest: a write lands in the cycle after it is
-        taken, a read's ``rdata`` beat is valid three cycles after it. A bad address sets
-        ``error`` (a read then returns 0). A write to bank ``bank`` waits in the register while
-        ``lock`` is high, so a running instruction never sees its table change; the other bank
-        can be loaded meanwhile (double buffering).
+        taken (a coefficient word one cycle later still, from registers of its own), a read's
+        ``rdata`` beat is valid three cycles after it. A bad address sets ``error`` (a read
+        then returns 0). A write to bank ``bank`` waits in the register while ``lock`` is
+        high, so a running instruction never sees its table change; the other bank can be
+        loaded meanwhile (double buffering).
     rdata : Out(stream.Signature(32))
         One beat per cfg read, in order; a beat waits in the register while a read result
         waits.
@@ -307,7 +346,10 @@ class Lut(wiring.Component):
     y : Out(ArrayLayout(32, lanes))
         Results, ``latency`` enabled cycles after ``z``.
     lock : In(1)
-        Block cfg writes to bank ``bank`` (an instruction is using it).
+        Block cfg writes to bank ``bank`` (an instruction is using it). The coefficient RAM is
+        synthesized without read/write collision logic (``no_rw_check``): a lane's read that
+        matters never meets a write to its bank, as long as ``lock`` is high while the
+        elements of a table instruction are in the pipeline.
     """
 
     #: FP32 pipeline registers of (the pre-scale multiplier, a coefficient multiplier, an
@@ -376,13 +418,40 @@ class Lut(wiring.Component):
                 Hdr.PRE: Signal(32, name=f"b{bank}_pre", init=ONE_F32),
                 Hdr.POST: Signal(32, name=f"b{bank}_post"),
             })
-        m.submodules.coef = coef = Memory(shape=96, depth=2 * depth, init=[])
-        m.submodules.desc = desc = Memory(shape=DESC_BASE_BITS + 3, depth=4 * MAX_BINADES,
-                                          init=[])
+        # The coefficient RAM is never read and written at one address in one cycle where the
+        # read matters: a cfg read and a cfg write are different beats, and the lanes read
+        # bank ``bank`` while a cfg write to it waits for ``lock`` to fall (a lane's read of
+        # the other bank, or without ``lock``, is not used). ``no_rw_check`` tells yosys so,
+        # for read ports it builds from an asynchronous read and the register after it
+        # (``coef_read``; a synchronous Amaranth read port keeps its read-before-write
+        # promise): otherwise it emulates read-before-write across the block RAM's two ports
+        # with a delayed write and a bypass (a registered address compare and a multiplexer
+        # after every read port's output), one more level after the block RAM's ~5.5 ns
+        # clock-to-out on the cfg read (``coef`` -> ``rdata__payload``, 4 levels, ~9.5 ns
+        # routed for 10 + 18 end points, core2 92d164b seeds 1 / 2) and the lanes' address ->
+        # compare (``base_d1`` -> ``coef.*_DOB13``, 8 levels, 9.00 ns, seed 1).
+        m.submodules.coef = coef = Memory(shape=96, depth=2 * depth, init=[],
+                                          attrs={"no_rw_check": 1})
+
+        def coef_read(addr, en, name):
+            """The row at ``addr`` one cycle later, held while ``en`` is low (as a synchronous
+            read port, read before a write)."""
+            rp = coef.read_port(domain="comb")
+            data = Signal(96, name=name, reset_less=True)
+            m.d.comb += rp.addr.eq(addr)
+            with m.If(en):
+                m.d.sync += data.eq(rp.data)
+            return data
+
+        # A descriptor's base (``desc``) and its K (``desc_k``, written beside it): the lanes
+        # read K one stage before the base (see ``desc_k`` below).
+        m.submodules.desc = desc = Memory(shape=DESC_BASE_BITS, depth=4 * MAX_BINADES, init=[])
+        m.submodules.desc_k = desc_k = Memory(shape=3, depth=4 * MAX_BINADES, init=[])
         coef_wp = coef.write_port(granularity=32)
-        coef_cfg_rp = coef.read_port(domain="sync")
         desc_wp = desc.write_port()
+        desc_k_wp = desc_k.write_port()
         desc_cfg_rp = desc.read_port(domain="comb")
+        desc_k_cfg_rp = desc_k.read_port(domain="comb")
         # Beside each descriptor, the mask of the mantissa's top seven bits below its segment
         # start (``0x7F >> K``; K = 0 before a write), computed as it is written: the lanes
         # read it instead of shifting by K after the descriptor read.
@@ -437,40 +506,59 @@ class Lut(wiring.Component):
         word = low[0:2]
         blocked = lockable & self.lock & (bank_a == self.bank)
         rd_valid = Signal()
-        rd_coef = Signal()
-        rd_word = Signal(2)
+        rd_sel = Signal(2)          # the coefficient word 0..2 to return, 3: ``rd_value``
         rd_value = Signal(32)
         take = Signal()
         # The read's word is registered once more (``out``) before ``rdata``: the coefficient
         # RAM's block RAMs (5.8 ns clock-to-out) -> their output multiplexer -> the word
         # select -> the core's window register was 4 levels, 10.62 ns routed (core2 352ab1b
         # seed 1). ``s1_free``: the read stage may move on (``out`` empty or taken).
+        # ``out`` is one 4-way multiplexer of the three words and ``rd_value`` on a registered
+        # select (``rd_sel``: a LUT and a PFUMX after the block RAM), and has no reset
+        # (``out_valid`` has), so its enable can only be the flip-flops' clock enable. As a
+        # word select on ``rd_word`` and then a choice on ``rd_coef``, after yosys's collision
+        # bypass (see ``coef``) and with the enable as a LUT in front of the flip-flops (they
+        # had no clock enable in core2's netlist), that was 4 levels, ~9.5 ns routed for 10 +
+        # 18 end points of ``rdata__payload``, core2 92d164b seeds 1 / 2 (the block RAM's
+        # clock-to-out is ~5.5 ns of it).
         out_valid = Signal()
-        out = Signal(32)
+        out = Signal(32, reset_less=True)
         s1_free = Signal()
         m.d.comb += [s1_free.eq(~out_valid | self.rdata.ready),
                      take.eq(q_valid & ~(rd_valid & ~s1_free) & ~blocked)]
         with m.If(take):
             m.d.sync += q_valid.eq(0)
         m.d.comb += [
-            coef_wp.addr.eq(Cat(entry[0:abits], bank_a)),
-            coef_wp.data.eq(Cat(p.data, p.data, p.data)),
-            coef_cfg_rp.addr.eq(Cat(entry[0:abits], bank_a)),
-            coef_cfg_rp.en.eq(q_valid & ~p.write & ~(rd_valid & ~s1_free)),
             desc_wp.addr.eq(Cat(low[0:6], bank_a)),
-            desc_wp.data.eq(Cat(p.data[0:DESC_BASE_BITS], p.data[16:19])),
+            desc_wp.data.eq(p.data[0:DESC_BASE_BITS]),
+            desc_k_wp.addr.eq(Cat(low[0:6], bank_a)),
+            desc_k_wp.data.eq(p.data[16:19]),
             desc_cfg_rp.addr.eq(Cat(low[0:6], bank_a)),
+            desc_k_cfg_rp.addr.eq(Cat(low[0:6], bank_a)),
             desc_low_wp.addr.eq(Cat(low[0:6], bank_a)),
             desc_low_wp.data.eq(Const(0x7F, 7) >> p.data[16:19]),
         ]
-        with m.If(take & p.write & coef_ok):
-            m.d.comb += coef_wp.en.eq(1 << word)
+        # The cfg read's row, loaded whenever the read stage is free (like ``rd_value``): it is
+        # the read's in the cycle a read is taken, and holds while its result waits.
+        cfg_coef = coef_read(Cat(entry[0:abits], bank_a), ~rd_valid | s1_free, "cfg_coef")
+        # A coefficient write reaches the block RAM one cycle after it is taken, from registers
+        # (``wr_*``), so that the RAM's write enable does not wait for the bank-lock check and
+        # the read stage's ``rdata.ready`` (8 levels in front of the RAM's enable). Nothing
+        # reads the word meanwhile: the next cfg beat is carried out two cycles after it at
+        # the earliest, and a lane reads a written bank only once ``lock`` allows the write.
+        # (Before ``no_rw_check``, yosys delayed the write in the same way.)
+        wr_en = Signal(3)
+        wr_addr = Signal(abits + 1, reset_less=True)
+        wr_data = Signal(32, reset_less=True)
+        m.d.sync += [wr_en.eq(Mux(take & p.write & coef_ok, 1 << word, 0)),
+                     wr_addr.eq(Cat(entry[0:abits], bank_a)), wr_data.eq(p.data)]
+        m.d.comb += [coef_wp.en.eq(wr_en), coef_wp.addr.eq(wr_addr),
+                     coef_wp.data.eq(Cat(wr_data, wr_data, wr_data))]
         with m.If(take & p.write & desc_ok):
-            m.d.comb += [desc_wp.en.eq(1), desc_low_wp.en.eq(1)]
+            m.d.comb += [desc_wp.en.eq(1), desc_k_wp.en.eq(1), desc_low_wp.en.eq(1)]
         with m.If(s1_free):
             m.d.sync += [rd_valid.eq(0), out_valid.eq(rd_valid),
-                         out.eq(Mux(rd_coef, coef_cfg_rp.data.word_select(rd_word, 32),
-                                    rd_value))]
+                         out.eq(Cat(cfg_coef, rd_value).word_select(rd_sel, 32))]
         m.d.comb += [self.rdata.valid.eq(out_valid), self.rdata.payload.eq(out)]
         # Counter increments; a cfg write to a counter in the same cycle wins.
         inc = {Status.HITS: Signal(range(lanes + 1), name="inc_hits"),
@@ -490,16 +578,19 @@ class Lut(wiring.Component):
                             m.d.sync += sig.eq(p.data)
                 with m.If(ssel[Status.ERROR]):
                     m.d.sync += error.eq(0)
-                for reg, ctr in counters.items():
-                    with m.If(ssel[reg]):
-                        m.d.sync += ctr.eq(0)
+        # A counter's clear without the bank-lock check and the bad-address test of ``take``:
+        # a status write is never blocked, and a write to a counter is never bad. (Through
+        # them, the cfg register -> lock check -> clear -> counter was 6 levels, 9.14 ns routed
+        # in ``overs``, core2 92d164b seed 2.)
+        for reg, ctr in counters.items():
+            with m.If(q_valid & ~(rd_valid & ~s1_free) & p.write & ssel[reg]):
+                m.d.sync += ctr.eq(0)
         # The read result register loads whenever it is free (``rdata`` empty or taken), not
         # only with ``take``: its enable then does not wait for the bank-lock check, and the
         # value loaded in the cycle a read is taken is the read's.
         rd_next = Signal(32)
-        terms = [Mux(desc_ok, Cat(desc_cfg_rp.data[0:DESC_BASE_BITS],
-                                  Const(0, 16 - DESC_BASE_BITS),
-                                  desc_cfg_rp.data[DESC_BASE_BITS:]), 0)]
+        terms = [Mux(desc_ok, Cat(desc_cfg_rp.data, Const(0, 16 - DESC_BASE_BITS),
+                                  desc_k_cfg_rp.data), 0)]
         terms += [Mux(sig, hdr[bank][reg], 0) for bank in range(2)
                   for reg, sig in hsel[bank].items()]
         values = {Status.ERROR: error, Status.DEPTH: depth, **counters}
@@ -510,17 +601,14 @@ class Lut(wiring.Component):
             acc_or = acc_or | t
         m.d.comb += rd_next.eq(Mux(p.write, 0, acc_or))
         with m.If(~rd_valid | s1_free):
-            m.d.sync += [rd_coef.eq(coef_ok), rd_word.eq(word), rd_value.eq(rd_next)]
+            m.d.sync += [rd_sel.eq(Mux(coef_ok, word, 3)), rd_value.eq(rd_next)]
 
         # -- the active bank's header -------------------------------------------------------
         mode = Signal(3)
         e_lo = Signal(8)
-        nb_neg = Signal(6)
-        nb_pos = Signal(6)
         pre = Signal(32)
         post = Signal(32)
-        for sig, reg in ((mode, Hdr.MODE), (e_lo, Hdr.E_LO), (nb_neg, Hdr.NB_NEG),
-                         (nb_pos, Hdr.NB_POS), (pre, Hdr.PRE), (post, Hdr.POST)):
+        for sig, reg in ((mode, Hdr.MODE), (e_lo, Hdr.E_LO), (pre, Hdr.PRE), (post, Hdr.POST)):
             m.d.comb += sig.eq(Mux(self.bank, hdr[1][reg], hdr[0][reg]))
 
         en = self.en
@@ -533,10 +621,17 @@ class Lut(wiring.Component):
                          s2_count.eq(s1_count)]
         # The range mode of the elements in stage 1, taken with them: the stage's choices by
         # mode then start from a register, not from the bank select and the header.
+        # Beside it one flag per mode (``s1_sq``: RSQRT, SQRT or LOG) for the special values.
         s1_mode = Signal(3)
-        s1_exp2 = Signal()
+        s1_is = {rmode: Signal(name=f"s1_{rmode.name.lower()}") for rmode in RangeMode
+                 if rmode != RangeMode.NONE}
+        s1_sq = Signal()
+        s1_exp2 = s1_is[RangeMode.EXP2]
         with m.If(en):
-            m.d.sync += [s1_mode.eq(mode), s1_exp2.eq(mode == RangeMode.EXP2)]
+            m.d.sync += [s1_mode.eq(mode)]
+            m.d.sync += [sig.eq(mode == rmode) for rmode, sig in s1_is.items()]
+            m.d.sync += s1_sq.eq((mode == RangeMode.RSQRT) | (mode == RangeMode.SQRT) |
+                                 (mode == RangeMode.LOG))
         # The finish's choice by mode, from registers for the same reason (the bank select
         # and the header's mode -> the 32-bit select of every lane's result was 11.18 ns
         # routed, core2 68bfe14 seed 3): the scaled value (EXP2, RSQRT, SQRT, RECIP; RECIP's
@@ -561,13 +656,20 @@ class Lut(wiring.Component):
         # Like the mode, they cannot differ from the ones at the element's stage: the engine
         # changes ``bank`` only with the pipeline empty and holds ``lock`` while a table
         # instruction runs, so no header of ``bank`` changes with an element in flight.
+        # The segment's upper bounds ``e_lo + nb_*`` (9 bits) are summed per bank from the
+        # header registers and chosen by the bank like the rest: stage 2's ``beyond`` is then
+        # one comparison of ``vE`` with a register, not ``vE - e_lo`` and then ``b >= nb``
+        # (two carry chains in series: ``s2_v`` -> ``region`` was 6 routed levels, 10.08 ns
+        # routed in ``l1_region_d1``, core2 92d164b seed 2).
         s2_bank = Signal()
         s2_e_lo = Signal(8)
-        s2_nb_neg = Signal(6)
-        s2_nb_pos = Signal(6)
+        s2_hi_neg = Signal(9)
+        s2_hi_pos = Signal(9)
+        hi = {key: Mux(self.bank, hdr[1][Hdr.E_LO] + hdr[1][key], hdr[0][Hdr.E_LO] + hdr[0][key])
+              for key in (Hdr.NB_NEG, Hdr.NB_POS)}
         with m.If(en):
-            m.d.sync += [s2_bank.eq(self.bank), s2_e_lo.eq(e_lo), s2_nb_neg.eq(nb_neg),
-                         s2_nb_pos.eq(nb_pos)]
+            m.d.sync += [s2_bank.eq(self.bank), s2_e_lo.eq(e_lo),
+                         s2_hi_neg.eq(hi[Hdr.NB_NEG]), s2_hi_pos.eq(hi[Hdr.NB_POS])]
         regions = []
 
         for lane in range(lanes):
@@ -597,18 +699,24 @@ class Lut(wiring.Component):
             # EXP2's range reduction starts before the s1_w register (its fixed-point shift and
             # negation; the pre-scale's output is a register when deep) and ends after it
             # (leading-zero count, normalising shift): no added latency.
-            # (``w_pre`` after the cut is ``s1_w`` itself, not a second copy of it.)
-            v_exp, n = exp2_reduce(m, w_pre, f"l{lane}_x2",
-                                   cut=lambda x, nm: s1_w if x is w_pre else
+            # It and the special tests below take the pre-scale's output itself, not ``w_pre``:
+            # a bypassed element's ``v``, ``n`` and class are never used (it is special in
+            # stage 2, with ``s1_w`` as its value), and for every other element the two are
+            # equal, so ``s1_w`` is the register of ``pre_mul.o`` wherever it is read after
+            # the cut. (With the bypass multiplexer in front, ``byp``/``z`` -> ``w_pre`` ->
+            # shift -> negation -> ``mag`` was 9 routed levels, 10.32 ns routed in
+            # ``l1_x2_mag_d1``, 15 + 4 end points later than 9 ns, core2 92d164b seed 1.)
+            v_exp, n = exp2_reduce(m, pre_mul.o, f"l{lane}_x2",
+                                   cut=lambda x, nm: s1_w if x is pre_mul.o else
                                    delay(m, en, x, 1, nm, reset_less=True))
 
-            # The special results by mode (NaN, Inf, zero and range-limit inputs): ``w_pre``'s
-            # class is registered with ``s1_w`` (beside EXP2's fixed-point shift), and the
-            # choice by mode is made in stage 1 from those flags and the registered mode, for
-            # the s2 registers. (Classifying and choosing in one cycle, the multiplier's output
-            # -> 23-bit compare -> choice by mode -> ``pre_sval`` was 12.9 ns routed, core2
-            # 036e5c1 seed 1.)
-            E, M = w_pre[23:31], w_pre[0:23]
+            # The special results by mode (NaN, Inf, zero and range-limit inputs): the pre-scaled
+            # value's class is registered with ``s1_w`` (beside EXP2's fixed-point shift), and
+            # the choice by mode is made in stage 1 from those flags and the registered mode,
+            # for the s2 registers. (Classifying and choosing in one cycle, the multiplier's
+            # output -> 23-bit compare -> choice by mode -> ``pre_sval`` was 12.9 ns routed,
+            # core2 036e5c1 seed 1.)
+            E, M = pre_mul.o[23:31], pre_mul.o[0:23]
             e_ones, m_nz = E == 0xFF, M != 0
             nan = D(e_ones & m_nz, 1, "pre_nan")
             inf = D(e_ones & ~m_nz, 1, "pre_inf")
@@ -617,25 +725,27 @@ class Lut(wiring.Component):
             s = s1_w[31]
             special = S(1, "special")
             sval = S(32, "sval")
-            pos_inf = Const(0x7F800000, 32)
-            signed_inf = Cat(Const(0x7F800000, 31), s)
-            signed_zero = Cat(Const(0, 31), s)
-            table = {
-                RangeMode.EXP2: [(inf | big, Mux(s, 0, pos_inf))],
-                RangeMode.RECIP: [(zero, signed_inf), (inf, signed_zero)],
-                RangeMode.RSQRT: [(zero, signed_inf), (inf & ~s, 0), (s, CANONICAL_NAN_F32)],
-                RangeMode.SQRT: [(zero, signed_zero), (inf & ~s, pos_inf),
-                                 (s, CANONICAL_NAN_F32)],
-                RangeMode.LOG: [(zero, 0xFF800000), (inf & ~s, pos_inf), (s, CANONICAL_NAN_F32)],
-            }
-            m.d.comb += [special.eq(nan), sval.eq(CANONICAL_NAN_F32)]
-            with m.If(~nan):
-                with m.Switch(s1_mode):
-                    for rmode, lst in table.items():
-                        with m.Case(int(rmode)):
-                            for i, (cond, value) in enumerate(lst):
-                                with (m.If(cond) if i == 0 else m.Elif(cond)):
-                                    m.d.comb += [special.eq(1), sval.eq(value)]
+            # By mode, in order (the first condition that holds; NaN before all):
+            #   EXP2   inf | big: s ? +0 : +Inf
+            #   RECIP  zero: Inf with w's sign; inf: zero with w's sign
+            #   RSQRT  zero: Inf with w's sign; inf & ~s: +0; s: NaN
+            #   SQRT   zero: zero with w's sign; inf & ~s: +Inf; s: NaN
+            #   LOG    zero: -Inf; inf & ~s: +Inf; s: NaN
+            # Every such value is a sign, an exponent of all ones or zeros and NaN's quiet bit
+            # (the rest zero), and ``sval`` matters only where ``special`` holds, so each of the
+            # three is an AND-OR of the mode flags and the class flags, not a choice by the
+            # mode's code and then by the conditions (``s1_mode`` -> ``s2_sval`` was 7 routed
+            # levels, 8 end points later than 9 ns, core2 92d164b seed 1).
+            m_exp2, m_recip, m_rsqrt, m_sqrt, m_log = (s1_is[r] for r in (
+                RangeMode.EXP2, RangeMode.RECIP, RangeMode.RSQRT, RangeMode.SQRT,
+                RangeMode.LOG))
+            m.d.comb += special.eq(nan | m_exp2 & (inf | big) | m_recip & (zero | inf) |
+                                   s1_sq & (zero | inf | s))
+            sv_quiet = nan | s1_sq & s & ~zero
+            sv_ones = (nan | m_log | m_exp2 & ~s | m_recip & zero | m_rsqrt & (zero | s) |
+                       m_sqrt & ~zero)
+            sv_sign = ~nan & (m_recip & s | m_log & zero | (m_rsqrt | m_sqrt) & zero & s)
+            m.d.comb += sval.eq(Cat(Const(0, 22), sv_quiet, sv_ones.replicate(8), sv_sign))
 
             # -- stage 1 -> 2: range reduction ----------------------------------------------
             w = s1_w
@@ -677,37 +787,52 @@ class Lut(wiring.Component):
             s2_sval = S(32, "s2_sval")
             with m.If(en):
                 m.d.sync += [s2_v.eq(v), s2_k.eq(k), s2_e.eq(e),
-                             s2_flip.eq(s & (s1_mode == RangeMode.RECIP)),
+                             s2_flip.eq(s & s1_is[RangeMode.RECIP]),
                              s2_special.eq(special | s1_byp),
                              s2_sval.eq(Mux(s1_byp, w, sval))]
 
             # -- stage 2 -> 3: segment, entry read, dx --------------------------------------
             v = s2_v
-            vs, vE, vM = v[31], v[23:31], v[0:23]
+            vs, vE = v[31], v[23:31]
             center = vE < s2_e_lo
             b = S(9, "b")
             m.d.comb += b.eq(vE - s2_e_lo)
-            nb = Mux(vs, s2_nb_neg, s2_nb_pos)
-            beyond = ~center & (b >= nb)
+            # b >= nb, i.e. vE >= e_lo + nb (for ``~center``, where b = vE - e_lo >= 0), both
+            # signs' comparisons beside each other and the sign choosing.
+            beyond = S(1, "beyond")
+            m.d.comb += beyond.eq(~center & Mux(vs, vE >= s2_hi_neg, vE >= s2_hi_pos))
             in_range = ~center & ~beyond
             # With BIN the binade's descriptor address and the segment flags are registered
             # before the descriptor read: the subtraction ``vE - e_lo`` is then not in front
             # of the LUT-RAM and the shift by its ``K`` (``s2_v`` -> binade -> descriptor ->
             # ``mtop`` was 12.25 ns routed, 9.21 of it routing: core2 d732995 seed 3, the
             # critical path). The element's counted region is taken before it.
+            # The segment's K is read before that register, from its own LUT-RAM (``desc_k``):
+            # the two binades ``b[4]`` may choose, with the subtraction's low four bits and
+            # the registered sign and bank, each registered, and ``b[4]``'s register chooses
+            # between them. The LUT-RAM's row multiplexer (eight rows of 16 entries) is then
+            # not in front of the shift by K (the descriptor's address register -> LUT-RAM ->
+            # row multiplexer -> shift -> ``mtop`` was 8 levels, 9.27 ns routed in
+            # ``l0_mtop_d1``, core2 92d164b seed 1), and the carry into ``b[4]`` is not in
+            # front of the LUT-RAM's output.
             desc_addr = D(Cat(b[0:5], vs, s2_bank), BIN, "desc_addr")
+            k_half = []
+            for half in range(2):
+                krp = desc_k.read_port(domain="comb")
+                m.d.comb += krp.addr.eq(Cat(b[0:4], half, vs, s2_bank))
+                k_half.append(D(krp.data, BIN, f"kk{half}"))
+            kk = Mux(desc_addr[4], k_half[1], k_half[0])
             v_b = D(v, BIN, "v_bin")
             center_b, beyond_b, in_range_b = (D(x, BIN, n_) for x, n_ in (
                 (center, "center_bin"), (beyond, "beyond_bin"), (in_range, "in_range_bin")))
             drp = desc.read_port(domain="comb")
             lrp = desc_low.read_port(domain="comb")
             m.d.comb += [drp.addr.eq(desc_addr), lrp.addr.eq(desc_addr)]
-            # With IDX the segment descriptor read (binade -> descriptor LUT-RAM) and what
-            # follows from it and the mantissa alone (the segment's offset ``mtop``, the mask
-            # of the mantissa bits below it) are registered first; the table index, the
-            # coefficient block RAM's address and dx are computed from those registers, and
-            # the block RAM is read one cycle later.
-            kk = drp.data[DESC_BASE_BITS:]
+            # With IDX the segment descriptor read (binade -> descriptor LUT-RAM: the base and
+            # the mask of the mantissa bits below the segment start) and the segment's offset
+            # ``mtop`` (the mantissa's top bits shifted by the K read above) are registered
+            # first; the table index, the coefficient block RAM's address and dx are computed
+            # from those registers, and the block RAM is read one cycle later.
             kinv = S(3, "kinv")
             m.d.comb += kinv.eq(~kk)                # 7 - kk
             mtop_p = S(7, "mtop_p")
@@ -716,7 +841,7 @@ class Lut(wiring.Component):
             m.d.comb += low7_p.eq(lrp.data)         # ~(0x7F << kinv), read beside kk
             mtop = D(mtop_p, IDX, "mtop")
             low7 = D(low7_p, IDX, "low7")
-            base = D(drp.data[0:DESC_BASE_BITS], IDX, "base")
+            base = D(drp.data, IDX, "base")
             center_d = D(center_b, IDX, "center")
             beyond_d = D(beyond_b, IDX, "beyond")
             in_range_d = D(in_range_b, IDX, "in_range")
@@ -736,11 +861,14 @@ class Lut(wiring.Component):
             dx = segment_offset(m, v_d, in_range_d, low_bits, f"l{lane}_dx",
                                 cut=(lambda x, n: delay(m, en, x, DX, n, reset_less=True)) if DX
                                 else None)
-            rp = coef.read_port(domain="sync")
-            m.d.comb += [rp.addr.eq(Cat(idx, self.bank)), rp.en.eq(en)]
+            row = coef_read(Cat(idx, self.bank), en, f"l{lane}_row")
             region = S(2, "region")    # 1 hit, 2 under, 3 over, 0 not counted
-            vnan = (vE == 0xFF) & (vM != 0)
-            m.d.comb += region.eq(Mux(s2_special | vnan | ~s2_count, 0,
+            # (A NaN ``v`` is not counted either, but needs no test of its own: ``v`` is NaN
+            # only for a NaN ``w``, which is special (EXP2's ``v`` beyond its range limit is
+            # not used; RECIP's, RSQRT's, SQRT's and LOG's have a finite exponent), so
+            # ``s2_special`` covers it. Its 23-bit test of ``s2_v`` was in front of
+            # ``region``: 6 routed levels, 10.08 ns routed, core2 92d164b seed 2.)
+            m.d.comb += region.eq(Mux(s2_special | ~s2_count, 0,
                                       Mux(beyond, Mux(vs, 2, 3), 1)))
             # Registered before the counters' adders (one cycle late: a counter read or write
             # follows an instruction's last element by far more). This register resets: what
@@ -758,7 +886,7 @@ class Lut(wiring.Component):
                               ("special", s2_special), ("sval", s2_sval))]
 
             # -- stage 3 -> 4: t2 = c1 + c2 * dx ------------------------------------------
-            coefs = D(rp.data, DX, "coefs")
+            coefs = D(row, DX, "coefs")
             c0, c1, c2 = coefs[0:32], coefs[32:64], coefs[64:96]
             m1 = sub("m1", _Mulz(MUL))
             a1 = sub("a1", FP32Adder(stages=ADD))
@@ -774,10 +902,16 @@ class Lut(wiring.Component):
                 m.d.sync += [s4[n_].eq(D(s3[n_], MUL + ADD, f"s3_{n_}")) for n_ in s3
                              if n_ != "e"]
             # ``e`` is converted to FP32 before its s4 register, not after it in front of the
-            # log term's multiplier (9 routed levels).
+            # log term's multiplier (9 routed levels); when deep, its sign and magnitude are
+            # registered one cycle before (in place of ``e``'s last delay register), so that
+            # the negation and the normalisation are not in one cycle (``s3_e_d7`` -> ``s4_ef``
+            # was 7-8 levels in core2 92d164b, 9 in ``scripts.unit_fmax``).
             s4_ef = S(32, "s4_ef")
+            wait = MUL + ADD
             with m.If(en):
-                m.d.sync += s4_ef.eq(int_to_f32(m, D(s3["e"], MUL + ADD, "s3_e"), 9))
+                m.d.sync += s4_ef.eq(int_to_f32(
+                    m, D(s3["e"], max(wait - 1, 0), "s3_e"), 9,
+                    cut=(lambda x, nm: D(x, 1, f"ef_{nm}")) if wait else None))
 
             # -- stage 4 -> 5: y = c0 + t2 * dx; log term -----------------------------------
             m2 = sub("m2", _Mulz(MUL))
