@@ -6,7 +6,7 @@ control store and opcode map from ``sim/microcode.py``; the semantics are ``docs
 its executable form ``sim/refsim.py``.
 """
 
-from amaranth.hdl import Array, Cat, Const, Elaboratable, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -69,13 +69,15 @@ _REG_SRCS = (USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3
 _HOLD_TERMS = tuple("emit_" + _NAMES[e] for e in _ENGINES) + ("wait", "zbranch", "barrier",
                                                              "uloop", "br_loop_more", "semrd",
                                                              "loop_step", "br_flags")
-# The ``seq``-field terms that can hold or trap a micro-instruction whose special can neither
-# (SEMINC, SEMSET, AG_SET, AG_SNAP, and EMIT, whose queue space and record check enter beside
-# it), besides TRAP: each is paired with the registered condition under which it lets the
-# micro-instruction go (``seq_block``, ``seq_gate``).
-# (The four that hold first, in ``_HOLD_TERMS``' order: ``seq_block``'s LUTs and the stall's
-# then pair them alike and synthesis shares those, instead of feeding one from the other.)
-_SEQ_TERMS = ("zbranch", "uloop", "br_loop_more", "br_flags", "ret", "call")
+# The micro-instructions whose special can neither hold nor trap, so that only their ``seq``
+# field decides whether they go (``seq_gate``): SEMINC, SEMSET, AG_SET, AG_SNAP, and EMIT
+# (whose queue space and record check enter beside the gate).
+_SEQ_GATED = ("seminc", "semset", "ag_set", "ag_snap") + tuple("emit_" + _NAMES[e]
+                                                              for e in _ENGINES)
+# The ``seq``-field terms that can hold or trap them (``*_plain`` is the micro-word without
+# any of them and without TRAP); each is paired with the registered condition under which it
+# lets the micro-instruction go (``seq_gate``).
+_SEQ_TERMS = ("zbranch", "ret", "call", "uloop", "br_loop_more", "br_flags")
 _TRAP_TERMS = (
     (ErrorBit.LOOP_OVERFLOW, "loop_push"),
     (ErrorBit.LOOP_UNDERFLOW, "loop_top"),      # LOOP_STEP or LOOP_POP
@@ -121,87 +123,6 @@ def _log_shift(m, name, value, amount, *, left, fill=None):
             m.d.comb += nxt.eq(Mux(sel[0], ways[1], ways[0]))
         cur = nxt
     return cur
-
-
-def _or_tree(m, name, terms, *, last=4):
-    """The OR of ``terms`` (1-bit values, each of a few flip-flops) as a tree of LUT4s that
-    synthesis keeps: the terms packed into ``keep`` signals of at most four input bits each
-    (``{name}_t0_*``, by the bits each reads), then these ORed four at a time
-    (``{name}_t1_*``, ...) until at most ``last`` are left, which are returned for the
-    caller's last LUT. Left to itself, synthesis chains a wide sum of products LUT after LUT
-    (one level per four inputs)."""
-    def fan_in(value):
-        return sum(len(sig) for sig in value._rhs_signals())
-
-    groups = []                 # [terms, input bits]
-    for term in sorted(terms, key=fan_in, reverse=True):
-        n = fan_in(term)
-        for g in groups:
-            if g[1] + n <= 4:
-                g[0].append(term)
-                g[1] += n
-                break
-        else:
-            groups.append([[term], n])
-    level, sigs = 0, [Cat(*g[0]).any() for g in groups]
-    while True:
-        kept = []
-        for i, value in enumerate(sigs):
-            sig = Signal(name=f"{name}_t{level}_{i}", attrs={"keep": 1})
-            m.d.comb += sig.eq(value)
-            kept.append(sig)
-        if len(kept) <= last:
-            return kept
-        level += 1
-        sigs = [Cat(*kept[i:i + 4]).any() for i in range(0, len(kept), 4)]
-
-
-class _HeadFIFO(Elaboratable):
-    """A first-in first-out queue that behaves as ``amaranth.lib.fifo.SyncFIFO`` (the same
-    ``level``, ``w_rdy`` and ``r_rdy`` in every cycle, first-word fall-through), whose head
-    ``r_data`` is a register: each cycle it loads the entry at the next cycle's read pointer,
-    or the word written in this cycle if that becomes the head. The read pointer and the
-    memory's read are then not in front of the head's readers (the engines' semaphore
-    increments: ``semq_vector.consume`` -> the memory -> ``sem8`` was 6 levels, 9.4-10.24 ns
-    routed for about 30 semaphore bits, core2 92d164b seed 1). ``r_data`` is valid while
-    ``r_rdy``."""
-
-    def __init__(self, *, width, depth):
-        self.width, self.depth = width, depth
-        self.w_en, self.w_data, self.w_rdy = Signal(), Signal(width), Signal()
-        self.r_en, self.r_data, self.r_rdy = Signal(), Signal(width), Signal()
-        self.level = Signal(range(depth + 1))
-
-    def elaborate(self, platform):
-        m = Module()
-        depth = self.depth
-        m.submodules.storage = storage = Memory(shape=self.width, depth=depth, init=[])
-        w_port = storage.write_port()
-        r_port = storage.read_port(domain="comb")
-        produce, consume = Signal(range(depth)), Signal(range(depth))
-
-        def incr(ptr):
-            return Mux(ptr == depth - 1, 0, ptr + 1)
-
-        m.d.comb += [self.w_rdy.eq(self.level != depth), self.r_rdy.eq(self.level != 0)]
-        do_read, do_write = self.r_en & self.r_rdy, self.w_en & self.w_rdy
-        consume_next = Mux(do_read, incr(consume), consume)
-        m.d.comb += [w_port.addr.eq(produce), w_port.data.eq(self.w_data),
-                     w_port.en.eq(do_write), r_port.addr.eq(consume_next)]
-        with m.If(do_write):
-            m.d.sync += produce.eq(incr(produce))
-        m.d.sync += consume.eq(consume_next)
-        with m.If(do_write & ~do_read):
-            m.d.sync += self.level.eq(self.level + 1)
-        with m.If(do_read & ~do_write):
-            m.d.sync += self.level.eq(self.level - 1)
-        # The written word is the next head when the queue is empty, or holds one entry that
-        # is read; otherwise the next head was written before and the memory holds it. (If
-        # nothing is written then, the queue is empty next cycle and its head is not read:
-        # the select does not wait for the write enable.)
-        new_head = (self.level == 0) | (self.level == 1) & do_read
-        m.d.sync += self.r_data.eq(Mux(new_head, self.w_data, r_port.data))
-        return m
 
 
 class Sequencer(wiring.Component):
@@ -256,18 +177,13 @@ class Sequencer(wiring.Component):
         (the terms are then registered) and is not trapped in that cycle.
     tensor_blank_terms, vector_blank_terms : In(ArrayLayout(check_terms, slots))
         The terms of a slot not written since the last EMIT to that engine (it reads as 0):
-        the core drives the terms of 0, constants (the sequencer keeps their verdict).
+        the core drives the terms of 0 (constants).
     tensor_terms, vector_terms : Out(ArrayLayout(check_terms, slots))
-        The terms of the record being built for that engine as it will be in the next cycle
-        unless an EMIT to it goes in this one (what an EMIT to it in the next cycle pushes):
-        the terms of written slots (registered, or a slot's terms from ``*_slot_terms`` in
-        the cycle after X wrote it, as they are registered), blank terms of the others.
+        The terms of the record being built for that engine (what the next EMIT to it
+        pushes): registered terms of written slots, blank terms of the others.
     tensor_illegal, vector_illegal : In(1)
-        The core's verdict on ``*_terms`` (combinational from them), which the sequencer
-        registers: an EMIT of an illegal record raises ``ILLEGAL_FIELD`` and pushes nothing.
-        The verdict of a record whose checked slots are all blank is kept from a cycle in
-        which none is written (the blank terms are constants), for an EMIT right after an
-        EMIT. Tie to 0 to accept every record.
+        The core's verdict on ``*_terms`` (combinational from them): an EMIT of an illegal
+        record raises ``ILLEGAL_FIELD`` and pushes nothing. Tie to 0 to accept every record.
     dbg_addr : In(8), dbg_data : Out(32)
         Combinational debug read port (:data:`DBG`): registers, semaphores, flags, errors,
         performance counters.
@@ -338,10 +254,6 @@ class Sequencer(wiring.Component):
         pc_bits = ceil_log2(self._pmem_depth)
 
         state = Signal(5)
-        # ``state``'s next value but for a fault and an END that goes (kept for synthesis:
-        # ``fault`` and ``go`` choose last, below)
-        state_nf = Signal(5, attrs={"keep": 1})
-        m.d.comb += state_nf.eq(state)
         pc = Signal(32)
         npc = Signal(32)
         # X's writes of its result to ``npc`` and ``uctr`` land one cycle late: ``res_q`` is
@@ -353,6 +265,8 @@ class Sequencer(wiring.Component):
         npc_now = Signal(32)
         m.d.comb += npc_now.eq(Mux(npc_fix, res_q, npc))
         m.d.sync += [npc_fix.eq(0), uctr_fix.eq(0)]
+        with m.If(npc_fix):
+            m.d.sync += npc.eq(res_q)
         ir = Signal(isa.INSTR_BITS)
         fi = isa.field_offsets(isa.INSTR_FIELDS)
         op, rd, rs1, rs2, rs3, imm = (ir[fi[n][0]:fi[n][0] + fi[n][1]]
@@ -485,9 +399,6 @@ class Sequencer(wiring.Component):
             for e in _ENGINES:
                 d["emit_" + _NAMES[e]] = d["emit"] & (eng_w == e)
                 d["slot_" + _NAMES[e]] = ~d["emit"] & d["dst_slot"] & (eng_w == e)
-            for e, slots in isa.CHECKED_SLOTS.items():      # a write of a checked slot
-                d["slot_chk_" + _NAMES[e]] = d["slot_" + _NAMES[e]] & Cat(
-                    *[field(word, "slot") == s_ for s_ in slots]).any()
             d["zbranch"] = d["branch"] & ((cond_w == UCond.Z) | (cond_w == UCond.NZ))
             d["br_flags"] = d["branch"] & Cat(*[cond_w == c for c in isa.FLAG_CONDS]).any()
             for v in UCond:     # a BRANCH on each condition
@@ -511,6 +422,16 @@ class Sequencer(wiring.Component):
                 k_j = field(word, "const")[:2] == j
                 d[f"dst_agreg_k{j}"] = d["dst_agreg"] & k_j
                 d[f"ag_snap_k{j}"] = d["ag_snap"] & k_j
+            # ``_SEQ_GATED`` by the ``seq`` terms that can hold or trap them (a BRANCH on Z/NZ
+            # holds, as do a ULOOP and a BRANCH on LOOP_MORE after the write of what they
+            # test, a RET or CALL may trap on the micro-stack, a TRAP traps): whether they go
+            # is one sum of products of these and registered flags (``seq_gate``).
+            for n in _SEQ_GATED:
+                d[n + "_plain"] = d[n] & ~d["trap"]
+                for c in _SEQ_TERMS:
+                    d[n + "_plain"] = d[n + "_plain"] & ~d[c]
+                for c in _SEQ_TERMS:
+                    d[f"{n}_{c}"] = d[n] & d[c]
             return d
 
         r_dec = decode(uword_r)
@@ -759,11 +680,7 @@ class Sequencer(wiring.Component):
         a_agr_q, b_agr_q = Signal(), Signal()
         a_reg_q, b_reg_q = Signal(), Signal()    # R's operand is a register source
         ag_set_x = Signal(isa.NUM_AG)            # X's AG_SET writes ``ag_reg[j]`` (when it goes)
-        # (``imm[:2]``, the generator an AG_SET writes, one-hot and registered as the
-        # instruction loads, MAP, like ``sem_sel``: ``ir`` -> ``ag_set_x`` -> ``ag_idx_r`` was
-        # 7 levels in the depth tool)
-        ag_k_oh = Signal(isa.NUM_AG, init=1)
-        m.d.comb += ag_set_x.eq(Mux(xv & xd["ag_set"], ag_k_oh, 0))
+        m.d.comb += ag_set_x.eq(Mux(xv & xd["ag_set"], Const(1, isa.NUM_AG) << imm[:2], 0))
         ag_eff = Array(Signal(6, name=f"ag{j}_eff") for j in range(isa.NUM_AG))
         m.d.comb += [ag_eff[j].eq(Mux(ag_set_x[j], rd, ag_reg[j])) for j in range(isa.NUM_AG)]
         # ``ag_eff[k]`` for F's ``k``: a 4-way multiplexer behind the control store, one ECP5
@@ -877,21 +794,6 @@ class Sequencer(wiring.Component):
         rec, rec_raw, wr, rec_terms, rec_w = {}, {}, {}, {}, {}
         outq, semq = {}, {}
         can_emit = Array(Signal(name=f"can_emit{e}", init=1) for e in range(4))
-        # A write of a slot the EMIT check reads (``sim.isa.CHECKED_SLOTS``) lands in W, its
-        # terms are not registered yet: an EMIT of that engine in that cycle holds and is not
-        # trapped by the check (the "pending check", ``chk_next`` registered). Whether an
-        # EMIT of that engine waits: ``can_emit`` and no pending check, one flip-flop
-        # (``emit_ok``; ``can_emit`` for DMA, which has no check). The pending check is set
-        # whether or not the write went (if it did not, X still holds it and no EMIT reads
-        # the flag), from X's decoded word, not from the slots' pending bits ``rec_w`` that
-        # ``go`` sets (``rec_tensor_pend`` -> the stall was 9 levels, 10.59 ns routed to
-        # ``rv``, core2 92d164b seed 1).
-        emit_ok = {e: Signal(name=f"emit_ok_{_NAMES[e]}", init=1) for e in isa.CHECKED_SLOTS}
-        emit_ok[Engine.DMA] = can_emit[Engine.DMA]
-        # The record check's verdict on the record an EMIT of that engine in X pushes, low
-        # while its check is pending: a flip-flop (``ill_x``, below).
-        ill_x = {Engine.DMA: Const(0)}
-        ill_src = {}
         outstanding = Signal(3)   # one bit per engine: a record issued and not completed
         for e in _ENGINES:
             lay = isa.RECORDS[e]
@@ -904,8 +806,7 @@ class Sequencer(wiring.Component):
                          for s in range(nslots)]
             q = outq[e] = fifo.SyncFIFO(width=isa.layout_width(lay), depth=self._queue_depth)
             # (the semaphore one-hot, zero without sem_en: no decoder behind the read)
-            # (the head a register: ``_HeadFIFO``)
-            sq = semq[e] = _HeadFIFO(width=isa.NUM_SEMS, depth=self._max_outstanding)
+            sq = semq[e] = fifo.SyncFIFO(width=isa.NUM_SEMS, depth=self._max_outstanding)
             m.submodules[f"q_{_NAMES[e]}"] = q
             m.submodules[f"semq_{_NAMES[e]}"] = sq
             port = getattr(self, _NAMES[e])
@@ -927,9 +828,6 @@ class Sequencer(wiring.Component):
             rd_, wr_ = moves(sq)
             m.d.sync += sq_empty.eq(~wr_ & ((sq.level == 0) | (sq.level == 1) & rd_))
             m.d.sync += can_emit[e].eq(~full_next(q) & ~full_next(sq))
-            if e in isa.CHECKED_SLOTS:
-                chk_next = xv & xd["slot_chk_" + _NAMES[e]]
-                m.d.sync += emit_ok[e].eq(~full_next(q) & ~full_next(sq) & ~chk_next)
             m.d.comb += outstanding[e].eq(~sq_empty)
             offs = isa.field_offsets(lay)
             rec_sem = Cat(*rec[e])[offs["sem"][0]:offs["sem"][0] + 4]
@@ -942,29 +840,15 @@ class Sequencer(wiring.Component):
                 # flip-flops rather than from the slots through the field compares.
                 rec_terms[e] = [Signal(self._check_terms, name=f"rec_{_NAMES[e]}{s}_terms")
                                 for s in range(nslots)]
-                # The core's verdict is registered (``ill_x``, below): ``*_terms`` show the
-                # record as it will be in the next cycle if no EMIT of this engine goes (a
-                # slot's terms pending in W, ``rec_w``, as they register at the edge). An EMIT
-                # that goes clears ``wr``: the next cycle's record is then blank, and its
-                # verdict ``blank_bad`` (the blank terms are constants; loaded while no checked
-                # slot is written). A slot write in X sets ``wr`` too, but an EMIT
-                # in the next cycle (W) holds and is not trapped (its check is pending). So the
-                # core's verdict reaches two flip-flops, not the queue's write enable and the
-                # error and advance cones (core2 92d164b: ``rec_tensor3_terms`` -> the verdict
-                # -> ``push`` -> ``q_tensor.level`` 7 levels, 10.89 ns routed seed 1, 11.22 ns
-                # seed 2, the worst path of seed 2).
                 out_terms = getattr(self, _NAMES[e] + "_terms")
                 blank = getattr(self, _NAMES[e] + "_blank_terms")
-                slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
-                m.d.comb += [out_terms[s].eq(Mux(wr[e][s], Mux(rec_w[e][s], slot_terms[s],
-                                                               rec_terms[e][s]), blank[s]))
+                m.d.comb += [out_terms[s].eq(Mux(wr[e][s], rec_terms[e][s], blank[s]))
                              for s in range(nslots)]
-                illegal_in = getattr(self, _NAMES[e] + "_illegal")
-                blank_bad = Signal(name=f"{_NAMES[e]}_blank_bad")
-                with m.If(~Cat(*[wr[e][s] for s in isa.CHECKED_SLOTS[e]]).any()):
-                    m.d.sync += blank_bad.eq(illegal_in)
-                ill_x[e] = Signal(name=f"{_NAMES[e]}_ill_x")
-                ill_src[e] = (illegal_in, blank_bad)
+
+        # A write of a slot the EMIT check reads, pending in W (its terms are not registered
+        # yet): an EMIT of that engine holds this cycle and is not trapped by the check.
+        chk_pend = {e: Cat(*[rec_w[e][s] for s in isa.CHECKED_SLOTS.get(e, ())]).any()
+                    for e in _ENGINES}
 
         sem_idx = imm[:4]
         # ``sem_idx`` one-hot, registered as the instruction loads (MAP).
@@ -979,6 +863,7 @@ class Sequencer(wiring.Component):
         m.d.sync += sem_cur.eq(sem_now[sem_idx])
 
         # ---- stall, errors, advance -------------------------------------------------------
+        stall = Signal()
         wait_stall = Signal()
         # ``xv`` implies EXEC (MAP and every error clear it), so X is live on ``xv`` alone.
         x_live = Signal()
@@ -1022,10 +907,10 @@ class Sequencer(wiring.Component):
         # The conditions of ``_HOLD_TERMS`` and ``_TRAP_TERMS``, by the same keys; the stall,
         # ``exec_err`` and the register file's ``wr_kill`` are sums of products of these and
         # the terms' decoded flags (``xd[n]``, or ``xd["wk_" + n]`` for ``wr_kill``).
-        hold_when = {"emit_" + _NAMES[e]: ~emit_ok[e] for e in _ENGINES}
-        hold_when.update(wait=~(wait_armed & wait_ok), zbranch=~zb_go,
-                         barrier=outstanding != 0, uloop=uctr_fix, br_loop_more=lmore_w,
-                         semrd=~sr_go, loop_step=lstep_w, br_flags=flags_w)
+        hold_when = {"emit_" + _NAMES[e]: ~can_emit[e] | chk_pend[e] for e in _ENGINES}
+        hold_when.update(wait=~wait_go, zbranch=~zb_go, barrier=outstanding != 0,
+                         uloop=uctr_fix, br_loop_more=lmore_w, semrd=~sr_go,
+                         loop_step=lstep_w, br_flags=flags_w)
         eb = ErrorBit
         trap_when = {
             (eb.LOOP_OVERFLOW, "loop_push"): lsp_full,
@@ -1036,20 +921,14 @@ class Sequencer(wiring.Component):
             (eb.UCALL_UNDERFLOW, "ret"): usp_zero,
             (eb.MICRO_TRAP, "trap"): Const(1),
             (eb.DEADLOCK, "wait"): wait_armed & wait_dead,
-            (eb.ILLEGAL_FIELD, "emit_tensor"): ill_x[Engine.TENSOR],
-            (eb.ILLEGAL_FIELD, "emit_vector"): ill_x[Engine.VECTOR],
+            (eb.ILLEGAL_FIELD, "emit_tensor"): self.tensor_illegal & ~chk_pend[Engine.TENSOR],
+            (eb.ILLEGAL_FIELD, "emit_vector"): self.vector_illegal & ~chk_pend[Engine.VECTOR],
         }
         assert hold_when.keys() == set(_HOLD_TERMS), "hold conditions differ from _HOLD_TERMS"
         assert trap_when.keys() == set(_TRAP_TERMS), "trap conditions differ from _TRAP_TERMS"
-        stall_any = Signal()    # X's micro-instruction holds (if ``x_live``)
-        # As a tree of LUT4s (``_or_tree``): three levels to ``go``, where synthesis chained
-        # the terms' LUTs (four levels and a PFUMX to ``go``; ``rec_tensor_pend`` -> the
-        # stall -> ``rv`` was 9 levels, 10.59 ns routed, core2 92d164b seed 1).
-        # (the ``seq``-field terms first, as in ``seq_block``, below: see ``_SEQ_TERMS``)
-        hold_order = [n for n in _SEQ_TERMS if n in hold_when] + \
-            [n for n in _HOLD_TERMS if n not in _SEQ_TERMS]
-        stall_top = _or_tree(m, "stall", [xd[n] & hold_when[n] for n in hold_order], last=3)
-        m.d.comb += stall_any.eq(Cat(*stall_top).any())
+        stall_any = Signal()    # ``stall`` without ``x_live``
+        m.d.comb += stall_any.eq(Cat(*[xd[n] & hold_when[n] for n in _HOLD_TERMS]).any())
+        m.d.comb += stall.eq(x_live & stall_any)
 
         err_now = Signal(16)
         exec_err = Signal(16)
@@ -1073,30 +952,30 @@ class Sequencer(wiring.Component):
         m.d.sync += illegal.eq((state == _S_MAP) & ~mr.data[isa.UADDR_BITS])
         with m.If(illegal):
             m.d.comb += err_now[ErrorBit.ILLEGAL_OPCODE].eq(1)
-        # ``err_now != 0``, from its three sources. ``exec_err != 0`` from LUTs of registered
-        # flags that synthesis keeps: the terms of ``_TRAP_TERMS`` by ``_or_tree`` (one level),
-        # the record check's (``ILLEGAL_FIELD``, the registered verdict ``ill_x``) one signal
-        # per engine; ``fault`` two levels after them, ``exec_other`` (for ``adv_pre``) one
-        # (``rec_tensor3_terms`` -> the verdict -> ``fault`` -> the state machine and
-        # ``err_status`` were 8 levels in the depth tool).
-        fault = Signal(attrs={"keep": 1})
-        other_top = _or_tree(m, "trap_other", [xd[n] & trap_when[b, n] for b, n in _TRAP_TERMS
-                                               if b != eb.ILLEGAL_FIELD])
-        ill_top = [Signal(name=f"trap_ill_{n}", attrs={"keep": 1})
-                   for b, n in _TRAP_TERMS if b == eb.ILLEGAL_FIELD]
-        m.d.comb += [sig.eq(xd[n] & trap_when[b, n]) for sig, (b, n) in zip(
-            ill_top, [t for t in _TRAP_TERMS if t[0] == eb.ILLEGAL_FIELD])]
-        exec_other = Signal(attrs={"keep": 1})
-        m.d.comb += exec_other.eq(Cat(*other_top).any())
-        m.d.comb += fault.eq(x_live & Cat(*other_top, *ill_top).any() | pc_oob | illegal)
+        seq_fault = Signal()    # the errors of the ``seq`` field
+        m.d.comb += seq_fault.eq(exec_err[ErrorBit.UCALL_OVERFLOW] |
+                                 exec_err[ErrorBit.UCALL_UNDERFLOW] |
+                                 exec_err[ErrorBit.MICRO_TRAP])
+        fault = Signal()        # ``err_now != 0``, from its three sources
+        # ``exec_err != 0`` grouped by the registered tests the terms share (one LUT each).
+        # The record check (``ILLEGAL_FIELD``, the core's verdict on the registered check
+        # terms) enters last, apart from the terms of registered flags (``exec_other``).
+        exec_any, exec_other = Signal(), Signal()
+        m.d.comb += [
+            exec_other.eq(Cat(exec_err[eb.LOOP_OVERFLOW] | exec_err[eb.LOOP_UNDERFLOW],
+                              exec_err[eb.CALL_OVERFLOW] | exec_err[eb.CALL_UNDERFLOW],
+                              seq_fault, exec_err[eb.DEADLOCK]).any()),
+            exec_any.eq(exec_other | exec_err[eb.ILLEGAL_FIELD]),
+        ]
+        m.d.comb += fault.eq(x_live & exec_any | err_now[ErrorBit.PC_RANGE] | illegal)
         # ``adv``: X's micro-instruction takes effect (x_live implies EXEC, where err_now is
         # exec_err: the opcode map's output and the PC check stay out of this cone). ``go``:
         # the same without the error check, for an EMIT's clear of the written-slot bits: a
         # trapping micro-instruction's clear is never seen, since the sequencer stops and
         # START clears them.
         adv, go, adv_pre = Signal(), Signal(attrs={"keep": 1}), Signal()
-        m.d.comb += [go.eq(x_live & ~stall_any), adv_pre.eq(go & ~exec_other),
-                     adv.eq(adv_pre & ~Cat(*ill_top).any())]
+        m.d.comb += [go.eq(x_live & ~stall), adv_pre.eq(go & ~exec_other),
+                     adv.eq(adv_pre & ~exec_err[eb.ILLEGAL_FIELD])]
         # (On ``go``, not ``adv``: they differ only when X's micro-instruction traps, and the
         # trap empties X, so the flags are not read before they clear. ``adv`` is one to two
         # levels after ``go``, and these four flip-flops were the deepest of the stall cone:
@@ -1106,22 +985,16 @@ class Sequencer(wiring.Component):
                      sr_go.eq(x_live & xd["semrd"] & ~go & sr_seen),
                      zb_go.eq(x_live & is_zbranch & ~go & zb_seen)]
 
-        # Whether X's ``seq`` field holds or traps its micro-instruction (``seq_block``): the
-        # ``seq`` terms are exclusive (one field), so a micro-instruction whose special can
-        # neither hold nor trap goes on ``seq_gate``, its flag and ``~seq_block``. One signal
-        # of its own, two LUT levels (``_or_tree``) from registered flags, so that synthesis
-        # does not share the stall and error cones; in front of a queue's write it was a
-        # chain of four LUTs (``zb_go`` -> ``push_dma`` -> ``q_dma.level`` 7 levels, 10.29 ns
-        # routed, core2 92d164b seed 2).
-        seq_lets_go = {"zbranch": zb_go, "uloop": ~uctr_fix, "br_loop_more": ~lmore_w,
-                       "br_flags": ~flags_w, "ret": ~usp_zero, "call": ~usp_full}
+        # A ``_SEQ_GATED`` micro-instruction's ``seq`` field lets it go: a sum of products of
+        # the flags decoded for it alone (``{n}_plain``, ``{n}_<term>``) and registered
+        # conditions, so that synthesis does not share the stall and error cones.
+        seq_lets_go = {"zbranch": zb_go, "ret": ~usp_zero, "call": ~usp_full,
+                       "uloop": ~uctr_fix, "br_loop_more": ~lmore_w, "br_flags": ~flags_w}
         assert tuple(seq_lets_go) == _SEQ_TERMS
-        seq_block = Signal(attrs={"keep": 1})
-        m.d.comb += seq_block.eq(Cat(*_or_tree(m, "seq_block", [
-            xd[c] & ~ok for c, ok in seq_lets_go.items()] + [xd["trap"]])).any())
 
         def seq_gate(n):
-            return xd[n] & ~seq_block
+            return Cat(xd[n + "_plain"],
+                       *[xd[f"{n}_{c}"] & ok for c, ok in seq_lets_go.items()]).any()
 
         # ---- semaphores -------------------------------------------------------------------
         # ``sem_inc``/``sem_set`` are ``adv`` for a SEMINC/SEMSET micro-instruction, which can
@@ -1226,12 +1099,12 @@ class Sequencer(wiring.Component):
         # The pipeline moves on ``go``, not ``adv``: a micro-instruction that traps stops the
         # sequencer (DONE) and the next instruction's MAP empties the pipeline, so what F and
         # R hold after a trap is never used, and the error terms (stack checks, the core's
-        # record checks) stay out of the control-store address. In EXEC, R's word moves to X
-        # (``x_take``) when R is full and X is empty or goes without a redirect and without
-        # holding R (``x_holds_r``); F's word enters R (``r_take``) when R is empty or moves
-        # and no taken redirect empties it: ``in_exec & rv & (~xv | go & ~redirect &
-        # ~x_holds_r)`` and ``in_exec & ~(go & redirect) & (~rv | x_take)``, which ``rv`` and
-        # ``xv`` follow (below, per outcome of ``go``).
+        # record checks) stay out of the control-store address.
+        x_take, r_take = Signal(), Signal()      # R -> X, F -> R this cycle
+        m.d.comb += [
+            x_take.eq(in_exec & rv & (~xv | (go & ~redirect & ~x_holds_r))),
+            r_take.eq(in_exec & ~(go & redirect) & (~rv | x_take)),
+        ]
         # The next micro-address: X's redirect target, else F's successor when R takes F's word
         # (``r_take`` without its redirect term, ``r_take_nr``: the same when there is no
         # redirect), else MAP's entry, else F's address again. ``go`` chooses last, the
@@ -1257,9 +1130,8 @@ class Sequencer(wiring.Component):
         # routed, core2 ec3bac6 seed 3).
         # Each candidate is one LUT4 behind the block RAM's output (5.6 ns clock-to-out): F's
         # jump bit and target select against a candidate made without them (``nj_*``: F's
-        # ``upc_f + 1`` when F's successor is used, ``use_f_*``, else ``upc_f``); written as
-        # F's successor under a select, the RAM's output went through two LUT levels before
-        # ``go``'s multiplexer (11.72 ns routed, core2 68bfe14 seed 3).
+        # ``upc_f + 1`` when F's successor is used, ``use_f_*``, else ``upc_f``); written as F's successor under a select, the RAM's output went through two
+        # LUT levels before ``go``'s multiplexer (11.72 ns routed, core2 68bfe14 seed 3).
         # The redirect enters beside ``go``: the address is ``go ? (redirect ? x_target :
         # addr_go) : (in_map ? MAP's entry : addr_hold)``, one slice per bit (``pair_mux``: a
         # LUT4 per pair on its own select, the PFUMX on ``go``; ``go`` is low in MAP, as X is
@@ -1295,18 +1167,10 @@ class Sequencer(wiring.Component):
         # the next ``r_take`` loads them again, so the redirect (``res_zero`` -> branch
         # terms) is not in the clock enable of R's ~90 flip-flops (11.7 ns routed, core2
         # ce3f847 seed 1). Only ``rv`` follows ``r_take``.
-        # ``rv`` and ``xv`` for each outcome of ``go`` (``*_go`` kept for synthesis; with
-        # ``go``, X is full and ``x_take`` is ``xv_go``; without it, R fills in EXEC and X
-        # takes a full R), ``go`` choosing last, then MAP (both empty) and a fault (X
-        # empty): written as ``r_take``/``x_take`` decide, synthesis put ``go`` three or four
-        # LUT levels in front of them (``rec_tensor_pend`` -> the stall -> ``rv`` 9 levels,
-        # 10.59 ns routed, core2 92d164b seed 1).
-        rv_go, xv_go = Signal(attrs={"keep": 1}), Signal(attrs={"keep": 1})
-        m.d.comb += [
-            xv_go.eq(in_exec & rv & ~redirect & ~x_holds_r),
-            rv_go.eq(in_exec & ~redirect & (~rv | xv_go) | ~xv_go & ~redirect & rv),
-        ]
-        m.d.sync += rv.eq(~in_map & Mux(go, rv_go, rv | in_exec))
+        with m.If(r_take):
+            m.d.sync += rv.eq(1)
+        with m.Elif(x_take | (go & redirect)):
+            m.d.sync += rv.eq(0)
         with m.If(r_take_nr):
             m.d.sync += [a_idx_q.eq(a_idx_f), b_idx_q.eq(b_idx_f),
                          a_rd_eq_q.eq(a_rd_eq_f), b_rd_eq_q.eq(b_rd_eq_f)]
@@ -1338,7 +1202,10 @@ class Sequencer(wiring.Component):
             m.d.sync += [b_qn.eq(b_rd ^ neg_r),
                          x_prev_n.eq(alu_out("alu_fwd_n", xd["fwd_sem"], r_dec["alu_neg"]))]
             m.d.sync += [xd[n].eq(r_dec[n]) for n in xd]
-        m.d.sync += xv.eq(~in_map & ~fault & Mux(go, xv_go, xv | in_exec & rv))
+        with m.If(x_take):
+            m.d.sync += xv.eq(1)
+        with m.Elif(go):
+            m.d.sync += xv.eq(0)
 
         # ---- effects of an advancing micro-instruction --------------------------------------
         # A slot write is enabled by X's decoded micro-word alone (no stall term: the wide
@@ -1361,18 +1228,6 @@ class Sequencer(wiring.Component):
                 for s, sig in enumerate(rec_raw[e]):
                     with m.If(slot == s):
                         m.d.sync += wr[e][s].eq(1)
-            if e in ill_src:
-                # ``ill_x``: the core's verdict on ``*_terms`` (the record of the next cycle),
-                # or ``blank_bad`` if an EMIT goes (it clears ``wr``: with no checked slot
-                # written the two agree), and low if X writes a checked slot (the next cycle
-                # is its W: the check is pending). An EMIT's trap and push read one flip-flop
-                # (``blank_bad`` -> the verdict's select -> the trap -> ``fault`` -> ``xv`` was
-                # 10 levels in the depth tool). (After START it is right from CLEAR's second
-                # cycle on, long before an EMIT.)
-                illegal_in, blank_bad = ill_src[e]
-                m.d.sync += ill_x[e].eq(~(x_live & xd["slot_chk_" + _NAMES[e]]) &
-                                        Mux(go & xd["emit_" + _NAMES[e]], blank_bad,
-                                            illegal_in))
             # The slot's check terms land with its word in W, from ``slot_data`` = ``res_q``:
             # X's ALU reaches one register, not the core's term logic (``x_prev`` -> ALU ->
             # the terms -> ``rec_vector0_terms`` was 12.89 ns routed, core2 518976d seed 1).
@@ -1385,16 +1240,12 @@ class Sequencer(wiring.Component):
         # space or through its ``seq`` field, and only trap through it or its record.
         # So the queues' write enables do not wait for the whole stall and error cones.
         for e in _ENGINES:
+            illegal_e = getattr(self, _NAMES[e] + "_illegal", Const(0))
             push = Signal(name=f"push_{_NAMES[e]}")
-            # (``seq_gate``, like ``sem_inc``: RET -> the ``seq`` field's traps -> ``push`` ->
-            # the queue's level was 11.8 ns routed, core2 00cbf51 seed 3.) ``push_pre``, the
-            # rest, is kept for synthesis beside ``seq_block``, both two levels deep, and
-            # ``push`` is one LUT after them: it put two levels after ``seq_block`` (core2
-            # 92d164b: ``zb_go`` -> ``push_dma`` -> ``q_dma.level`` 7 levels, 10.29 ns routed
-            # seed 2; the record check's verdict -> ``q_tensor.level`` 10.89 / 11.22 ns).
-            push_pre = Signal(name=f"push_{_NAMES[e]}_pre", attrs={"keep": 1})
-            m.d.comb += [push_pre.eq(xv & emit_ok[e] & ~ill_x[e] & xd["emit_" + _NAMES[e]]),
-                         push.eq(push_pre & ~seq_block)]
+            # (``seq_gate``, like ``sem_inc``: RET -> ``seq_fault`` -> ``push`` -> the queue's
+            # level was 11.8 ns routed, core2 00cbf51 seed 3)
+            m.d.comb += push.eq(xv & can_emit[e] & ~chk_pend[e] & ~illegal_e &
+                                seq_gate("emit_" + _NAMES[e]))
             m.d.comb += [outq[e].w_en.eq(push), semq[e].w_en.eq(push)]
         # State that no debug read shows and START resets (or whose pointer START resets)
         # changes on ``go``; a trapping micro-instruction's change of it is never seen, since
@@ -1418,40 +1269,23 @@ class Sequencer(wiring.Component):
         # ``res_q`` loads every cycle (no clock enable): its readers read it only in the
         # cycle after X's micro-instruction went, or while it holds (a BRANCH on Z/NZ).
         m.d.sync += res_q.eq(res)
-        # ``npc`` takes ``npc_next`` on ``go``, else MAP's ``pc + 1`` or ``npc_now`` (``go`` is
-        # low in MAP): ``go`` chooses last, between two values made without it
-        # (``npc_hold`` kept for synthesis, which put three LUT levels between ``go`` and
-        # ``npc``, the stall cone's 8 levels to it, 9.36 ns routed, core2 92d164b seed 2).
-        npc_hold = Signal(32, attrs={"keep": 1})
-        m.d.comb += npc_hold.eq(Mux(state[2], pc + 1, npc_now))
-        m.d.sync += npc.eq(Mux(go, npc_next, npc_hold))
-        # The micro-stack's pointer, top and tests as X's micro-instruction leaves them if it
-        # goes (a CALL, RET or END: one ``seq`` field, exclusive), kept for synthesis, and
-        # ``go`` choosing last: synthesis put ``go`` three LUT levels in front of them
-        # (``rec_tensor_pend`` -> the stall -> ``usp_full`` 8 levels, 9.56 ns routed, core2
-        # 92d164b seed 1). The loop and call stacks' likewise, on ``adv_pre`` (below).
-        usp_go = Signal.like(usp, name="usp_go", attrs={"keep": 1})
-        utop_go = Signal.like(utop, name="utop_go", attrs={"keep": 1})
-        usp_zero_go = Signal(name="usp_zero_go", attrs={"keep": 1})
-        usp_full_go = Signal(name="usp_full_go", attrs={"keep": 1})
-        call_, ret_, end_ = xd["call"], xd["ret"], xd["end"]
-        m.d.comb += [
-            usp_go.eq(Mux(call_, usp + 1, Mux(ret_, usp - 1, Mux(end_, 0, usp)))),
-            utop_go.eq(Mux(call_, usp, Mux(ret_, utop - 1, Mux(end_, -1, utop)))),
-            usp_zero_go.eq(Mux(call_, 0, Mux(ret_, usp == 1, end_ | usp_zero))),
-            usp_full_go.eq(call_ & (usp == isa.UCALL_DEPTH - 1) | ~(ret_ | end_) & usp_full),
-        ]
         with m.If(go):
-            m.d.sync += [usp.eq(usp_go), utop.eq(utop_go), usp_zero.eq(usp_zero_go),
-                         usp_full.eq(usp_full_go)]
+            m.d.sync += npc.eq(npc_next)
             with m.If(xd["npc_res"]):
                 m.d.sync += npc_fix.eq(1)
             with m.If(xd["dst_uctr"]):
                 m.d.sync += uctr_fix.eq(1)
             with m.If(xd["call"]):
-                m.d.sync += ustack[usp].eq(upc_x + 1)
+                m.d.sync += [ustack[usp].eq(upc_x + 1), usp.eq(usp + 1), utop.eq(usp),
+                             usp_zero.eq(0), usp_full.eq(usp == isa.UCALL_DEPTH - 1)]
+            with m.If(xd["ret"]):
+                m.d.sync += [usp.eq(usp - 1), utop.eq(utop - 1), usp_zero.eq(usp == 1),
+                             usp_full.eq(0)]
             with m.If(xd["uloop"] & uctr_nz):
                 m.d.sync += uctr_fix.eq(0)
+            with m.If(xd["end"]):
+                m.d.sync += [state.eq(Mux(xd["halt"], _S_DONE, _S_FETCH)),
+                             usp.eq(0), utop.eq(-1), usp_zero.eq(1), usp_full.eq(0)]
             with m.If(xd["call_push"]):
                 m.d.sync += cstack[csp[:3]].eq(pc + 1)
             # ``cret`` (no debug read shows it; START empties the stack) changes on ``go``
@@ -1471,16 +1305,17 @@ class Sequencer(wiring.Component):
         m.d.comb += [ag_set_go.eq(x_live & seq_gate("ag_set")),
                      ag_snap_go.eq(x_live & seq_gate("ag_snap"))]
         with m.If(ag_set_go):
+            ks = imm[:2]
             for j in range(isa.NUM_AG):
-                with m.If(ag_k_oh[j]):
+                with m.If(ks == j):
                     m.d.sync += ag_rd_eq[j].eq(1)
                     m.d.sync += [ag_pair_eq[min(i, j), max(i, j)].eq(ag_rd_eq[i])
                                  for i in range(isa.NUM_AG) if i != j]
-                    m.d.sync += ag_reg[j].eq(rd)
-            m.d.sync += ags_w.eq(ag_k_oh)
+            m.d.sync += [ag_reg[ks].eq(rd),
+                         ags_w.eq(Const(1, isa.NUM_AG) << ks)]
             lvl_oh = Cat(*[imm[8:11] == v for v in range(1, isa.LOOP_DEPTH + 1)])
             for j in range(isa.NUM_AG):
-                with m.If(ag_k_oh[j]):
+                with m.If(ks == j):
                     m.d.sync += [ag_lvl_oh[j].eq(lvl_oh),
                                  ag_tag[j].eq(Mux(rd_nz, lvl_oh, 0))]
         for j in range(isa.NUM_AG):
@@ -1495,26 +1330,21 @@ class Sequencer(wiring.Component):
         # these registers' cones (``rec_tensor2_terms`` -> ``adv`` -> ``lsp``, ``csp``,
         # ``ltop``: 15 of the 57 record-check end points later than 10 ns, core2 6824fb3
         # seed 1).
-        # (as the micro-stack's, above: the values if it goes, kept, and ``adv_pre`` choosing
-        # last; LOOP_PUSH, LOOP_POP, CALL_PUSH and CALL_POP are one ``special`` field)
-        l_push, l_pop, c_push, c_pop = (xd[n] for n in ("loop_push", "loop_pop", "call_push",
-                                                         "call_pop"))
-        stack_go = []
-        for reg, value in (
-                (lsp, Mux(l_push, lsp + 1, Mux(l_pop, lsp - 1, lsp))),
-                (lsp_oh, Mux(l_push, lsp_oh << 1, Mux(l_pop, lsp_oh >> 1, lsp_oh))),
-                (ltop, Mux(l_push, lsp, Mux(l_pop, ltop - 1, ltop))),
-                (lsp_zero, Mux(l_push, 0, Mux(l_pop, lsp == 1, lsp_zero))),
-                (lsp_full, l_push & (lsp == isa.LOOP_DEPTH - 1) | ~l_pop & lsp_full),
-                (csp, Mux(c_push, csp + 1, Mux(c_pop, csp - 1, csp))),
-                (ctop, Mux(c_push, csp, Mux(c_pop, ctop - 1, ctop))),
-                (csp_zero, Mux(c_push, 0, Mux(c_pop, csp == 1, csp_zero))),
-                (csp_full, c_push & (csp == isa.CALL_DEPTH - 1) | ~c_pop & csp_full)):
-            reg_go = Signal.like(reg, name=f"{reg.name}_go", attrs={"keep": 1})
-            m.d.comb += reg_go.eq(value)
-            stack_go.append((reg, reg_go))
         with m.If(adv_pre):
-            m.d.sync += [reg.eq(reg_go) for reg, reg_go in stack_go]
+            with m.If(xd["loop_push"]):
+                m.d.sync += [lsp.eq(lsp + 1), lsp_oh.eq(lsp_oh << 1), ltop.eq(lsp),
+                             lsp_zero.eq(0),
+                             lsp_full.eq(lsp == isa.LOOP_DEPTH - 1)]
+            with m.If(xd["loop_pop"]):
+                m.d.sync += [lsp.eq(lsp - 1), lsp_oh.eq(lsp_oh >> 1), ltop.eq(ltop - 1),
+                             lsp_zero.eq(lsp == 1),
+                             lsp_full.eq(0)]
+            with m.If(xd["call_push"]):
+                m.d.sync += [csp.eq(csp + 1), ctop.eq(csp), csp_zero.eq(0),
+                             csp_full.eq(csp == isa.CALL_DEPTH - 1)]
+            with m.If(xd["call_pop"]):
+                m.d.sync += [csp.eq(csp - 1), ctop.eq(ctop - 1),
+                             csp_zero.eq(csp == 1), csp_full.eq(0)]
 
         # The loop stack's entries are written while X holds the micro-instruction, stalled or
         # not (so ``go``, the stall cone, is not in their clock enables): a LOOP_PUSH writes
@@ -1588,14 +1418,10 @@ class Sequencer(wiring.Component):
         m.d.comb += err_pc_now.eq(Mux(fault_q, pc, err_pc))
         with m.If(fault_q):
             m.d.sync += err_pc.eq(pc)
-        # ``err_now`` is zero but on a fault, so ``err_status`` ORs it in every cycle (START,
-        # below, clears it): the fault is not in its clock enable.
-        m.d.sync += err_status.eq(err_status | err_now)
         with m.Switch(state):
             with m.Case(_S_IDLE, _S_DONE):
                 with m.If(self.start):
-                    m.d.comb += state_nf.eq(_S_CLEAR)
-                    m.d.sync += [clr.eq(0), pc.eq(self.start_pc),
+                    m.d.sync += [state.eq(_S_CLEAR), clr.eq(0), pc.eq(self.start_pc),
                                  err_status.eq(0), err_any.eq(0), err_pc.eq(0), lsp.eq(0),
                                  lsp_oh.eq(1),
                                  csp.eq(0),
@@ -1620,14 +1446,13 @@ class Sequencer(wiring.Component):
             with m.Case(_S_CLEAR):
                 m.d.sync += clr.eq(clr + 1)
                 with m.If(clr == isa.NUM_REGS - 1):
-                    m.d.comb += state_nf.eq(_S_FETCH)
+                    m.d.sync += state.eq(_S_FETCH)
             with m.Case(_S_FETCH):
-                m.d.comb += state_nf.eq(_S_DECODE)
+                m.d.sync += state.eq(_S_DECODE)
             with m.Case(_S_DECODE):
-                m.d.sync += ir.eq(pr.data)
-                m.d.comb += state_nf.eq(_S_MAP)
+                m.d.sync += [ir.eq(pr.data), state.eq(_S_MAP)]
             with m.Case(_S_MAP):
-                m.d.comb += state_nf.eq(_S_EXEC)        # (rv, xv, npc: above)
+                m.d.sync += [rv.eq(0), xv.eq(0), npc.eq(pc + 1), state.eq(_S_EXEC)]
                 # The instruction's derived register indices and compares, from ``ir`` (not
                 # from the program memory's output in DECODE: a block RAM's 5.8 ns
                 # clock-to-out then feeds only ``ir``; ``pmem`` -> ``src_eq_rd`` was 11.3 ns
@@ -1637,18 +1462,14 @@ class Sequencer(wiring.Component):
                 m.d.sync += [rd_p[i].eq(rd + i + 1) for i in range(3)]
                 m.d.sync += [rd_p[3].eq(rs2 + 1), rd_nz.eq(rd != 0)]
                 m.d.sync += [ag_rd_eq[i].eq(ag_reg[i] == rd) for i in range(isa.NUM_AG)]
-                m.d.sync += [sem_sel.eq(Const(1, isa.NUM_SEMS) << imm[:4]),
-                             ag_k_oh.eq(Const(1, isa.NUM_AG) << imm[:2])]
-        # An error stops the sequencer. It cannot happen in IDLE, DONE, CLEAR, FETCH or MAP
-        # (X is empty there, the PC check traps in DECODE and the opcode check follows MAP).
-        # ``fault`` and an END that goes (FETCH, or DONE after HALT; only in EXEC, where
-        # ``state_nf`` is EXEC) enter the state's multiplexer last, one LUT after ``go`` and
-        # ``fault`` (``x_br_flags`` -> the stall -> ``go`` -> the state machine was 8 levels
-        # in the depth tool, with the record check's trap -> ``fault`` 9).
+                m.d.sync += sem_sel.eq(Const(1, isa.NUM_SEMS) << imm[:4])
+        # An error stops the sequencer (last, so that it overrides the state machine: ``fault``
+        # enters the state's multiplexer last). It cannot happen in IDLE, DONE, CLEAR, FETCH
+        # or MAP (X is empty there, the PC check traps in DECODE and the opcode check follows
+        # MAP).
         with m.If(fault):
-            m.d.sync += err_any.eq(1)             # (xv: above)
-        m.d.sync += state.eq(Mux(fault | go & xd["end"] & xd["halt"], _S_DONE,
-                                 Mux(go & xd["end"], _S_FETCH, state_nf)))
+            m.d.sync += [err_status.eq(err_status | err_now), state.eq(_S_DONE),
+                         xv.eq(0), err_any.eq(1)]
 
         # ---- outputs ----------------------------------------------------------------------
         m.d.comb += [
