@@ -14,17 +14,12 @@ ECP5 netlist itself on Icarus with ``fpga/sim/ECP5_MUX.v``:
   round and sticky bits (every exponent difference 0-30 against every trailing-zero count).
 """
 
-import os
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Fragment, Instance, Module, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from amaranth.sim import Simulator
 
 from cocotb_tests.test_arith_common import add_stimulus, edge_pairs
 from rtl.arith.dsp import ECP5_TARGET
@@ -32,72 +27,7 @@ from rtl.arith.fp32_add import FP32Adder, _lz25
 from rtl.arith.wide_mux import lut6
 from sim.formats import fp32_add
 
-MODEL = os.path.join(os.path.dirname(__file__), "..", "fpga", "sim", "ECP5_MUX.v")
-needs_icarus = pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
-
-
-def _icarus(src, ins, outs, vectors, tmp_path, clocked=False):
-    """Icarus on ``src`` (module ``top``) with the cell models: ``ins`` and ``outs`` are
-    ``(port, width)``; each vector gives the inputs' values, and the outputs are read before
-    the next rising edge of ``clk`` (``clocked``; ``en`` held high) or after a delay."""
-    (tmp_path / "top.v").write_text(src)
-    with open(tmp_path / "vec.hex", "w") as f:
-        for vec in vectors:
-            f.write(" ".join(f"{v:x}" for v in vec) + "\n")
-    decl = "".join(f"reg [{w - 1}:0] {p}; " for p, w in ins)
-    decl += "".join(f"wire [{w - 1}:0] {p}; " for p, w in outs)
-    conns = [f".{p}({p})" for p, _ in ins + outs]
-    if clocked:
-        decl += "reg clk = 0; reg rst = 0; reg en = 1; "
-        conns += [".clk(clk)", ".rst(rst)", ".en(en)"]
-    fmt = " ".join(["%h"] * len(ins))
-    step = "#4 $fwrite(g, \"" + " ".join(["%h"] * len(outs)) + "\\n\", " + \
-        ", ".join(p for p, _ in outs) + ");"
-    if clocked:
-        step += " #1 clk = 1; #5 clk = 0;"
-    tb = f"""`timescale 1ns / 1ps
-module tb;
-    {decl}
-    integer f, g, r;
-    top dut({", ".join(conns)});
-    initial begin
-        f = $fopen("{tmp_path / 'vec.hex'}", "r");
-        g = $fopen("{tmp_path / 'out.hex'}", "w");
-        while (!$feof(f)) begin
-            r = $fscanf(f, "{fmt}\\n", {", ".join(p for p, _ in ins)});
-            {step}
-        end
-        $fclose(g);
-        $finish;
-    end
-endmodule
-"""
-    (tmp_path / "tb.v").write_text(tb)
-    subprocess.run(["iverilog", "-g2012", "-o", str(tmp_path / "sim"), str(tmp_path / "tb.v"),
-                    str(tmp_path / "top.v"), MODEL], check=True)
-    subprocess.run(["vvp", "-n", str(tmp_path / "sim")], check=True, capture_output=True,
-                   cwd=tmp_path)
-    # (None for an X: a pipeline's first outputs, before its combinational blocks have run)
-    return [tuple(None if "x" in x.lower() else int(x, 16) for x in line.split())
-            for line in (tmp_path / "out.hex").read_text().splitlines()]
-
-
-def _plain(dut, ins, outs, vectors):
-    """The same without a platform, in the Amaranth simulator (no cell instances)."""
-    frag = Fragment.get(dut, None)
-    assert not any(isinstance(sub, Instance) for sub, *_ in frag.subfragments)
-    got = []
-
-    async def bench(ctx):
-        for vec in vectors:
-            for (p, _), v in zip(ins, vec):
-                ctx.set(getattr(dut, p), v)
-            got.append(tuple(ctx.get(getattr(dut, p)) for p, _ in outs))
-
-    sim = Simulator(dut)
-    sim.add_testbench(bench)
-    sim.run()
-    return got
+from ecp5_netlist import needs_icarus, run_icarus as _icarus, run_plain as _plain
 
 
 # -- lut6 ---------------------------------------------------------------------------------

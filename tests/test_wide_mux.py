@@ -3,14 +3,10 @@ Icarus and ``fpga/sim/ECP5_MUX.v``) and the plain multiplexer elsewhere both giv
 ``inputs[sel]`` for every select and random data; bad arguments raise ``ValueError``. The
 sequencer's shifters (``_log_shift``) against Python's shifts for every amount."""
 
-import os
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 from amaranth.back import verilog
-from amaranth.hdl import Const, Fragment, Instance, Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
@@ -19,7 +15,8 @@ from rtl.arith.dsp import ECP5_TARGET
 from rtl.arith.wide_mux import lut4, lut4_init, pair_mux, wide_mux
 from rtl.control.sequencer import _log_shift
 
-MODEL = os.path.join(os.path.dirname(__file__), "..", "fpga", "sim", "ECP5_MUX.v")
+from ecp5_netlist import needs_icarus, run_icarus, run_plain
+
 WIDTH = 6
 
 
@@ -140,7 +137,7 @@ def _expect(vecs, n):
     return [d[sel & ((1 << k) - 1)] for sel, d in vecs]
 
 
-@pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
+@needs_icarus
 @pytest.mark.parametrize("n, sel_bits", [(8, 3), (8, 4), (4, 2), (4, 3)])
 def test_ecp5_netlist(n, sel_bits, tmp_path):
     src = verilog.convert(_Mux(n, sel_bits), name="top", platform=ECP5_TARGET)
@@ -151,7 +148,7 @@ def test_ecp5_netlist(n, sel_bits, tmp_path):
     assert _run_netlist(src, vecs, n, sel_bits, tmp_path) == _expect(vecs, n)
 
 
-@pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
+@needs_icarus
 def test_ecp5_pair_netlist(tmp_path):
     """``pair_mux``: one slice per bit (two LUT4s, one PFUMX), every select combination."""
     src = verilog.convert(_PairMux(), name="top", platform=ECP5_TARGET)
@@ -161,7 +158,7 @@ def test_ecp5_pair_netlist(tmp_path):
     assert _run_netlist(src, vecs, 4, 3, tmp_path) == _pair_expect(vecs)
 
 
-@pytest.mark.skipif(shutil.which("iverilog") is None, reason="needs Icarus Verilog")
+@needs_icarus
 def test_ecp5_lut4_netlist(tmp_path):
     """``lut4``: one LUT4 per bit with the function's INIT, every select combination."""
     src = verilog.convert(_Lut4(), name="top", platform=ECP5_TARGET)
@@ -170,57 +167,26 @@ def test_ecp5_lut4_netlist(tmp_path):
     assert _run_netlist(src, vecs, 4, 3, tmp_path) == _lut4_expect(vecs)
 
 
+def _packed(vecs, n):
+    """``(sel, d)`` vectors as the ports' values: ``d``'s ``n`` fields packed."""
+    return [(sel, sum(x << (WIDTH * j) for j, x in enumerate(d))) for sel, d in vecs]
+
+
 def _run_netlist(src, vecs, n, sel_bits, tmp_path):
     """Icarus on ``src`` (module ``top``: ``sel``, ``d``, ``o``) with the cell models: ``o``
     for each vector."""
-    (tmp_path / "top.v").write_text(src)
-    dw = WIDTH * n
-    with open(tmp_path / "vec.hex", "w") as f:
-        for sel, d in vecs:
-            packed = sum(x << (WIDTH * j) for j, x in enumerate(d))
-            f.write(f"{sel:x} {packed:x}\n")
-    tb = f"""`timescale 1ns / 1ps
-module tb;
-    reg [{sel_bits - 1}:0] sel; reg [{dw - 1}:0] d; wire [{WIDTH - 1}:0] o;
-    integer f, g, r;
-    top dut(.sel(sel), .d(d), .o(o));
-    initial begin
-        f = $fopen("{tmp_path / 'vec.hex'}", "r");
-        g = $fopen("{tmp_path / 'out.hex'}", "w");
-        while (!$feof(f)) begin
-            r = $fscanf(f, "%h %h\\n", sel, d);
-            #1 $fwrite(g, "%h\\n", o);
-        end
-        $fclose(g);
-        $finish;
-    end
-endmodule
-"""
-    (tmp_path / "tb.v").write_text(tb)
-    subprocess.run(["iverilog", "-g2012", "-o", str(tmp_path / "sim"), str(tmp_path / "tb.v"),
-                    str(tmp_path / "top.v"), MODEL], check=True)
-    subprocess.run(["vvp", "-n", str(tmp_path / "sim")], check=True, capture_output=True,
-                   cwd=tmp_path)
-    return [int(x, 16) for x in (tmp_path / "out.hex").read_text().split()]
+    got = run_icarus(src, [("sel", sel_bits), ("d", WIDTH * n)], [("o", WIDTH)],
+                     _packed(vecs, n), tmp_path)
+    return [o for (o,) in got]
 
 
 def _run_plain(dut, vecs):
     """``dut``'s ``o`` for each ``(sel, d)`` of ``vecs`` without an ECP5 platform (Amaranth
     simulator), after checking that it instantiates no cells."""
-    frag = Fragment.get(dut, None)
-    assert not any(isinstance(sub, Instance) for sub, *_ in frag.subfragments)
-    got = []
-
-    async def bench(ctx):
-        for sel, d in vecs:
-            ctx.set(dut.sel, sel)
-            ctx.set(dut.d, sum(x << (WIDTH * j) for j, x in enumerate(d)))
-            got.append(ctx.get(dut.o))
-
-    sim = Simulator(dut)
-    sim.add_testbench(bench)
-    sim.run()
-    return got
+    n = len(dut.d) // WIDTH
+    got = run_plain(dut, [("sel", len(dut.sel)), ("d", len(dut.d))], [("o", WIDTH)],
+                    _packed(vecs, n))
+    return [o for (o,) in got]
 
 
 @pytest.mark.parametrize("n, sel_bits", [(8, 3), (4, 3)])

@@ -117,6 +117,24 @@ def pair_mux(m, platform, hi, a, b, name):
     return out
 
 
+def _bitwise(m, platform, fn, args, who, counts, name):
+    """The checks and the output shared by :func:`lut4` and :func:`lut6`: ``args`` as values
+    (``counts`` of them, each 1 bit or the widest's width) and the output signal ``name``;
+    elsewhere than on an ECP5, ``fn`` of the values (1-bit ones replicated) already drives it."""
+    if len(args) not in counts:
+        raise ValueError(f"{who} takes {' or '.join(map(str, counts))} inputs, not {len(args)}")
+    vals = [Value.cast(v) for v in args]
+    width = max(len(v) for v in vals)
+    if any(len(v) not in (1, width) for v in vals):
+        raise ValueError(f"{who}: every input must be 1 bit or {width} bits wide, not "
+                         f"{[len(v) for v in vals]}")
+    out = Signal(width, name=name)
+    if not is_ecp5(platform):
+        wide = [v.replicate(width) if len(v) == 1 and width > 1 else v for v in vals]
+        m.d.comb += out.eq(fn(*wide))
+    return vals, out
+
+
 def lut4(m, platform, fn, args, name):
     """``fn(a, b, c, d)`` bitwise over ``args = (a, b, c, d)`` (values of one width or 1 bit,
     a 1-bit one shared by every bit) as a signal named ``name``, on an ECP5 one LUT4
@@ -124,20 +142,11 @@ def lut4(m, platform, fn, args, name):
     select and data over two LUT levels); elsewhere ``fn`` of the values, which must then
     be written with the bitwise operators and ``Mux`` (it is evaluated once on the whole
     values). Combinational."""
-    if len(args) != 4:
-        raise ValueError(f"lut4 takes 4 inputs, not {len(args)}")
-    vals = [Value.cast(v) for v in args]
-    width = max(len(v) for v in vals)
-    if any(len(v) not in (1, width) for v in vals):
-        raise ValueError(f"lut4: every input must be 1 bit or {width} bits wide, not "
-                         f"{[len(v) for v in vals]}")
-    out = Signal(width, name=name)
+    vals, out = _bitwise(m, platform, fn, args, "lut4", (4,), name)
     if not is_ecp5(platform):
-        wide = [v.replicate(width) if len(v) == 1 and width > 1 else v for v in vals]
-        m.d.comb += out.eq(fn(*wide))
         return out
     init = lut4_init(lambda a, b, c, d: fn(a, b, c, d) & 1)
-    for i in range(width):
+    for i in range(len(out)):
         bit = [v if len(v) == 1 else v[i] for v in vals]
         m.submodules[f"{name}_lut_{i}"] = Instance(
             "LUT4", p_INIT=Const(init, 16), i_A=bit[0], i_B=bit[1], i_C=bit[2], i_D=bit[3],
@@ -154,17 +163,8 @@ def lut6(m, platform, fn, args, name):
     may otherwise spread such a function over two LUT levels); elsewhere ``fn`` of the
     values, which must then be written with the bitwise operators. Combinational. (Its
     netlist is tested in ``tests/test_fp32_add_cells.py``.)"""
-    if len(args) not in (5, 6):
-        raise ValueError(f"lut6 takes 5 or 6 inputs, not {len(args)}")
-    vals = [Value.cast(v) for v in args]
-    width = max(len(v) for v in vals)
-    if any(len(v) not in (1, width) for v in vals):
-        raise ValueError(f"lut6: every input must be 1 bit or {width} bits wide, not "
-                         f"{[len(v) for v in vals]}")
-    out = Signal(width, name=name)
+    vals, out = _bitwise(m, platform, fn, args, "lut6", (5, 6), name)
     if not is_ecp5(platform):
-        wide = [v.replicate(width) if len(v) == 1 and width > 1 else v for v in vals]
-        m.d.comb += out.eq(fn(*wide))
         return out
     extra = len(vals) - 4
 
@@ -172,7 +172,7 @@ def lut6(m, platform, fn, args, name):
         hi = [k >> j & 1 for j in range(extra)]
         return lut4_init(lambda a, b, c, d: fn(a, b, c, d, *hi) & 1)
     inits = [init(k) for k in range(1 << extra)]
-    for i in range(width):
+    for i in range(len(out)):
         bit = [v if len(v) == 1 else v[i] for v in vals]
         luts = []
         for k, init in enumerate(inits):
