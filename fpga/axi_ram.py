@@ -38,13 +38,15 @@ class AxiRam(wiring.Component):
     Members
     -------
     axi : In(AXI4Signature(...))
-        Latency: the first read beat is valid 2 cycles after the AR handshake, then one beat
+        Latency: the first read beat is valid 3 cycles after the AR handshake, then one beat
         per cycle while ``rready`` is high (``rready`` low holds the beat; R leaves through a
-        skid buffer, so ``rready`` reaches only a register); the B response
-        follows the last W beat by one cycle. ``awlock``/``cache``/``prot`` are ignored.
+        register and a skid buffer, so ``rready`` reaches only registers); a burst's AR is
+        taken once the previous read burst's last beat has left the read port, 3 cycles
+        between their beats when back to back. The B response follows the last W beat by one
+        cycle. ``awlock``/``cache``/``prot`` are ignored.
     host : In(AXI4LiteSignature(addr_width=addr_width, data_width=32))
         32-bit word access at byte addresses (``wstrb`` honoured), one at a time; served when
-        no AXI4 burst waits (the DMA has priority). Read latency 2 cycles, write 1.
+        no AXI4 burst waits (the DMA has priority). Read latency 3 cycles, write 1.
     """
 
     def __init__(self, size_bytes, *, data_width=32, addr_width=32, id_width=1, init=()):
@@ -88,28 +90,40 @@ class AxiRam(wiring.Component):
         bid = Signal(self._id_width)
         err = Signal()
         beats = Signal(9)                 # read beats still to issue
-        # ``beats != 0`` kept in a flip-flop beside the count: the block RAM's read enable
-        # (its clock enable, on every block of the memory) then starts from two flip-flops,
-        # not a 9-bit compare (``beats`` -> compare -> the enables was 11.50 ns routed, core2
-        # b0acae7 seed 3).
+        # ``beats != 0`` kept in a flip-flop beside the count: the issue condition starts from
+        # flip-flops, not a 9-bit compare (``beats`` -> compare -> the block RAM's enables was
+        # 11.50 ns routed, core2 b0acae7 seed 3; the enable no longer depends on it).
         beats_nz = Signal()
         prefer_read = Signal()
 
-        # Read beats leave through a skid buffer: the block RAM's enable (``issue``) sees a
-        # register, not the manager's ``rready`` (the DMA's, a function of the SBUF write
-        # arbiter: the critical path of a core2 build, 7b5377e, 19.94 ns). ``bid`` is the ID
-        # of the beat in ``rvalid``: the burst ends (and a new AR may load ``bid``) only once
-        # the skid buffer has taken its last beat, with its own copy of the ID.
-        rvalid = Signal()
-        rlast = Signal()
-        rerr = Signal()
+        # Read beats leave through a skid buffer: the block RAM's enable sees registers, not
+        # the manager's ``rready`` (the DMA's, a function of the SBUF write arbiter: the
+        # critical path of a core2 build, 7b5377e, 19.94 ns). Before it, two stages: s1 is the
+        # read port's output (it holds its data while the port is not enabled), s2 a register
+        # of it, so that the block RAM's output reaches only flip-flops and the error zeroing
+        # and the skid buffer's multiplexer start from s2 (block RAM -> error zeroing
+        # -> skid multiplexer -> the DMA's ``buf`` was 10.91 ns routed, core2 f2a5594 seed 2).
+        # A stage takes a beat when empty or when its own beat leaves in the same cycle, so the
+        # read port's enable and s2's clock enable are functions of flip-flops (``s1_valid``,
+        # ``s2_valid``, the skid buffer's ``full``, the state). s2 keeps its beat's ID: the
+        # burst ends (and a new AR may load ``bid``) once its last beat has left s1.
+        s1_valid = Signal()
+        s1_last = Signal()
+        s1_err = Signal()
+        s2_valid = Signal()
+        s2_data = Signal(self._data_width, reset_less=True)   # ``s2_valid`` says what it holds
+        s2_last = Signal()
+        s2_err = Signal()
+        s2_id = Signal(self._id_width)
+        s1_free = Signal()
+        s2_free = Signal()
         m.submodules.r_skid = r_skid = SkidBuffer(data.StructLayout({
             "data": self._data_width, "last": 1, "resp": 2, "id": self._id_width}))
-        r_take = Signal()
         m.d.comb += [
-            r_skid.i.valid.eq(rvalid), r_skid.i.p.last.eq(rlast), r_skid.i.p.id.eq(bid),
-            r_skid.i.p.data.eq(Mux(rerr, 0, rp.data)), r_skid.i.p.resp.eq(Mux(rerr, 3, 0)),
-            r_take.eq(rvalid & r_skid.i.ready),
+            s2_free.eq(~s2_valid | r_skid.i.ready),
+            s1_free.eq(~s1_valid | s2_free),
+            r_skid.i.valid.eq(s2_valid), r_skid.i.p.last.eq(s2_last), r_skid.i.p.id.eq(s2_id),
+            r_skid.i.p.data.eq(Mux(s2_err, 0, s2_data)), r_skid.i.p.resp.eq(Mux(s2_err, 3, 0)),
             bus.rvalid.eq(r_skid.o.valid), bus.rlast.eq(r_skid.o.p.last),
             bus.rid.eq(r_skid.o.p.id), bus.rdata.eq(r_skid.o.p.data),
             bus.rresp.eq(r_skid.o.p.resp), r_skid.o.ready.eq(bus.rready),
@@ -120,17 +134,25 @@ class AxiRam(wiring.Component):
         next_addr = Mux(fixed, addr, addr + (Const(1, 8) << size))
         out_of_range = (lambda a: a[(self._size - 1).bit_length():] != 0)
 
-        with m.If(r_take):
-            m.d.sync += rvalid.eq(0)
+        with m.If(s2_free):
+            m.d.sync += [s2_valid.eq(s1_valid), s2_data.eq(rp.data), s2_last.eq(s1_last),
+                         s2_err.eq(s1_err), s2_id.eq(bid), s1_valid.eq(0)]
 
         host = self.host
         lanes = self._data_width // 32
         lane = Signal(range(lanes)) if lanes > 1 else Const(0, 1)
         hdata = Signal(32)
         hstrb = Signal(4)
+        # The host's read word registered straight out of the block RAM, lane selection and
+        # error zeroing after it (block RAM -> ``Mux(err, 0, ...)`` -> the UART bridge's
+        # ``reply`` was 10.14 ns routed, core2 f2a5594 seed 2). It follows the port every
+        # cycle: ``addr`` does not change from the host's AR to its R handshake.
+        h_data = Signal(self._data_width, reset_less=True)
+        h_step = Signal()                 # HREAD's second cycle
+        m.d.sync += h_data.eq(rp.data)
         m.d.comb += [
             wp.data.eq(bus.wdata),
-            host.rdata.eq(Mux(err, 0, rp.data.word_select(lane, 32))),
+            host.rdata.eq(Mux(err, 0, h_data.word_select(lane, 32))),
             host.rresp.eq(Mux(err, 3, 0)), host.bresp.eq(Mux(err, 3, 0)),
         ]
 
@@ -162,10 +184,13 @@ class AxiRam(wiring.Component):
                         m.d.sync += lane.eq(host.awaddr[2:lsb])
                     m.next = "HWRITE"
             with m.State("HREAD"):
-                m.d.comb += rp.en.eq(1)
-                m.next = "HRESP_R"
+                # The port reads ``addr`` in the first cycle, ``h_data`` takes the word in the
+                # second.
+                m.d.sync += h_step.eq(~h_step)
+                with m.If(h_step):
+                    m.next = "HRESP_R"
             with m.State("HRESP_R"):
-                m.d.comb += [rp.en.eq(0), host.rvalid.eq(1)]
+                m.d.comb += host.rvalid.eq(1)
                 with m.If(host.rready):
                     m.next = "IDLE"
             with m.State("HWRITE"):
@@ -192,15 +217,17 @@ class AxiRam(wiring.Component):
                 with m.If(bus.bready):
                     m.next = "IDLE"
             with m.State("READ"):
-                # Issue a beat when the output register is free or being emptied; the read
-                # port holds its data while not enabled, so a stalled beat stays put.
-                issue = beats_nz & (~rvalid | r_skid.i.ready)
-                m.d.comb += rp.en.eq(issue)
-                with m.If(issue):
-                    m.d.sync += [rvalid.eq(1), rlast.eq(beats == 1),
-                                 rerr.eq(out_of_range(addr)),
+                # Issue a beat when s1 is free; a stalled beat stays in the port, which is
+                # not enabled. Outside READ the port reads every cycle (the host's reads, and
+                # yosys then sees that a write implies the read enable: the DP16KD's clock
+                # enable is the read enable, with no hold multiplexer on its output, which it
+                # adds when ``rp.en`` is ``s1_free`` alone).
+                m.d.comb += rp.en.eq(s1_free)
+                with m.If(beats_nz & s1_free):
+                    m.d.sync += [s1_valid.eq(1), s1_last.eq(beats == 1),
+                                 s1_err.eq(out_of_range(addr)),
                                  addr.eq(next_addr), beats.eq(beats - 1),
                                  beats_nz.eq(beats != 1)]
-                with m.If(~beats_nz & (~rvalid | (r_skid.i.ready & rlast))):
+                with m.If(~beats_nz & s1_free):
                     m.next = "IDLE"
         return m
