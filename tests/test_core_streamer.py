@@ -14,7 +14,8 @@ cycle after a stall) and is never later otherwise.
 import random
 
 import pytest
-from amaranth.hdl import Module
+from amaranth.hdl import Fragment, Module, Value
+from amaranth.hdl._ast import Assign, SignalSet
 from amaranth.lib import memory, wiring
 
 from amaranth_tb import simulate
@@ -25,23 +26,26 @@ LANES, ABITS, NBITS, DEPTH, TAGB = 3, 5, 6, 32, 3
 
 class Harness(wiring.Component):
     """``streamers`` (one per ``skid`` flag), each on its own read port of ``LANES``
-    memories of ``DEPTH`` words."""
+    memories of ``DEPTH`` words (and with ``alt_lanes``, of ``alt_lanes`` more memories,
+    ``init[LANES:]``, on ``rd_alt``)."""
 
-    def __init__(self, init, skids, data_width=32):
-        self.init = init
-        self.dut = [ReadStreamer(LANES, ABITS, NBITS, data_width, TAGB, skid=s) for s in skids]
+    def __init__(self, init, skids, data_width=32, alt_lanes=0):
+        self.init, self.alt_lanes = init, alt_lanes
+        self.dut = [ReadStreamer(LANES, ABITS, NBITS, data_width, TAGB, skid=s,
+                                 alt_lanes=alt_lanes) for s in skids]
         super().__init__({})
 
     def elaborate(self, platform):
         m = Module()
         for k, s in enumerate(self.dut):
             m.submodules[f"s{k}"] = s
-        for r in range(LANES):
+        for r in range(LANES + self.alt_lanes):
             mem = m.submodules[f"mem{r}"] = memory.Memory(shape=32, depth=DEPTH,
                                                           init=self.init[r])
             for s in self.dut:
                 rp = mem.read_port()
-                m.d.comb += [rp.addr.eq(s.rd_addr), rp.en.eq(s.rd_en), s.rd_data[r].eq(rp.data)]
+                rd = s.rd_data[r] if r < LANES else s.rd_alt[r - LANES]
+                m.d.comb += [rp.addr.eq(s.rd_addr), rp.en.eq(s.rd_en), rd.eq(rp.data)]
         return m
 
 
@@ -56,23 +60,34 @@ def _requests(rng, n, min_count=0):
     return reqs
 
 
-def _expect(init, reqs, data_width=32):
+def _expect(init, reqs, data_width=32, alt_lanes=0):
+    """With ``alt_lanes``, requests with tag bit 0 read ``init[LANES:]`` (lanes at or above
+    ``alt_lanes`` zero)."""
     mask = (1 << data_width) - 1
+
+    def word(r, a, tag):
+        if alt_lanes and tag & 1:
+            return init[LANES + r][a] if r < alt_lanes else 0
+        return init[r][a]
+
     words = []
     for q in reqs:
         for j in range(q["count"]):
             a = (q["addr"] + j * q["stride"]) % DEPTH
-            words.append(([init[r][a] & mask if r < q["parts"] else 0 for r in range(LANES)],
-                          int(j == q["count"] - 1), q["tag"]))
+            words.append(([word(r, a, q["tag"]) & mask if r < q["parts"] else 0
+                           for r in range(LANES)], int(j == q["count"] - 1), q["tag"]))
     return words
 
 
-def _run(seed, skids, reqs, ready_p, cycles, data_width=32):
+def _run(seed, skids, reqs, ready_p, cycles, data_width=32, alt_lanes=0):
     """Per streamer: the words taken, and per cycle (o.valid, o.payload, o_next_valid,
     o_next_tag, o.ready)."""
     rng = random.Random(seed)
     init = [[rng.randrange(1 << 32) for _ in range(DEPTH)] for _ in range(LANES)]
-    dut = Harness(init, skids, data_width)
+    # (the second port's words from their own generator: the ready pattern is the same)
+    alt = random.Random(seed + 7919)
+    init += [[alt.randrange(1 << 32) for _ in range(DEPTH)] for _ in range(alt_lanes)]
+    dut = Harness(init, skids, data_width, alt_lanes)
     got = {"taken": [[] for _ in skids], "trace": [[] for _ in skids], "init": init}
 
     async def bench(ctx):
@@ -211,3 +226,62 @@ def test_streamer_ready_reaches_no_enable(skid):
     simulate(dut, bench)
     assert seen["stalls"] > 50
     assert (seen["depends"] == 0) == skid, seen
+
+
+@pytest.mark.parametrize("alt_lanes", [1, LANES])
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("ready_p", [1.0, 0.5])
+def test_streamer_alt_port(alt_lanes, seed, ready_p):
+    """A second read port (``alt_lanes``): requests with tag bit 0 stream its words (lanes
+    at or above ``alt_lanes`` and ``parts`` zeroed), the others ``rd_data``'s; with and
+    without the skid register, in the same cycles as the streamer without the port, with
+    the lookahead outputs intact."""
+    rng = random.Random(3000 + seed)
+    reqs = _requests(rng, 30)
+    got = _run(seed, (False, True), reqs, ready_p, 1000, alt_lanes=alt_lanes)
+    exp = _expect(got["init"], reqs, alt_lanes=alt_lanes)
+    assert any(w[2] & 1 and any(w[0]) for w in exp) and any(not w[2] & 1 for w in exp)
+    for k, skid in enumerate((False, True)):
+        what = f"seed {seed}, ready {ready_p}, alt_lanes {alt_lanes}, skid {skid}"
+        assert got["left"][k] == 0, f"{what}: requests left"
+        assert got["taken"][k] == exp, what
+        _check_lookahead(got["trace"][k], what)
+        # (the same requests and ready pattern without the port: same cycles)
+        ref = _run(seed, (skid,), reqs, ready_p, 1000)
+        assert [t[0] for t in ref["trace"][0]] == [t[0] for t in got["trace"][k]], what
+
+
+def test_streamer_alt_port_data_reaches_registers_only():
+    """With ``alt_lanes``, each read port's word goes straight into a register: ``rd_data`` and
+    ``rd_alt`` appear only as whole right-hand sides of synchronous assignments (a block RAM
+    output then reaches a flip-flop through no logic of the streamer; the choice between
+    them in front of one register was 3 levels after PSUM's block RAM, 10.05 ns routed,
+    core2 f2a5594 seed 1)."""
+    dut = ReadStreamer(LANES, ABITS, NBITS, 32, TAGB, skid=True, alt_lanes=2)
+    frag = Fragment.get(dut, None)
+    ports = SignalSet([Value.cast(dut.rd_data), Value.cast(dut.rd_alt)])
+    uses = []
+
+    def walk(stmts, domain):
+        for st in stmts:
+            if isinstance(st, Assign):
+                if st.rhs._rhs_signals() & ports:
+                    uses.append((domain, st))
+            else:
+                assert not (st.test._rhs_signals() & ports)
+                for _, body, *_ in st.cases:
+                    walk(body, domain)
+
+    for domain, stmts in frag.statements.items():
+        walk(stmts, domain)
+    assert len(uses) == LANES + 2
+    for domain, st in uses:
+        assert domain == "sync", st
+        assert st.rhs._rhs_signals() == (st.rhs._rhs_signals() & ports), st  # nothing else
+
+
+def test_streamer_alt_lanes_checked():
+    with pytest.raises(TypeError, match="alt_lanes must be an integer, not '2'"):
+        ReadStreamer(LANES, ABITS, NBITS, alt_lanes="2")
+    with pytest.raises(ValueError, match=r"alt_lanes must be between 0 and lanes \(3\), not 4"):
+        ReadStreamer(LANES, ABITS, NBITS, alt_lanes=4)

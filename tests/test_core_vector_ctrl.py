@@ -9,13 +9,14 @@ back-pressure are what is tested.
 import random
 
 import pytest
-from amaranth.hdl import Fragment, Module
-from amaranth.lib import data, memory, wiring
+from amaranth.hdl import Fragment, Module, Signal
+from amaranth.hdl._ast import Assign, SignalDict, SignalSet
+from amaranth.lib import data, fifo, memory, wiring
 
 from amaranth_tb import send_commands, simulate, tick_until
 from rtl.core.sbuf import SBUF
 from rtl.core.vector_ctrl import (KIND_ENGINE, KIND_NOP, KIND_SEED, KIND_TABLE,
-                                  VectorController)
+                                  VectorController, _entry_layout, _LookaheadFIFO)
 
 LANES, COLS, DEPTH, PDEPTH = 4, 2, 64, 32
 OPBITS = 24  # n[15:0] | b_en << 16 | mode << 17 (0: elementwise, 1: sum, 2: none)
@@ -107,6 +108,8 @@ def _run_random(seed, zero_n=False):
     # Elaborated here, so that the lockstep check below can read internal signals.
     frag = Fragment.get(dut, None)
     internal = _signals(frag, ["ctrl"])
+    cq = _signals(frag, ["ctrl", "cpl_q"])
+    head = data.View(_entry_layout(ctrl.cmd_layout), cq["r_data"])
     sa_o = _signals(frag, ["ctrl", "a_stream"])
     sa_valid = sa_o["o__valid"]
     sa_tag = data.View(data.StructLayout({"data": data.ArrayLayout(32, LANES), "last": 1,
@@ -176,7 +179,8 @@ def _run_random(seed, zero_n=False):
     async def lockstep(ctx):
         # Flip-flops computed from next-state lookahead must equal their combinational
         # definitions in every cycle: ``cfg_v``, a data beat of a TABLE on the a streamer's
-        # output (from the streamer's ``o_next_*``), and ``noout_nz``.
+        # output (from the streamer's ``o_next_*``), ``noout_nz`` and the completion queue's
+        # ``*_arm`` flags (from the queue's next head, below).
         async for _, _, v, ov, tag, ph, nz, ns in ctx.tick().sample(
                 internal["cfg_v"], sa_valid, sa_tag, internal["phase"], internal["noout_nz"],
                 internal["noout_sent"]):
@@ -184,6 +188,18 @@ def _run_random(seed, zero_n=False):
                 got.setdefault("lockstep", []).append(("cfg_v", v, ov, tag, ph))
             if nz != (ns != 0):
                 got.setdefault("lockstep", []).append(("noout_nz", nz, ns))
+            # The completion queue's arms (its read enable's flags of the head).
+            hv = ctx.get(cq["r_rdy"])
+            fence, started, left_one = (ctx.get(internal[n])
+                                        for n in ("fence", "started", "left_one"))
+            misc, noout, has_out, one = (ctx.get(getattr(head, n))
+                                         for n in ("misc", "noout", "has_out", "o_n_one"))
+            want = {"m_arm": hv & misc & ~fence & 1, "n_arm": hv & noout & fence,
+                    "o_arm": hv & has_out & (left_one if started else one)}
+            for name, w in want.items():
+                if ctx.get(internal[name]) != w:
+                    got.setdefault("lockstep", []).append((name, ctx.get(internal[name]), w))
+            got["arms"] = got.get("arms", 0) + sum(want.values())
 
     async def wait(ctx):
         # Every command sent, every engine command run, every completion seen and the
@@ -238,6 +254,7 @@ def _run_random(seed, zero_n=False):
     simulate(frag, wait, background=(feed, engine, mon, cfg_sink, lockstep))
 
     assert "lockstep" not in got, f"seed {seed}: {got['lockstep'][:4]}"
+    assert got["arms"] > 0, f"seed {seed}: no completion armed"
     assert got["sbuf"] == got["expect_sbuf"], f"seed {seed}"
     assert got["cfg"] == got["expect_cfg"], f"seed {seed}"
     assert all(r >= e for r, e in zip(got["cfg_ran"], got["expect_ran"])), \
@@ -254,3 +271,86 @@ def test_vector_ctrl_a_stream_has_skid():
     frag = Fragment.get(dut, None)
     assert "sk_full" in _signals(frag, ["ctrl", "a_stream"])
     assert "sk_full" not in _signals(frag, ["ctrl", "b_stream"])
+
+
+def _comb_support(frag, sig):
+    """The signals that ``sig`` depends on combinationally in ``frag`` (its own statements):
+    through comb assignments (their right-hand sides and enclosing conditions) down to
+    flip-flops and ports."""
+    comb = SignalDict()
+
+    def walk(stmts, conds):
+        for st in stmts:
+            if isinstance(st, Assign):
+                for lhs in st._lhs_signals():
+                    comb.setdefault(lhs, SignalSet()).update(st._rhs_signals() | conds)
+            else:       # Switch: its test guards every statement in it
+                for patterns, body, *_ in st.cases:
+                    walk(body, conds | st.test._rhs_signals())
+
+    walk(frag.statements.get("comb", []), SignalSet())
+    seen, todo, leaves = SignalSet(), [sig], SignalSet()
+    while todo:
+        s = todo.pop()
+        if s in seen:
+            continue
+        seen.add(s)
+        if s in comb:
+            todo += list(comb[s])
+        else:
+            leaves.add(s)
+    return {s.name for s in leaves}
+
+
+def test_vector_ctrl_cpl_read_enable_support():
+    """The completion queue's read enable (and so its head register's clock enable) is a
+    function of the head's ``*_arm`` flip-flops, ``table_done``, ``noout_nz`` and the engine's
+    and SBUF's handshake flags only: no head field, ``started``/``left_one`` multiplexer or
+    ``fence`` in front of it (core2 f2a5594 seed 2: cpl_q's head -> ``quiet`` -> the read
+    enable -> cpl_q's read data clock enables, 6 levels, 10.18 ns routed)."""
+    dut = Harness([[0] * DEPTH] * LANES, [[0] * PDEPTH] * COLS)
+    frag = Fragment.get(dut, None)
+    ctrl = next(f for f, n, _ in frag.subfragments if n == "ctrl")
+    cq = next(f for f, n, _ in ctrl.subfragments if n == "cpl_q")
+    r_en = next(s for stmts in cq.statements.values() for st in stmts
+                for s in st._rhs_signals() if s.name == "r_en")
+    assert _comb_support(ctrl, r_en) == {"table_done", "e_idle", "m_arm", "n_arm",
+                                         "noout_nz", "o_arm", "e_o__valid",
+                                         "o_sbuf__ready"}
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_lookahead_fifo(depth):
+    """``_LookaheadFIFO`` against ``SyncFIFOBuffered`` of the same depth, under random writes
+    and reads (also while full or empty): the same ``w_rdy``, ``r_rdy`` and ``r_data`` every
+    cycle (``r_data`` also while not ``r_rdy``), and ``n_rdy``/``n_data`` equal to the next
+    cycle's ``r_rdy``/``r_data``."""
+    rng = random.Random(depth)
+    m = Module()
+    m.submodules.ref = ref = fifo.SyncFIFOBuffered(width=8, depth=depth)
+    m.submodules.dut = dut = _LookaheadFIFO(width=8, depth=depth)
+    w_data, w_en, r_en = Signal(8), Signal(), Signal()
+    for f in (ref, dut):
+        m.d.comb += [f.w_data.eq(w_data), f.w_en.eq(w_en), f.r_en.eq(r_en)]
+    seen = {"reads": 0, "full": 0}
+
+    async def bench(ctx):
+        prev = None
+        for cyc in range(3000):
+            if cyc % 300 == 0:
+                pw, pr = rng.choice([0.2, 0.5, 0.9]), rng.choice([0.2, 0.5, 0.9])
+            ctx.set(w_data, rng.randrange(256))
+            ctx.set(w_en, rng.random() < pw)
+            ctx.set(r_en, rng.random() < pr)
+            now = [ctx.get(x) for x in (dut.w_rdy, dut.r_rdy, dut.r_data)]
+            assert now == [ctx.get(x) for x in (ref.w_rdy, ref.r_rdy, ref.r_data)], \
+                f"depth {depth}, cycle {cyc}"
+            if prev is not None:
+                assert prev == now[1:], f"depth {depth}, cycle {cyc}: lookahead {prev}"
+            prev = [ctx.get(dut.n_rdy), ctx.get(dut.n_data)]
+            seen["reads"] += now[1] and ctx.get(r_en)
+            seen["full"] += not now[0]
+            await ctx.tick()
+
+    simulate(m, bench)
+    assert seen["reads"] > 300 and seen["full"] > 100, seen

@@ -46,6 +46,16 @@ class ReadStreamer(wiring.Component):
     and a bubble that a request of count 0 leaves may be absorbed by the stall: words are
     then offered earlier than without it, never later.
 
+    With ``alt_lanes`` a second read port ``rd_alt`` (another memory read at the same address
+    in the same cycles: the vector controller's PSUM beside SBUF) is read instead of
+    ``rd_data`` for the words of requests whose ``tag`` bit 0 is set; its lanes at or above
+    ``alt_lanes`` read zero. Each port's word is registered on its own and the choice (and
+    the zeroing of lanes at or above ``parts``) is made after the registers, by per-lane
+    select flags registered beside them: an AND-OR of flip-flops per bit in front of ``o``,
+    and a block RAM's output reaches its register through nothing but the memory's own read
+    logic. (Choosing in front of one register put PSUM's block RAM -> its read bypass -> the
+    choice -> ``s2`` at 3 routed levels, 10.05 ns routed, core2 f2a5594 seed 1.)
+
     Parameters
     ----------
     lanes : int
@@ -58,6 +68,8 @@ class ReadStreamer(wiring.Component):
         Width of ``tag``.
     skid : bool
         Add the skid register (above): ``o.ready`` out of the pipeline's enables.
+    alt_lanes : int
+        Words of the second read port ``rd_alt`` (0: none; at most ``lanes``).
 
     Members
     -------
@@ -69,6 +81,8 @@ class ReadStreamer(wiring.Component):
         before ``rd_data``).
     rd_addr, rd_en : Out ; rd_data : In(ArrayLayout(32, lanes))
         The memory read port.
+    rd_alt : In(ArrayLayout(32, alt_lanes))
+        With ``alt_lanes``: the second memory's read data (same address and enable).
     o : Out(stream {data: Array(data_width, lanes), last: 1})
         ``last`` on the final word of each request.
     o_next_valid, o_next_tag : Out
@@ -77,18 +91,26 @@ class ReadStreamer(wiring.Component):
     busy : Out(1)
     """
 
-    def __init__(self, lanes, addr_bits, n_bits, data_width=32, tag_bits=1, *, skid=False):
+    def __init__(self, lanes, addr_bits, n_bits, data_width=32, tag_bits=1, *, skid=False,
+                 alt_lanes=0):
+        if not isinstance(alt_lanes, int) or isinstance(alt_lanes, bool):
+            raise TypeError(f"alt_lanes must be an integer, not {alt_lanes!r}")
+        if not 0 <= alt_lanes <= lanes:
+            raise ValueError(f"alt_lanes must be between 0 and lanes ({lanes}), not {alt_lanes}")
         self.lanes, self.addr_bits, self.n_bits, self.data_width = (lanes, addr_bits, n_bits,
                                                                      data_width)
         self.tag_bits = tag_bits
         self.skid = bool(skid)
+        self.alt_lanes = alt_lanes
         req = read_request_layout(addr_bits, n_bits, lanes, tag_bits)
+        alt = {"rd_alt": In(data.ArrayLayout(32, alt_lanes))} if alt_lanes else {}
         super().__init__({
             "req": In(stream.Signature(req)),
             "s1_tag": Out(tag_bits),
             "rd_addr": Out(addr_bits),
             "rd_en": Out(1),
             "rd_data": In(data.ArrayLayout(32, lanes)),
+            **alt,
             "o": Out(stream.Signature(data.StructLayout({
                 "data": data.ArrayLayout(data_width, lanes), "last": 1, "tag": tag_bits}))),
             "o_next_valid": Out(1),
@@ -110,9 +132,11 @@ class ReadStreamer(wiring.Component):
         s1_valid, s1_last = Signal(), Signal()
         s1_parts = Signal(range(lanes + 1))
         tag, s1_tag = Signal(self.tag_bits), Signal(self.tag_bits)
-        # Stage 2: the word registered (payload registers without reset).
+        # Stage 2: the word registered (payload registers without reset); ``s2_word`` is the
+        # word it offers (``s2`` itself, or with ``alt_lanes`` the choice after the registers).
         s2_valid = Signal()
         s2 = Signal.like(self.o.payload, reset_less=True)
+        s2_word = Signal.like(self.o.payload)
         advance = Signal()      # stage 2 loads (from stage 1)
         s1_en = Signal()        # stage 1 loads (the read port is enabled)
         if self.skid:
@@ -136,7 +160,7 @@ class ReadStreamer(wiring.Component):
                 s1_en.eq(~sk_full | ~s1_valid),
                 sk_full_n.eq((sk_full | s2_valid) & ~self.o.ready),
                 self.o.valid.eq(sk_full | s2_valid),
-                self.o.payload.eq(Mux(sk_full, sk, s2)),
+                self.o.payload.eq(Mux(sk_full, sk, s2_word)),
                 self.busy.eq(active | s1_valid | s2_valid | sk_full),
                 # Next cycle's ``o``: the skid register if it stays or becomes full; else
                 # stage 2, loaded from stage 1 or held.
@@ -146,13 +170,13 @@ class ReadStreamer(wiring.Component):
             ]
             m.d.sync += sk_full.eq(sk_full_n)
             with m.If(~sk_full):
-                m.d.sync += sk.eq(s2)
+                m.d.sync += sk.eq(s2_word)
         else:
             m.d.comb += [
                 advance.eq(~s2_valid | self.o.ready),
                 s1_en.eq(advance),
                 self.o.valid.eq(s2_valid),
-                self.o.payload.eq(s2),
+                self.o.payload.eq(s2_word),
                 self.busy.eq(active | s1_valid | s2_valid),
                 self.o_next_valid.eq(Mux(advance, s1_valid, s2_valid)),
                 self.o_next_tag.eq(Mux(advance, s1_tag, s2.tag)),
@@ -162,10 +186,32 @@ class ReadStreamer(wiring.Component):
             self.rd_addr.eq(a),
             self.rd_en.eq(s1_en),
         ]
+        dw = self.data_width
         with m.If(advance):
             m.d.sync += [s2_valid.eq(s1_valid), s2.last.eq(s1_last), s2.tag.eq(s1_tag)]
-            m.d.sync += [s2.data[r].eq(Mux(s1_parts > r, self.rd_data[r][:self.data_width], 0))
-                         for r in range(lanes)]
+        if self.alt_lanes:
+            # Each port's word in its own register, the per-lane choice (one-hot, zero for
+            # lanes at or above ``parts``) in flags beside them (class docstring).
+            na = self.alt_lanes
+            s2_d0 = Signal(data.ArrayLayout(dw, lanes), reset_less=True)
+            s2_d1 = Signal(data.ArrayLayout(dw, na), reset_less=True)
+            s2_use0 = Signal(lanes, reset_less=True)
+            s2_use1 = Signal(na, reset_less=True)
+            with m.If(advance):
+                m.d.sync += [s2_d0[r].eq(self.rd_data[r][:dw]) for r in range(lanes)]
+                m.d.sync += [s2_d1[r].eq(self.rd_alt[r][:dw]) for r in range(na)]
+                m.d.sync += [s2_use0[r].eq(~s1_tag[0] & (s1_parts > r)) for r in range(lanes)]
+                m.d.sync += [s2_use1[r].eq(s1_tag[0] & (s1_parts > r)) for r in range(na)]
+            m.d.comb += [s2_word.last.eq(s2.last), s2_word.tag.eq(s2.tag)]
+            m.d.comb += [s2_word.data[r].eq(
+                (s2_d0[r] & s2_use0[r].replicate(dw)) |
+                (s2_d1[r] & s2_use1[r].replicate(dw) if r < na else 0))
+                for r in range(lanes)]
+        else:
+            with m.If(advance):
+                m.d.sync += [s2.data[r].eq(Mux(s1_parts > r, self.rd_data[r][:dw], 0))
+                             for r in range(lanes)]
+            m.d.comb += s2_word.eq(s2)
         with m.If(s1_en):
             m.d.sync += s1_valid.eq(active)
             with m.If(active):

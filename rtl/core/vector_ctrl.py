@@ -5,7 +5,7 @@ passed through), the access pattern of operand ``a`` (SBUF or PSUM), of operand 
 optional) and of the output (SBUF), and a semaphore to increment when the output is written.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Shape, Signal
+from amaranth.hdl import Cat, Elaboratable, Module, Mux, Shape, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
@@ -63,6 +63,50 @@ def vector_cmd_layout(engine_cmd_bits, lanes, sbuf_depth, psum_depth, n_bits=16,
         "sem": sem_bits,
         "sem_en": 1,
     })
+
+
+def _entry_layout(cmd_layout):
+    """A queue entry of the controller: the command and its tests (``elaborate``)."""
+    return data.StructLayout({"c": cmd_layout, "o_n_zero": 1, "o_n_one": 1, "n_zero": 1,
+                              "engine": 1, "table": 1, "has_out": 1, "noout": 1, "misc": 1})
+
+
+class _LookaheadFIFO(Elaboratable):
+    """``fifo.SyncFIFOBuffered(width=width, depth=depth)``, port for port and cycle for cycle
+    (an inner ``SyncFIFO`` of ``depth - 1`` entries and the head register; ``r_data`` holds
+    while not ``r_rdy``), that also offers the next cycle's head: ``n_rdy`` and ``n_data``
+    are ``r_rdy`` and ``r_data`` after this cycle's ``r_en`` and writes (combinational), so
+    that the reader can keep flags of its head in flip-flops (the completion queue's)."""
+
+    def __init__(self, *, width, depth):
+        self.width, self.depth = width, depth
+        self.w_data = Signal(width, name="w_data")
+        self.w_en, self.w_rdy = Signal(name="w_en"), Signal(name="w_rdy")
+        # (reset_less as the read port register of SyncFIFOBuffered)
+        self.r_data = Signal(width, name="r_data", reset_less=True)
+        self.r_en, self.r_rdy = Signal(name="r_en"), Signal(name="r_rdy")
+        self.n_data, self.n_rdy = Signal(width, name="n_data"), Signal(name="n_rdy")
+
+    def elaborate(self, platform):
+        m = Module()
+        load = Signal()                 # the head register loads (the inner head or w_data)
+        new = Signal(self.width)
+        if self.depth == 1:
+            # (as SyncFIFOBuffered: one register, a write only while it is empty)
+            m.d.comb += [self.w_rdy.eq(~self.r_rdy), load.eq(self.w_en & self.w_rdy),
+                         new.eq(self.w_data)]
+        else:
+            inner = m.submodules.inner = fifo.SyncFIFO(width=self.width, depth=self.depth - 1)
+            m.d.comb += [inner.w_data.eq(self.w_data), inner.w_en.eq(self.w_en),
+                         self.w_rdy.eq(inner.w_rdy),
+                         load.eq(inner.r_rdy & (~self.r_rdy | self.r_en)),
+                         inner.r_en.eq(load), new.eq(inner.r_data)]
+        m.d.comb += [self.n_rdy.eq(load | (self.r_rdy & ~self.r_en)),
+                     self.n_data.eq(Mux(load, new, self.r_data))]
+        m.d.sync += self.r_rdy.eq(self.n_rdy)
+        with m.If(load):
+            m.d.sync += self.r_data.eq(new)
+        return m
 
 
 class VectorController(wiring.Component):
@@ -170,11 +214,13 @@ class VectorController(wiring.Component):
         # and the TABLE start, ``quiet`` & the heads' kinds -> ``a_go`` -> the streamer's request
         # -> a_q's clock enables (14.4-15.8 ns on the 2 of 8 seeds that placed it across the
         # chip), 5 levels (now 4).
-        E = data.StructLayout({"c": L, "o_n_zero": 1, "o_n_one": 1, "n_zero": 1, "engine": 1,
-                               "table": 1, "has_out": 1, "noout": 1, "misc": 1})
+        E = _entry_layout(L)
         queues = {}
         for qname in ("op", "a", "b", "cpl"):
-            f = fifo.SyncFIFOBuffered(width=E.size, depth=self.queue_depth)
+            # (the completion queue: the same queue, with its next head for the ``*_arm`` flags
+            # below)
+            f = (_LookaheadFIFO if qname == "cpl" else fifo.SyncFIFOBuffered)(
+                width=E.size, depth=self.queue_depth)
             m.submodules[f"{qname}_q"] = f
             queues[qname] = f
         all_ready = Signal()
@@ -209,14 +255,17 @@ class VectorController(wiring.Component):
         opq = queues["op"]
         oh, oe = head(opq)
         fence = Signal()
+        fence_next = Signal()           # (for the completion arms below)
         m.d.comb += [self.e_cmd.valid.eq(opq.r_rdy & ~fence & oe.engine),
                      self.e_cmd.payload.eq(oh.op)]
         with m.If(oe.engine):
             m.d.comb += opq.r_en.eq(self.e_cmd.ready & ~fence)
         with m.Elif(oe.table):
             m.d.comb += opq.r_en.eq(1)
+        m.d.comb += fence_next.eq(fence)
         with m.If(self.e_cmd.valid & self.e_cmd.ready & oe.o_n_zero):
-            m.d.sync += fence.eq(1)
+            m.d.comb += fence_next.eq(1)
+        m.d.sync += fence.eq(fence_next)
         cq = queues["cpl"]
         ch, ce = head(cq)
         # Every earlier command has completed and the engine has nothing in flight.
@@ -226,7 +275,7 @@ class VectorController(wiring.Component):
 
         # Operand a: SBUF or PSUM through one streamer (tag bits: PSUM, no output, table).
         sa = m.submodules.a_stream = ReadStreamer(lanes, abits, self.n_bits, tag_bits=3,
-                                                   skid=True)
+                                                   skid=True, alt_lanes=cols)
         aq = queues["a"]
         ah, ae = head(aq)
         a_table = ae.table
@@ -241,10 +290,10 @@ class VectorController(wiring.Component):
             self.a_sbuf.addr.eq(sa.rd_addr), self.a_sbuf.en.eq(sa.rd_en),
             self.a_psum.addr.eq(sa.rd_addr), self.a_psum.en.eq(sa.rd_en),
         ]
-        with m.If(sa.s1_tag[0]):
-            m.d.comb += [sa.rd_data[r].eq(self.a_psum.data[r]) for r in range(cols)]
-        with m.Else():
-            m.d.comb += sa.rd_data.eq(self.a_sbuf.data)
+        # PSUM is the streamer's second read port, chosen by tag bit 0 after its word
+        # registers (ReadStreamer: a block RAM output then reaches a register through no
+        # choice).
+        m.d.comb += [sa.rd_data.eq(self.a_sbuf.data), sa.rd_alt.eq(self.a_psum.data)]
         # TABLE words go to cfg: even beats are addresses (held), odd beats data.
         # ``cfg_v`` is ``sa.o.valid & tag[2] & phase`` (a data beat on the output), a flip-flop
         # computed from the streamer's lookahead: ``cfg.valid`` comes from it and ``sa.o.ready``
@@ -326,35 +375,37 @@ class VectorController(wiring.Component):
         # left == 1 kept in a flag beside ``left``: the last-beat test is then a multiplexer
         # of two flags in front of the completion queue's read enable.
         left_one = Signal()
+        # (next values, for the completion arms below)
+        started_next, left_one_next = Signal(name="started_next"), Signal(name="left_one_next")
         cur_left = Mux(started, left, ch.o_n)
         cur_one = Mux(started, left_one, ce.o_n_one)
         cur_addr = Mux(started, oaddr, ch.o_addr)
         m.d.comb += [self.o_sbuf.addr.eq(cur_addr), self.o_sbuf.data.eq(self.e_o.payload)]
         with m.If(self.e_o.valid & o_head):
             m.d.comb += [self.o_sbuf.mask[r].eq(ch.parts > r) for r in range(lanes)]
+        m.d.comb += [started_next.eq(started), left_one_next.eq(left_one)]
         with m.If(self.e_o.valid & self.e_o.ready):
-            m.d.sync += [started.eq(1), left.eq(cur_left - 1), left_one.eq(cur_left == 2),
-                         oaddr.eq(cur_addr + ch.o_stride)]
+            m.d.comb += [started_next.eq(1), left_one_next.eq(cur_left == 2)]
+            m.d.sync += [left.eq(cur_left - 1), oaddr.eq(cur_addr + ch.o_stride)]
             with m.If(cur_one):
-                m.d.sync += started.eq(0)
-                m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
+                m.d.comb += [started_next.eq(0), fin.eq(ch.sem_en)]
+        m.d.sync += [started.eq(started_next), left_one.eq(left_one_next)]
         with m.If(cq.r_rdy & ce.noout & noout_nz & fence & self.e_idle):
-            m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en), dec.eq(1)]
-            m.d.sync += fence.eq(0)
+            m.d.comb += [fin.eq(ch.sem_en), dec.eq(1), fence_next.eq(0)]
         # A TABLE completes the cycle after its last beat is written: the write's handshake
         # (the LUT's cfg.ready) stays out of the completion queue's read enable (core2 on the
         # ECP5, e0c3325: streamer -> LUT cfg write -> completion queue, 19.43 ns). Its entry is
         # still the queue's head then: no other completion takes a TABLE entry with beats.
         m.d.sync += table_done.eq(table_fin)
         with m.If(table_done):
-            m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
+            m.d.comb += fin.eq(ch.sem_en)
         m.d.sync += self.seed_load.eq(0)
         with m.If(quiet & ce.misc):
             # The op queue's head is this command too (all earlier ones have been issued), but
             # for a TABLE, whose op entry leaves the op queue by itself (above): this must not
             # hold that pop, or the entry would stay and the next SEED/NOP completion pop it
             # instead of its own (an empty TABLE deadlocked the controller).
-            m.d.comb += [cq.r_en.eq(1), fin.eq(ch.sem_en)]
+            m.d.comb += fin.eq(ch.sem_en)
             with m.If(~ce.table):
                 m.d.comb += opq.r_en.eq(1)
             # Registered: the engine's idle flag reached the rounding unit's generators through
@@ -363,6 +414,29 @@ class VectorController(wiring.Component):
             m.d.sync += [self.seed_load.eq(ch.kind == KIND_SEED), self.seed.eq(ch.scalar)]
 
         m.d.sync += [self.done.eq(fin), self.done_sem.eq(ch.sem)]
+
+        # The completion queue's read enable: the four completions above (``fin``), from
+        # flags of its head kept in flip-flops (``*_arm``, from the queue's next head and the
+        # next values of ``fence``, ``started``, ``left_one``), so that only the engine's and
+        # the SBUF's handshake flags, ``e_idle``, ``noout_nz`` and ``table_done`` are live in
+        # front of it and of the head register's clock enable: core2 f2a5594 seed 2, cpl_q's
+        # head -> ``quiet`` (with ``e_idle``, ``fence``, ``table_done``) -> the SEED/NOP term
+        # -> the read enable -> cpl_q's read data clock enables, 6 levels, 10.18 ns routed
+        # (in a synthesized harness with SBUF and PSUM-like memories: 5 -> 4).
+        #   m_arm: a SEED, NOP or empty TABLE at the head, no fence (completes once quiet;
+        #          ``table_done`` is ORed in, so ``quiet``'s ``~table_done`` is not needed);
+        #   n_arm: a command without outputs at the head, fenced (completes once idle and its
+        #          inputs are sent, ``noout_nz``);
+        #   o_arm: a command with outputs at the head, its next beat the last (``cur_one``).
+        m_arm, n_arm, o_arm = Signal(name="m_arm"), Signal(name="n_arm"), Signal(name="o_arm")
+        ne = data.View(E, cq.n_data)
+        m.d.sync += [
+            m_arm.eq(cq.n_rdy & ne.misc & ~fence_next),
+            n_arm.eq(cq.n_rdy & ne.noout & fence_next),
+            o_arm.eq(cq.n_rdy & ne.has_out & Mux(started_next, left_one_next, ne.o_n_one)),
+        ]
+        m.d.comb += cq.r_en.eq(table_done | (self.e_idle & (m_arm | (n_arm & noout_nz))) |
+                               (o_arm & self.e_o.valid & self.o_sbuf.ready))
         # A command taken at an edge reaches the queues' heads (``r_rdy``) an edge later
         # (SyncFIFOBuffered): ``busy`` was 0 in between (a command without a semaphore looked
         # complete before it had started; test_vector_ctrl_random seed 32).
