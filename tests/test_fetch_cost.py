@@ -31,3 +31,14 @@ def test_command_line(capsys):
     assert main(["--random", "1", "--json"]) == 0
     out = capsys.readouterr().out
     assert '"added_pct"' in out
+
+
+def test_counts_shifts():
+    # SHLI's routine is one SHL micro-instruction, ADDI's one ADD: one shift more
+    base = "li r1, 1\naddi r2, r1, 3\nhalt\n"
+    shifted = "li r1, 1\nshli r2, r1, 3\nhalt\n"
+    r = estimate({"base": base, "shifted": shifted}, cost=_cost)["programs"]
+    assert r["shifted"]["shifts"] == r["base"]["shifts"] + 1
+    looped = "li r1, 3\nloop r1, end\nshli r2, r2, 1\nend: endloop\nhalt\n"
+    lp = estimate({"looped": looped}, cost=_cost)["programs"]["looped"]
+    assert lp["shifts"] == r["base"]["shifts"] + 3     # li's shifts, then one per pass
