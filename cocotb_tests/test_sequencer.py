@@ -105,11 +105,14 @@ class Harness:
     async def idle_inputs(self):
         d = self.dut
         # tensor_illegal / vector_illegal: the core's record check; a bare sequencer accepts
-        # every record (undriven, they would be X in the simulation).
+        # every record (undriven, they would be X in the simulation). With the core's check
+        # inside (``_checked_dut``) these ports are not the DUT's.
         for sig in ("start", "pmem_wr_en", "ucode_wr_en", "map_wr_en", "tensor_illegal",
                     "vector_illegal", "tensor_slot_terms", "vector_slot_terms",
                     "tensor_blank_terms", "vector_blank_terms"):
-            getattr(d, sig).value = 0
+            if sig in ("start", "pmem_wr_en", "ucode_wr_en", "map_wr_en") or \
+                    not dut_config().get("check_rows"):
+                getattr(d, sig).value = 0
         d.start_pc.value = 0
         d.dbg_addr.value = 0
 
@@ -1004,6 +1007,105 @@ async def test_trap_with_records_queued(dut):
                       hw["cycles"])
 
 
+@cocotb.test(skip=not dut_config().get("check_rows"))
+async def test_record_check_timing(dut):
+    """The core's record check (``NeuronCore._record_check``, inside the DUT: ``_checked_dut``)
+    on records whose checked slots are written right before the EMIT (run-time microcode):
+    the sequencer registers the check's verdict, on the record as it will be in the next
+    cycle, so an EMIT right after a slot write (held one cycle) and one a micro-instruction
+    later are checked on the value just written (the slot's terms still in W); a second EMIT
+    right after the first is checked on the blank record (``blank_bad``: a blank TENSOR record
+    is illegal, n = 0), one held two cycles in X (a BRANCH on Z) on its own record in each;
+    a slot written illegal and then legal before the EMIT is legal, and the reverse illegal.
+    Hardware against ``RefSim(check=True)``, trap or records."""
+    from rtl.core.top import NeuronCore
+    h, rng = await _setup(dut, 10)
+    rows = dut_config()["check_rows"]
+    core = NeuronCore(rows=rows)
+    u = microcode.u
+    end = microcode.END
+    T, V = Engine.TENSOR, Engine.VECTOR
+
+    def slot(src, eng, s):
+        return u(a=src, dst=UDst.SLOT, eng=eng, slot=s)
+
+    def emit(eng, **kw):
+        return u(special=USpecial.EMIT, eng=eng, **kw)
+
+    nop = u()
+    # TENSOR slot 3: k, m, fmt (rs1); slot 2: psum_addr, n (rs2); rs3 a second slot-3 value
+    routines = {
+        0xF4: [slot(USrc.RS1, T, 3), slot(USrc.RS2, T, 2), emit(T, **end)],
+        0xF5: [slot(USrc.RS2, T, 2), slot(USrc.RS1, T, 3), nop, emit(T, **end)],
+        0xF6: [slot(USrc.RS1, T, 3), slot(USrc.RS2, T, 2), emit(T), emit(T, **end)],
+        0xF7: [slot(USrc.RS2, T, 2), slot(USrc.RS3, T, 3), slot(USrc.RS1, T, 3),
+               emit(T, **end)],
+        0xF8: [slot(USrc.RS1, V, 0), emit(V), slot(USrc.RS2, V, 0), nop, emit(V),
+               emit(V, **end)],
+        # an EMIT held two cycles (a BRANCH on Z in the same micro-word) keeps its verdict
+        0xF9: [slot(USrc.RS1, T, 3), slot(USrc.RS2, T, 2), nop,
+               emit(T, seq=USeq.BRANCH, cond=UCond.Z, target="rc_held"), "rc_held:",
+               u(**end)],
+    }
+    await _load_routines(h, routines)
+
+    def tensor(sim, f, s3, s2, count=1):
+        for _ in range(count):
+            sim.issue(T, isa.unpack(isa.TENSOR_RECORD, s3 << 96 | s2 << 64))
+            s3 = s2 = 0
+
+    def vector(sim, *slot0s):
+        for v in slot0s:
+            sim.issue(V, isa.unpack(isa.VECTOR_RECORD, v))
+
+    ext = {0xF4: lambda sim, f: tensor(sim, f, sim.r(f["rs1"]), sim.r(f["rs2"])),
+           0xF5: lambda sim, f: tensor(sim, f, sim.r(f["rs1"]), sim.r(f["rs2"])),
+           0xF6: lambda sim, f: tensor(sim, f, sim.r(f["rs1"]), sim.r(f["rs2"]), 2),
+           0xF7: lambda sim, f: tensor(sim, f, sim.r(f["rs1"]), sim.r(f["rs2"])),
+           0xF8: lambda sim, f: vector(sim, sim.r(f["rs1"]), sim.r(f["rs2"]), 0),
+           0xF9: lambda sim, f: tensor(sim, f, sim.r(f["rs1"]), sim.r(f["rs2"]))}
+
+    def slot3(k, m, fmt):
+        return isa.pack(isa.TENSOR_RECORD, k=k, m=m, fmt=fmt) >> 96
+
+    def slot2(n):
+        return isa.pack(isa.TENSOR_RECORD, n=n, psum_addr=rng.getrandbits(16)) >> 64
+
+    good3, bad3 = slot3(rows, rows, 1), slot3(rows + 1, 1, 1)
+    vec_good = isa.pack(isa.VECTOR_RECORD, op=isa.VecOp.TS, alu=1)
+    vec_bad = isa.pack(isa.VECTOR_RECORD, op=isa.VecOp.TS, alu=isa.VEC_ALU_MAX + 1)
+    cases = [(0xF4, good3, slot2(5), 0), (0xF4, good3, slot2(0), 0),
+             (0xF4, bad3, slot2(5), 0), (0xF5, good3, slot2(3), 0),
+             (0xF5, slot3(1, 0, 6), slot2(3), 0), (0xF5, good3, slot2(0), 0),
+             (0xF6, good3, slot2(7), 0), (0xF7, good3, slot2(2), bad3),
+             (0xF7, bad3, slot2(2), good3), (0xF8, vec_good, vec_good, 0),
+             (0xF8, vec_good, vec_bad, 0), (0xF8, vec_bad, vec_good, 0),
+             (0xF9, good3, slot2(4), 0), (0xF9, bad3, slot2(4), 0)]
+    edges = [0, 1, rows, rows + 1, 255]
+    for _ in range(12):
+        op = rng.choice([0xF4, 0xF5, 0xF6, 0xF7, 0xF9])
+        cases.append((op, slot3(rng.choice(edges), rng.choice(edges), rng.randrange(8)),
+                      slot2(rng.choice([0, 1, 0xFFFF])),
+                      slot3(rng.choice(edges), rng.choice(edges), rng.randrange(8))))
+    traps = 0
+    for i, (op, r1, r2, r3) in enumerate(cases):
+        h.ready_p = {e: rng.choice([0.2, 1.0]) for e in Engine}
+        words = assemble(f"li r1, {r1}\nli r2, {r2}\nli r3, {r3}")
+        words += [isa.encode(op, rs1=1, rs2=2, rs3=3)] + assemble("halt")
+        ref = RefSim(words, pmem_depth=dut_config()["pmem_depth"], execute=False,
+                     extensions=ext, check=True, partitions=rows, cols=rows,
+                     formats=core.formats).run(max_steps=200_000)
+        await h.run(words)
+        hw = await h.state()
+        compare(h, hw, ref, f"case {i} (op {op:#x}, {r1:#x}, {r2:#x}, {r3:#x})")
+        traps += bool(ref.error)
+    assert 0 < traps < len(cases)
+    dut._log.info("record check: %d cases, %d trapped (ILLEGAL_FIELD), as RefSim(check=True)",
+                  len(cases), traps)
+    for op in routines:
+        await h.write_map(op, 0)
+
+
 @cocotb.test()
 async def test_random_programs(dut):
     """Differential test: random valid programs, hardware vs reference simulator."""
@@ -1051,6 +1153,51 @@ try:
         run_cocotb(lambda: _dut(256), name="sequencer", config={"pmem_depth": 256},
                    test_module="cocotb_tests.test_sequencer", simulator=simulator,
                    seed=_seed())
+
+    def _checked_dut(pmem_depth, rows):
+        """The sequencer with the core's record check (``NeuronCore._record_check`` of a
+        ``rows`` x ``rows`` core, all formats) closing its ``*_terms`` -> ``*_illegal`` loop;
+        its other ports are the sequencer's."""
+        from amaranth.hdl import Module
+        from amaranth.lib import wiring
+
+        from rtl.control.sequencer import Sequencer
+        from rtl.core.top import NeuronCore
+
+        loop = {f"{n}_{p}" for n in ("tensor", "vector")
+                for p in ("slot_terms", "blank_terms", "terms", "illegal")}
+
+        class Checked(wiring.Component):
+            def __init__(self):
+                self._core = NeuronCore(rows=rows, pmem_depth=pmem_depth)
+                self._core._MustUse__silence = True      # only its record check is used
+                self._seq = Sequencer(pmem_depth=pmem_depth,
+                                      check_terms=NeuronCore._RECORD_TERMS)
+                super().__init__({n: mb for n, mb in self._seq.signature.members.items()
+                                  if n not in loop})
+
+            def elaborate(self, platform):
+                m = Module()
+                m.submodules.seq = seq = self._seq
+                self._core._record_check(m, seq)
+                for name, member in self.signature.members.items():
+                    if not member.is_port:
+                        wiring.connect(m, wiring.flipped(getattr(self, name)),
+                                       getattr(seq, name))
+                    elif member.flow == wiring.In:
+                        m.d.comb += getattr(seq, name).eq(getattr(self, name))
+                    else:
+                        m.d.comb += getattr(self, name).eq(getattr(seq, name))
+                return m
+
+        return Checked()
+
+    @pytest.mark.parametrize("simulator", SIMULATORS)
+    def test_sequencer_record_check(simulator):
+        run_cocotb(lambda: _checked_dut(256, 2), name="sequencer_checked",
+                   config={"pmem_depth": 256, "check_rows": 2},
+                   test_module="cocotb_tests.test_sequencer", simulator=simulator,
+                   testcase="test_record_check_timing", seed=_seed())
 
     @pytest.mark.long
     @pytest.mark.parametrize("simulator", SIMULATORS)

@@ -177,13 +177,18 @@ class Sequencer(wiring.Component):
         (the terms are then registered) and is not trapped in that cycle.
     tensor_blank_terms, vector_blank_terms : In(ArrayLayout(check_terms, slots))
         The terms of a slot not written since the last EMIT to that engine (it reads as 0):
-        the core drives the terms of 0 (constants).
+        the core drives the terms of 0, constants (the sequencer keeps their verdict).
     tensor_terms, vector_terms : Out(ArrayLayout(check_terms, slots))
-        The terms of the record being built for that engine (what the next EMIT to it
-        pushes): registered terms of written slots, blank terms of the others.
+        The terms of the record being built for that engine as it will be in the next cycle
+        unless an EMIT to it goes in this one (what an EMIT to it in the next cycle pushes):
+        the terms of written slots (registered, or a slot's terms from ``*_slot_terms`` in
+        the cycle after X wrote it, as they are registered), blank terms of the others.
     tensor_illegal, vector_illegal : In(1)
-        The core's verdict on ``*_terms`` (combinational from them): an EMIT of an illegal
-        record raises ``ILLEGAL_FIELD`` and pushes nothing. Tie to 0 to accept every record.
+        The core's verdict on ``*_terms`` (combinational from them), which the sequencer
+        registers: an EMIT of an illegal record raises ``ILLEGAL_FIELD`` and pushes nothing.
+        The verdict of a record whose checked slots are all blank is kept from a cycle in
+        which none is written (the blank terms are constants), for an EMIT right after an
+        EMIT. Tie to 0 to accept every record.
     dbg_addr : In(8), dbg_data : Out(32)
         Combinational debug read port (:data:`DBG`): registers, semaphores, flags, errors,
         performance counters.
@@ -399,6 +404,9 @@ class Sequencer(wiring.Component):
             for e in _ENGINES:
                 d["emit_" + _NAMES[e]] = d["emit"] & (eng_w == e)
                 d["slot_" + _NAMES[e]] = ~d["emit"] & d["dst_slot"] & (eng_w == e)
+            for e, slots in isa.CHECKED_SLOTS.items():      # a write of a checked slot
+                d["slot_chk_" + _NAMES[e]] = d["slot_" + _NAMES[e]] & Cat(
+                    *[field(word, "slot") == s_ for s_ in slots]).any()
             d["zbranch"] = d["branch"] & ((cond_w == UCond.Z) | (cond_w == UCond.NZ))
             d["br_flags"] = d["branch"] & Cat(*[cond_w == c for c in isa.FLAG_CONDS]).any()
             for v in UCond:     # a BRANCH on each condition
@@ -794,6 +802,10 @@ class Sequencer(wiring.Component):
         rec, rec_raw, wr, rec_terms, rec_w = {}, {}, {}, {}, {}
         outq, semq = {}, {}
         can_emit = Array(Signal(name=f"can_emit{e}", init=1) for e in range(4))
+        # The record check's verdict on the record an EMIT of that engine in X pushes, low
+        # while its check is pending: one LUT of flip-flops (``ill_x``, below).
+        ill_x = {Engine.DMA: Const(0)}
+        ill_src = {}
         outstanding = Signal(3)   # one bit per engine: a record issued and not completed
         for e in _ENGINES:
             lay = isa.RECORDS[e]
@@ -840,10 +852,38 @@ class Sequencer(wiring.Component):
                 # flip-flops rather than from the slots through the field compares.
                 rec_terms[e] = [Signal(self._check_terms, name=f"rec_{_NAMES[e]}{s}_terms")
                                 for s in range(nslots)]
+                # The core's verdict is registered (``ill_q``, below): ``*_terms`` show the
+                # record as it will be in the next cycle if no EMIT of this engine goes (a
+                # slot's terms pending in W, ``rec_w``, as they register at the edge). An EMIT
+                # that goes clears ``wr``: the next cycle's record is then blank, and its
+                # verdict ``blank_bad`` (the blank terms are constants; loaded while no checked
+                # slot is written). A slot write in X sets ``wr`` too, but an EMIT in the next
+                # cycle (W) holds and is not trapped (its check is pending). So the core's
+                # verdict reaches two flip-flops, not the queue's write enable and the error
+                # and advance cones (``rec_tensor2_terms`` -> the verdict -> ``push`` ->
+                # ``q_tensor.level`` 8 levels, 10.49 / 11.78 / 11.39 ns routed, core2 f2a5594
+                # seeds 2 / 3 / 4; 10.89 / 11.22 ns on core2 92d164b).
                 out_terms = getattr(self, _NAMES[e] + "_terms")
                 blank = getattr(self, _NAMES[e] + "_blank_terms")
-                m.d.comb += [out_terms[s].eq(Mux(wr[e][s], rec_terms[e][s], blank[s]))
+                slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
+                m.d.comb += [out_terms[s].eq(Mux(wr[e][s], Mux(rec_w[e][s], slot_terms[s],
+                                                               rec_terms[e][s]), blank[s]))
                              for s in range(nslots)]
+                illegal_in = getattr(self, _NAMES[e] + "_illegal")
+                blank_bad = Signal(name=f"{_NAMES[e]}_blank_bad")
+                chk_wr = Cat(*[wr[e][s] for s in isa.CHECKED_SLOTS[e]]).any()
+                with m.If(~chk_wr):
+                    m.d.sync += blank_bad.eq(illegal_in)
+                # ``ill_x``: ``blank_bad`` while no checked slot is written (after an EMIT that
+                # went, as ``wr`` was cleared; otherwise the record is blank and ``ill_q``
+                # agrees), else ``ill_q``; one LUT4 of flip-flops. (A single flip-flop choosing
+                # ``blank_bad`` on an EMIT that goes put ``go``, the stall cone, in front of
+                # it: ``rec_tensor_pend`` -> the stall -> ``tensor_ill_x`` 9 levels in the
+                # depth tool.)
+                ill_q = Signal(name=f"{_NAMES[e]}_ill_q")
+                ill_x[e] = Signal(name=f"{_NAMES[e]}_ill_x")
+                m.d.comb += ill_x[e].eq(Mux(chk_wr, ill_q, blank_bad))
+                ill_src[e] = (illegal_in, ill_q)
 
         # A write of a slot the EMIT check reads, pending in W (its terms are not registered
         # yet): an EMIT of that engine holds this cycle and is not trapped by the check.
@@ -921,8 +961,8 @@ class Sequencer(wiring.Component):
             (eb.UCALL_UNDERFLOW, "ret"): usp_zero,
             (eb.MICRO_TRAP, "trap"): Const(1),
             (eb.DEADLOCK, "wait"): wait_armed & wait_dead,
-            (eb.ILLEGAL_FIELD, "emit_tensor"): self.tensor_illegal & ~chk_pend[Engine.TENSOR],
-            (eb.ILLEGAL_FIELD, "emit_vector"): self.vector_illegal & ~chk_pend[Engine.VECTOR],
+            (eb.ILLEGAL_FIELD, "emit_tensor"): ill_x[Engine.TENSOR],
+            (eb.ILLEGAL_FIELD, "emit_vector"): ill_x[Engine.VECTOR],
         }
         assert hold_when.keys() == set(_HOLD_TERMS), "hold conditions differ from _HOLD_TERMS"
         assert trap_when.keys() == set(_TRAP_TERMS), "trap conditions differ from _TRAP_TERMS"
@@ -958,8 +998,8 @@ class Sequencer(wiring.Component):
                                  exec_err[ErrorBit.MICRO_TRAP])
         fault = Signal()        # ``err_now != 0``, from its three sources
         # ``exec_err != 0`` grouped by the registered tests the terms share (one LUT each).
-        # The record check (``ILLEGAL_FIELD``, the core's verdict on the registered check
-        # terms) enters last, apart from the terms of registered flags (``exec_other``).
+        # The record check (``ILLEGAL_FIELD``, the core's verdict registered, ``ill_x``)
+        # enters last, apart from the terms of registered flags (``exec_other``).
         exec_any, exec_other = Signal(), Signal()
         m.d.comb += [
             exec_other.eq(Cat(exec_err[eb.LOOP_OVERFLOW] | exec_err[eb.LOOP_UNDERFLOW],
@@ -1228,6 +1268,15 @@ class Sequencer(wiring.Component):
                 for s, sig in enumerate(rec_raw[e]):
                     with m.If(slot == s):
                         m.d.sync += wr[e][s].eq(1)
+            if e in ill_src:
+                # ``ill_q``: the core's verdict on ``*_terms`` (the record of the next cycle
+                # unless an EMIT goes, when ``ill_x`` takes ``blank_bad``), low if X writes a
+                # checked slot (the next cycle is its W: the check is pending, and ``chk_pend``
+                # holds an EMIT then; the write sets ``wr``, so ``ill_x`` is ``ill_q``). An
+                # EMIT's trap and push read one LUT of flip-flops. (After START it is right
+                # from CLEAR's second cycle on, long before an EMIT.)
+                illegal_in, ill_q = ill_src[e]
+                m.d.sync += ill_q.eq(~(x_live & xd["slot_chk_" + _NAMES[e]]) & illegal_in)
             # The slot's check terms land with its word in W, from ``slot_data`` = ``res_q``:
             # X's ALU reaches one register, not the core's term logic (``x_prev`` -> ALU ->
             # the terms -> ``rec_vector0_terms`` was 12.89 ns routed, core2 518976d seed 1).
@@ -1240,11 +1289,10 @@ class Sequencer(wiring.Component):
         # space or through its ``seq`` field, and only trap through it or its record.
         # So the queues' write enables do not wait for the whole stall and error cones.
         for e in _ENGINES:
-            illegal_e = getattr(self, _NAMES[e] + "_illegal", Const(0))
             push = Signal(name=f"push_{_NAMES[e]}")
             # (``seq_gate``, like ``sem_inc``: RET -> ``seq_fault`` -> ``push`` -> the queue's
             # level was 11.8 ns routed, core2 00cbf51 seed 3)
-            m.d.comb += push.eq(xv & can_emit[e] & ~chk_pend[e] & ~illegal_e &
+            m.d.comb += push.eq(xv & can_emit[e] & ~chk_pend[e] & ~ill_x[e] &
                                 seq_gate("emit_" + _NAMES[e]))
             m.d.comb += [outq[e].w_en.eq(push), semq[e].w_en.eq(push)]
         # State that no debug read shows and START resets (or whose pointer START resets)
