@@ -610,7 +610,8 @@ class NeuronCore(wiring.Component):
 
         The check is split in two: terms of at most 4 bits each of the value written into a
         slot (``seq.slot_data``; the sequencer registers them beside the slot), and the
-        verdict, a small function of the registered terms (``seq.*_terms``) at EMIT."""
+        verdict, a small function of the terms (``seq.*_terms``, the next cycle's record),
+        which the sequencer registers for an EMIT."""
         from rtl.control.layouts import record_layout
 
         def nibbles(value):
