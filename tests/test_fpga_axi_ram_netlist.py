@@ -1,5 +1,5 @@
 """The board RAM's block RAM output reaches only flip-flops in the ECP5 netlist (yosys
-``synth_ecp5``, every port behind a register; ``pytest -m fpga_build``): the R beats' and the
+``synth_ecp5``, every port behind a register; a few seconds, in the default run): the R beats' and the
 host's read words are registered straight out of the DP16KD, with no LUT after its 5.8 ns
 clock-to-out (it was one LUT to the DMA's ``buf`` and the bridge's ``reply``, 10.91 / 10.14 ns
 routed, core2 f2a5594 seed 2), and yosys maps the read enable onto the DP16KD's clock enable
@@ -8,7 +8,6 @@ instead of emulating it with a hold multiplexer on the output."""
 import pytest
 
 
-@pytest.mark.fpga_build
 @pytest.mark.parametrize("data_width", [32, 64])
 def test_block_ram_output_reaches_only_registers(data_width):
     from fpga.axi_ram import AxiRam
