@@ -2,7 +2,7 @@
 
 The sequencer's fetch loop reads the control store (a DP16KD block RAM on the ECP5, its word
 5.83 ns after the clock at speed grade 6) and picks the next micro-address and R's register
-indices from that word in the same cycle (docs/fpga.md, "Why the core stops near 88 MHz").
+indices from that word in the same cycle (docs/fpga.md, "Why the core stops near 90 MHz").
 The block RAM's output register (0.95 ns clock-to-out) would take the RAM out of those paths
 at one more cycle of fetch latency: one more fill cycle per macro instruction, one more bubble
 per JUMP or CALL (its target is known a cycle later) and per redirect (a taken BRANCH, a ULOOP,
