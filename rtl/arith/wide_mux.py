@@ -37,6 +37,23 @@ def lut4_init(fn):
 _MUX2 = lut4_init(lambda a, b, c, d: c if a else b)     # Z = A ? C : B
 
 
+def _slice_muxes(m, name, i, luts, sels, out):
+    """The slices' own multiplexers over bit ``i``'s 2 or 4 LUT4 outputs ``luts``: a PFUMX
+    per pair on ``sels[0]`` (the odd one when it is 1) and, over four, an L6MUX21 on
+    ``sels[1]``, driving ``out`` (:func:`wide_mux`, :func:`lut6`)."""
+    pf = []
+    for j in range(len(luts) // 2):
+        z = Signal(name=f"{name}_pf{j}_{i}")
+        m.submodules[f"{name}_pfumx{j}_{i}"] = Instance(
+            "PFUMX", i_ALUT=luts[2 * j + 1], i_BLUT=luts[2 * j], i_C0=sels[0], o_Z=z)
+        pf.append(z)
+    if len(pf) == 1:
+        m.d.comb += out.eq(pf[0])
+    else:
+        m.submodules[f"{name}_l6mux_{i}"] = Instance(
+            "L6MUX21", i_D0=pf[0], i_D1=pf[1], i_SD=sels[1], o_Z=out)
+
+
 def wide_mux(m, platform, sel, inputs, name):
     """``Array(inputs)[sel]`` as a signal named ``name``: ``inputs`` are 4 or 8 values of one
     width (shorter ones are zero-extended to the widest), ``sel`` has at least 2 or 3 bits
@@ -66,19 +83,7 @@ def wide_mux(m, platform, sel, inputs, name):
                 "LUT4", p_INIT=Const(_MUX2, 16),
                 i_A=sel[0], i_B=bit[2 * j], i_C=bit[2 * j + 1], i_D=Const(0, 1), o_Z=z)
             luts.append(z)
-        pf = []
-        for j in range(n // 4):
-            z = Signal(name=f"{name}_pf{j}_{i}")
-            m.submodules[f"{name}_pfumx{j}_{i}"] = Instance(
-                "PFUMX", i_ALUT=luts[2 * j + 1], i_BLUT=luts[2 * j], i_C0=sel[1], o_Z=z)
-            pf.append(z)
-        if n == 4:
-            m.d.comb += out[i].eq(pf[0])
-        else:
-            z = Signal(name=f"{name}_l6_{i}")
-            m.submodules[f"{name}_l6mux_{i}"] = Instance(
-                "L6MUX21", i_D0=pf[0], i_D1=pf[1], i_SD=sel[2], o_Z=z)
-            m.d.comb += out[i].eq(z)
+        _slice_muxes(m, name, i, luts, sel[1:3], out[i])
     return out
 
 
@@ -181,15 +186,5 @@ def lut6(m, platform, fn, args, name):
                 "LUT4", p_INIT=Const(init, 16), i_A=bit[0], i_B=bit[1], i_C=bit[2], i_D=bit[3],
                 o_Z=z)
             luts.append(z)
-        pf = []
-        for j in range(len(luts) // 2):
-            z = Signal(name=f"{name}_pf{j}_{i}")
-            m.submodules[f"{name}_pfumx{j}_{i}"] = Instance(
-                "PFUMX", i_ALUT=luts[2 * j + 1], i_BLUT=luts[2 * j], i_C0=bit[4], o_Z=z)
-            pf.append(z)
-        if extra == 1:
-            m.d.comb += out[i].eq(pf[0])
-        else:
-            m.submodules[f"{name}_l6mux_{i}"] = Instance(
-                "L6MUX21", i_D0=pf[0], i_D1=pf[1], i_SD=bit[5], o_Z=out[i])
+        _slice_muxes(m, name, i, luts, bit[4:], out[i])
     return out
