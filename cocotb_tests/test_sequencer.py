@@ -297,14 +297,19 @@ async def test_loops_and_calls(dut):
     hw, _ = await _check(h, words, "call depth 9")
     assert hw["err_status"] == 1 << ErrorBit.CALL_OVERFLOW
     assert isa.decode(words[hw["err_pc"]])["op"] == Opcode.CALL
+    # (a trapping push or pop leaves the stack's depth as it was)
+    assert hw["call_depth"] == isa.CALL_DEPTH, f"call depth {hw['call_depth']} after overflow"
     hw, _ = await _check(h, assemble("nop\nret\nhalt"), "ret on empty")
     assert hw["err_status"] == 1 << ErrorBit.CALL_UNDERFLOW and hw["err_pc"] == 1
+    assert hw["call_depth"] == 0, f"call depth {hw['call_depth']} after underflow"
     nest = "li r1, 1\n" + "".join(f"loop r1, e{i}\n" for i in range(5)) + \
         "".join(f"e{i}: endloop\n" for i in reversed(range(5))) + "halt\n"
     hw, _ = await _check(h, assemble(nest), "loop depth 5")
     assert hw["err_status"] == 1 << ErrorBit.LOOP_OVERFLOW and hw["err_pc"] == 5
+    assert hw["loop_depth"] == isa.LOOP_DEPTH, f"loop depth {hw['loop_depth']} after overflow"
     hw, _ = await _check(h, assemble("endloop\nhalt"), "endloop on empty")
     assert hw["err_status"] == 1 << ErrorBit.LOOP_UNDERFLOW
+    assert hw["loop_depth"] == 0, f"loop depth {hw['loop_depth']} after underflow"
     zero = """
         li r1, 0
         loop r1, e
