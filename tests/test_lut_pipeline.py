@@ -3,10 +3,11 @@
 range mode loaded through ``cfg`` (the next one into the other bank while the current one runs),
 FP32 edge cases, specials and seeded random elements under a random ``en`` with bypassed beats
 among them, then the hit/underflow/overflow counters and a read-back of the cfg map (random
-``rdata.ready``). The cocotb engine tests run the same tables through the whole engine; this
-one reaches the LUT's own ports (``bypass``, ``count``, ``lock``, ``en``) directly and runs in
-seconds."""
+``rdata.ready``); and a header write to the bank in use, which waits for ``lock`` to fall. The
+cocotb engine tests run the same tables through the whole engine; this one reaches the LUT's
+own ports (``bypass``, ``count``, ``lock``, ``en``) directly and runs in seconds."""
 
+import copy
 import random
 
 import numpy as np
@@ -180,9 +181,11 @@ def run_lut(deep, seed):
             if len(rdata) == len(addrs):
                 break
             await ctx.tick()
-        # Clearing one counter (a write) leaves the others; a read clears nothing.
+        # Clearing one counter (a write) leaves the others; a read clears nothing and writes
+        # nothing (the headers, read above, read again: a header write lands from registers).
         counter = [status_addr(reg) for reg in (Status.HITS, Status.UNDERS, Status.OVERS)]
         phase2 = [(counter[0], 0, 0), (counter[1], 0, 1)] + [(a, 0, 0) for a in counter]
+        phase2 += [(hdr_addr(bank, reg), 0, 0) for bank in range(2) for reg in Hdr]
         for a, d, wr in phase2:
             if wr:
                 model.cfg_write(a, d)
@@ -214,6 +217,166 @@ def test_lut_vs_golden(deep):
     assert not bad, "\n".join(bad[:8])
     # The elements reach every region (so the counters are tested).
     assert all(v > 0 for v in counts.values()), counts
+
+
+def run_hdr_lock(deep, seed):
+    """A header write to the bank in use while ``lock`` holds, and one to the other bank, during
+    a run of elements; returns a list of failure descriptions (empty: pass).
+
+    Bank 0 holds ``exp`` and bank 1 ``reciprocal``; the lanes run on bank 0 with ``lock`` high
+    while the host writes bank 1's PRE, reads it back, writes bank 0's PRE and reads it back.
+    The bank-1 write must land at once (its read is taken two cycles after it and returns the
+    new word before ``lock`` falls); the bank-0 write must wait in the cfg register (``ready``
+    low, its read not taken) until ``lock`` falls, so that every element of the run is computed
+    with bank 0's old header. Then both new headers are read back and in effect: a run on each
+    bank against ``lut_eval`` with the new PRE."""
+    rng = random.Random(seed)
+    dut = Lut(LANES, DEPTH, deep=deep)
+    latency = dut.latency
+    model = VectorEngineModel(LANES, DEPTH)
+    tables = [compile_table(SHIPPED[f], depth=DEPTH, budget=48) for f in ("exp", "reciprocal")]
+    # PRE of exp is log2(e): 1.0 makes it 2**z; reciprocal's 1.0 becomes 2.0 (1 / 2z).
+    new_pre = {0: 0x3F800000, 1: 0x40000000}
+    assert all(tables[b].pre != new_pre[b] for b in range(2))
+    bad = []
+
+    async def bench(ctx):
+        cyc = 0
+        queue = []              # (addr, data, write) beats still to offer on ``cfg``
+        accepted = []           # the cycle each beat was accepted (``cfg.valid & cfg.ready``)
+        ready_low = []          # the cycles ``cfg.ready`` was low
+        rdata = []              # (cycle, payload)
+        ctx.set(dut.rdata.ready, 1)
+
+        async def tick():
+            nonlocal cyc
+            if queue:
+                a, d, wr = queue[0]
+                ctx.set(dut.cfg.payload.addr, a)
+                ctx.set(dut.cfg.payload.data, d)
+                ctx.set(dut.cfg.payload.write, wr)
+            ctx.set(dut.cfg.valid, bool(queue))
+            ready = ctx.get(dut.cfg.ready)
+            rv, rp = ctx.get(dut.rdata.valid), ctx.get(dut.rdata.payload)
+            await ctx.tick()
+            cyc += 1
+            if not ready:
+                ready_low.append(cyc)
+            if queue and ready:
+                queue.pop(0)
+                accepted.append(cyc)
+            if rv:
+                rdata.append((cyc, rp))
+
+        async def drain():
+            for _ in range(4000):
+                if not queue and ctx.get(dut.cfg.ready):
+                    break
+                await tick()
+
+        async def run(bank, st, label):
+            """Elements on ``bank`` with ``lock`` high, compared with ``lut_eval`` on ``st``;
+            ``lock`` stays high."""
+            vals = _values(rng, 40)
+            beats = [vals[j:j + LANES] for j in range(0, len(vals), LANES)]
+            ctx.set(dut.bank, bank)
+            ctx.set(dut.lock, 1)
+            ctx.set(dut.bypass, 1)      # one enabled cycle: the header's registered copies
+            ctx.set(dut.count, 0)
+            ctx.set(dut.en, 1)
+            await tick()
+            got = []
+            nxt_beat = enabled = 0
+            while len(got) < len(beats):
+                en = rng.random() < 0.7
+                if en and nxt_beat < len(beats):
+                    z, b = beats[nxt_beat], 0
+                else:
+                    z, b = [rng.getrandbits(32) for _ in range(LANES)], 1
+                for lane in range(LANES):
+                    ctx.set(dut.z[lane], z[lane])
+                ctx.set(dut.bypass, b)
+                ctx.set(dut.en, en)
+                await tick()
+                if en:
+                    nxt_beat += 1
+                    enabled += 1
+                    if enabled >= latency:
+                        got.append([ctx.get(dut.y[lane]) for lane in range(LANES)])
+            ctx.set(dut.en, 0)
+            wrong = 0
+            for j, (z, y) in enumerate(zip(beats, got)):
+                exp = [int(x) for x in lut_eval(np.array(z, dtype=np.uint32), st)[0]]
+                if y != exp:
+                    wrong += 1
+                    if wrong <= 3:
+                        bad.append(f"{label} (deep {deep}, seed {seed}) beat {j}: z "
+                                   f"{[hex(x) for x in z]} y {[hex(x) for x in y]} expected "
+                                   f"{[hex(x) for x in exp]}")
+            if wrong > 3:
+                bad.append(f"{label} (deep {deep}, seed {seed}): {wrong} of {len(beats)} beats "
+                           f"wrong")
+
+        for bank in range(2):
+            for w in tables[bank].writes(bank):
+                model.cfg_write(*w)
+                queue.append((*w, 1))
+        await drain()
+        accepted.clear()
+        old = copy.deepcopy(model.banks[0])
+        for bank in (1, 0):
+            model.cfg_write(hdr_addr(bank, Hdr.PRE), new_pre[bank])
+            queue += [(hdr_addr(bank, Hdr.PRE), new_pre[bank], 1),
+                      (hdr_addr(bank, Hdr.PRE), 0, 0)]
+        start = cyc
+        await run(0, old, "bank 0 with the old PRE, its write waiting")
+        end = cyc
+        # (a) Bank 1's write and read taken two cycles apart (no wait), bank 0's write taken
+        # into the cfg register and held there: ``ready`` low from then to the end of the run,
+        # its read never taken. (That is ``take``'s lock test; the header registers' own,
+        # ``hdr_we``'s, is checked by the elements above: without it the waiting write lands.)
+        if len(accepted) != 3 or accepted[1] - accepted[0] != 2:
+            bad.append(f"during the run (deep {deep}): beats accepted at cycles "
+                       f"{[c - start for c in accepted]}, expected 3, the second two cycles "
+                       f"after the first")
+        elif any(c not in ready_low for c in range(accepted[2] + 1, end + 1)):
+            bad.append(f"during the run (deep {deep}): cfg.ready high with bank 0's write "
+                       f"waiting (cycles {accepted[2] - start}..{end - start})")
+        if [d for c, d in rdata] != [new_pre[1]] or rdata[0][0] > end:
+            got = [(c - start, hex(d)) for c, d in rdata]
+            bad.append(f"during the run (deep {deep}): rdata (cycle, word) {got}, expected "
+                       f"bank 1's new PRE {new_pre[1]:#x} before lock falls")
+        # (c) Once ``lock`` falls, the write is taken and lands: its read is taken and returns
+        # the new PRE.
+        ctx.set(dut.lock, 0)
+        await drain()
+        for _ in range(8):
+            await tick()
+        if len(accepted) != 4 or accepted[3] - end > 4:
+            bad.append(f"after lock fell at cycle {end - start} (deep {deep}): beats accepted "
+                       f"at {[c - start for c in accepted]}")
+        if [d for c, d in rdata] != [new_pre[1], new_pre[0]]:
+            bad.append(f"after lock fell (deep {deep}): rdata {[hex(d) for c, d in rdata]}, "
+                       f"expected {[hex(new_pre[b]) for b in (1, 0)]}")
+        # Then the new headers are the ones the lanes use, on each bank.
+        await run(0, model.banks[0], "bank 0 with the new PRE")
+        ctx.set(dut.lock, 0)
+        await run(1, model.banks[1], "bank 1 with the new PRE")
+        ctx.set(dut.lock, 0)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return bad
+
+
+@pytest.mark.parametrize("deep", [True, False])
+def test_hdr_write_waits_for_lock(deep):
+    """A header write to the bank the lanes are using waits for ``lock`` (the elements in
+    flight keep the old header); one to the other bank lands at once."""
+    bad = run_hdr_lock(deep, SEED)
+    assert not bad, "\n".join(bad[:8])
 
 
 def _rtlil_cells(text, module):
