@@ -30,9 +30,8 @@ class FormatDecoder(wiring.Component):
       to 24 bits (the only inexact decode).
 
     Combinational (``stages=0``), or one register stage (``stages=1``): cut after the
-    leading-zero counts (INT32: count, the shifts by 16 and 8 of the one's complement magnitude
-    and the increment (the negation's +1 or the round-up) for each remaining shift by 0..7,
-    then that shift, increment and pack), latency
+    leading-zero counts (INT32: absolute value, count, the shifts by 16 and 8 and the round-up
+    decision for each remaining shift by 0..7, then that shift, round and pack), latency
     1 cycle, one value per cycle, ``en`` low freezes the stage.
 
     Parameters
@@ -99,12 +98,8 @@ class FormatDecoder(wiring.Component):
                 with m.Case(f):
                     if f == Format.INT8:
                         # |x| <= 128 fits 11 bits placed so that 128 is the top bit (exp 7).
-                        # |x| bit by bit (bit i flips where a lower bit is set), not a
-                        # carry chain: synthesis merged a chain here with the INT32 path's
-                        # logic of the same low bits (``a`` -> ``s1_lz`` 9 levels, vector1).
-                        x = a[0:8]
-                        mag = Cat(x[i] ^ (x[7] & (x[0:i] != 0)) if i else x[0]
-                                  for i in range(8))
+                        x = a[0:8].as_signed()
+                        mag = Mux(x[7], -x, x)[0:8]
                         lz8, _ = leading_zeros(m, mag, "int8_lz")
                         m.d.comb += [sign.eq(x[7]), sig.eq(Cat(Const(0, 3), mag)), exp.eq(7),
                                      zero.eq(x == 0), lz.eq(lz8)]
@@ -168,73 +163,60 @@ class FormatDecoder(wiring.Component):
 
     @staticmethod
     def _int32_to_fp32(m, platform, a, pipe):
-        neg = a[31]
-        # No negation before the cut: the normalising shifts move ``a`` itself, and the
-        # magnitude is their result's one's complement plus ``neg`` (``-x`` is ``~x + 1``),
-        # where the +1 joins the rounding increment after the cut. A 32-bit negation (a
-        # carry chain, which synthesis also shared with INT8's) in front of the shifts made
-        # ``a`` -> ... -> ``s1_i32_pre`` 8-9 levels, 10.1-11.0 ns routed (core2 4329c0e seed 3).
-        # ``ones`` (``a`` or ``~a``) has the leading zeros of the magnitude, except for a
-        # magnitude a power of two (``~x`` is ``mag - 1``), whose count is one too many: the
-        # shifted ``ones`` is then all ones in the 24 kept bits and the +1 carries into the
-        # exponent.
+        x = a.as_signed()
+        neg = x < 0
+        mag = Signal(32)
+        m.d.comb += mag.eq(Mux(neg, -x, x))         # -2**31 gives 2**31, still 32 bits
+        # The leading zeros of ``x`` or ``~x`` (not of ``mag``, so that they are counted beside
+        # the negation, not after it): those of ``mag`` except for ``mag`` a power of two
+        # above 1, whose count this overstates by one (``~x`` is ``mag - 1``); ``norm`` then
+        # loses its leading one, which the exponent below corrects.
         ones = Signal(32)
         m.d.comb += ones.eq(a ^ neg.replicate(32))
-        lz, minus_one = leading_zeros(m, ones, "i32_lz")   # ``ones`` zero: ``a`` -1 (or 0)
+        lz, _ = leading_zeros(m, ones, "i32_lz")
         is_zero = Signal(name="i32_is_zero")
         m.d.comb += is_zero.eq(a == 0)
         # The normalising shifts by 16 and 8 are taken before the cut: the count's top bits
         # (the upper 16 bits zero, then the next 8 of what is left) are two or three levels
-        # of logic, and only a shift by 0..7 follows the cut (``i32_pre`` -> 0..15 shift ->
-        # rounding -> the adder's operand was 11.9 ns routed, core2 e13e055 seed 1). For
-        # ``ones`` zero (``a`` = -1; 0 is ``is_zero``) both are taken, as the count's bits
-        # say (31). ``pre`` is ``ones`` shifted with ``neg`` shifted in (``a`` shifted, then
-        # complemented): plus ``neg`` it is the magnitude shifted.
+        # of logic, ready beside the negation, and only a shift by 0..7 follows the cut
+        # (``i32_pre`` -> 0..15 shift -> rounding -> the adder's operand was 11.9 ns routed,
+        # core2 e13e055 seed 1). For ``ones`` zero (``a`` = -1; 0 is ``is_zero``) both are
+        # taken, as the count's bits say (31).
         z16 = ones[16:32] == 0
         z8 = Mux(z16, ones[8:16] == 0, ones[24:32] == 0)
         pre16 = Signal(32, name="i32_pre16")
-        m.d.comb += pre16.eq(Mux(z16, a << 16, a))
+        m.d.comb += pre16.eq(Mux(z16, mag << 16, mag))
         pre = Signal(32, name="i32_pre")
-        m.d.comb += pre.eq(Mux(z8, pre16 << 8, pre16) ^ neg.replicate(32))
-        # The increment of the kept 24 bits for each fine shift k (0..7), also before the cut:
-        # the +1 of the negation when it carries into them (``neg`` and the bits of ``pre``
-        # below them all ones: always after a coarse shift, else ``a``'s low 8 - k bits
-        # zero), or else the round-up (to nearest even), whose guard bit is bit 7 - k of the
-        # magnitude, the kept LSB bit 8 - k, the sticky bits those below 7 - k (nonzero
-        # where those of ``a`` are: a negation keeps them); no rounding after a coarse shift
-        # (the magnitude is below 2**16 then, exact). The magnitude's low 9 bits are a short
-        # negation of ``a``'s (bit i flips where a lower bit is set). After the cut the
-        # increment is one 8:1 select by ``fine`` in front of the rounding carry chain
-        # (``s1_i32_lz`` -> ... -> the adder's operand register was 7 levels, 10.74 ns
-        # routed in core2).
+        m.d.comb += pre.eq(Mux(z8, pre16 << 8, pre16))
+        # The round-up decision for each fine shift k (0..7), also before the cut: the guard
+        # bit is bit 7 - k of ``pre``, the kept LSB bit 8 - k, the sticky bits those below 7 - k,
+        # all zero after a coarse shift (``mag`` < 2**16 then, exact) and otherwise bits of
+        # ``mag``, whose nonzero low parts are those of ``a`` (a negation keeps them). After the
+        # cut the decision is one 8:1 select by ``fine`` in front of the rounding carry chain,
+        # not the fine shift, guard/sticky and round-up logic (``s1_i32_lz`` -> ... -> the
+        # adder's operand register was 7 levels, 10.74 ns routed in core2).
         coarse = z16 | (ones[24:32] == 0)
-        mag = Cat(a[i] ^ (neg & (a[0:i] != 0)) if i else a[0] for i in range(9))
-        inc = Signal(8, name="i32_inc")
-        m.d.comb += inc.eq(Cat(Mux(coarse, neg,
-                                   (neg & (a[0:8 - k] == 0))
-                                   | (mag[7 - k] & (mag[8 - k] | (a[0:7 - k] != 0))))
+        rup = Signal(8, name="i32_rup")
+        m.d.comb += rup.eq(Cat(~coarse & mag[7 - k] & (mag[8 - k] | (a[0:7 - k] != 0))
                                for k in range(8)))
         # -- cut 1 ------------------------------------------------------------------------
-        pre, lz, neg, inc, minus_one = (pipe(1, v, n) for n, v in (
-            ("i32_pre", pre), ("i32_lz", lz), ("i32_neg", neg), ("i32_inc", inc),
-            ("i32_m1", minus_one)))
-        # The fine shift (``pre << fine``, leading one at bit 31 unless the increment is to
-        # bring it; its 24 kept bits) and the increment select as 8:1 multiplexers in the
-        # ECP5 slices' own multiplexers, one LUT level (synthesis made two or three of them).
+        pre, lz, neg, rup = (pipe(1, v, n) for n, v in (
+            ("i32_pre", pre), ("i32_lz", lz), ("i32_neg", neg), ("i32_rup", rup)))
+        # The fine shift (``pre << fine``, leading one at bit 31; its 24 kept bits) and the
+        # round-up select as 8:1 multiplexers in the ECP5 slices' own multiplexers, one LUT
+        # level (synthesis made two or three of them).
         fine = lz[0:3]
-        sel = wide_mux(m, platform, fine, [Cat(pre[8 - k:32 - k], inc[k]) for k in range(8)],
+        sel = wide_mux(m, platform, fine, [Cat(pre[8 - k:32 - k], rup[k]) for k in range(8)],
                        "i32_fine")
-        norm, inc = sel[0:24], sel[24]      # norm: bits 8..31 of the shifted ``pre``
-        # The exponent and the 23 mantissa bits are incremented as one number, so that a carry
-        # out of the mantissa (the kept bits all ones: a round-up to the next binade, or the
-        # +1 of a power of two) moves into the exponent inside the chain, with no select by
-        # the chain's carry out after it. For ``a`` = -1 alone the kept bits are 0x7FFFFF
-        # (no leading one) and the +1 makes the leading one, not a binade: one less. The
-        # exponent is a function of registers only (``fine``'s select not in front of it).
+        norm, round_up = sel[0:24], sel[24]          # norm: bits 8..31 of the shifted value
+        # The leading one lost (``lz`` one too many; the value is exact, a power of two):
+        # one binade up. The exponent and the 23 mantissa bits are rounded as one number, so
+        # that a carry out of the mantissa (which leaves it at zero) moves into the exponent
+        # inside the chain, with no select by the chain's carry out after it.
         e_base = Signal(8, name="i32_e_base")
-        m.d.comb += e_base.eq(127 + 31 - minus_one - lz)
+        m.d.comb += e_base.eq(127 + 31 + ~norm[23] - lz)
         packed = Signal(31, name="i32_packed")
-        m.d.comb += packed.eq(Cat(norm[0:23], e_base) + inc)
+        m.d.comb += packed.eq(Cat(norm[0:23], e_base) + round_up)
         # (not zero for ``a`` = 0: the caller's select, registered before the cut, masks it by
         # ``is_zero``)
         return Cat(packed, neg), is_zero

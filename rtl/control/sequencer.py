@@ -16,7 +16,7 @@ from sim import isa, microcode
 from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond, UDst, USeq,
                      USpecial, USrc)
 
-from rtl.arith.wide_mux import lut4, lut_pair_mux, wide_mux
+from rtl.arith.wide_mux import lut4, pair_mux, wide_mux
 
 from .layouts import record_layout
 
@@ -69,12 +69,6 @@ _REG_SRCS = (USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3
 _HOLD_TERMS = tuple("emit_" + _NAMES[e] for e in _ENGINES) + ("wait", "zbranch", "barrier",
                                                              "uloop", "br_loop_more", "semrd",
                                                              "loop_step", "br_flags")
-# The hold terms of the ``special`` field (one special: exclusive) by their code in X's
-# select ``x_sp_hold*`` (0: none), and those of the ``seq`` field (exclusive too): X's hold.
-_SP_HOLDS = (None, "emit_dma", "emit_tensor", "emit_vector", "wait", "barrier", "semrd",
-             "loop_step")
-_SQ_HOLDS = ("zbranch", "uloop", "br_loop_more", "br_flags")
-assert set(_SP_HOLDS[1:] + _SQ_HOLDS) == set(_HOLD_TERMS)
 # The micro-instructions whose special can neither hold nor trap, so that only their ``seq``
 # field decides whether they go (``seq_gate``): SEMINC, SEMSET, AG_SET, AG_SNAP, and EMIT
 # (whose queue space and record check enter beside the gate).
@@ -84,13 +78,6 @@ _SEQ_GATED = ("seminc", "semset", "ag_set", "ag_snap") + tuple("emit_" + _NAMES[
 # any of them and without TRAP); each is paired with the registered condition under which it
 # lets the micro-instruction go (``seq_gate``).
 _SEQ_TERMS = ("zbranch", "ret", "call", "uloop", "br_loop_more", "br_flags")
-# The stack micro-instructions: besides their ``seq`` field, each holds or traps on registered
-# flags of its own (``stack_ok`` in ``Sequencer.elaborate``), so they are gated the same way
-# (``seq_gate``) and move their stacks and ``npc`` without ``go``, in three groups: each
-# group's gate is the one late input of what it moves (the call stack's pointer, the loop
-# stack's, ``npc``).
-_STACK_GATES = {"call_mv": ("call_push", "call_pop"), "loop_mv": ("loop_push", "loop_pop"),
-                "npc_stack": ("loop_step", "call_pop")}
 _TRAP_TERMS = (
     (ErrorBit.LOOP_OVERFLOW, "loop_push"),
     (ErrorBit.LOOP_UNDERFLOW, "loop_top"),      # LOOP_STEP or LOOP_POP
@@ -114,7 +101,7 @@ def _log_shift(m, name, value, amount, *, left, fill=None):
 
     Bit-identical to ``(value << amount)[:32]`` and ``Cat(value, fill.replicate(32)) >>
     amount``, with three LUT levels instead of the five levels of 2:1 multiplexers yosys
-    builds for those (the ALU is on the sequencer's deepest paths, X's operands -> ALU -> the
+    builds for those (the ALU is on the sequencer's deepest paths, ``x_prev`` -> ALU -> the
     registers and semaphores). Separate left and right shifters: folding the left shift into
     the right one by bit reversal puts a multiplexer in front of the shifter."""
     fill = Const(0) if fill is None else fill
@@ -447,12 +434,7 @@ class Sequencer(wiring.Component):
             # holds, as do a ULOOP and a BRANCH on LOOP_MORE after the write of what they
             # test, a RET or CALL may trap on the micro-stack, a TRAP traps): whether they go
             # is one sum of products of these and registered flags (``seq_gate``).
-            for g, ops in _STACK_GATES.items():
-                d[g] = Cat(*[d[o] for o in ops]).any()
-            for b in range(3):
-                d[f"sp_hold{b}"] = Cat(*[d[n] for i, n in enumerate(_SP_HOLDS)
-                                         if n is not None and i >> b & 1]).any()
-            for n in _SEQ_GATED + tuple(_STACK_GATES):
+            for n in _SEQ_GATED:
                 d[n + "_plain"] = d[n] & ~d["trap"]
                 for c in _SEQ_TERMS:
                     d[n + "_plain"] = d[n + "_plain"] & ~d[c]
@@ -575,14 +557,9 @@ class Sequencer(wiring.Component):
         # ---- operand selection ------------------------------------------------------------
         # R stage: operand indices and values of the micro-word at upc_r. X's register-file
         # and T0/T1 writes of this cycle land at the same edge as R's capture into X: R only
-        # chooses between its own operand (``a_rd``) and X's written value (``x_fwd``) in the
-        # last multiplexer in front of X's operand registers (``a_hit``/``b_hit`` say which).
-        # The forwarding multiplexer is thus the ALU's last logic, where synthesis folds it
-        # into the result's own LUTs (PFUMX/L6MUX21 on an ECP5), not the first logic of X's
-        # next cycle: until the twenty-fifth session X took ``x_prev`` (the written value
-        # registered) or its operand register, ``Mux(a_fw, x_prev, a_q)``, one LUT level on
-        # the ALU's loop (``x_prev`` -> operand multiplexer -> shifters -> ``x_prev``: 8-9
-        # levels in the depth tool, 10.0-10.6 ns routed on core2 4329c0e, every seed).
+        # registers that its operand is that write (``a_fw``/``b_fw``) and X takes the value
+        # from ``x_prev``, the written value registered at that edge. So the ALU's result
+        # goes to one register, not through R's operand multiplexers (late forwarding).
         wr_addr, wr_data, wr_en = Signal(6), Signal(32), Signal()    # X's write (before adv)
 
         # R's register indices are selected as F's micro-word enters R (``*_idx_q``); an
@@ -678,8 +655,10 @@ class Sequencer(wiring.Component):
         a_idx, b_idx = Signal(6), Signal(6)
         a_rd, b_rd = Signal(32), Signal(32)      # R's operands, as the register file has them
         a_hit, b_hit = Signal(), Signal()        # ... or X's result of this cycle instead
-        a_q, b_q = Signal(32), Signal(32)        # X's operands (registered, forwarded)
-        b_qn = Signal(32)                        # ``b_q`` XOR X's ``alu_neg``
+        a_q, b_q = Signal(32), Signal(32)        # X's operands (registered)
+        a_fw, b_fw = Signal(), Signal()          # X's operand is ``x_prev`` instead
+        x_prev = Signal(32)                      # the previous X's written value (registered)
+        b_qn, x_prev_n = Signal(32), Signal(32)  # ``b_q``, ``x_prev`` XOR X's ``alu_neg``
         a, b = Signal(32), Signal(32)            # X's operands
         # (F's indices kept for synthesis: the 8-way multiplexer from the control store's
         # output, then one level for R's hold; shared with other decodes of the block RAM's
@@ -723,7 +702,7 @@ class Sequencer(wiring.Component):
         operand(b_sel_r, rf_b, b_idx_q, b_agr_q, b_reg_q, b_rd)
         forwarded(a_sel_r, a_idx_q, a_rd_eq_q, a_hit)
         forwarded(b_sel_r, b_idx_q, b_rd_eq_q, b_hit)
-        m.d.comb += [a.eq(a_q), b.eq(b_q)]
+        m.d.comb += [a.eq(Mux(a_fw, x_prev, a_q)), b.eq(Mux(b_fw, x_prev, b_q))]
 
         res = Signal(32)
         x_fwd = Signal(32)
@@ -733,12 +712,13 @@ class Sequencer(wiring.Component):
         # carry chain computes ADD, SUB, SLT and SLTU: a + (b ^ neg) + neg, the carry in
         # entering through a constant low bit.
         neg = xd["alu_neg"]
-        # ``b ^ neg`` is registered beside ``b_q`` (``b_qn``: R's ``b_rd`` XOR R's decode of
-        # ``neg``, or X's forwarded value with the XOR taken inside the ALU's result,
-        # ``alu_fwd_n``), so the carry chain's operand is a flip-flop, not a multiplexer and
-        # an XOR (``b_fw`` -> ``b`` -> ``b ^ neg`` -> carry chain -> ``res_zero_h`` was 11.97
-        # ns routed, the critical path of core2 473aaa6 seed 1).
-        b_n = b_qn
+        # ``b ^ neg`` is registered beside ``b_q`` and ``x_prev`` (``b_qn``, ``x_prev_n``, from
+        # R's decode of ``neg``): the carry chain's operand is then one multiplexer of
+        # flip-flops, not the multiplexer and an XOR after it (``b_fw`` -> ``b`` -> ``b ^
+        # neg`` -> carry chain -> ``res_zero_h`` was 11.97 ns routed, the critical path of
+        # core2 473aaa6 seed 1).
+        b_n = Signal(32)
+        m.d.comb += b_n.eq(Mux(b_fw, x_prev_n, b_qn))
         sum_c = Signal(34)
         m.d.comb += sum_c.eq(Cat(Const(1, 1), a) + Cat(neg, b_n))
         diff, carry = sum_c[1:33], sum_c[33]
@@ -758,12 +738,12 @@ class Sequencer(wiring.Component):
         # The result in two parts: the terms that do not wait for the carry chain (the logic
         # ops, the shifters, SLT's sign-decided case), and after the chain one OR per bit
         # with them (two levels for bit 0). ``keep`` holds the boundary for synthesis, which
-        # otherwise put four to five LUT levels between the chain and the forwarded value
-        # (11.65 ns routed, core2 ec3bac6 seed 1). ``alu_out(flag)`` is ``Mux(flag, sem_cur,
-        # res)`` written the same way (the forwarded value and the register file's write),
-        # and ``alu_out(flag, inv)`` the same XOR ``inv`` (``alu_fwd_n``, into ``b_qn``): the
-        # ALU's op decode is one-hot, so the chain's terms and the early ones are never both
-        # set and the OR is an XOR, which takes ``inv`` into the early part.
+        # otherwise put four to five LUT levels between the chain and ``x_prev`` (11.65 ns
+        # routed, core2 ec3bac6 seed 1). ``alu_out(flag)`` is ``Mux(flag, sem_cur, res)``
+        # written the same way (the forwarded value and the register file's write), and
+        # ``alu_out(flag, inv)`` the same XOR ``inv`` (``x_prev_n``): the ALU's op decode is
+        # one-hot, so the chain's terms and the early ones are never both set and the OR is
+        # an XOR, which takes ``inv`` into the early part.
         ab_sign = a[31] ^ b[31]
         res_early = Signal(32)
         m.d.comb += res_early.eq(logic | sel(xd["alu_shl"], lsh) | sel(xd["alu_rsh"], rsh) |
@@ -825,7 +805,6 @@ class Sequencer(wiring.Component):
         # The record check's verdict on the record an EMIT of that engine in X pushes, low
         # while its check is pending: one LUT of flip-flops (``ill_x``, below).
         ill_x = {Engine.DMA: Const(0)}
-        push_bad = {Engine.DMA: Const(0)}       # ``chk_pend | ill_x`` for a push (below)
         ill_src = {}
         outstanding = Signal(3)   # one bit per engine: a record issued and not completed
         for e in _ENGINES:
@@ -905,19 +884,6 @@ class Sequencer(wiring.Component):
                 ill_x[e] = Signal(name=f"{_NAMES[e]}_ill_x")
                 m.d.comb += ill_x[e].eq(Mux(chk_wr, ill_q, blank_bad))
                 ill_src[e] = (illegal_in, ill_q)
-                # What keeps an EMIT of this engine from pushing besides queue space and its
-                # ``seq`` field, ``chk_pend | ill_x``, as one LUT of three flip-flops: with
-                # ``bad_q``, ``ill_q`` set also when X writes a checked slot, it is
-                # ``Mux(chk_wr, bad_q, blank_bad)`` (``chk_pend`` follows a checked slot's
-                # write that went, which set ``wr``; after one that did not go, X still holds
-                # the write, not an EMIT). One level less in front of the queues' level
-                # counters (``rec_tensor_wr`` -> ``ill_x`` -> ``push`` -> the level 8 levels in
-                # the depth tool; ``x_emit_vector_ret`` -> ``vector_ill_q`` -> ``can_emit2`` ->
-                # the level's enable 10.79 ns routed, core2 4329c0e seed 1).
-                bad_q = Signal(name=f"{_NAMES[e]}_bad_q")
-                push_bad[e] = Signal(name=f"{_NAMES[e]}_push_bad")
-                m.d.comb += push_bad[e].eq(Mux(chk_wr, bad_q, blank_bad))
-                ill_src[e] = (illegal_in, ill_q, bad_q)
 
         # A write of a slot the EMIT check reads, pending in W (its terms are not registered
         # yet): an EMIT of that engine holds this cycle and is not trapped by the check.
@@ -937,6 +903,7 @@ class Sequencer(wiring.Component):
         m.d.sync += sem_cur.eq(sem_now[sem_idx])
 
         # ---- stall, errors, advance -------------------------------------------------------
+        stall = Signal()
         wait_stall = Signal()
         # ``xv`` implies EXEC (MAP and every error clear it), so X is live on ``xv`` alone.
         x_live = Signal()
@@ -999,23 +966,9 @@ class Sequencer(wiring.Component):
         }
         assert hold_when.keys() == set(_HOLD_TERMS), "hold conditions differ from _HOLD_TERMS"
         assert trap_when.keys() == set(_TRAP_TERMS), "trap conditions differ from _TRAP_TERMS"
-        # X's hold (without ``x_live``): the ``special`` field's terms are a
-        # multiplexer of their conditions (one LUT of flip-flops each) under a select decoded
-        # a stage early (``x_sp_hold*``: they are exclusive), built from the slices' own
-        # multiplexers (``wide_mux``), and the ``seq`` field's four terms are two LUTs
-        # (``sq_hold*``); ``go`` is one LUT4 of these three and ``xv``. As one sum of products
-        # of 29 flip-flops the stall was five LUT levels in front of ``go`` (``uctr_fix`` ->
-        # the ``sr_go`` terms -> ``go`` -> ``csp_full`` 12.42 ns routed, core2 4329c0e seed 2;
-        # ``wait_armed`` -> ``go`` -> ``usp_full``, ``state``, ``xv``'s enable 9 levels in the
-        # depth tool).
-        sp_cand = [Const(0, 1)] + [Signal(name=f"hold_{n}") for n in _SP_HOLDS[1:]]
-        m.d.comb += [c.eq(hold_when[n]) for c, n in zip(sp_cand[1:], _SP_HOLDS[1:])]
-        sp_hold = wide_mux(m, platform, Cat(*[xd[f"sp_hold{b}"] for b in range(3)]), sp_cand,
-                           "sp_hold")
-        sq_hold = [Signal(name=f"sq_hold{i}", attrs={"keep": 1}) for i in range(2)]
-        m.d.comb += [sq_hold[i].eq(Cat(*[xd[n] & hold_when[n]
-                                         for n in _SQ_HOLDS[2 * i:2 * i + 2]]).any())
-                     for i in range(2)]
+        stall_any = Signal()    # ``stall`` without ``x_live``
+        m.d.comb += stall_any.eq(Cat(*[xd[n] & hold_when[n] for n in _HOLD_TERMS]).any())
+        m.d.comb += stall.eq(x_live & stall_any)
 
         err_now = Signal(16)
         exec_err = Signal(16)
@@ -1060,12 +1013,8 @@ class Sequencer(wiring.Component):
         # the same without the error check, for an EMIT's clear of the written-slot bits: a
         # trapping micro-instruction's clear is never seen, since the sequencer stops and
         # START clears them.
-        # (``go`` is the LUT4 of ``x_live`` and the three parts of X's hold, instantiated:
-        # synthesis otherwise took two LUT levels after the slices' multiplexer)
-        adv, adv_pre = Signal(), Signal()
-        go = lut4(m, platform, lambda v, s, q0, q1: v & ~s & ~q0 & ~q1,
-                  (x_live, sp_hold, sq_hold[0], sq_hold[1]), "go")
-        m.d.comb += [adv_pre.eq(go & ~exec_other),
+        adv, go, adv_pre = Signal(), Signal(attrs={"keep": 1}), Signal()
+        m.d.comb += [go.eq(x_live & ~stall), adv_pre.eq(go & ~exec_other),
                      adv.eq(adv_pre & ~exec_err[eb.ILLEGAL_FIELD])]
         # (On ``go``, not ``adv``: they differ only when X's micro-instruction traps, and the
         # trap empties X, so the flags are not read before they clear. ``adv`` is one to two
@@ -1078,37 +1027,14 @@ class Sequencer(wiring.Component):
 
         # A ``_SEQ_GATED`` micro-instruction's ``seq`` field lets it go: a sum of products of
         # the flags decoded for it alone (``{n}_plain``, ``{n}_<term>``) and registered
-        # conditions, so that synthesis does not share the stall and error cones. The six
-        # products are three LUT4s of flip-flops (``{n}_gate{i}``, kept), so the sum is one
-        # LUT level after them (as one expression it was three levels, four with the gate's
-        # other terms: ``uctr_fix`` -> ``x_call_mv_uloop`` -> ... -> ``csp`` in the depth tool).
+        # conditions, so that synthesis does not share the stall and error cones.
         seq_lets_go = {"zbranch": zb_go, "ret": ~usp_zero, "call": ~usp_full,
                        "uloop": ~uctr_fix, "br_loop_more": ~lmore_w, "br_flags": ~flags_w}
         assert tuple(seq_lets_go) == _SEQ_TERMS
 
         def seq_gate(n):
-            terms = [xd[f"{n}_{c}"] & ok for c, ok in seq_lets_go.items()]
-            pairs = [Signal(name=f"{n}_gate{i}", attrs={"keep": 1}) for i in range(3)]
-            m.d.comb += [p.eq(terms[2 * i] | terms[2 * i + 1]) for i, p in enumerate(pairs)]
-            return Cat(xd[n + "_plain"], *pairs).any()
-
-        # The stack micro-instructions' ``adv`` (``adv_pre``: their ``special`` is not EMIT),
-        # written out per group of ``_STACK_GATES`` like ``seq_gate``: the ``seq`` field lets
-        # it go and its own hold or trap flags are low (``stack_ok``, one LUT of flip-flops: a
-        # LOOP_STEP holds on ``lstep_w``; each traps on its stack's registered full or empty
-        # flag). What a group moves is ``Mux(stack_go, next, cur)`` with ``next`` chosen by the
-        # decoded flags alone, so neither the stall cone (``go``) nor the gate's terms are in
-        # front of anything but that last multiplexer (``uctr_fix`` -> the stall -> ``go`` ->
-        # ``x_call_push`` -> ``csp_full`` 8 levels, 12.42 ns routed; ``csp``, ``npc`` 10.9 ns;
-        # core2 4329c0e seed 2).
-        stack_ok = {"loop_push": ~lsp_full, "loop_step": ~lstep_w & ~lsp_zero,
-                    "loop_pop": ~lsp_zero, "call_push": ~csp_full, "call_pop": ~csp_zero}
-        stack_go = {}
-        for g, ops in _STACK_GATES.items():
-            ok = Signal(name=f"{g}_ok")
-            stack_go[g] = Signal(name=f"{g}_go", attrs={"keep": 1})
-            m.d.comb += [ok.eq(Cat(*[xd[o] & stack_ok[o] for o in ops]).any()),
-                         stack_go[g].eq(x_live & ok & seq_gate(g))]
+            return Cat(xd[n + "_plain"],
+                       *[xd[f"{n}_{c}"] & ok for c, ok in seq_lets_go.items()]).any()
 
         # ---- semaphores -------------------------------------------------------------------
         # ``sem_inc``/``sem_set`` are ``adv`` for a SEMINC/SEMSET micro-instruction, which can
@@ -1145,7 +1071,7 @@ class Sequencer(wiring.Component):
         # ---- register file write port -----------------------------------------------------
         clr = Signal(6)
         # ``adv & wr_en`` is ``x_live & wr_en & ~wr_kill``: ``wr_kill`` is the stall and error
-        # terms (``_HOLD_TERMS``, ``_TRAP_TERMS``: what X's hold and ``exec_err`` are made
+        # terms (``_HOLD_TERMS``, ``_TRAP_TERMS``: what ``stall_any`` and ``exec_err`` are made
         # of) as one sum of products of registered conditions and the micro-word's flags
         # decoded for writing micro-instructions alone (``wk_*``), so that synthesis does not
         # share the stall and error cones' series of terms (go, adv_pre, adv) with the register
@@ -1180,10 +1106,10 @@ class Sequencer(wiring.Component):
         m.d.comb += step_more.eq(Cat(~((rem_top_now == 1) | (rem_top_now == 2)), 0))
 
         # ---- next macro PC ----------------------------------------------------------------
-        # A LOOP_STEP's or CALL_POP's new ``npc`` (from a stack), loaded on their
-        # ``stack_go``; X's result reaches ``npc`` through ``npc_fix``.
         npc_next = Signal(32)
-        m.d.comb += npc_next.eq(Mux(xd["loop_step"], ls_start[ltop], cret))
+        # X's result enters last, behind a select decoded a stage early.
+        m.d.comb += npc_next.eq(Mux(xd["loop_step"], ls_start[ltop],
+                                    Mux(xd["call_pop"], cret, npc_now)))
 
         # ---- micro next address -----------------------------------------------------------
         # X redirects on a taken BRANCH / ULOOP and on RET; otherwise R's micro-word is X's
@@ -1236,28 +1162,23 @@ class Sequencer(wiring.Component):
         # candidates -> the address was 12.9 ns routed, core2 00cbf51 seed 1.
         in_map = Signal()
         m.d.comb += in_map.eq(state[2])    # state == _S_MAP
-        # The address for each outcome of ``go``, and ``go`` choosing between them last:
-        # ``go`` (the stall's sum of products) is one multiplexer in front of the control
-        # store's address pins. ``go`` and the candidates' inputs are kept for synthesis, which
-        # otherwise folded ``go`` into ``r_take_nr`` and the redirect term (``dma_q_full`` ->
-        # stall -> ... -> the address pin, nine LUT levels and 12.03 ns routed, core2 ec3bac6
-        # seed 3).
-        # The address is ``go ? (redirect ? x_target : addr_go) : (in_map ? MAP's entry :
-        # addr_hold)``, two slices per bit (``lut_pair_mux``): ``addr_go`` and ``addr_hold``
-        # are F's successor for each outcome of ``go`` (as if there were no redirect), each
-        # one LUT4 of F's jump bit and target (the block RAM's output, 5.83 ns clock-to-out)
-        # and two inputs made without them, ``use_f_*`` (F's successor is used) and ``nj_*``
-        # (then ``upc_f + 1``, else ``upc_f``); ``x_target`` and MAP's entry pass through a
-        # LUT4 of their own; the redirect and ``in_map`` select in the PFUMXs, ``go`` in the
-        # L6MUX21 (``go`` is low in MAP, as X is empty there). So the control store's word is
-        # one LUT4 and the slices' two multiplexers from its own address pins. Until the
-        # twenty-fifth session ``addr_go``/``addr_hold`` were LUT4s of their own in front of
-        # a ``pair_mux`` (LUT4 + PFUMX) slice: two LUT levels with routing between them,
-        # 10.0-11.3 ns routed on every seed of core2 4329c0e (the earlier history: written
-        # as F's successor under a select, two LUT levels before ``go``'s multiplexer, 11.72
-        # ns, core2 68bfe14 seed 3; the redirect through ``use_f_go`` and ``nj_go``, 8
-        # levels, 10.74-10.90 ns, core2 352ab1b; MAP's entry, a block RAM too, in front of
-        # the candidates, 12.9 ns, core2 00cbf51 seed 1).
+        # The address for each outcome of ``go`` (``addr_go``, ``addr_hold``), and ``go``
+        # choosing between them last: ``go`` (the stall's sum of products) is one level in
+        # front of the control store's address pins. Both candidates and ``go`` are kept for
+        # synthesis, which otherwise folded ``go`` into ``r_take_nr`` and the redirect term
+        # (``dma_q_full`` -> stall -> ... -> the address pin, nine LUT levels and 12.03 ns
+        # routed, core2 ec3bac6 seed 3).
+        # Each candidate is one LUT4 behind the block RAM's output (5.6 ns clock-to-out): F's
+        # jump bit and target select against a candidate made without them (``nj_*``: F's
+        # ``upc_f + 1`` when F's successor is used, ``use_f_*``, else ``upc_f``); written as F's successor under a select, the RAM's output went through two
+        # LUT levels before ``go``'s multiplexer (11.72 ns routed, core2 68bfe14 seed 3).
+        # The redirect enters beside ``go``: the address is ``go ? (redirect ? x_target :
+        # addr_go) : (in_map ? MAP's entry : addr_hold)``, one slice per bit (``pair_mux``: a
+        # LUT4 per pair on its own select, the PFUMX on ``go``; ``go`` is low in MAP, as X is
+        # empty there), and ``addr_go`` is F's successor as if there were no redirect. The
+        # redirect went through ``use_f_go`` and ``nj_go`` before ``addr_go`` (``rem_more`` ->
+        # LOOP_MORE -> redirect -> the control store's address, 8 levels, 10.74-10.90 ns
+        # routed, core2 352ab1b seeds 1 and 2).
         use_f_go = Signal(attrs={"keep": 1})
         use_f_hold = Signal(attrs={"keep": 1})
         nj_go = Signal(isa.UADDR_BITS, attrs={"keep": 1})
@@ -1269,28 +1190,27 @@ class Sequencer(wiring.Component):
             nj_go.eq(Mux(use_f_go, upc_f_inc, upc_f)),
             nj_hold.eq(Mux(use_f_hold, upc_f_inc, upc_f)),
         ]
-        # ``Mux(jump & use, target, nj)``, one LUT4 per bit.
+        # ``Mux(jump & use, target, nj)``, one LUT4 per bit (``lut4``: synthesis put the
+        # select ``jump & use`` in a LUT of its own, a second level behind the block RAM).
         def f_succ(jump, use, tgt, nj):
             return (jump & use & tgt) | (~(jump & use) & nj)
+        addr_go = lut4(m, platform, f_succ, (jump_f, use_f_go, target_f, nj_go), "addr_go")
+        addr_hold = lut4(m, platform, f_succ, (jump_f, use_f_hold, target_f, nj_hold),
+                         "addr_hold")
         m.d.comb += [
-            ur.addr.eq(lut_pair_mux(
-                m, platform, go,
-                (in_map, (f_succ, (jump_f, use_f_hold, target_f, nj_hold)),
-                 mr.data[:isa.UADDR_BITS]),
-                (redirect, (f_succ, (jump_f, use_f_go, target_f, nj_go)), x_target),
-                "next_uaddr")),
+            ur.addr.eq(pair_mux(m, platform, go,
+                                (in_map, addr_hold, mr.data[:isa.UADDR_BITS]),
+                                (redirect, addr_go, x_target), "next_uaddr")),
         ]
         m.d.sync += upc_f.eq(ur.addr)
         # R's registers load on ``r_take_nr`` too: a taken redirect empties R (``rv``), and
         # the next ``r_take`` loads them again, so the redirect (``res_zero`` -> branch
         # terms) is not in the clock enable of R's ~90 flip-flops (11.7 ns routed, core2
-        # ce3f847 seed 1). Only ``rv`` follows ``r_take``: ``r_take ? 1 : x_take | go &
-        # redirect ? 0 : rv`` is ``~(go & redirect) & (rv | in_exec)`` for every input (a
-        # word R passes to X is replaced in the same cycle, or R holds), written so, as
-        # ``xv`` below, so that ``go`` and the redirect enter the last LUT instead of
-        # ``x_take``'s terms and a clock enable (``uctr_fix`` -> ``go`` -> ``x_br_ge`` -> the
-        # enable of ``rv``/``xv`` 9 levels, 10.69 ns routed, core2 4329c0e seed 2).
-        m.d.sync += rv.eq(~(go & redirect) & (rv | in_exec))
+        # ce3f847 seed 1). Only ``rv`` follows ``r_take``.
+        with m.If(r_take):
+            m.d.sync += rv.eq(1)
+        with m.Elif(x_take | (go & redirect)):
+            m.d.sync += rv.eq(0)
         with m.If(r_take_nr):
             m.d.sync += [a_idx_q.eq(a_idx_f), b_idx_q.eq(b_idx_f),
                          a_rd_eq_q.eq(a_rd_eq_f), b_rd_eq_q.eq(b_rd_eq_f)]
@@ -1316,14 +1236,16 @@ class Sequencer(wiring.Component):
         # ``~xv | go``, without R's state, the redirect and the hold terms of ``x_take``.
         # Nothing reads them while ``xv`` is low (everything in X is gated by ``x_live``).
         with m.If(~xv | go):
-            m.d.sync += [uword_x.eq(uword_r), upc_x.eq(upc_r),
-                         a_q.eq(Mux(a_hit, x_fwd, a_rd)), b_q.eq(Mux(b_hit, x_fwd, b_rd))]
+            m.d.sync += [uword_x.eq(uword_r), upc_x.eq(upc_r), a_q.eq(a_rd), b_q.eq(b_rd),
+                         a_fw.eq(a_hit), b_fw.eq(b_hit), x_prev.eq(x_fwd)]
             neg_r = r_dec["alu_neg"].replicate(32)
-            m.d.sync += b_qn.eq(Mux(b_hit, alu_out("alu_fwd_n", xd["fwd_sem"], r_dec["alu_neg"]),
-                                    b_rd ^ neg_r))
+            m.d.sync += [b_qn.eq(b_rd ^ neg_r),
+                         x_prev_n.eq(alu_out("alu_fwd_n", xd["fwd_sem"], r_dec["alu_neg"]))]
             m.d.sync += [xd[n].eq(r_dec[n]) for n in xd]
-        # (``x_take ? 1 : go ? 0 : xv`` for every input, ``go`` implying ``xv``)
-        m.d.sync += xv.eq(Mux(go, in_exec & rv & ~redirect & ~x_holds_r, xv | in_exec & rv))
+        with m.If(x_take):
+            m.d.sync += xv.eq(1)
+        with m.Elif(go):
+            m.d.sync += xv.eq(0)
 
         # ---- effects of an advancing micro-instruction --------------------------------------
         # A slot write is enabled by X's decoded micro-word alone (no stall term: the wide
@@ -1353,9 +1275,8 @@ class Sequencer(wiring.Component):
                 # holds an EMIT then; the write sets ``wr``, so ``ill_x`` is ``ill_q``). An
                 # EMIT's trap and push read one LUT of flip-flops. (After START it is right
                 # from CLEAR's second cycle on, long before an EMIT.)
-                illegal_in, ill_q, bad_q = ill_src[e]
-                m.d.sync += [ill_q.eq(~(x_live & xd["slot_chk_" + _NAMES[e]]) & illegal_in),
-                             bad_q.eq(x_live & xd["slot_chk_" + _NAMES[e]] | illegal_in)]
+                illegal_in, ill_q = ill_src[e]
+                m.d.sync += ill_q.eq(~(x_live & xd["slot_chk_" + _NAMES[e]]) & illegal_in)
             # The slot's check terms land with its word in W, from ``slot_data`` = ``res_q``:
             # X's ALU reaches one register, not the core's term logic (``x_prev`` -> ALU ->
             # the terms -> ``rec_vector0_terms`` was 12.89 ns routed, core2 518976d seed 1).
@@ -1371,7 +1292,7 @@ class Sequencer(wiring.Component):
             push = Signal(name=f"push_{_NAMES[e]}")
             # (``seq_gate``, like ``sem_inc``: RET -> ``seq_fault`` -> ``push`` -> the queue's
             # level was 11.8 ns routed, core2 00cbf51 seed 3)
-            m.d.comb += push.eq(xv & can_emit[e] & ~push_bad[e] &
+            m.d.comb += push.eq(xv & can_emit[e] & ~chk_pend[e] & ~ill_x[e] &
                                 seq_gate("emit_" + _NAMES[e]))
             m.d.comb += [outq[e].w_en.eq(push), semq[e].w_en.eq(push)]
         # State that no debug read shows and START resets (or whose pointer START resets)
@@ -1379,7 +1300,7 @@ class Sequencer(wiring.Component):
         # the sequencer stops. The architectural state (PC, flags, loop and call depths,
         # registers, semaphores) changes on ``adv``. So the error terms stay out of the first
         # group's cones, and the state machine leaves EXEC on ``go`` (an error overrides it).
-        m.d.sync += [ags_w.eq(0), agb_w.eq(0), push_w.eq(stack_go["loop_mv"] & xd["loop_push"]),
+        m.d.sync += [ags_w.eq(0), agb_w.eq(0), push_w.eq(go & xd["loop_push"]),
                      t0_w.eq(go & xd["dst_t0"]), t1_w.eq(go & xd["dst_t1"])]
         with m.If(t0_w):
             m.d.sync += t0.eq(res_q)
@@ -1396,9 +1317,8 @@ class Sequencer(wiring.Component):
         # ``res_q`` loads every cycle (no clock enable): its readers read it only in the
         # cycle after X's micro-instruction went, or while it holds (a BRANCH on Z/NZ).
         m.d.sync += res_q.eq(res)
-        with m.If(stack_go["npc_stack"]):
-            m.d.sync += npc.eq(npc_next)
         with m.If(go):
+            m.d.sync += npc.eq(npc_next)
             with m.If(xd["npc_res"]):
                 m.d.sync += npc_fix.eq(1)
             with m.If(xd["dst_uctr"]):
@@ -1414,11 +1334,14 @@ class Sequencer(wiring.Component):
             with m.If(xd["end"]):
                 m.d.sync += [state.eq(Mux(xd["halt"], _S_DONE, _S_FETCH)),
                              usp.eq(0), utop.eq(-1), usp_zero.eq(1), usp_full.eq(0)]
-        # (the call stack's entries and ``cret``, ``cstack[ctop]``, with its pointer)
-        with m.If(stack_go["call_mv"] & xd["call_push"]):
-            m.d.sync += cstack[csp[:3]].eq(pc + 1)
-        with m.If(stack_go["call_mv"]):
-            m.d.sync += cret.eq(Mux(xd["call_push"], pc + 1, cstack[(ctop - 1)[:3]]))
+            with m.If(xd["call_push"]):
+                m.d.sync += cstack[csp[:3]].eq(pc + 1)
+            # ``cret`` (no debug read shows it; START empties the stack) changes on ``go``
+            # with the stack's entries, so the record check is not in its clock enable.
+            with m.If(xd["call_push"]):
+                m.d.sync += cret.eq(pc + 1)
+            with m.If(xd["call_pop"]):
+                m.d.sync += cret.eq(cstack[(ctop - 1)[:3]])
         m.d.sync += [fl_eq.eq(a == b), fl_lt.eq(a.as_signed() < b.as_signed()),
                      fl_ltu.eq(a < b), flags_w.eq(adv & xd["dst_flags"])]
         with m.If(flags_w):
@@ -1449,23 +1372,27 @@ class Sequencer(wiring.Component):
         with m.If(adv):
             with m.If(xd["end"]):
                 m.d.sync += pc_pend.eq(1)
-        # The loop and call stacks' pointers change on their micro-instructions' ``adv``,
-        # ``stack_go``: neither the record check (``ILLEGAL_FIELD``, EMIT's alone:
-        # ``rec_tensor2_terms`` -> ``adv`` -> ``lsp``, ``csp``, ``ltop`` were 15 of the 57
-        # record-check end points later than 10 ns, core2 6824fb3 seed 1) nor the stall cone
-        # is in these registers' cones.
-        lpush, cpush = xd["loop_push"], xd["call_push"]     # else a pop
-        with m.If(stack_go["loop_mv"]):
-            m.d.sync += [lsp.eq(Mux(lpush, lsp + 1, lsp - 1)),
-                         lsp_oh.eq(Mux(lpush, lsp_oh << 1, lsp_oh >> 1)),
-                         ltop.eq(Mux(lpush, lsp, ltop - 1)),
-                         lsp_zero.eq(~lpush & (lsp == 1)),
-                         lsp_full.eq(lpush & (lsp == isa.LOOP_DEPTH - 1))]
-        with m.If(stack_go["call_mv"]):
-            m.d.sync += [csp.eq(Mux(cpush, csp + 1, csp - 1)),
-                         ctop.eq(Mux(cpush, csp, ctop - 1)),
-                         csp_zero.eq(~cpush & (csp == 1)),
-                         csp_full.eq(cpush & (csp == isa.CALL_DEPTH - 1))]
+        # The loop and call stacks' pointers change on ``adv_pre``: their micro-instructions'
+        # ``special`` is not EMIT, so the record check (``ILLEGAL_FIELD``, EMIT's alone) never
+        # traps them and ``adv`` is ``adv_pre`` for them; written so, the check is not in
+        # these registers' cones (``rec_tensor2_terms`` -> ``adv`` -> ``lsp``, ``csp``,
+        # ``ltop``: 15 of the 57 record-check end points later than 10 ns, core2 6824fb3
+        # seed 1).
+        with m.If(adv_pre):
+            with m.If(xd["loop_push"]):
+                m.d.sync += [lsp.eq(lsp + 1), lsp_oh.eq(lsp_oh << 1), ltop.eq(lsp),
+                             lsp_zero.eq(0),
+                             lsp_full.eq(lsp == isa.LOOP_DEPTH - 1)]
+            with m.If(xd["loop_pop"]):
+                m.d.sync += [lsp.eq(lsp - 1), lsp_oh.eq(lsp_oh >> 1), ltop.eq(ltop - 1),
+                             lsp_zero.eq(lsp == 1),
+                             lsp_full.eq(0)]
+            with m.If(xd["call_push"]):
+                m.d.sync += [csp.eq(csp + 1), ctop.eq(csp), csp_zero.eq(0),
+                             csp_full.eq(csp == isa.CALL_DEPTH - 1)]
+            with m.If(xd["call_pop"]):
+                m.d.sync += [csp.eq(csp - 1), ctop.eq(ctop - 1),
+                             csp_zero.eq(csp == 1), csp_full.eq(0)]
 
         # The loop stack's entries are written while X holds the micro-instruction, stalled or
         # not (so ``go``, the stall cone, is not in their clock enables): a LOOP_PUSH writes
@@ -1484,9 +1411,8 @@ class Sequencer(wiring.Component):
         top_v, top_m = Signal(32), Signal(2)
         m.d.sync += [top_v.eq(Mux(xd["loop_step"], rem_top_now - 1, ls_rem[(ltop - 1)[:2]])),
                      top_m.eq(Mux(xd["loop_step"], step_more, ls_more[(ltop - 1)[:2]])),
-                     lstep_w.eq(stack_go["loop_mv"] & xd["loop_pop"] |
-                                stack_go["npc_stack"] & xd["loop_step"]),
-                     lmore_w.eq(stack_go["loop_mv"] | stack_go["npc_stack"] & xd["loop_step"])]
+                     lstep_w.eq(go & xd["loop_top"]),
+                     lmore_w.eq(go & (xd["loop_push"] | xd["loop_top"]))]
         with m.If(lstep_w):
             m.d.sync += [rem_top.eq(top_v), rem_more.eq(top_m)]
         # A ULOOP's decrement lands in W as well (``uloop_w``; ``uctr_fix`` is cleared on

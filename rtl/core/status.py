@@ -87,18 +87,11 @@ class ErrorStatus(wiring.Component):
 
         with m.If(self.clear):
             m.d.sync += [self.error.eq(0), self.code.eq(0), self.addr.eq(0),
-                         self.info.eq(0), self.count.eq(0)]
-        # ``done`` is registered as it comes (``done_d``) and folded into ``flag`` a cycle
-        # later; ``done_flag`` is ``flag | done_d``, every cycle the value of a flag that
-        # ``done`` sets itself (a start or clear with or after ``done`` acts as before), but
-        # ``done`` (the core's program end, behind every engine's busy) reaches only a
-        # flip-flop's D input, not a clock enable's LUT (engines' busy -> ``finish`` ->
-        # ``done_flag``'s clock enable was 8 levels, 10.11 ns routed, core2 4329c0e seed 3).
-        done_d = Signal()
-        flag = Signal()
-        m.d.sync += [done_d.eq(self.done),
-                     flag.eq((flag | done_d) & ~self.start & ~self.clear)]
-        m.d.comb += self.done_flag.eq(flag | done_d)
+                         self.info.eq(0), self.count.eq(0), self.done_flag.eq(0)]
+        with m.If(self.start):
+            m.d.sync += self.done_flag.eq(0)
+        with m.If(self.done):
+            m.d.sync += self.done_flag.eq(1)
         # Count (saturating); after a clear in the same cycle the count restarts from 0. The
         # sums ``count + j`` (saturated) are formed from the register alone and the reports
         # only select one, so that they are not in front of an adder.

@@ -35,8 +35,7 @@ Order of work for one record
    ``sbuf_w.ready``). Loaded elements pass a two-entry write stage (one cycle of latency),
    so the SBUF write request comes from registers; ``done`` waits until it is empty. Stored
    elements are registered once after the SBUF read (two cycles from the read to the beat
-   accumulator, one element per cycle; every partition's word is registered and the partition
-   chosen after), so the block RAM's output reaches only a register.
+   accumulator, one element per cycle), so the block RAM's output reaches only a register.
 4. An AXI error response (RRESP/BRESP not OKAY) reports ``DMA_AXI_READ``/``DMA_AXI_WRITE`` at
    once; the engine stops issuing bursts, drains the ones in flight (read data is discarded,
    write bursts already issued are completed, as AXI requires) and returns to idle.
@@ -673,37 +672,32 @@ class DMA(wiring.Component):
         w_go = Signal()                          # == (d_level != 0) & w_out.w_rdy
         m.d.sync += w_go.eq((d_push | ~((d_level == 0) | (d_level == 1) & d_pop)) &
                             (rd_w | ~((w_out.level == 2) | (w_out.level == 1) & wr_w)))
-        # Stage 2: every partition's word registered (``s2_words``), the partition chosen after
-        # the registers, so that a block RAM's output (5.8 ns clock-to-out on the ECP5) reaches
-        # only a flip-flop: neither the beat accumulator (sbuf -> partition multiplexer -> byte
+        s1_word = Signal(32)
+        m.d.comb += s1_word.eq(self.sbuf_r.data[s1_part])
+        # Stage 2: the element registered (the word after the partition multiplexer, with its
+        # byte selects), so that a block RAM's output (5.8 ns clock-to-out on the ECP5) reaches
+        # only this register, not the beat accumulator (sbuf -> partition multiplexer -> byte
         # AND-OR -> ``acc``/``w_data`` was 12.3 ns routed, 57 of core2's end points later than
-        # 10 ns at bf26a8b seed 1) nor the partition multiplexer (sbuf -> multiplexer ->
-        # ``s2_word``, one register for the chosen word, was 3 levels, 10.2-11.05 ns routed
-        # on some 30 end points, core2 4329c0e seed 1). P words of flip-flops instead of one.
-        # Stage 1 moves into it whenever it is empty or taken.
+        # 10 ns at bf26a8b seed 1). Stage 1 moves into it whenever it is empty or taken.
         s2_valid = Signal()
-        s2_words = [Signal(32, name=f"s2_word{p}", reset_less=True) for p in range(P)]
+        s2_word = Signal(32, reset_less=True)
         s2_beat_end = Signal()
         # Where the element's bytes land in the beat, decided as the read is issued and
         # registered with it: ``s1_sel[j]`` bit ``i`` says byte ``i`` of the SBUF word is byte
         # ``j`` of the beat (``i`` below the element size, ``j = offset + i``), and
-        # ``s1_strb`` is the element's byte strobe (both move to stage 2 with the word). Into
-        # stage 2 the byte selects take the partition (``s2_sel[j]`` bit ``p * n + i``: byte
-        # ``i`` of partition ``p``'s word, ``n = min(4, j + 1)``, from ``s1_sel`` and
-        # ``s1_part``, registers), so the registered words only pass one AND-OR per beat byte
-        # (over bytes and partitions) before the beat accumulator, instead of the partition
-        # and element-size multiplexers and a byte shifter.
+        # ``s1_strb`` is the element's byte strobe (both move to stage 2 with the word). The
+        # registered word then only passes one AND-OR per beat byte before the beat
+        # accumulator, instead of the element-size multiplexer and a byte shifter.
         s1_sel = [Signal(4, name=f"s1_sel{j}") for j in range(bw)]
         s1_strb = Signal(bw)
-        s2_sel = [Signal(P * min(4, j + 1), name=f"s2_sel{j}") for j in range(bw)]
+        s2_sel = [Signal(4, name=f"s2_sel{j}") for j in range(bw)]
         s2_strb = Signal(bw)
         s2_data = Signal(8 * bw)
         for j in range(bw):
-            n = min(4, j + 1)
-            for b in range(8):
-                m.d.comb += s2_data[8 * j + b].eq(
-                    (s2_sel[j] & Cat(*[s2_words[p][8 * i + b]
-                                       for p in range(P) for i in range(n)])).any())
+            byte = Const(0, 8)
+            for i in range(min(4, j + 1)):
+                byte = byte | Mux(s2_sel[j][i], s2_word[8 * i:8 * i + 8], 0)
+            m.d.comb += s2_data[8 * j:8 * j + 8].eq(byte)
         pk_take = Signal()
         m.d.comb += pk_take.eq(st & s2_valid & (~s2_beat_end | w_go))
         d_len, d_single = d_r.data.len, d_r.data.single
@@ -730,12 +724,9 @@ class DMA(wiring.Component):
         m.d.comb += rd_go.eq(st & ~elw.done & (~s1_valid | adv2))
         m.d.comb += [self.sbuf_r.en.eq(rd_go), self.sbuf_r.addr.eq(sbuf_addr)]
         with m.If(adv2):
-            m.d.sync += [s2_valid.eq(s1_valid), s2_beat_end.eq(s1_beat_end),
-                         s2_strb.eq(s1_strb), s1_valid.eq(0)]
-            m.d.sync += [s2_words[p].eq(self.sbuf_r.data[p]) for p in range(P)]
-            m.d.sync += [s2_sel[j].eq(Cat(*[s1_sel[j][i] & (s1_part == p) for p in range(P)
-                                            for i in range(min(4, j + 1))]))
-                         for j in range(bw)]
+            m.d.sync += [s2_valid.eq(s1_valid), s2_word.eq(s1_word),
+                         s2_beat_end.eq(s1_beat_end), s2_strb.eq(s1_strb), s1_valid.eq(0)]
+            m.d.sync += [s2_sel[j].eq(s1_sel[j]) for j in range(bw)]
         with m.If(rd_go):
             m.d.comb += elw.step.eq(1)
             m.d.sync += [s1_valid.eq(1), s1_part.eq(part), s1_beat_end.eq(last_in_beat)]
@@ -833,22 +824,13 @@ class DMA(wiring.Component):
         drained = Signal()
         m.d.comb += drained.eq(~a_valid & (outstanding == 0) & ~w_valid)
 
-        # The check walker's start (in SETUP) and step (in CHECK) from flip-flops set and
-        # cleared with the state's transitions, not from a decode of the state register in
-        # front of its clock enables (``fsm_state`` -> ``chk.i_left`` clock enables was 5
-        # levels, 9.97 ns routed, core2 4329c0e seed 3).
-        in_setup = Signal()                      # == the FSM is in SETUP
-        in_check = Signal()                      # == the FSM is in CHECK
-        m.d.comb += [chk.start.eq(in_setup), chk.step.eq(in_check)]
-
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += self.cmd.ready.eq(~self.abort)
                 m.d.sync += [aborting.eq(0), err.eq(0)]
                 m.d.comb += take.eq(self.cmd.valid & ~self.abort)
                 with m.If(take):
-                    m.d.sync += [c.eq(self.cmd.payload), n0_m1.eq(self.cmd.payload.n0 - 1),
-                                 in_setup.eq(1)]
+                    m.d.sync += [c.eq(self.cmd.payload), n0_m1.eq(self.cmd.payload.n0 - 1)]
                     m.next = "SETUP"
             with m.State("SETUP"):
                 # The record's checks are registered here and decided in SPAN, so that no
@@ -867,9 +849,9 @@ class DMA(wiring.Component):
                     s_part_over.eq(c.part_start + c.part_count > P),
                     row_v.eq(0),
                 ]
-                # ``chk`` is loaded whether or not the record goes on (a record that ends in
-                # SPAN never steps it), so that no verdict is in front of its clock enables.
-                m.d.sync += in_setup.eq(0)
+                # Loaded whether or not the record goes on (a record that ends in SPAN never
+                # steps it), so that no verdict is in front of the walker's clock enables.
+                m.d.comb += chk.start.eq(1)
                 with m.If(stopping):
                     m.next = "IDLE"
                 with m.Else():
@@ -895,7 +877,6 @@ class DMA(wiring.Component):
                     m.d.comb += report.eq(1)      # DMA_ALIGN or SBUF_RANGE
                     m.next = "IDLE"
                 with m.Else():
-                    m.d.sync += in_check.eq(1)
                     m.next = "CHECK"
                 # The transfer's walkers and data-path state are set up here, where no verdict
                 # decides it (they do not move before RUN: no load/store data path is active
@@ -909,20 +890,18 @@ class DMA(wiring.Component):
                 # The walker steps every cycle (a step past the last row does nothing) and the
                 # next row's verdicts are registered every cycle, so no verdict is in front of
                 # the walker's clock enables; the verdict is on the registered row.
-                m.d.comb += self.busy.eq(1)
+                m.d.comb += [self.busy.eq(1), chk.step.eq(1)]
                 m.d.sync += [
                     row_addr.eq(chk.addr), row_last.eq(chk.last), row_v.eq(1),
                 ]
                 with m.If(stopping):
-                    m.d.sync += in_check.eq(0)
                     m.next = "IDLE"
                 with m.Elif(row_v & ~row_ok):
                     m.d.comb += report.eq(1)      # DMA_WINDOW
-                    m.d.sync += in_check.eq(0)
                     m.next = "IDLE"
                 with m.Elif(row_v & row_last):
                     m.d.sync += [iss_run.eq(1), iss_load.eq(1), load.eq(~c.store),
-                                 st.eq(c.store), in_check.eq(0)]
+                                 st.eq(c.store)]
                     m.next = "RUN"
             with m.State("RUN"):
                 m.d.comb += self.busy.eq(1)

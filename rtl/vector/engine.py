@@ -350,22 +350,13 @@ class VectorEngine(wiring.Component):
         ACC = self.acc_wait
         gap = Signal(range(ACC + 1))
         summing_cmd = c.acc_op == AccOp.SUM
-        # ``credits != 0`` and ``gap == 0`` are flip-flops of their own, loaded with the tests
-        # of the next values (``credits_nz``, ``gap_zero``), so that ``can_inject`` is one LUT
-        # of flip-flops in front of the input handshakes and ``remaining``'s clock enable
-        # (``credits`` -> its zero test -> the skid buffers' ready -> ``remaining``'s enable
-        # was 8 levels, 12.67 ns routed, core2 708b321 seed 2).
-        credits_nz = Signal(init=int(self.fifo_depth != 0))
-        gap_zero = Signal(init=1)
         can_inject = Signal()
-        m.d.comb += can_inject.eq(credits_nz & gap_zero)
+        m.d.comb += can_inject.eq((credits != 0) & (gap == 0))
         if ACC:
-            gap_set = inject & ~inject_emit & summing_cmd
-            with m.If(gap_set):
+            with m.If(inject & ~inject_emit & summing_cmd):
                 m.d.sync += gap.eq(ACC)
             with m.Elif(gap != 0):
                 m.d.sync += gap.eq(gap - 1)
-            m.d.sync += gap_zero.eq(~gap_set & ((gap == 0) | (gap == 1)))
 
         # -- decode and ALU 0 ---------------------------------------------------------------
         a0_y = Signal(vec, reset_less=True)
@@ -487,8 +478,7 @@ class VectorEngine(wiring.Component):
         ret_m1 = Signal(signed(3))
         m.d.comb += [ret.eq((ofifo.r_en & ofifo.r_rdy) + (yh_valid & ~out)),
                      ret_m1.eq(ret - 1)]
-        m.d.sync += [credits.eq(Mux(inject, credits + ret_m1, credits + ret)),
-                     credits_nz.eq(Mux(inject, credits + ret_m1 != 0, credits + ret != 0))]
+        m.d.sync += credits.eq(Mux(inject, credits + ret_m1, credits + ret))
         empty = ~(yh_valid | acc_pending | Cat(*p_valid).any())
 
         # -- lane operands (PRO0/PRO1 take one ``b`` beat each) -----------------------------
