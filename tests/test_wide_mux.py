@@ -12,7 +12,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from rtl.arith.dsp import ECP5_TARGET
-from rtl.arith.wide_mux import lut4, lut4_init, lut_pair_mux, pair_mux, wide_mux
+from rtl.arith.wide_mux import lut4, lut4_init, pair_mux, wide_mux
 from rtl.control.sequencer import _log_shift
 
 from ecp5_netlist import needs_icarus, run_icarus, run_plain
@@ -60,35 +60,6 @@ class _Lut4(wiring.Component):
         m.d.comb += self.o.eq(lut4(m, platform, _lut4_fn, (self.sel[0], self.sel[1], d[0], d[1]),
                                    "lx"))
         return m
-
-
-class _LutPairMux(wiring.Component):
-    """``o`` = ``lut_pair_mux(sel[2], (sel[0], f(sel[3], sel[4], d0, d1), d2[:-1]),
-    (sel[1], f(sel[4], sel[3], d1, d3), d4))`` with ``f`` = ``_lut4_fn``: two function leaves
-    (1-bit inputs shared by every bit) and two values, one of them shorter (zero-extended)."""
-    def __init__(self):
-        super().__init__({"sel": In(5), "d": In(WIDTH * 5), "o": Out(WIDTH)})
-
-    def elaborate(self, platform):
-        m = Module()
-        d = [self.d[WIDTH * j:WIDTH * (j + 1)] for j in range(5)]
-        s = self.sel
-        m.d.comb += self.o.eq(lut_pair_mux(
-            m, platform, s[2], (s[0], (_lut4_fn, (s[3], s[4], d[0], d[1])), d[2][:-1]),
-            (s[1], (_lut4_fn, (s[4], s[3], d[1], d[3])), d[4]), "lpx"))
-        return m
-
-
-def _lut_pair_expect(vecs):
-    out = []
-    for sel, d in vecs:
-        x, y = sel >> 3 & 1, sel >> 4 & 1
-        if sel >> 2 & 1:
-            out.append(d[4] if sel >> 1 & 1 else (d[1] if x & y else d[3]))
-        else:
-            out.append(d[2] & ((1 << (WIDTH - 1)) - 1) if sel & 1 else
-                       (d[0] if x & y else d[1]))
-    return out
 
 
 def _lut4_expect(vecs):
@@ -196,17 +167,6 @@ def test_ecp5_lut4_netlist(tmp_path):
     assert _run_netlist(src, vecs, 4, 3, tmp_path) == _lut4_expect(vecs)
 
 
-@needs_icarus
-def test_ecp5_lut_pair_netlist(tmp_path):
-    """``lut_pair_mux``: two slices per bit (four LUT4s, two PFUMX, one L6MUX21), every
-    combination of the selects and the leaves' shared inputs."""
-    src = verilog.convert(_LutPairMux(), name="top", platform=ECP5_TARGET)
-    assert src.count("LUT4 ") == 4 * WIDTH and src.count("PFUMX ") == 2 * WIDTH
-    assert src.count("L6MUX21 ") == WIDTH
-    vecs = _vectors(5, 5, 20261130)
-    assert _run_netlist(src, vecs, 5, 5, tmp_path) == _lut_pair_expect(vecs)
-
-
 def _packed(vecs, n):
     """``(sel, d)`` vectors as the ports' values: ``d``'s ``n`` fields packed."""
     return [(sel, sum(x << (WIDTH * j) for j, x in enumerate(d))) for sel, d in vecs]
@@ -241,11 +201,6 @@ def test_pair_plain_elsewhere():
     assert _run_plain(_PairMux(), vecs) == _pair_expect(vecs)
 
 
-def test_lut_pair_plain_elsewhere():
-    vecs = _vectors(5, 5, 13)
-    assert _run_plain(_LutPairMux(), vecs) == _lut_pair_expect(vecs)
-
-
 def test_lut4_plain_elsewhere():
     vecs = _vectors(4, 3, 12)
     assert _run_plain(_Lut4(), vecs) == _lut4_expect(vecs)
@@ -266,17 +221,6 @@ def test_bad_arguments():
         wide_mux(m, ECP5_TARGET, Signal(2), [Const(0, 2)] * 8, "x")
     with pytest.raises(ValueError, match="pair_mux: hi must be 1 bit wide, not 2"):
         pair_mux(m, ECP5_TARGET, Signal(2), (Signal(), 0, 1), (Signal(), 0, 1), "x")
-    with pytest.raises(ValueError, match="lut_pair_mux: hi must be 1 bit wide, not 2"):
-        lut_pair_mux(m, ECP5_TARGET, Signal(2), (Signal(), 0, 1), (Signal(), 0, 1), "x")
-    with pytest.raises(ValueError, match="the second pair's select must be 1 bit wide"):
-        lut_pair_mux(m, ECP5_TARGET, Signal(), (Signal(), 0, 1), (Signal(3), 0, 1), "x")
-    with pytest.raises(ValueError, match="a leaf's function takes 4 inputs, not 2"):
-        lut_pair_mux(m, ECP5_TARGET, Signal(), (Signal(), (_lut4_fn, (Signal(), Signal())), 1),
-                     (Signal(), 0, 1), "x")
-    with pytest.raises(ValueError, match="1 bit or 4 bits wide"):
-        lut_pair_mux(m, ECP5_TARGET, Signal(),
-                     (Signal(), (_lut4_fn, (Signal(), Signal(2), Signal(4), Signal())), 1),
-                     (Signal(), 0, 1), "x")
     with pytest.raises(ValueError, match="lut4 takes 4 inputs, not 3"):
         lut4(m, ECP5_TARGET, _lut4_fn, (Signal(), Signal(), Signal()), "x")
     with pytest.raises(ValueError, match="1 bit or 4 bits wide"):

@@ -17,17 +17,15 @@ simulating the ECP5 netlist (``tests/test_wide_mux.py``).
 :func:`lut4` is one LUT4 per bit for a function of four inputs that synthesis would otherwise
 split over two levels. :func:`pair_mux` is the 4:1 form with a select of its own for each
 LUT4, ``hi ? (sel_b ? b1 : b0) : (sel_a ? a1 : a0)``, a seven-input function in one slice per
-bit; :func:`lut_pair_mux` the same one level up, two slices per bit: each of the four values
-a LUT4's function of its own four inputs, a PFUMX per pair on its select and the L6MUX21 on
-``hi``. :func:`lut6` is a function of five or six inputs as one slice (a PFUMX on the fifth) or two
+bit. :func:`lut6` is a function of five or six inputs as one slice (a PFUMX on the fifth) or two
 (and an L6MUX21 on the sixth), the inputs of its multiplexers one cell from the output.
 """
 
-from amaranth.hdl import Array, Cat, Const, Instance, Mux, Signal, Value
+from amaranth.hdl import Array, Const, Instance, Mux, Signal, Value
 
 from rtl.arith.dsp import is_ecp5
 
-__all__ = ["wide_mux", "pair_mux", "lut_pair_mux", "lut4", "lut4_init", "lut6"]
+__all__ = ["wide_mux", "pair_mux", "lut4", "lut4_init", "lut6"]
 
 
 def lut4_init(fn):
@@ -121,76 +119,6 @@ def pair_mux(m, platform, hi, a, b, name):
         m.submodules[f"{name}_pfumx_{i}"] = Instance(
             "PFUMX", i_ALUT=zb, i_BLUT=za, i_C0=hi, o_Z=z)
         m.d.comb += out[i].eq(z)
-    return out
-
-
-def lut_pair_mux(m, platform, hi, a, b, name):
-    """``Mux(hi, Mux(sb, b1, b0), Mux(sa, a1, a0))`` as a signal named ``name``, where ``a`` and
-    ``b`` are ``(select, leaf if 0, leaf if 1)`` and each leaf is a value or ``(fn, args)``:
-    ``fn`` of four values bitwise, as :func:`lut4` computes it (a value is zero-extended to
-    the widest leaf; a function's arguments are 1 bit, shared by every bit, or that wide).
-    On an ECP5 each bit is two slices: a LUT4 per leaf (a value passes through one), a PFUMX
-    per pair on its select and an L6MUX21 on ``hi``, so a leaf's inputs are one LUT4 and two
-    of the slices' multiplexers from the output, a pair's select two multiplexers and ``hi``
-    one; elsewhere the plain expression. Combinational."""
-    hi = Value.cast(hi)
-    pairs = []
-    for what, (sel, *leaves) in (("the first pair", a), ("the second pair", b)):
-        sel = Value.cast(sel)
-        if len(sel) != 1:
-            raise ValueError(f"lut_pair_mux: {what}'s select must be 1 bit wide, not {len(sel)}")
-        pairs.append((sel, leaves))
-    if len(hi) != 1:
-        raise ValueError(f"lut_pair_mux: hi must be 1 bit wide, not {len(hi)}")
-
-    def leaf_width(leaf):
-        if isinstance(leaf, tuple):
-            fn, args = leaf
-            if len(args) != 4:
-                raise ValueError(f"lut_pair_mux: a leaf's function takes 4 inputs, not "
-                                 f"{len(args)}")
-            return max(len(Value.cast(v)) for v in args)
-        return len(Value.cast(leaf))
-    width = max(leaf_width(leaf) for _, leaves in pairs for leaf in leaves)
-
-    def leaf_args(leaf):             # four values, each 1 bit or ``width`` bits, and the INIT
-        if isinstance(leaf, tuple):
-            fn, args = leaf
-            vals = [Value.cast(v) for v in args]
-            if any(len(v) not in (1, width) for v in vals):
-                raise ValueError(f"lut_pair_mux: a leaf's inputs must be 1 bit or {width} bits "
-                                 f"wide, not {[len(v) for v in vals]}")
-            return fn, vals
-        v = Value.cast(leaf)
-        return (lambda x, _b, _c, _d: x), [v.as_unsigned() if len(v) == width else
-                                           Cat(v, Const(0, width - len(v))), Const(0, 1),
-                                           Const(0, 1), Const(0, 1)]
-    out = Signal(width, name=name)
-    leaves = [[leaf_args(leaf) for leaf in pair[1]] for pair in pairs]
-    if not is_ecp5(platform):
-        def value(fn, vals):
-            return fn(*[v.replicate(width) if len(v) == 1 and width > 1 else v for v in vals])
-        (sa, _), (sb, _) = pairs
-        (a0, a1), (b0, b1) = [[value(*lf) for lf in pair] for pair in leaves]
-        m.d.comb += out.eq(Mux(hi, Mux(sb, b1, b0), Mux(sa, a1, a0)))
-        return out
-    inits = [[lut4_init(lambda p, q, r, s, fn=fn: fn(p, q, r, s) & 1) for fn, _ in pair]
-             for pair in leaves]
-    for i in range(width):
-        pf = []
-        for j, ((sel, _), pair) in enumerate(zip(pairs, leaves)):
-            z = []
-            for k, (fn, vals) in enumerate(pair):
-                bit = [v if len(v) == 1 else v[i] for v in vals]
-                z.append(Signal(name=f"{name}_l{2 * j + k}_{i}"))
-                m.submodules[f"{name}_lut{2 * j + k}_{i}"] = Instance(
-                    "LUT4", p_INIT=Const(inits[j][k], 16), i_A=bit[0], i_B=bit[1], i_C=bit[2],
-                    i_D=bit[3], o_Z=z[-1])
-            pf.append(Signal(name=f"{name}_pf{j}_{i}"))
-            m.submodules[f"{name}_pfumx{j}_{i}"] = Instance(
-                "PFUMX", i_ALUT=z[1], i_BLUT=z[0], i_C0=sel, o_Z=pf[-1])
-        m.submodules[f"{name}_l6mux_{i}"] = Instance(
-            "L6MUX21", i_D0=pf[0], i_D1=pf[1], i_SD=hi, o_Z=out[i])
     return out
 
 
