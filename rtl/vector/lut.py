@@ -325,11 +325,11 @@ class Lut(wiring.Component):
         Word writes and reads of the map in ``sim.vector`` (``CFG_*``). A beat is taken into a
         register (``ready`` is its complement: one beat every two cycles at most) and carried
         out from it the next cycle at the earliest: a write lands in the cycle after it is
-        taken (a coefficient word one cycle later still, from registers of its own), a read's
-        ``rdata`` beat is valid three cycles after it. A bad address sets ``error`` (a read
-        then returns 0). A write to bank ``bank`` waits in the register while ``lock`` is
-        high, so a running instruction never sees its table change; the other bank can be
-        loaded meanwhile (double buffering).
+        taken (a coefficient, descriptor or header word one cycle later still, from registers
+        of their own), a read's ``rdata`` beat is valid three cycles after it. A bad address
+        sets ``error`` (a read then returns 0). A write to bank ``bank`` waits in the register
+        while ``lock`` is high, so a running instruction never sees its table change; the
+        other bank can be loaded meanwhile (double buffering).
     rdata : Out(stream.Signature(32))
         One beat per cfg read, in order; a beat waits in the register while a read result
         waits.
@@ -529,14 +529,8 @@ class Lut(wiring.Component):
         with m.If(take):
             m.d.sync += q_valid.eq(0)
         m.d.comb += [
-            desc_wp.addr.eq(Cat(low[0:6], bank_a)),
-            desc_wp.data.eq(p.data[0:DESC_BASE_BITS]),
-            desc_k_wp.addr.eq(Cat(low[0:6], bank_a)),
-            desc_k_wp.data.eq(p.data[16:19]),
             desc_cfg_rp.addr.eq(Cat(low[0:6], bank_a)),
             desc_k_cfg_rp.addr.eq(Cat(low[0:6], bank_a)),
-            desc_low_wp.addr.eq(Cat(low[0:6], bank_a)),
-            desc_low_wp.data.eq(Const(0x7F, 7) >> p.data[16:19]),
         ]
         # The cfg read's row, loaded whenever the read stage is free (like ``rd_value``): it is
         # the read's in the cycle a read is taken, and holds while its result waits.
@@ -554,8 +548,19 @@ class Lut(wiring.Component):
                      wr_addr.eq(Cat(entry[0:abits], bank_a)), wr_data.eq(p.data)]
         m.d.comb += [coef_wp.en.eq(wr_en), coef_wp.addr.eq(wr_addr),
                      coef_wp.data.eq(Cat(wr_data, wr_data, wr_data))]
-        with m.If(take & p.write & desc_ok):
-            m.d.comb += [desc_wp.en.eq(1), desc_k_wp.en.eq(1), desc_low_wp.en.eq(1)]
+        # A descriptor write likewise, from ``desc_we``, ``desc_wa`` and ``wr_data``: with the
+        # header registers' enables cut from ``take`` (below), yosys put ``take`` 8 levels in
+        # front of the descriptor LUT-RAMs' 80 write enables (``scripts.unit_fmax``, vector1).
+        # The lanes read a descriptor later than the header (see the header's ``hdr_we``).
+        desc_we = Signal()
+        desc_wa = Signal(7, reset_less=True)
+        m.d.sync += [desc_we.eq(take & p.write & desc_ok), desc_wa.eq(Cat(low[0:6], bank_a))]
+        m.d.comb += [
+            desc_wp.addr.eq(desc_wa), desc_wp.data.eq(wr_data[0:DESC_BASE_BITS]),
+            desc_k_wp.addr.eq(desc_wa), desc_k_wp.data.eq(wr_data[16:19]),
+            desc_low_wp.addr.eq(desc_wa), desc_low_wp.data.eq(Const(0x7F, 7) >> wr_data[16:19]),
+            desc_wp.en.eq(desc_we), desc_k_wp.en.eq(desc_we), desc_low_wp.en.eq(desc_we),
+        ]
         with m.If(s1_free):
             m.d.sync += [rd_valid.eq(0), out_valid.eq(rd_valid),
                          out.eq(Cat(cfg_coef, rd_value).word_select(rd_sel, 32))]
@@ -572,12 +577,31 @@ class Lut(wiring.Component):
             with m.If(bad):
                 m.d.sync += error.eq(1)
             with m.Elif(p.write):
-                for bank in range(2):
-                    for reg, sig in hdr[bank].items():
-                        with m.If(hsel[bank][reg]):
-                            m.d.sync += sig.eq(p.data)
                 with m.If(ssel[Status.ERROR]):
                     m.d.sync += error.eq(0)
+        # A header write lands one cycle after it is taken, from registers like a coefficient
+        # word (``hdr_we``, one per header register, and ``wr_data``): the header registers'
+        # clock enables are flip-flops, not ``take`` (the engine's ``c.lut`` -> ``lock`` ->
+        # ``take`` -> the clock enables of ~150 header flip-flops was 5 levels, 10.95 ns routed,
+        # core2 4329c0e seed 4). Nothing reads the register meanwhile: the next cfg beat is
+        # carried out two cycles after it at the earliest, and the lanes read a bank's header
+        # for an instruction's elements only, after ``lock`` has held back writes to it: the
+        # engine raises ``lock`` the cycle after it takes an instruction, and the header's
+        # copies (``pre_q``, ``s1_mode``, ...) take the first element's header two cycles
+        # after it at the earliest (the short pipeline; 13 cycles later still when deep).
+        # ``hdr_we`` is ``take`` of a header write, written per bank: ``hsel`` is set only for
+        # a header address of that bank, so such a beat is never ``bad`` and is ``blocked``
+        # exactly when ``lock`` is high and ``bank`` is that bank (no compare with the beat's
+        # bank bit).
+        hdr_we = [{reg: Signal(name=f"hdr_we_b{bank}_{reg.name.lower()}") for reg in Hdr}
+                  for bank in range(2)]
+        for bank in range(2):
+            lock_b = self.lock & (self.bank == bank)
+            for reg, sig in hdr[bank].items():
+                m.d.sync += hdr_we[bank][reg].eq(q_valid & ~(rd_valid & ~s1_free) & ~lock_b &
+                                                 p.write & hsel[bank][reg])
+                with m.If(hdr_we[bank][reg]):
+                    m.d.sync += sig.eq(wr_data)
         # A counter's clear without the bank-lock check and the bad-address test of ``take``:
         # a status write is never blocked, and a write to a counter is never bad. (Through
         # them, the cfg register -> lock check -> clear -> counter was 6 levels, 9.14 ns routed
