@@ -524,8 +524,12 @@ class Lut(wiring.Component):
         out_valid = Signal()
         out = Signal(32, reset_less=True)
         s1_free = Signal()
+        # The register's beat may be carried out: it is there and no read result waits (a
+        # read's stage is moving or empty); ``take`` adds the bank lock, the header writes'
+        # ``hdr_we`` (below) their bank's lock.
+        movable = q_valid & ~(rd_valid & ~s1_free)
         m.d.comb += [s1_free.eq(~out_valid | self.rdata.ready),
-                     take.eq(q_valid & ~(rd_valid & ~s1_free) & ~blocked)]
+                     take.eq(movable & ~blocked)]
         with m.If(take):
             m.d.sync += q_valid.eq(0)
         m.d.comb += [
@@ -598,8 +602,8 @@ class Lut(wiring.Component):
         for bank in range(2):
             lock_b = self.lock & (self.bank == bank)
             for reg, sig in hdr[bank].items():
-                m.d.sync += hdr_we[bank][reg].eq(q_valid & ~(rd_valid & ~s1_free) & ~lock_b &
-                                                 p.write & hsel[bank][reg])
+                m.d.sync += hdr_we[bank][reg].eq(movable & ~lock_b & p.write &
+                                                 hsel[bank][reg])
                 with m.If(hdr_we[bank][reg]):
                     m.d.sync += sig.eq(wr_data)
         # A counter's clear without the bank-lock check and the bad-address test of ``take``:
