@@ -2,8 +2,8 @@
 list of the positions it must visit.
 
 Random counts and strides (two's complement, modulo 2**32), random step patterns with idle
-cycles, restarts in the middle of a walk and steps past the end. Checked every cycle: the
-position (``addr``, ``p``, ``sidx``, ``last_j``, ``last``) and ``done`` equal the model's,
+cycles, starts held for several cycles with steps beside them, restarts in the middle of a
+walk and steps past the end. Checked every cycle: the position (``addr``, ``p``, ``sidx``, ``last_j``, ``last``) and ``done`` equal the model's,
 ``update`` is a start or a step before ``done``, and after an update the registers hold the
 ``next_addr`` / ``next_last_j`` shown before the edge (the DMA's lookahead registers use
 them). After the last step the walker holds the last position. The registers are enabled in
@@ -41,8 +41,14 @@ def _run(seed, walks=12):
                            (dut.sj, strides[2]), (dut.np, np_), (dut.ni, ni), (dut.nj, nj)):
                 ctx.set(sig, v)
             pos = _positions(base, *strides, np_, ni, nj)
+            # ``start`` is held one to three cycles, with ``step`` random beside it (the
+            # window check holds it for three with ``step`` at 1): it wins over ``step``.
             ctx.set(dut.start, 1)
-            await ctx.tick()
+            for _ in range(rng.randrange(1, 4)):
+                ctx.set(dut.step, rng.random() < 0.5)
+                await ctx.tick()
+                assert ctx.get(dut.addr) == pos[0][0] and ctx.get(dut.done) == 0, \
+                    f"seed {seed} walk {walk}: start"
             ctx.set(dut.start, 0)
             # A walk is cut short by the next start now and then (as the window check's is
             # when a record fails), else stepped a few times past its end.
