@@ -134,12 +134,14 @@ def _check_placer(placer):
         raise BuildError(f"placer must be one of {', '.join(PLACERS)}, not {placer!r}")
 
 
-def _options(freq, baud, seed, router="router1", seeds=None, placer=None):
+def _options(freq, baud, seed, router="router1", seeds=None, placer=None, tmg_ripup=False):
     opts = {"freq_mhz": freq, "baud": baud, "seed": seed}
     if router != ROUTERS[0]:
         opts["router"] = router
     if placer is not None:
         opts["placer"] = placer
+    if tmg_ripup:
+        opts["tmg_ripup"] = True
     if seeds:
         opts = {**opts, "seed": None, "seeds": list(seeds)}
     return opts
@@ -188,9 +190,13 @@ def best_seed(results):
     return max(done, key=lambda r: (r["fmax_mhz"], -r["seed"]), default=None)
 
 
-def plan(board_name, config, *, freq=None, baud=115200, seed=1, router="router1", placer=None):
+def plan(board_name, config, *, freq=None, baud=115200, seed=1, router="router1", placer=None,
+         tmg_ripup=False):
     """Elaborate the board top and return ``(board, cfg, top, BuildPlan)`` (no tools run).
-    ``placer`` None: the board's default placer."""
+    ``placer`` None: the board's default placer. ``tmg_ripup``: nextpnr's timing-driven rip-up
+    in the router (``--tmg-ripup``): after routing, the nets of failing paths are ripped up and
+    routed again, round by round, while the clock's constraint is missed (the placement is
+    the same as without it)."""
     _check_router(router)
     _check_placer(placer)
     board = get_board(board_name)
@@ -207,6 +213,8 @@ def plan(board_name, config, *, freq=None, baud=115200, seed=1, router="router1"
                     f"--seed {seed} --report {TIMING_JSON} --detailed-timing-report")
     if router != ROUTERS[0]:
         nextpnr_opts += f" --router {router}"
+    if tmg_ripup:
+        nextpnr_opts += " --tmg-ripup"
     from scripts.synth import AFTER_READ
     build_plan = board.platform().build(top, name="top", do_build=False, do_program=False,
                                         synth_opts=board.synth_opts, nextpnr_opts=nextpnr_opts,
@@ -342,7 +350,7 @@ def _sweep(argv, seeds, dest, env, jobs, timeout_min, progress, index, total, to
 
 def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1", root=None,
           plan_only=False, quiet=False, nice=True, seeds=None, jobs=1, pnr_timeout=None,
-          synth_only=False, placer=None):
+          synth_only=False, placer=None, tmg_ripup=False):
     """Run the build; return the report dict (``plan_only``: the plan's file list).
 
     ``synth_only`` (ECP5 boards): run yosys alone and return the logic-depth report of its
@@ -364,7 +372,7 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
                          f"{get_board(board_name).family}")
     sources = source_hash()
     board, cfg, top, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed,
-                                       router=router, placer=placer)
+                                       router=router, placer=placer, tmg_ripup=tmg_ripup)
     dest = out_dir(board_name, config, root)
     dest.mkdir(parents=True, exist_ok=True)
     if not plan_only:
@@ -378,6 +386,8 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
             "description": cfg.description, "ram_bytes": board.ram_bytes}
     if seeds:
         meta["seeds"] = list(seeds)
+    if tmg_ripup:
+        meta["tmg_ripup"] = True
     (dest / "build.json").write_text(json.dumps(meta, indent=2))
     if plan_only:
         return {"plan": sorted(build_plan.files), "dir": str(dest), **meta}
@@ -427,7 +437,7 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
     meta.update({"step_seconds": timings, "total_seconds": round(time.monotonic() - t_start, 1)})
     (dest / "build.json").write_text(json.dumps(meta, indent=2))
     # The record of the finished build (``--plan-only`` later rewrites build.json and the plan).
-    built = {**meta, "options": _options(freq, baud, seed, router, seeds, placer),
+    built = {**meta, "options": _options(freq, baud, seed, router, seeds, placer, tmg_ripup),
              "sources": sources,
              "fingerprint": design_fingerprint(build_plan.files),
              "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
@@ -467,7 +477,8 @@ def report_from_dir(board_name, config, root=None):
         target_mhz=meta["target_mhz"], pes=cfg.pes, timing=timing,
         extra={**{k: meta.get(k) for k in ("baud", "seed", "router", "placer", "params",
                                            "description", "step_seconds", "total_seconds")},
-               **{k: meta[k] for k in ("seed_sweep",) if k in meta}})
+               **{k: meta[k] for k in ("seed_sweep",) if k in meta},
+               **({"tmg_ripup": True} if meta.get("tmg_ripup") else {})})
     bitstream = dest / ("top.bit" if board.family == "ecp5" else "top.bin")
     try:
         report["bitstream"] = str(bitstream.relative_to(ROOT))
@@ -485,7 +496,7 @@ def _bitstream(board, dest):
 
 
 def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="router1",
-               root=None, seeds=None, placer=None):
+               root=None, seeds=None, placer=None, tmg_ripup=False):
     """Whether ``build/fpga/<board>-<config>/`` holds a finished build of the present design
     with these options: ``(True | False, reason)``. Fast when no source changed (a hash of the
     sources); otherwise the top is elaborated and its plan compared with the built one."""
@@ -496,7 +507,8 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="ro
     record = dest / "built.json"
     if record.exists():
         built = json.loads(record.read_text())
-        if built.get("options") != _options(freq, baud, seed, router, seeds, placer):
+        if built.get("options") != _options(freq, baud, seed, router, seeds, placer,
+                                            tmg_ripup):
             return False, "built with other options"
         if built.get("sources") == source_hash():
             return True, "sources unchanged"
@@ -506,7 +518,8 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="ro
         # unless a later --plan-only rewrote them.
         meta = json.loads((dest / "build.json").read_text())
         if (meta.get("seed", 1), meta.get("baud", 115200), meta.get("router", ROUTERS[0])) \
-                != (seed, baud, router) or freq is not None or placer is not None:
+                != (seed, baud, router) or freq is not None or placer is not None \
+                or tmg_ripup:
             return False, "built with other options"
         il = dest / "top.il"
         if not il.exists() or il.stat().st_mtime > (dest / "top.tim").stat().st_mtime:
@@ -515,7 +528,7 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="ro
                                           if (dest / n).exists()})
     try:
         *_, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed,
-                              router=router, placer=placer)
+                              router=router, placer=placer, tmg_ripup=tmg_ripup)
     except Exception as e:      # e.g. a source file being edited: cannot tell, so not current
         return False, f"elaboration failed: {type(e).__name__}: {e}"
     if design_fingerprint(build_plan.files) != fingerprint:
@@ -523,7 +536,7 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="ro
     if not record.exists():
         meta = json.loads((dest / "build.json").read_text())
         record.write_text(json.dumps({**meta, "options": _options(freq, baud, seed, router,
-                                                                  seeds, placer),
+                                                                  seeds, placer, tmg_ripup),
                                       "sources": source_hash(), "fingerprint": fingerprint},
                                      indent=2))
     else:
@@ -580,6 +593,9 @@ def main(argv=None):
     parser.add_argument("--placer", choices=PLACERS, default=None,
                         help="nextpnr placer (default: the board's; the ULX3S's is heap with "
                              "its timing weight raised)")
+    parser.add_argument("--tmg-ripup", action="store_true",
+                        help="nextpnr's timing-driven rip-up in the router: failing paths are "
+                             "routed again while the clock's constraint is missed (slower)")
     parser.add_argument("--out", default=None, help=f"output root (default {BUILD_ROOT})")
     parser.add_argument("--plan-only", action="store_true",
                         help="elaborate and write the build plan, run no tool")
@@ -608,7 +624,7 @@ def main(argv=None):
                        router=args.router, root=args.out, plan_only=args.plan_only, quiet=args.quiet,
                        nice=not args.no_nice, seeds=seeds, jobs=jobs,
                        pnr_timeout=args.pnr_timeout, synth_only=args.synth_only,
-                       placer=args.placer)
+                       placer=args.placer, tmg_ripup=args.tmg_ripup)
     except (BuildError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -194,6 +194,20 @@ def test_router_option(tmp_path):
         fbuild.main(["ulx3s", "--router", "router3", "--plan-only"])
 
 
+def test_tmg_ripup_option(tmp_path):
+    """``--tmg-ripup`` reaches nextpnr's command line, the build record and the options a later
+    build compares; without it nothing changes (older records stay current)."""
+    default, script1 = _planned(tmp_path, "a")
+    rip, script2 = _planned(tmp_path, "b", tmg_ripup=True)
+    assert "--tmg-ripup" not in script1 and "tmg_ripup" not in default
+    assert "--tmg-ripup" in script2 and rip["tmg_ripup"] is True
+    assert fbuild._options(None, 115200, 1) == {"freq_mhz": None, "baud": 115200, "seed": 1}
+    assert fbuild._options(None, 115200, 1, tmg_ripup=True)["tmg_ripup"] is True
+    assert fbuild.main(["ulx3s", "--config", "tensor8i", "--tmg-ripup", "--plan-only",
+                        "--out", str(tmp_path / "c")]) == 0
+    assert "--tmg-ripup" in (tmp_path / "c" / "ulx3s-tensor8i" / "build_top.sh").read_text()
+
+
 def test_parse_seeds():
     assert fbuild.parse_seeds("3") == (3,)
     assert fbuild.parse_seeds("1,2,5") == (1, 2, 5)
