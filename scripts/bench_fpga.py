@@ -142,6 +142,7 @@ def merge_record(results, record, source=""):
     reason = "rebuilt separately" + (f" on {commit}" if commit else "") + \
         (f", nextpnr seed {seed}" if seed is not None else "") + \
         (f", {router}" if router and router != "router1" else "") + \
+        (", timing-driven rip-up (--tmg-ripup)" if record.get("tmg_ripup") else "") + \
         (f" ({source})" if source else "") + "; the rest of this file is from the bench run of its date"
     row = _row(record, True, reason)
     if commit:
@@ -150,6 +151,8 @@ def merge_record(results, record, source=""):
         row["seed"] = seed
     if router:
         row["router"] = router
+    if record.get("tmg_ripup"):
+        row["tmg_ripup"] = True
     rows = results.setdefault("results", [])
     for i, old in enumerate(rows):
         if (old["board"], old["config"]) == (row["board"], row["config"]):

@@ -40,6 +40,13 @@ def test_merge_keeps_the_nextpnr_seed():
     assert row["seed"] == 2 and "nextpnr seed 2" in row["freshness"]
 
 
+def test_merge_keeps_the_routers_rip_up():
+    """A build routed with ``--tmg-ripup`` says so in its row; one without has no such key."""
+    row = bench_fpga.merge_record(_results(), dict(RECORD, seed=2, tmg_ripup=True))
+    assert row["tmg_ripup"] is True and "--tmg-ripup" in row["freshness"]
+    assert "tmg_ripup" not in bench_fpga.merge_record(_results(), RECORD)
+
+
 def test_merge_adds_a_new_board_config_and_rejects_other_json():
     results = _results()
     bench_fpga.merge_record(results, dict(RECORD, config="core4"))
