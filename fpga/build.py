@@ -194,9 +194,9 @@ def plan(board_name, config, *, freq=None, baud=115200, seed=1, router="router1"
          tmg_ripup=False):
     """Elaborate the board top and return ``(board, cfg, top, BuildPlan)`` (no tools run).
     ``placer`` None: the board's default placer. ``tmg_ripup``: nextpnr's timing-driven rip-up
-    in the router (``--tmg-ripup``): after routing, the nets of failing paths are ripped up and
-    routed again, round by round, while the clock's constraint is missed (the placement is
-    the same as without it)."""
+    in the router (``--tmg-ripup``): after routing, the arcs of failing paths are ripped up and
+    routed again, round by round, while the clock's constraint is missed, for at most 50
+    rounds, the last round's routing kept (the placement is the same as without it)."""
     _check_router(router)
     _check_placer(placer)
     board = get_board(board_name)
@@ -477,8 +477,7 @@ def report_from_dir(board_name, config, root=None):
         target_mhz=meta["target_mhz"], pes=cfg.pes, timing=timing,
         extra={**{k: meta.get(k) for k in ("baud", "seed", "router", "placer", "params",
                                            "description", "step_seconds", "total_seconds")},
-               **{k: meta[k] for k in ("seed_sweep",) if k in meta},
-               **({"tmg_ripup": True} if meta.get("tmg_ripup") else {})})
+               **{k: meta[k] for k in ("seed_sweep", "tmg_ripup") if k in meta}})
     bitstream = dest / ("top.bit" if board.family == "ecp5" else "top.bin")
     try:
         report["bitstream"] = str(bitstream.relative_to(ROOT))

@@ -4,10 +4,9 @@ list of the positions it must visit.
 Random counts and strides (two's complement, modulo 2**32), random step patterns with idle
 cycles, starts held for several cycles with steps beside them, restarts in the middle of a
 walk and steps past the end. Checked every cycle: the position (``addr``, ``p``, ``sidx``,
-``last_j``, ``last``) and ``done`` equal the model's,
-``update`` is a start or a step before ``done``, and after an update the registers hold the
-``next_addr`` / ``next_last_j`` shown before the edge (the DMA's lookahead registers use
-them). After the last step the walker holds the last position. The registers are enabled in
+``last_j``, ``last``) and ``done`` equal the model's, ``update`` is a start or a step before
+``done``, and after an update the registers hold the ``next_addr`` / ``next_last_j`` shown
+before the edge (the DMA's lookahead registers use them). After the last step the walker holds the last position. The registers are enabled in
 groups (position in the row, row, partition), so a group enabled on a wrong step shows as a
 wrong position here.
 """

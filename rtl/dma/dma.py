@@ -76,8 +76,9 @@ class _Walker(Elaboratable):
     j*sj`` modulo 2**32, and ``sidx = i*nj + j`` (SBUF word offset, restarts per partition).
 
     ``start`` loads the first position (it wins over a ``step`` in the same cycle); ``step``
-    advances; ``done`` is set by a step at the last position. Counts must be at least 1 (the DMA completes zero-size records itself) and
-    must not change between ``start`` and the last step.
+    advances; ``done`` is set by a step at the last position. Counts must be at least 1 (the
+    DMA completes zero-size records itself) and must not change between ``start`` and the last
+    step.
 
     The position is kept as counts left (``j_left``: positions after this one in the row,
     and so on) with registered "this is the last" flags, updated a step ahead, so that
@@ -341,9 +342,9 @@ class DMA(wiring.Component):
         chk = _Walker()      # rows (p, i) for the window check
         # The window check's walker is held at its first row by a flip-flop (``chk_hold``:
         # set when a record is taken, cleared in SPAN) and steps in every cycle it is not
-        # held (a step past the last row does nothing), so no state decode is in front of its clock
-        # enables (the FSM state -> ``chk.done`` -> the row enable -> ``chk.i_left`` was 6
-        # levels, 11.61 ns routed, core2 758c280 seed 4).
+        # held (a step past the last row does nothing), so no state decode is in front of its
+        # clock enables (the FSM state -> ``chk.done`` -> the row enable -> ``chk.i_left`` was
+        # 6 levels, 11.61 ns routed, core2 758c280 seed 4).
         chk_hold = Signal()
         iss = _Walker()      # segments for the burst issuer
         elw = _Walker()      # elements for the SBUF side
