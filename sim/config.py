@@ -1,0 +1,184 @@
+"""One configuration object for the core, shared by the RTL, the reference simulator and every
+backend.
+
+A :class:`CoreConfig` holds the parameters of ``rtl.core.top.NeuronCore`` with the same names,
+ranges and defaults; ``NeuronCore.from_config(cfg)`` builds the RTL, ``cfg.refsim(program)``
+the reference simulator with the same geometry, formats and vector-engine parameters (and the
+core's checks on), so a program checked on the model behaves the same on the RTL.
+
+    cfg = CoreConfig.preset("core8")          # or CoreConfig(rows=8, sbuf_depth=1024)
+    cfg.to_dict()                             # JSON-able (formats as names), from_dict inverts
+    CoreConfig.from_dict(json.loads(text))
+
+This module imports neither Amaranth nor cocotb.
+"""
+
+import dataclasses
+
+from sim.dtypes import Format
+
+__all__ = ["CoreConfig", "ENGINE_FORMATS", "PRESETS", "check_int", "check_pow2"]
+
+#: Tensor-engine input formats a core can be built with (the accumulator is FP32 or INT32).
+ENGINE_FORMATS = (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4, Format.BF16,
+                  Format.FP16)
+
+
+def check_int(name, value, lo, hi):
+    """Return ``value`` or raise ``TypeError``/``ValueError`` naming ``name`` and the range."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if not lo <= value <= hi:
+        raise ValueError(f"{name} must be an integer from {lo} to {hi}, not {value}")
+    return value
+
+
+def check_pow2(name, value, lo, hi):
+    """Return ``value`` or raise unless it is a power of two from ``lo`` to ``hi``."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if value < lo or value > hi or value & (value - 1):
+        raise ValueError(f"{name} must be a power of two from {lo} to {hi}, not {value}")
+    return value
+
+
+def _formats(value):
+    if isinstance(value, (Format, int, str)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"formats must be a collection of Format, not {value!r}")
+    out = []
+    for f in value:
+        if isinstance(f, str):
+            try:
+                f = Format[f.upper()]
+            except KeyError:
+                raise ValueError(f"formats: unknown format name {f!r}") from None
+        if not isinstance(f, Format):
+            raise TypeError(f"formats must contain Format members, not {f!r}")
+        if f not in ENGINE_FORMATS:
+            allowed = ", ".join(x.name for x in ENGINE_FORMATS)
+            raise ValueError(f"formats must be a subset of {{{allowed}}}, not containing "
+                             f"{f.name}")
+        out.append(f)
+    if not out:
+        raise ValueError("formats must contain at least one format, not be empty")
+    return tuple(sorted(set(out), key=ENGINE_FORMATS.index))
+
+
+@dataclasses.dataclass(frozen=True)
+class CoreConfig:
+    """The parameters of one core (``docs/core.md``); every field is checked on creation.
+
+    Parameters
+    ----------
+    rows : int
+        Tensor-array rows = SBUF partitions = vector lanes (P), 2 to 128.
+    cols : int or None
+        Tensor-array columns = PSUM partitions, 2 to ``rows`` (None: ``rows``).
+    sbuf_depth, psum_depth : int
+        Words per SBUF / PSUM partition, powers of two from 16 to 65536.
+    formats : collection of Format (or names)
+        Tensor-engine input formats, a subset of :data:`ENGINE_FORMATS`.
+    lut_entries : int
+        Vector-engine LUT entries per bank, a power of two from 8 to 1024.
+    n_rand : int
+        Random bits per stochastic-rounding decision, 1 to 23.
+    pmem_depth : int
+        Program-memory instructions, a power of two from 16 to 2048.
+    dma_windows : int
+        DMA address windows, 1 to 8.
+    max_burst : int
+        Longest AXI burst of the DMA in beats, a power of two from 1 to 256.
+    tensor_add_stages, tensor_mul_stages : int
+        Pipeline stages of each tensor PE's FP32 adder and multiplier, 1 to 4.
+    """
+
+    rows: int = 4
+    cols: int = None
+    sbuf_depth: int = 256
+    psum_depth: int = 64
+    formats: tuple = ENGINE_FORMATS
+    lut_entries: int = 64
+    n_rand: int = 8
+    pmem_depth: int = 256
+    dma_windows: int = 4
+    max_burst: int = 16
+    tensor_add_stages: int = 1
+    tensor_mul_stages: int = 1
+
+    def __post_init__(self):
+        check_int("rows", self.rows, 2, 128)
+        if self.cols is None:
+            object.__setattr__(self, "cols", self.rows)
+        check_int("cols", self.cols, 2, self.rows)
+        check_pow2("sbuf_depth", self.sbuf_depth, 16, 65536)
+        check_pow2("psum_depth", self.psum_depth, 16, 65536)
+        object.__setattr__(self, "formats", _formats(self.formats))
+        check_pow2("lut_entries", self.lut_entries, 8, 1024)
+        check_int("n_rand", self.n_rand, 1, 23)
+        check_pow2("pmem_depth", self.pmem_depth, 16, 2048)
+        check_int("dma_windows", self.dma_windows, 1, 8)
+        check_pow2("max_burst", self.max_burst, 1, 256)
+        check_int("tensor_add_stages", self.tensor_add_stages, 1, 4)
+        check_int("tensor_mul_stages", self.tensor_mul_stages, 1, 4)
+
+    @property
+    def partitions(self):
+        """SBUF partitions = vector lanes = ``rows``."""
+        return self.rows
+
+    def replace(self, **changes):
+        """A copy with ``changes`` applied (and checked)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self):
+        """JSON-able form (formats as lower-case names); :meth:`from_dict` inverts it."""
+        d = dataclasses.asdict(self)
+        d["formats"] = [f.name.lower() for f in self.formats]
+        return d
+
+    @classmethod
+    def from_dict(cls, d):
+        """A configuration from :meth:`to_dict` output (unknown keys raise ``TypeError``)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise TypeError(f"unknown CoreConfig parameter(s): {', '.join(unknown)}; "
+                            f"allowed: {', '.join(sorted(names))}")
+        return cls(**d)
+
+    @classmethod
+    def preset(cls, name):
+        """A named configuration of :data:`PRESETS` (``core4`` is the default core)."""
+        try:
+            return cls(**PRESETS[name])
+        except KeyError:
+            raise ValueError(f"preset must be one of {', '.join(PRESETS)}, not {name!r}") \
+                from None
+
+    @property
+    def name(self):
+        """A short stable name for build directories and records, e.g. ``r4c4-s256-p64``."""
+        fm = "".join(f"{int(f)}" for f in self.formats)
+        return (f"r{self.rows}c{self.cols}-s{self.sbuf_depth}-p{self.psum_depth}-f{fm}"
+                f"-l{self.lut_entries}-n{self.n_rand}-m{self.pmem_depth}-w{self.dma_windows}"
+                f"-b{self.max_burst}-t{self.tensor_add_stages}{self.tensor_mul_stages}")
+
+    def refsim(self, program, **kwargs):
+        """A ``sim.refsim.RefSim`` of ``program`` with this geometry, these formats and
+        vector-engine parameters, and the core's record checks on (``kwargs`` override)."""
+        from sim.refsim import RefSim
+        args = dict(partitions=self.rows, cols=self.cols, sbuf_depth=self.sbuf_depth,
+                    psum_depth=self.psum_depth, pmem_depth=self.pmem_depth, check=True,
+                    formats=self.formats, lut_entries=self.lut_entries, n_rand=self.n_rand)
+        args.update(kwargs)
+        return RefSim(program, **args)
+
+
+#: Named configurations: the default core (``python -m rtl.generate``), the 8x8 core of the
+#: benchmarks and the 2x2 core of the ULX3S build.
+PRESETS = {
+    "core4": dict(rows=4),
+    "core8": dict(rows=8, sbuf_depth=1024, psum_depth=256),
+    "core2": dict(rows=2, sbuf_depth=1024, psum_depth=256, tensor_add_stages=3,
+                  tensor_mul_stages=4),
+}
