@@ -27,7 +27,7 @@ __all__ = ["Sequencer", "DBG", "YOSYS_HINTS"]
 #: opcode map are written only while the sequencer is not busy, so nothing is read from them in
 #: the cycle it is written, and a read that collides with a write may return anything
 #: (``COLLISION_X_MASK``). Without it yosys keeps the read-first value with comparator and
-#: bypass logic around each block RAM (139 FF and 81 LUT4 for the control store on the ECP5),
+#: bypass logic around each block RAM,
 #: on the fetch loop (control store -> next micro-address -> store) and on the instruction
 #: decode (program memory -> operand compares). The FPGA builds (``fpga/build.py``),
 #: ``scripts/unit_fmax.py`` and ``scripts/synth.py`` run it; Verilog users with another
@@ -54,8 +54,7 @@ DBG = {
 }
 
 # MAP, EXEC and DONE each own a bit of the state register (``in_map`` and ``in_exec`` are a
-# flip-flop each, not a compare, in front of the control store's address: ``state`` -> EXEC
-# compare -> ... -> the address was 12.03 ns routed, core2 3d40efa seed 1).
+# flip-flop each, so that no compare of ``state`` is in front of the control store's address).
 _S_IDLE, _S_CLEAR, _S_FETCH, _S_DECODE, _S_MAP, _S_EXEC, _S_DONE = 0, 1, 2, 3, 4, 8, 16
 _ENGINES = (Engine.DMA, Engine.TENSOR, Engine.VECTOR)
 _NAMES = {Engine.DMA: "dma", Engine.TENSOR: "tensor", Engine.VECTOR: "vector"}
@@ -452,8 +451,7 @@ class Sequencer(wiring.Component):
         # ``uctr != 0`` kept in a flip-flop beside it (``uctr_nz``; after X's write it takes
         # the test in W, while a ULOOP holds, so a ULOOP that goes reads ``uctr`` and
         # ``uctr_nz`` as they are): a ULOOP's redirect, in front of the control store's
-        # address, then compares no 16-bit value (``res_q`` -> 16-bit test -> redirect ->
-        # control-store address was 11.7 ns, core2 bf26a8b seed 1).
+        # address, then compares no 16-bit value.
         uctr_nz = Signal()
         ustack = Array(Signal(isa.UADDR_BITS, name=f"ustack{i}") for i in range(isa.UCALL_DEPTH))
         usp = Signal(range(isa.UCALL_DEPTH + 1))
@@ -464,8 +462,7 @@ class Sequencer(wiring.Component):
         flag_eq, flag_lt, flag_ltu = Signal(), Signal(), Signal()
         # A FLAGS write lands in W (``flags_w``, set on ``adv``) from the compares registered
         # every cycle (``fl_*``): neither the ALU's compares nor ``adv`` reach the flags' data
-        # and enable (``x_prev`` -> compare -> flags 11.82 ns, ``adv`` -> their enable 11.38
-        # ns routed, core2 518976d seed 4). A BRANCH on a flag right after the write holds one
+        # and enable. A BRANCH on a flag right after the write holds one
         # cycle (the shipped routines write the flags with END, and branch in another macro
         # instruction).
         flags_w = Signal()
@@ -477,7 +474,7 @@ class Sequencer(wiring.Component):
         # ``ls_rem[i] > 1`` and ``rem_top > 1`` as registered flags kept beside them, each
         # split in two halves (``[1:16].any()``, ``[16:32].any()``): LOOP_MORE is then an OR of
         # two flip-flops in front of the control-store address instead of a 31-bit reduction
-        # of ``rem_top`` (the critical path of the whole core at ``b32753b``), and X's result
+        # of ``rem_top``, and X's result
         # reaches the flags through a 15/16-bit reduction, not a 31-bit one.
         ls_more = Array(Signal(2, name=f"loop_more{i}") for i in range(isa.LOOP_DEPTH))
         rem_more = Signal(2)                  # ls_more[ltop]
@@ -515,8 +512,7 @@ class Sequencer(wiring.Component):
         # that cycle takes the pending value instead (``*_now``; the register file's read
         # ports compare the pending write's index). So the ALU's result and the write kill
         # (the stall and error cones) reach a few registers, not every destination's
-        # multiplexer and clock enable (the sequencer's deepest paths at ``aefeba6``:
-        # ``x_prev`` -> ALU -> semaphores, slots, generators, register file). No cycle
+        # multiplexer and clock enable (semaphores, slots, generators, register file). No cycle
         # changes: every value is where the architecture expects it, one multiplexer later.
         w_rf_en, w_rf_addr, w_rf_data = Signal(), Signal(6), Signal(32)
         ags_w = Signal(isa.NUM_AG)          # ag_stride[j] takes res_q
@@ -525,8 +521,7 @@ class Sequencer(wiring.Component):
         push_w = Signal()                   # rem_top and ls_rem[ltop] take res_q
         # A LOOP_STEP's and a LOOP_POP's new top count and ``more`` flags land in W too, from
         # registers loaded every cycle (``top_v``/``top_m``): ``go``
-        # (the stall cone) reaches two flags, not the 34 enables of ``rem_top``/``rem_more``
-        # (``sr_go`` -> the stall -> ``rem_more`` was 12.57 ns routed, core2 518976d seed 1).
+        # (the stall cone) reaches two flags, not the 34 enables of ``rem_top``/``rem_more``.
         # Their readers in that cycle hold instead (no bypass in front of LOOP_MORE and the
         # control store's address): a BRANCH on LOOP_MORE (``lmore_w``: after a LOOP_PUSH,
         # LOOP_STEP or LOOP_POP, i.e. ``push_w | lstep_w`` kept as one flip-flop for the hold
@@ -539,9 +534,8 @@ class Sequencer(wiring.Component):
         sem_now = Array(Signal(isa.SEM_VALUE_BITS, name=f"sem{i}_now")
                         for i in range(isa.NUM_SEMS))
         rem_top_now = Signal(32)
-        # T0 and T1 too (``t0_w``/``t1_w``): X's result and ``go`` reached their 64 data
-        # inputs and clock enables (``x_prev`` -> ALU -> T0 12.17 ns, ``zb_go`` -> ``go`` ->
-        # T1 12.53 ns routed, core2 c6874f6 seeds 1 and 4).
+        # T0 and T1 too (``t0_w``/``t1_w``), so that X's result and ``go`` do not reach their
+        # 64 data inputs and clock enables.
         t0_w, t1_w = Signal(), Signal()
         t0_now, t1_now = Signal(32), Signal(32)
         m.d.comb += [t0_now.eq(Mux(t0_w, res_q, t0)), t1_now.eq(Mux(t1_w, res_q, t1))]
@@ -569,13 +563,13 @@ class Sequencer(wiring.Component):
         # select's low three bits, whatever the others (the index of any other source is
         # never used: the read, the bypass compares and the forwarding tests are all taken
         # under a register source), so the control store's output passes no test of the
-        # top bit before ``a_idx_q``/``b_idx_q`` (11.8 ns routed, core2 473aaa6 seed 1).
+        # top bit before ``a_idx_q``/``b_idx_q``.
         assert all(int(s_) & 7 == i for i, s_ in enumerate(
             (USrc.RS2P1, USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3)))
 
         # Both are 8-way multiplexers behind the control store's block RAM, built from the
-        # ECP5 slices' own multiplexers on an ECP5 (``rtl.arith.wide_mux``): as three levels
-        # of LUT4 they routed at 10.7-11.8 ns on every core2 build.
+        # ECP5 slices' own multiplexers on an ECP5 (``rtl.arith.wide_mux``): one LUT delay
+        # instead of three routed LUT4 levels.
         def reg_index(sel, idx):
             m.d.comb += idx.eq(wide_mux(m, platform, sel, [rd_p[3], rd, rs1, rs2, rs3,
                                                            rd_p[0], rd_p[1], rd_p[2]],
@@ -594,9 +588,7 @@ class Sequencer(wiring.Component):
             # (``idx_q``, and ``ag_idx_r`` for an AGREG operand).
             # The register file's word (late: the read address fans out to the LUT-RAMs)
             # enters the last multiplexer, under ``reg_q`` (``sel`` is a register source,
-            # registered with R's micro-word); the other sources are chosen before it
-            # (``a_idx_q`` -> read -> 8-way select -> ``a_q`` was 11.77 ns routed, core2
-            # ec3bac6 seed 1).
+            # registered with R's micro-word); the other sources are chosen before it.
             w_hit = w_rf_en & Mux(agr_q, w_rf_addr == ag_idx_r, w_rf_addr == idx_q)
             other = Signal(32, name=f"{val.name}_other")
             with m.Switch(sel):
@@ -661,9 +653,8 @@ class Sequencer(wiring.Component):
         b_qn, x_prev_n = Signal(32), Signal(32)  # ``b_q``, ``x_prev`` XOR X's ``alu_neg``
         a, b = Signal(32), Signal(32)            # X's operands
         # (F's indices kept for synthesis: the 8-way multiplexer from the control store's
-        # output, then one level for R's hold; shared with other decodes of the block RAM's
-        # output it was five LUT levels, ``DOB`` -> ``b_idx_q`` 12.21 ns routed, core2
-        # ce3f847 seed 3)
+        # output, then one level for R's hold; ``keep`` stops synthesis from sharing it with
+        # other decodes of the block RAM's output, which made five LUT levels)
         a_idx_f = Signal(6, name="a_idx_f", attrs={"keep": 1})
         b_idx_f = Signal(6, name="b_idx_f", attrs={"keep": 1})
         a_idx_q, b_idx_q = Signal(6), Signal(6)
@@ -678,8 +669,7 @@ class Sequencer(wiring.Component):
         # An AGREG operand's index, ``ag_reg[k_r]``, is a register of its own (``ag_idx_r``)
         # loaded with R's micro-word, so the register file's read address is a two-way
         # multiplexer of flip-flops under a registered select (``a_agr_q``), not the
-        # generators' 4-way multiplexer under ``k_r`` (``ag_reg`` -> ``ag_reg[k_r]`` -> read
-        # -> ``b_q`` was 13.6 ns routed, core2 7f6d2ac seed 3). It holds the generator's
+        # generators' 4-way multiplexer under ``k_r``. It holds the generator's
         # register as X's AG_SET will leave it (``ag_eff``; AG_SET is ``ag_reg``'s only
         # writer, and a successor that reads a generator's register stays in R until the
         # AG_SET has gone, ``x_holds_r``); while R holds, it takes an AG_SET of its generator
@@ -692,8 +682,7 @@ class Sequencer(wiring.Component):
         ag_eff = Array(Signal(6, name=f"ag{j}_eff") for j in range(isa.NUM_AG))
         m.d.comb += [ag_eff[j].eq(Mux(ag_set_x[j], rd, ag_reg[j])) for j in range(isa.NUM_AG)]
         # ``ag_eff[k]`` for F's ``k``: a 4-way multiplexer behind the control store, one ECP5
-        # slice per bit (``wide_mux``; four LUT4 levels as synthesized, 11.3-11.6 ns routed,
-        # core2 b427694 seeds 1 and 2)
+        # slice per bit (``wide_mux``; synthesis alone makes four LUT4 levels)
         ag_idx_f = wide_mux(m, platform, field(uword_f, "const")[:2], list(ag_eff), "ag_idx_f")
         m.d.comb += [a_idx.eq(Mux(a_agr_q, ag_idx_r, a_idx_q)),
                      b_idx.eq(Mux(b_agr_q, ag_idx_r, b_idx_q))]
@@ -714,9 +703,7 @@ class Sequencer(wiring.Component):
         neg = xd["alu_neg"]
         # ``b ^ neg`` is registered beside ``b_q`` and ``x_prev`` (``b_qn``, ``x_prev_n``, from
         # R's decode of ``neg``): the carry chain's operand is then one multiplexer of
-        # flip-flops, not the multiplexer and an XOR after it (``b_fw`` -> ``b`` -> ``b ^
-        # neg`` -> carry chain -> ``res_zero_h`` was 11.97 ns routed, the critical path of
-        # core2 473aaa6 seed 1).
+        # flip-flops, not the multiplexer and an XOR after it.
         b_n = Signal(32)
         m.d.comb += b_n.eq(Mux(b_fw, x_prev_n, b_qn))
         sum_c = Signal(34)
@@ -738,8 +725,8 @@ class Sequencer(wiring.Component):
         # The result in two parts: the terms that do not wait for the carry chain (the logic
         # ops, the shifters, SLT's sign-decided case), and after the chain one OR per bit
         # with them (two levels for bit 0). ``keep`` holds the boundary for synthesis, which
-        # otherwise put four to five LUT levels between the chain and ``x_prev`` (11.65 ns
-        # routed, core2 ec3bac6 seed 1). ``alu_out(flag)`` is ``Mux(flag, sem_cur, res)``
+        # otherwise puts four to five LUT levels between the chain and ``x_prev``.
+        # ``alu_out(flag)`` is ``Mux(flag, sem_cur, res)``
         # written the same way (the forwarded value and the register file's write), and
         # ``alu_out(flag, inv)`` the same XOR ``inv`` (``x_prev_n``): the ALU's op decode is
         # one-hot, so the chain's terms and the early ones are never both set and the OR is
@@ -765,8 +752,7 @@ class Sequencer(wiring.Component):
         loop_more = Signal()
         # No zero test of X's result is in X's cycle: every one is made on ``res_q`` (the
         # result registered) and registered again, so the ALU's carry chain reaches one
-        # register (``x_prev`` -> ALU -> the registered halves of the zero test was 11.84 ns
-        # routed, the critical path of core2 68bfe14 on both seeds). Its readers wait:
+        # register. Its readers wait:
         # * a BRANCH on Z/NZ decides on ``res_zero`` (``res_q == 0`` registered): its first
         #   two cycles in X always hold (``zb_seen``, ``zb_go``), X's operands held;
         # * ``uctr_nz`` (``uctr != 0``) takes ``res_q[:16] != 0`` in W after X writes UCTR
@@ -827,8 +813,7 @@ class Sequencer(wiring.Component):
             # The queues' full and empty flags registered from their next levels
             # (lookahead), so that the stall cone starts from flip-flops, not level compares.
             # ``can_emit`` is one flip-flop (neither queue full next cycle), not an AND of the
-            # two full flags behind it: one level less in front of the stall (``dma_q_full``
-            # -> stall -> the control store's address was 12.03 ns, core2 ec3bac6 seed 3).
+            # two full flags behind it: one level less in front of the stall.
             def moves(f):
                 return f.r_en & f.r_rdy, f.w_en & f.w_rdy
 
@@ -860,9 +845,7 @@ class Sequencer(wiring.Component):
                 # slot is written). A slot write in X sets ``wr`` too, but an EMIT in the next
                 # cycle (W) holds and is not trapped (its check is pending). So the core's
                 # verdict reaches two flip-flops, not the queue's write enable and the error
-                # and advance cones (``rec_tensor2_terms`` -> the verdict -> ``push`` ->
-                # ``q_tensor.level`` 8 levels, 10.49 / 11.78 / 11.39 ns routed, core2 f2a5594
-                # seeds 2 / 3 / 4; 10.89 / 11.22 ns on core2 92d164b).
+                # and advance cones.
                 out_terms = getattr(self, _NAMES[e] + "_terms")
                 blank = getattr(self, _NAMES[e] + "_blank_terms")
                 slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
@@ -878,8 +861,7 @@ class Sequencer(wiring.Component):
                 # went, as ``wr`` was cleared; otherwise the record is blank and ``ill_q``
                 # agrees), else ``ill_q``; one LUT4 of flip-flops. (A single flip-flop choosing
                 # ``blank_bad`` on an EMIT that goes put ``go``, the stall cone, in front of
-                # it: ``rec_tensor_pend`` -> the stall -> ``tensor_ill_x`` 9 levels in the
-                # depth tool.)
+                # it.)
                 ill_q = Signal(name=f"{_NAMES[e]}_ill_q")
                 ill_x[e] = Signal(name=f"{_NAMES[e]}_ill_x")
                 m.d.comb += ill_x[e].eq(Mux(chk_wr, ill_q, blank_bad))
@@ -896,9 +878,7 @@ class Sequencer(wiring.Component):
         # SEMRD's value: the semaphore as it was in the previous cycle, registered (a SEMRD
         # holds its first two cycles in X, ``sr_seen`` and ``sr_go``: a SEMINC right before it
         # reaches the semaphore a cycle late, see below), so that the instruction's index and
-        # the 16-way multiplexer are not in front of the ALU's result multiplexer (``ir`` ->
-        # the semaphore select -> the forwarded value ``x_prev_n`` was 13.27 ns routed, 10.41
-        # of it routing, the nextpnr critical path of core2 c8bb1a6 seed 1).
+        # the 16-way multiplexer are not in front of the ALU's result multiplexer.
         sem_cur = Signal(16)
         m.d.sync += sem_cur.eq(sem_now[sem_idx])
 
@@ -918,13 +898,11 @@ class Sequencer(wiring.Component):
         wait_seen, wait_armed, wait_ok, wait_dead = Signal(), Signal(), Signal(), Signal()
         wait_val = Signal(16)
         # The compare is made against every semaphore and the instruction's one is picked
-        # after it by the registered one-hot ``sem_sel``: ``ir`` -> the 16:1 semaphore
-        # multiplexer -> the compare's carry chain was 11.93 ns routed (core2 ec3bac6 seed 1).
+        # after it by the registered one-hot ``sem_sel``, so no 16:1 semaphore multiplexer
+        # is in front of the compare's carry chain.
         # The compare reads the semaphore registers, not ``sem_now``: a SEMSET's pending
         # value (``sem_w``) is from the micro-instruction before this one in X, and the
-        # compare is used only from the WAIT's second cycle in X, when ``sem_w`` is low
-        # (``sem_w`` -> ``sem_now`` -> the carry chain -> ``wait_ok`` was 7 levels, 10.52 ns
-        # routed, core2 352ab1b seed 2).
+        # compare is used only from the WAIT's second cycle in X, when ``sem_w`` is low.
         sem_short = Signal(isa.NUM_SEMS)
         m.d.comb += [sem_short[i].eq(sems[i] < wait_val) for i in range(isa.NUM_SEMS)]
         m.d.comb += [
@@ -972,9 +950,8 @@ class Sequencer(wiring.Component):
 
         err_now = Signal(16)
         exec_err = Signal(16)
-        # A PC beyond the program memory traps in DECODE, from the compare registered in FETCH
-        # (``res_q`` -> ``npc_now`` -> ``pc_now`` -> the compare -> ``fault`` -> the state
-        # register was 11.49 ns routed, the critical path of core2 083a121 seed 3).
+        # A PC beyond the program memory traps in DECODE, from the compare registered in FETCH,
+        # so that no 32-bit compare of ``pc_now`` is in front of ``fault`` and the state.
         pc_oob = Signal()       # (high in DECODE only)
         m.d.sync += pc_oob.eq((state == _S_FETCH) & (pc_now >= self._pmem_depth))
         for bit in dict.fromkeys(b for b, _ in _TRAP_TERMS):
@@ -1018,8 +995,8 @@ class Sequencer(wiring.Component):
                      adv.eq(adv_pre & ~exec_err[eb.ILLEGAL_FIELD])]
         # (On ``go``, not ``adv``: they differ only when X's micro-instruction traps, and the
         # trap empties X, so the flags are not read before they clear. ``adv`` is one to two
-        # levels after ``go``, and these four flip-flops were the deepest of the stall cone:
-        # 9 levels, ``sr_go`` -> the stall -> ``adv`` -> ``sr_go``, in the depth tool.)
+        # levels after ``go``, which would put these four flip-flops at the end of the stall
+        # cone's longest path.)
         m.d.sync += [zb_seen.eq(x_live & is_zbranch & ~go),
                      sr_seen.eq(x_live & xd["semrd"] & ~go),
                      sr_go.eq(x_live & xd["semrd"] & ~go & sr_seen),
@@ -1044,8 +1021,7 @@ class Sequencer(wiring.Component):
         # (``sem_inc_q``, one bit per semaphore) and enters the next cycle's sum as its carry
         # in, beside the engines' increments: the semaphore shows it two cycles after X
         # instead of one. X's hold and trap terms then reach 16 flip-flops, not the select of
-        # every semaphore bit (``uctr_fix`` -> ``sem_inc`` -> 256 selects: 207 end points
-        # later than 10.3 ns, core2 6824fb3 seed 3). Nothing reads a semaphore in the cycle
+        # every semaphore bit. Nothing reads a semaphore in the cycle
         # after a SEMINC: a WAIT compares in its second cycle in X, a SEMRD reads the
         # semaphore of its second cycle (it holds two), the host sees the count a cycle later.
         sem_inc, sem_set = Signal(), Signal()
@@ -1128,8 +1104,7 @@ class Sequencer(wiring.Component):
         # ``AG_SNAP_READS`` of sim/isa.py: R re-reads its operands next cycle).
         # (whether R's micro-word reads that state is registered as F's word enters R, so
         # R's operand-select compares are not in front of the pipeline's moves and the
-        # control store's address: ``uword_r`` -> the compares -> the address was 11.55 ns
-        # routed, core2 b0acae7 seed 1)
+        # control store's address)
         def f_reads(srcs):
             return Cat(*[(field(uword_f, "a") == src) | (field(uword_f, "b") == src)
                          for src in srcs]).any()
@@ -1149,36 +1124,29 @@ class Sequencer(wiring.Component):
         # (``r_take`` without its redirect term, ``r_take_nr``: the same when there is no
         # redirect), else MAP's entry, else F's address again. ``go`` chooses last, the
         # redirect (X's zero test and branch terms) one level before, and F's successor (from
-        # the block RAM's output) enters the multiplexer before them (``res_zero_h`` ->
-        # redirect -> ``r_take`` -> the control store's address was 11.4-11.6 ns routed,
-        # core2 473aaa6).
+        # the block RAM's output) enters the multiplexer before them.
         r_take_nr = Signal()
         m.d.comb += r_take_nr.eq(in_exec & (~rv | ~xv | go & ~x_holds_r))
         with m.If(r_take_nr):
             m.d.sync += [r_reads_set.eq(f_reads(AG_SET_READS)),
                          r_reads_snap.eq(f_reads(AG_SNAP_READS))]
-        # MAP's entry (the opcode map's block RAM output, 5.8 ns clock-to-out) enters last,
-        # beside ``go`` (X is empty in MAP, so ``go`` is low there): ``opmap`` -> the
-        # candidates -> the address was 12.9 ns routed, core2 00cbf51 seed 1.
+        # MAP's entry (the opcode map's block RAM output, late in the cycle) enters last,
+        # beside ``go`` (X is empty in MAP, so ``go`` is low there).
         in_map = Signal()
         m.d.comb += in_map.eq(state[2])    # state == _S_MAP
         # The address for each outcome of ``go`` (``addr_go``, ``addr_hold``), and ``go``
         # choosing between them last: ``go`` (the stall's sum of products) is one level in
         # front of the control store's address pins. Both candidates and ``go`` are kept for
-        # synthesis, which otherwise folded ``go`` into ``r_take_nr`` and the redirect term
-        # (``dma_q_full`` -> stall -> ... -> the address pin, nine LUT levels and 12.03 ns
-        # routed, core2 ec3bac6 seed 3).
-        # Each candidate is one LUT4 behind the block RAM's output (5.6 ns clock-to-out): F's
+        # synthesis, which otherwise folds ``go`` into ``r_take_nr`` and the redirect term.
+        # Each candidate is one LUT4 behind the block RAM's output: F's
         # jump bit and target select against a candidate made without them (``nj_*``: F's
-        # ``upc_f + 1`` when F's successor is used, ``use_f_*``, else ``upc_f``); written as F's successor under a select, the RAM's output went through two
-        # LUT levels before ``go``'s multiplexer (11.72 ns routed, core2 68bfe14 seed 3).
+        # ``upc_f + 1`` when F's successor is used, ``use_f_*``, else ``upc_f``), so the RAM's
+        # output passes one LUT level, not two, before ``go``'s multiplexer.
         # The redirect enters beside ``go``: the address is ``go ? (redirect ? x_target :
         # addr_go) : (in_map ? MAP's entry : addr_hold)``, one slice per bit (``pair_mux``: a
         # LUT4 per pair on its own select, the PFUMX on ``go``; ``go`` is low in MAP, as X is
-        # empty there), and ``addr_go`` is F's successor as if there were no redirect. The
-        # redirect went through ``use_f_go`` and ``nj_go`` before ``addr_go`` (``rem_more`` ->
-        # LOOP_MORE -> redirect -> the control store's address, 8 levels, 10.74-10.90 ns
-        # routed, core2 352ab1b seeds 1 and 2).
+        # empty there), and ``addr_go`` is F's successor as if there were no redirect, so the
+        # redirect does not pass ``use_f_go`` and ``nj_go``.
         use_f_go = Signal(attrs={"keep": 1})
         use_f_hold = Signal(attrs={"keep": 1})
         nj_go = Signal(isa.UADDR_BITS, attrs={"keep": 1})
@@ -1205,8 +1173,7 @@ class Sequencer(wiring.Component):
         m.d.sync += upc_f.eq(ur.addr)
         # R's registers load on ``r_take_nr`` too: a taken redirect empties R (``rv``), and
         # the next ``r_take`` loads them again, so the redirect (``res_zero`` -> branch
-        # terms) is not in the clock enable of R's ~90 flip-flops (11.7 ns routed, core2
-        # ce3f847 seed 1). Only ``rv`` follows ``r_take``.
+        # terms) is not in the clock enable of R's ~90 flip-flops. Only ``rv`` follows ``r_take``.
         with m.If(r_take):
             m.d.sync += rv.eq(1)
         with m.Elif(x_take | (go & redirect)):
@@ -1225,8 +1192,8 @@ class Sequencer(wiring.Component):
         # While R holds a word that reads the generator an AG_SET in X writes (``x_holds_r``:
         # then ``r_take_nr`` is low), it takes the AG_SET's register instead; otherwise it
         # loads ``ag_idx_f`` (a word that does not read AGREG ignores it). The select is made
-        # of flip-flops, not of ``r_take_nr`` (the stall cone, ``go``, in front of the data
-        # input: 7 levels in the depth tool).
+        # of flip-flops, not of ``r_take_nr``, so the stall cone (``go``) is not in front of
+        # the data input.
         ag_hit_r = Signal()
         m.d.comb += ag_hit_r.eq((ag_set_x & kr_oh).any())
         with m.If(r_take_nr | ag_hit_r):
@@ -1278,8 +1245,7 @@ class Sequencer(wiring.Component):
                 illegal_in, ill_q = ill_src[e]
                 m.d.sync += ill_q.eq(~(x_live & xd["slot_chk_" + _NAMES[e]]) & illegal_in)
             # The slot's check terms land with its word in W, from ``slot_data`` = ``res_q``:
-            # X's ALU reaches one register, not the core's term logic (``x_prev`` -> ALU ->
-            # the terms -> ``rec_vector0_terms`` was 12.89 ns routed, core2 518976d seed 1).
+            # X's ALU reaches one register, not the core's term logic.
             if e in rec_terms:
                 slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
                 for s in range(len(rec_raw[e])):
@@ -1290,8 +1256,8 @@ class Sequencer(wiring.Component):
         # So the queues' write enables do not wait for the whole stall and error cones.
         for e in _ENGINES:
             push = Signal(name=f"push_{_NAMES[e]}")
-            # (``seq_gate``, like ``sem_inc``: RET -> ``seq_fault`` -> ``push`` -> the queue's
-            # level was 11.8 ns routed, core2 00cbf51 seed 3)
+            # (``seq_gate``, like ``sem_inc``: the sequencing fault is not in front of the
+            # queue's level)
             m.d.comb += push.eq(xv & can_emit[e] & ~chk_pend[e] & ~ill_x[e] &
                                 seq_gate("emit_" + _NAMES[e]))
             m.d.comb += [outq[e].w_en.eq(push), semq[e].w_en.eq(push)]
@@ -1346,9 +1312,8 @@ class Sequencer(wiring.Component):
                      fl_ltu.eq(a < b), flags_w.eq(adv & xd["dst_flags"])]
         with m.If(flags_w):
             m.d.sync += [flag_eq.eq(fl_eq), flag_lt.eq(fl_lt), flag_ltu.eq(fl_ltu)]
-        # An AG_SET or AG_SNAP goes by its ``seq`` field alone (``seq_gate``, like a SEMINC):
-        # ``zb_go`` -> the stall terms -> ``go`` -> the generators' registers was 12.12 ns
-        # routed, core2 6824fb3 seed 3.
+        # An AG_SET or AG_SNAP goes by its ``seq`` field alone (``seq_gate``, like a SEMINC),
+        # so the stall terms and ``go`` are not in front of the generators' registers.
         ag_set_go, ag_snap_go = Signal(), Signal()
         m.d.comb += [ag_set_go.eq(x_live & seq_gate("ag_set")),
                      ag_snap_go.eq(x_live & seq_gate("ag_snap"))]
@@ -1375,9 +1340,7 @@ class Sequencer(wiring.Component):
         # The loop and call stacks' pointers change on ``adv_pre``: their micro-instructions'
         # ``special`` is not EMIT, so the record check (``ILLEGAL_FIELD``, EMIT's alone) never
         # traps them and ``adv`` is ``adv_pre`` for them; written so, the check is not in
-        # these registers' cones (``rec_tensor2_terms`` -> ``adv`` -> ``lsp``, ``csp``,
-        # ``ltop``: 15 of the 57 record-check end points later than 10 ns, core2 6824fb3
-        # seed 1).
+        # these registers' cones (``lsp``, ``csp``, ``ltop``).
         with m.If(adv_pre):
             with m.If(xd["loop_push"]):
                 m.d.sync += [lsp.eq(lsp + 1), lsp_oh.eq(lsp_oh << 1), ltop.eq(lsp),
@@ -1443,8 +1406,8 @@ class Sequencer(wiring.Component):
         with m.If(running):
             m.d.sync += cycles.eq(cycles + 1)
         # A retirement is registered (``retire_q``) and counted a cycle later, so the
-        # error cone (the core's record check -> ``adv``) does not reach the 32-bit counter
-        # (11.9 ns routed, core2 00cbf51 seed 3); ``retired_now`` is the count with it, what
+        # error cone (the core's record check -> ``adv``) does not reach the 32-bit counter;
+        # ``retired_now`` is the count with it, what
         # the debug port reads.
         retire_q = Signal()
         retired_now = Signal(32)
@@ -1457,8 +1420,7 @@ class Sequencer(wiring.Component):
         # ``err_pc`` takes the faulting PC a cycle after the fault, from ``pc`` (``pc_now`` of
         # the faulting cycle: ``pc`` takes a pending ``npc`` at that edge and nothing else
         # moves it until START), so the fault, the end of the stall and error cones, is not
-        # in 32 flip-flops' clock enables (``rec_*_terms`` -> fault -> ``err_pc``: 23 and 32
-        # of the end points later than 10 ns, core2 7f6d2ac seeds 1 and 3). ``err_pc_now`` is
+        # in 32 flip-flops' clock enables. ``err_pc_now`` is
         # the value as the architecture has it, in that cycle too. START (below) overrides.
         fault_q = Signal()
         err_pc_now = Signal(32)
@@ -1502,9 +1464,8 @@ class Sequencer(wiring.Component):
             with m.Case(_S_MAP):
                 m.d.sync += [rv.eq(0), xv.eq(0), npc.eq(pc + 1), state.eq(_S_EXEC)]
                 # The instruction's derived register indices and compares, from ``ir`` (not
-                # from the program memory's output in DECODE: a block RAM's 5.8 ns
-                # clock-to-out then feeds only ``ir``; ``pmem`` -> ``src_eq_rd`` was 11.3 ns
-                # routed, core2 473aaa6 seed 3). Nothing reads them before EXEC.
+                # from the program memory's output in DECODE, so the block RAM's late word
+                # feeds only ``ir``). Nothing reads them before EXEC.
                 m.d.sync += src_eq_rd.eq(Cat(rs1 == rd, rs2 == rd, rs3 == rd,
                                              (rs2 + 1)[:6] == rd))
                 m.d.sync += [rd_p[i].eq(rd + i + 1) for i in range(3)]
