@@ -165,13 +165,10 @@ class CoreConfig:
 
     def refsim(self, program, **kwargs):
         """A ``sim.refsim.RefSim`` of ``program`` with this geometry, these formats and
-        vector-engine parameters, and the core's record checks on (``kwargs`` override)."""
+        vector-engine parameters, the core's record checks and the race check
+        (``sim/races.py``) on (``kwargs`` override)."""
         from sim.refsim import RefSim
-        args = dict(partitions=self.rows, cols=self.cols, sbuf_depth=self.sbuf_depth,
-                    psum_depth=self.psum_depth, pmem_depth=self.pmem_depth, check=True,
-                    formats=self.formats, lut_entries=self.lut_entries, n_rand=self.n_rand)
-        args.update(kwargs)
-        return RefSim(program, **args)
+        return RefSim(program, config=self, **kwargs)
 
 
 #: Named configurations: the default core (``python -m rtl.generate``), the 8x8 core of the

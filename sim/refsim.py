@@ -6,18 +6,21 @@ the same program on the RTL sequencer (which executes microcode) and here, and c
 semaphores, flags, error status and the record trace of every engine.
 
 Sequential semantics: each record is executed completely the moment it is issued (its semaphore
-is incremented at once), so ``WAIT`` on an unsatisfied semaphore is a deadlock.
+is incremented at once), so ``WAIT`` on an unsatisfied semaphore is a deadlock. The hardware
+runs its three engine queues concurrently: ``races=True`` checks that the program orders every
+pair of records of different engines that touch the same SBUF/PSUM words (``sim/races.py``).
 
 Usage::
 
-    sim = RefSim(program_words, partitions=8, cols=8)
+    sim = RefSim(program_words, config=CoreConfig.preset("core8"))    # or CoreConfig().refsim
     sim.run()
-    sim.regs, sim.sems, sim.trace[Engine.DMA], sim.error, sim.sbuf ...
+    sim.regs, sim.sems, sim.trace[Engine.DMA], sim.error, sim.sbuf, sim.races ...
 """
 
 import numpy as np
 
 from sim import isa
+from sim.config import CoreConfig
 from sim.dtypes import STORAGE_BITS, Format
 from sim.isa import Engine, ErrorBit, Opcode, VecOp
 
@@ -85,33 +88,68 @@ class RefSim:
     ----------
     program : list of int
         64-bit instruction words.
+    config : sim.config.CoreConfig, optional
+        The core this program runs on: geometry, program-memory depth, formats and the vector
+        engine's parameters come from it (explicit keyword arguments override). Without it,
+        those of ``CoreConfig()``, the default core.
     partitions, cols, sbuf_depth, psum_depth : int
-        Memory geometry (docs/interfaces.md section 5).
+        Memory geometry (docs/interfaces.md section 5); ``cols`` None: ``partitions``.
     ext_bytes : int
         External memory size (addresses wrap modulo it).
     pmem_depth : int
         Program memory depth (fetching beyond it raises PC_RANGE).
     extensions : dict, optional
-        ``{opcode: fn(sim, fields)}``: semantics of run-time microcoded instructions.
+        ``{opcode: fn(sim, fields)}``: semantics of run-time microcoded instructions. A
+        routine that stalls until its earlier records complete calls :meth:`barrier`.
     execute : bool
         Apply records to the memories with the golden models (False: trace only).
-    check : bool
+    check : bool or None
         Validate TENSOR and VECTOR records as the core does (``sim.isa.tensor_record_error``,
         ``vector_record_error``): an invalid record traps ``ILLEGAL_FIELD`` at the issuing
         instruction and is not issued (``illegal`` holds the reason). False (the bare
         sequencer, which issues any record): invalid records are traced and their data
-        semantics skipped (listed in ``skipped``).
+        semantics skipped (listed in ``skipped``). None: True when ``config`` is given.
     formats : collection of Format, optional
-        The core's tensor-engine formats for ``check`` (default: every engine format).
+        The core's tensor-engine formats for ``check`` (default: the configuration's).
     lut_entries, n_rand : int
         The vector engine's LUT entries per bank and random bits per stochastic-rounding
-        decision; they must equal the core's (``rtl.core.top.NeuronCore``, whose defaults
-        these are): SR with another ``n_rand`` differs in about 1 of 256 decisions.
+        decision; they must equal the core's: SR with another ``n_rand`` differs in about
+        1 of 256 decisions.
+    races : bool or None
+        Record every record's SBUF/PSUM accesses and the semaphore order, and list the
+        unordered conflicting pairs in ``races`` after :meth:`run` (``sim/races.py``). None:
+        True when ``config`` is given.
+    host_seed : int
+        The host's SEED register (reset value 0). START reseeds every lane generator of the
+        vector engine from it, so a run starts with the generators of this seed
+        (``docs/memory_map.md``); ``seed_ld`` reseeds them from the program.
+
+    Members
+    -------
+    races : list of sim.races.Race
+        Unordered conflicting record pairs (empty unless ``races``).
     """
 
-    def __init__(self, program, *, partitions=8, cols=8, sbuf_depth=1024, psum_depth=1024,
-                 ext_bytes=1 << 16, pmem_depth=1024, extensions=None, execute=True,
-                 check=False, formats=None, lut_entries=64, n_rand=8):
+    def __init__(self, program, *, config=None, partitions=None, cols=None, sbuf_depth=None,
+                 psum_depth=None, ext_bytes=1 << 16, pmem_depth=None, extensions=None,
+                 execute=True, check=None, formats=None, lut_entries=None, n_rand=None,
+                 races=None, host_seed=0):
+        given = config is not None
+        cfg = CoreConfig() if config is None else config
+        if not isinstance(cfg, CoreConfig):
+            raise TypeError(f"config must be a sim.config.CoreConfig, not {config!r}")
+        partitions = cfg.rows if partitions is None else partitions
+        cols = (cfg.cols if given or partitions == cfg.rows else partitions) \
+            if cols is None else cols
+        sbuf_depth = cfg.sbuf_depth if sbuf_depth is None else sbuf_depth
+        psum_depth = cfg.psum_depth if psum_depth is None else psum_depth
+        pmem_depth = cfg.pmem_depth if pmem_depth is None else pmem_depth
+        formats = cfg.formats if formats is None else formats
+        lut_entries = cfg.lut_entries if lut_entries is None else lut_entries
+        n_rand = cfg.n_rand if n_rand is None else n_rand
+        check = given if check is None else check
+        races = given if races is None else races
+        self.config = cfg
         self.program = [int(w) for w in program]
         self.P, self.cols = partitions, cols
         self.sbuf_depth, self.psum_depth = sbuf_depth, psum_depth
@@ -119,11 +157,9 @@ class RefSim:
         self.extensions = dict(extensions or {})
         self.execute = execute
         self.check = check
-        if formats is None:
-            from sim import tensor
-            formats = tensor.ENGINE_FORMATS
         self.formats = tuple(int(f) for f in formats)
         self.lut_entries, self.n_rand = lut_entries, n_rand
+        self.host_seed = host_seed
         self.illegal = None
         self.ext = np.zeros(ext_bytes, dtype=np.uint8)
         self.sbuf = np.zeros((partitions, sbuf_depth), dtype=np.uint32)
@@ -142,7 +178,57 @@ class RefSim:
         self.trace = {e: [] for e in Engine}     # packed record ints per engine
         self.order = []                          # (engine, packed) in issue order
         self.skipped = []                        # records whose data semantics were not run
-        self.vec = None          # sim.vector.VectorEngineModel, created on first use
+        self._vec = None
+        self._race = None
+        if races:
+            from sim.races import RaceChecker
+            self._race = RaceChecker(partitions=partitions, cols=cols, sbuf_depth=sbuf_depth,
+                                     psum_depth=psum_depth, text=self._text)
+
+    @property
+    def vec(self):
+        """The vector engine's model (``sim.vector.VectorEngineModel``), created on first use
+        with its lane generators seeded from ``host_seed``, as START leaves them."""
+        if self._vec is None:
+            from sim import vector as V
+            self._vec = V.VectorEngineModel(self.P, depth=self.lut_entries,
+                                            n_rand=self.n_rand, seed=self.host_seed)
+        return self._vec
+
+    @vec.setter
+    def vec(self, model):
+        self._vec = model
+
+    @property
+    def races(self):
+        """The races found so far (``sim.races.Race``; empty without ``races=True``)."""
+        return [] if self._race is None else self._race.races
+
+    @property
+    def race_checker(self):
+        """The ``sim.races.RaceChecker`` (None without ``races=True``)."""
+        return self._race
+
+    def races_error(self):
+        """A ``sim.races.RaceError`` naming the first race's two instructions, or None."""
+        if not self.races:
+            return None
+        from sim.races import RaceError
+        return RaceError(self.races)
+
+    def barrier(self):
+        """A run-time routine's BARRIER: every record issued so far has completed (only the
+        race check sees it; records already run to completion here)."""
+        if self._race is not None:
+            self._race.barrier()
+
+    def _text(self, pc):
+        from sim.asm import disassemble_one
+        word = self.program[pc] if 0 <= pc < len(self.program) else 0
+        try:
+            return disassemble_one(word).strip()
+        except Exception:       # an extension opcode: no mnemonic
+            return f".word {word:#018x}"
 
     # -- state helpers -------------------------------------------------------------------
     def r(self, i):
@@ -171,6 +257,8 @@ class RefSim:
                 self._trap(ErrorBit.ILLEGAL_FIELD)
         self.trace[engine].append(word)
         self.order.append((engine, word))
+        if self._race is not None:
+            self._race.issue(engine, isa.unpack(isa.RECORDS[engine], word), self.pc)
         if self.execute:
             self._execute(engine, isa.unpack(isa.RECORDS[engine], word))
         if fields.get("sem_en"):
@@ -264,7 +352,8 @@ class RefSim:
             return
         if op == VecOp.ACT:
             cmd = V.make_cmd(op0=V.AluOp.MUL, imm0=r["scalar"], op1=V.AluOp.ADD,
-                             imm1=r["bias"], lut=1, bank=r["func"] & 1,
+                             imm1=r["bias"], lut=int(not r["func"] & isa.ACT_FUNC_LINEAR),
+                             bank=r["func"] & 1,
                              acc_op=V.AccOp.SUM if r["acc"] else V.AccOp.NONE, **base)
         elif op == VecOp.TT:
             cmd = V.make_cmd(op0=alu, src0=V.Src.TENSOR, **base)
@@ -323,9 +412,12 @@ class RefSim:
             self._trap(ErrorBit.ILLEGAL_OPCODE)
         else:
             op = Opcode(op)
-            if op == Opcode.NOP or op == Opcode.BARRIER:
+            if op == Opcode.NOP:
                 pass
+            elif op == Opcode.BARRIER:
+                self.barrier()
             elif op == Opcode.HALT:
+                self.barrier()
                 self.done = True
             elif op == Opcode.JMP:
                 npc = imm
@@ -387,10 +479,14 @@ class RefSim:
                 self.sems[sem_idx] = (self.sems[sem_idx] + 1) & 0xFFFF
             elif op == Opcode.SEMSET:
                 self.sems[sem_idx] = sem_val
+                if self._race is not None:
+                    self._race.semset(sem_idx)
             elif op in (Opcode.WAIT, Opcode.WAITI):
                 want = (R(rs1) & 0xFFFF) if op == Opcode.WAIT else sem_val
                 if self.sems[sem_idx] < want:
                     self._trap(ErrorBit.DEADLOCK)
+                if self._race is not None:
+                    self._race.wait(sem_idx, want, self.sems[sem_idx])
             elif op == Opcode.SEMRD:
                 W(rd, self.sems[sem_idx])
             else:

@@ -128,7 +128,7 @@ def test_vector_copy_cast_and_tensor_ops():
         reduce r6, r1, r0, r4, alu=max, in_fmt=fp32, out_fmt=fp32
         halt
     """
-    s = RefSim(assemble(prog), partitions=P, cols=P)
+    s = RefSim(assemble(prog), partitions=P, cols=P, sbuf_depth=1024)
     s.sbuf[:, 0:n] = x.view(np.uint32)
     s.sbuf[:, 100:100 + n] = y.view(np.uint32)
     s.run()
@@ -195,15 +195,25 @@ def test_check_accepts_the_limits():
     assert s.error == 0 and len(s.order) == 3 and not s.skipped
 
 
-def test_refsim_vector_defaults_match_the_core():
-    """RefSim's vector-engine parameters default to NeuronCore's: a different ``n_rand``
-    made about 1 in 256 stochastic-rounding decisions differ from the RTL."""
+def test_refsim_defaults_match_the_core():
+    """RefSim's defaults are the default core's (``CoreConfig()``, whose defaults are
+    NeuronCore's): geometry, program memory, formats and the vector-engine parameters (a
+    different ``n_rand`` made about 1 in 256 stochastic-rounding decisions differ)."""
     import inspect
     from rtl.core.top import NeuronCore
-    core = inspect.signature(NeuronCore).parameters
-    ref = inspect.signature(RefSim).parameters
-    for name in ("n_rand", "lut_entries"):
-        assert ref[name].default == core[name].default, name
+    from sim.config import CoreConfig
+    core = {k: p.default for k, p in inspect.signature(NeuronCore).parameters.items()}
+    s = RefSim([])
+    got = dict(rows=s.P, cols=s.cols, sbuf_depth=s.sbuf_depth, psum_depth=s.psum_depth,
+               pmem_depth=s.pmem_depth, lut_entries=s.lut_entries, n_rand=s.n_rand)
+    for name, value in got.items():
+        want = core[name] if core[name] is not None else core["rows"]
+        assert value == want == getattr(CoreConfig(), name), name
+    assert set(s.formats) == {int(f) for f in core["formats"]}
+    assert not s.check and not s.race_checker     # the bare sequencer's semantics
+    c = RefSim([], config=CoreConfig.preset("core8"))
+    assert (c.P, c.sbuf_depth, c.psum_depth, c.check) == (8, 1024, 256, True)
+    assert c.race_checker is not None
 
 
 def test_refsim_sr_uses_the_configured_random_bits():
