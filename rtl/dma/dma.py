@@ -91,9 +91,7 @@ class _Walker(Elaboratable):
     term of flip-flops formed beside it (the row position moves on every step that is not the
     last, the row on a step at a row's end, the partition on a step at a partition's end), and
     their next values are selected by ``start`` and the "last" flags alone: a step reaches the
-    clock enables through one gate, not a chain of the "last" conditions (the DMA's ``consume``
-    -> ``elw.done`` -> the row and partition enables -> ``elw.p_left`` was 7 levels, 10.08-10.18
-    ns routed, core2 352ab1b seed 1).
+    clock enables through one gate, not a chain of the "last" conditions.
     """
 
     def __init__(self):
@@ -289,18 +287,16 @@ class DMA(wiring.Component):
         contiguous = Signal()                    # registered in SETUP
         span = Signal(signed(50))                # (n0-1)*ext_stride0, signed
         # ``c.n0 - 1`` (17 bits: -1 for n0 = 0), registered with the record, so that SETUP's
-        # multiply does not start behind a subtractor's carry chain (core2 at cc0d821,
-        # router1 seed 4: record register -> n0 - 1 -> MULT18X18D -> span, 13.76 ns).
+        # multiply does not start behind a subtractor's carry chain.
         n0_m1 = Signal(len(c.n0) + 1)
         # The multiply in two steps: SETUP forms its two 17 x 17-bit signed partial products
         # (one MULT18X18D each: ``n0_m1`` times the stride's low half, zero-extended, and times
-        # its high half) and registers them, SUM adds them. (In one step, record register ->
-        # DSP -> 50-bit adder -> span was 11.6 ns routed, core2 at bf26a8b seed 1.) On an
+        # its high half) and registers them, SUM adds them, so no 50-bit adder follows a
+        # DSP block in one cycle. On an
         # ECP5 the blocks' own input and output registers hold the operands and the products
         # (``rtl.arith.dsp``): the inputs take the record's next value every cycle (the
         # command's as it is taken, else the record's), so the products are those of the
-        # record from SUM on. (From fabric registers through the block into fabric
-        # registers: 10.75 ns routed, core2 68bfe14 seed 1.)
+        # record from SUM on.
         take = Signal()                          # IDLE takes a record this cycle
         n0_m1_next = Signal(len(c.n0) + 1)
         stride_next = Signal(32)
@@ -343,8 +339,7 @@ class DMA(wiring.Component):
         # The window check's walker is held at its first row by a flip-flop (``chk_hold``:
         # set when a record is taken, cleared in SPAN) and steps in every cycle it is not
         # held (a step past the last row does nothing), so no state decode is in front of its
-        # clock enables (the FSM state -> ``chk.done`` -> the row enable -> ``chk.i_left`` was
-        # 6 levels, 11.61 ns routed, core2 758c280 seed 4).
+        # clock enables.
         chk_hold = Signal()
         iss = _Walker()      # segments for the burst issuer
         elw = _Walker()      # elements for the SBUF side
@@ -389,11 +384,9 @@ class DMA(wiring.Component):
         # burst), else max_burst beats; ``iss_page``: the burst ends at the boundary (with
         # iss_by4k, or max_burst beats where T == max_burst). The counts move by constants or
         # by a register (L - T is ``iss_diff1 + 1``), and the next burst's flags are zero
-        # tests and sign bits of the counts, as derived for each case below. (The compares of
-        # iss_to4k with iss_left in front of the selection among three lengths, the 32-bit
-        # adder and every count: iss_to4k -> a_len / iss_left / iss_cur / iss_to4k was 9
-        # levels in the core netlist, 10.0-10.34 ns routed, 13 of the DMA's 25 end points
-        # later than 10 ns, core2 352ab1b seed 1.)
+        # tests and sign bits of the counts, as derived for each case below, so that no
+        # compare of iss_to4k with iss_left is in front of the selection among three lengths,
+        # the 32-bit adder and every count.
         iss_by4k = Signal()
         iss_end = Signal()
         iss_page = Signal()
@@ -460,9 +453,7 @@ class DMA(wiring.Component):
         # ``outstanding`` of them, so it is never pushed full nor popped empty, and push and
         # pop need no ready test. Its level and pointers take the pop (``r_take & rlast`` or
         # the packer's last beat) through one gate each, not a FIFO's ready-gated read in
-        # front of a level counter's enable (the end of the ``rready`` path below, 8 levels,
-        # 10.78-10.89 ns routed, core2 352ab1b seed 1; the packer's last beat reached the same
-        # enables in 7 levels).
+        # front of a level counter's enable (the end of the ``rready`` path below).
         d_word = data.StructLayout({"addr": 32, "len": 8, "single": 1})
         m.submodules.d_fifo = d_mem = memory.Memory(shape=d_word, depth=MO, init=[])
         d_w, d_r = d_mem.write_port(), d_mem.read_port(domain="comb")
@@ -565,10 +556,8 @@ class DMA(wiring.Component):
         # element waits: the write request) and ``wq_full`` (no room), each taking one gate of
         # the put, the pop and themselves, not a level counter with compares behind it: the
         # request in front of the SBUF arbiter and the room in front of ``consume`` and
-        # ``rready`` are flip-flops, and ``sbuf_w.ready`` reaches the flags through one gate
-        # (core2 352ab1b seed 1: the stage's level -> empty -> the SBUF arbiter with the
-        # vector controller's write request -> ``sbuf_w.ready`` -> the level's enables, 7
-        # levels, 10.73 ns routed).
+        # ``rready`` are flip-flops, and ``sbuf_w.ready`` (the SBUF arbiter's answer, which
+        # depends on the vector controller's request) reaches the flags through one gate.
         w_word = data.StructLayout({"addr": depth_bits, "part": pbits, "elem": 32})
         m.submodules.w_stage = wq_mem = memory.Memory(shape=w_word, depth=2, init=[])
         wq_w, wq_r = wq_mem.write_port(), wq_mem.read_port(domain="comb")
@@ -589,10 +578,8 @@ class DMA(wiring.Component):
         # stays 0 (the error clears it, a beat taken with ``err`` set does not set it), so
         # ``~buf_valid`` lets the bursts in flight drain without an ``err`` term, and
         # ``rready`` is one gate of four flip-flops, not of ``consume`` and a level compare
-        # (core2 352ab1b seed 1: ``buf_valid`` -> ``consume`` -> ``rready`` -> ``r_take &
-        # rlast`` -> ``d_fifo``'s read -> its level's enables, 8 levels, 10.78-10.89 ns routed,
-        # the board's AXI RAM answering with ``rvalid``/``rlast`` from its skid buffer; the
-        # read's end is cut at ``d_fifo``).
+        # (``rready`` -> ``r_take & rlast`` -> ``d_fifo``'s read is then the whole path to
+        # its level's enables, whatever the subordinate's ``rvalid``/``rlast`` timing).
         r_take = Signal()
         m.d.comb += [
             axi.rready.eq(load & (~buf_valid | (~wq_full & last_in_beat))),
@@ -643,18 +630,14 @@ class DMA(wiring.Component):
         # Where the packer is in the head burst of ``d_fifo`` (the oldest AW without all its W
         # beats), kept so that whether the next beat is the burst's last comes from flip-flops
         # and the FIFO's stored ``len == 0`` bit, not from an 8-bit compare of a beat count
-        # with the FIFO's (LUT RAM) output in front of its read enable (``d_fifo`` read
-        # pointer -> RAM -> compare -> ``r_en`` -> ``d_fifo.r_level`` was 8 levels, 11.75 ns
-        # in the depth tool). ``w_first``: the next beat is a burst's first; otherwise
+        # with the FIFO's (LUT RAM) output in front of its read enable. ``w_first``: the next beat is a burst's first; otherwise
         # ``w_rem`` beats follow it in the burst and ``w_rem_zero`` is ``w_rem == 0``.
         w_first = Signal(init=1)
         w_rem = Signal(8)
         w_rem_zero = Signal()
         # The W beats wait in a two-entry FIFO: the beat packer asks for room from its
         # registered level, so ``wready`` only reaches the FIFO's read side, not the packer,
-        # the SBUF read and the element walker's clock enables (the slave's ``wready`` ->
-        # packer -> ``elw`` was 11.2 ns routed, core2 d732995 seed 1, with a one-entry W
-        # register taken while ``wready``). A beat is offered the cycle after it is packed,
+        # the SBUF read and the element walker's clock enables. A beat is offered the cycle after it is packed,
         # as from the register, and a full FIFO still moves a beat every cycle.
         w_beat_layout = data.StructLayout({"data": 8 * bw, "strb": bw, "last": 1})
         m.submodules.w_out = w_out = fifo.SyncFIFO(width=w_beat_layout.size, depth=2)
@@ -670,8 +653,7 @@ class DMA(wiring.Component):
         # ``w_out`` not full), registered from the FIFOs' next levels (lookahead): equal to
         # ``(d_level != 0) & w_out.w_rdy`` every cycle, but one flip-flop, so the packer's take,
         # and behind it the SBUF read and the element walker's clock enables, start from
-        # registers, not from level compares (``d_fifo.r_level`` -> packer -> ``elw`` clock
-        # enables was 8 levels, 11.37-11.56 ns routed).
+        # registers, not from level compares.
         def moves(f):
             return f.r_en & f.r_rdy, f.w_en & f.w_rdy
 
@@ -682,10 +664,8 @@ class DMA(wiring.Component):
         s1_word = Signal(32)
         m.d.comb += s1_word.eq(self.sbuf_r.data[s1_part])
         # Stage 2: the element registered (the word after the partition multiplexer, with its
-        # byte selects), so that a block RAM's output (5.8 ns clock-to-out on the ECP5) reaches
-        # only this register, not the beat accumulator (sbuf -> partition multiplexer -> byte
-        # AND-OR -> ``acc``/``w_data`` was 12.3 ns routed, 57 of core2's end points later than
-        # 10 ns at bf26a8b seed 1). Stage 1 moves into it whenever it is empty or taken.
+        # byte selects), so that a block RAM's output (late in the cycle on the ECP5) reaches
+        # only this register, not the beat accumulator. Stage 1 moves into it whenever it is empty or taken.
         s2_valid = Signal()
         s2_word = Signal(32, reset_less=True)
         s2_beat_end = Signal()
@@ -778,8 +758,7 @@ class DMA(wiring.Component):
         # on the record and the windows, not on the row, so they are formed beforehand and
         # registered (``win_lo``/``win_hi``; ``win_ok``: the window has the permission and
         # both thresholds lie in [0, 2**32), else no row can pass), and a row is only compared
-        # with registers: one 32-bit carry chain per compare, not an adder in front of it
-        # (``chk.addr`` -> 52-bit adder -> 32-bit compare -> ``row_hit`` was 11.69 ns routed).
+        # with registers: one 32-bit carry chain per compare, not an adder in front of it.
         # Every cycle, ``win_adj`` (the limit less ``esize - 1``) is registered from
         # ``esh`` (valid from SUM) and the thresholds from ``span`` (valid from SPAN), so all
         # are the record's in CHECK; the windows must not change while ``busy`` (the core's
@@ -807,8 +786,7 @@ class DMA(wiring.Component):
             win_ok = Signal(name=f"win{w}_ok")
             lo_full = Signal(34, name=f"win{w}_lo_full")        # exact if span_fits
             hi_full = Signal(signed(36), name=f"win{w}_hi_full")  # exact if span_fits
-            # (The span's sign bit selects, not a zero test: the same for a zero span; span ->
-            # hi_off with a 50-bit zero test was 10.64 ns routed, core2 ec2007b seed 2.)
+            # (The span's sign bit selects, not a 50-bit zero test: the same for a zero span.)
             m.d.comb += [lo_full.eq(win.base - Mux(span33 < 0, span33, 0)),
                          hi_full.eq(win_adj - Mux(span33 < 0, 0, span33))]
             m.d.sync += [
