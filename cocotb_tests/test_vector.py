@@ -342,6 +342,122 @@ async def test_alu_ops(dut):
         await tb.run(dict(emit=1, fmt_a=fa, fmt_o=fo), vals, what=f"copy {fa.name}->{fo.name}")
 
 
+#: INT32 words around the edges of the exact copy: FP32 can hold every integer up to 2**24
+#: only; INT32 min/max; words whose bits read as FP32 NaN, Inf, subnormal or -0 (a conversion
+#: or a DAZ/NaN rule anywhere on the way would change them).
+INT32_EDGES = [
+    16777217, 16777216, 16777215, 16777219, 19500001, -16777217 & 0xFFFFFFFF, 0x7FFFFFFF,
+    0x80000000, 0x80000001, 0xFFFFFFFF, 0, 1, 0x7F800001, 0x7FC00000, 0xFF800000, 0x7F800000,
+    0x00000001, 0x007FFFFF, 0x80000000 | 0x00400000, 0x4B800001, 0x12345678, 0xDEADBEEF,
+]
+
+
+def seed_note(tb):
+    return f"seed {tb.seed}"
+
+
+def requant(scale, bias=0, rmode=RoundMode.RNE, **kw):
+    """The requantization command: INT32 ``x`` to INT8 ``sat(round(x * scale + bias))``."""
+    d = dict(op0=AluOp.MUL, op1=AluOp.ADD, src0=Src.IMM, src1=Src.IMM, imm0=scale, imm1=bias,
+             lut=0, emit=1, fmt_a=Format.INT32, fmt_b=Format.FP32, fmt_o=Format.INT8,
+             rmode=rmode)
+    d.update(kw)
+    return d
+
+
+def f32(x):
+    return int(np.array(x, dtype=np.float32).view(np.uint32))
+
+
+@cocotb.test()
+async def test_int32_exact_copy(dut):
+    """An INT32 -> INT32 copy passes every 32-bit word unchanged (16777217 and INT32 min/max,
+    words that read as FP32 NaN/Inf/subnormal), with and without back-pressure, an
+    accumulator beat after the elements encoded as usual, and the next (converting)
+    instruction unaffected."""
+    tb = await setup(dut)
+    rng = tb.rng
+    lanes = tb.lanes
+    copy = dict(emit=1, fmt_a=Format.INT32, fmt_o=Format.INT32)
+    vals = INT32_EDGES + [rng.getrandbits(32) for _ in range(6 * lanes)]
+    for idle, stall in ((0.3, 0.3), (0.0, 0.8), (0.0, 0.0)):
+        tb.idle, tb.stall = idle, stall
+        got = await tb.run(copy, vals, what=f"int32 copy idle {idle} stall {stall}")
+        flat = [w for g in got for w in unpack(g, lanes)]
+        assert flat[:len(vals)] == vals, (seed_note(tb), [hex(v) for v in flat[:8]])
+    tb.idle, tb.stall = 0.3, 0.3
+    for rm in RoundMode:
+        await tb.run(dict(copy, rmode=rm, acc_op=AccOp.MAX, acc_reset=1, emit_acc=1),
+                     vals[:4 * lanes], what=f"int32 copy + acc {rm.name}")
+    # Not a raw copy (an ALU op, or another format on either side): converted through FP32.
+    await tb.run(dict(copy, op0=AluOp.ADD), vals, what="int32 add 0 (FP32)")
+    await tb.run(dict(copy, fmt_o=Format.FP32), vals, what="int32 -> fp32")
+    await tb.run(dict(copy, fmt_a=Format.FP32), vals, what="fp32 -> int32")
+    await tb.run(copy, vals[::-1], what="int32 copy after")
+
+
+@cocotb.test()
+async def test_requantize(dut):
+    """INT32 * scale + bias -> INT8: saturation at both ends, RNE ties (to even, both signs),
+    INT32 min/max, NaN (gives 0), +-Inf (saturates; 0 * Inf is NaN, 0) and subnormal (DAZ)
+    scales, NaN bias, per-lane scale and bias, SR; then a seeded random sweep
+    (``VECTOR_SWEEP`` instructions, default 16) with back-pressure."""
+    tb = await setup(dut)
+    rng = tb.rng
+    lanes = tb.lanes
+    imin, imax = 0x80000000, 0x7FFFFFFF
+    ints = [5, -5 & 0xFFFFFFFF, 7, -7 & 0xFFFFFFFF, 1, 3, 0, 0xFFFFFFFF, 255, 256, 257,
+            -256 & 0xFFFFFFFF, -257 & 0xFFFFFFFF, -258 & 0xFFFFFFFF, imin, imax, 16777217,
+            -16777217 & 0xFFFFFFFF, 254, -254 & 0xFFFFFFFF, 253, 251]
+    scales = [f32(0.5), f32(-0.5), f32(1.0), f32(2.0 ** -24), f32(1e-7), 0x7FC00000,
+              0x7F800000, 0xFF800000, 0x00000001, 0, f32(1 / 3), f32(1e30)]
+    for scale in scales:
+        for rm in (RoundMode.RNE, RoundMode.SR):
+            await tb.run(requant(scale, rmode=rm), ints,
+                         what=f"requant scale {scale:#x} {rm.name}")
+    # ties with a bias, and a NaN bias
+    await tb.run(requant(f32(0.5), f32(0.5)), ints, what="requant bias 0.5")
+    await tb.run(requant(f32(0.25), f32(-127.5)), ints, what="requant bias -127.5")
+    await tb.run(requant(f32(1.0), 0x7FC00000), ints, what="requant bias NaN")
+    # per-lane scale and bias (b prologue beats, FP32)
+    pro = [[f32(2.0 ** -rng.randint(0, 20)) for _ in range(lanes)],
+           [f32(rng.uniform(-4, 4)) for _ in range(lanes)]]
+    await tb.run(requant(0, src0=Src.LANE, src1=Src.LANE), ints, b_pro=pro,
+                 what="requant lane scale/bias")
+    expect = _requant_numpy(ints, f32(0.5), 0)
+    got = await tb.run(requant(f32(0.5)), ints, what="requant vs numpy")
+    flat = [w for g in got for w in unpack(g, lanes)][:len(ints)]
+    assert flat == expect, (seed_note(tb), flat, expect)
+    n = int(__import__("os").environ.get("VECTOR_SWEEP", "16"))
+    for i in range(n):
+        tb.idle, tb.stall = rng.choice([(0.3, 0.3), (0.0, 0.7), (0.6, 0.0)])
+        count = rng.randint(1, 8)
+        big = rng.random() < 0.5
+        xs = [(rng.getrandbits(32) if big else rng.randint(-40000, 40000) & 0xFFFFFFFF)
+              for _ in range(count * lanes)]
+        scale = f32(rng.uniform(0.5, 2.0) * 2.0 ** -rng.randint(0, 30 if big else 9))
+        if rng.random() < 0.5:
+            scale ^= 0x80000000
+        bias = f32(rng.uniform(-64, 64)) if rng.random() < 0.5 else 0
+        rm = rng.choice([RoundMode.RNE, RoundMode.SR])
+        if rng.random() < 0.3:
+            await tb.run(dict(emit=1, fmt_a=Format.INT32, fmt_o=Format.INT32), xs,
+                         what=f"random int32 copy {i}")
+        else:
+            await tb.run(requant(scale, bias, rm), xs, what=f"random requant {i}")
+
+
+def _requant_numpy(xs, scale, bias):
+    """INT8 words of ``sat(rne(fp32(fp32(fp32(x) * scale) + bias)))`` by numpy float32
+    arithmetic and ``np.rint`` (no subnormals, NaN or Inf in the operands)."""
+    x = np.array([v - (1 << 32) if v >> 31 else v for v in xs], dtype=np.int64)
+    s = np.array(scale, dtype=np.uint32).view(np.float32)
+    b = np.array(bias, dtype=np.uint32).view(np.float32)
+    y = x.astype(np.float32) * s + b
+    q = np.clip(np.rint(y.astype(np.float64)), -128, 127).astype(np.int64)
+    return [int(v) & 0xFF for v in q]
+
+
 @cocotb.test()
 async def test_stochastic_rounding(dut):
     """Outputs through the rounding unit in SR mode (needs rtl/round/rounding_unit.py)."""
@@ -520,6 +636,10 @@ async def test_random_instructions(dut):
                    fmt_a=rng.choice(list(Format)), fmt_b=rng.choice(list(Format)),
                    fmt_o=rng.choice(list(Format)), rmode=rng.choice(list(RoundMode)),
                    imm0=rand_f32(rng, 120, 132), imm1=rand_f32(rng, 110, 132))
+        if rng.random() < 0.1:
+            # an exact INT32 copy (sim.vector.raw_copy), or one of its near misses
+            cmd.update(op0=AluOp.BYPASS, op1=AluOp.BYPASS, lut=0, fmt_a=Format.INT32,
+                       fmt_o=rng.choice([Format.INT32] * 3 + [Format.INT8]))
         count = rng.randint(0, 8)
         a = [raw(cmd["fmt_a"]) for _ in range(count * lanes)]
         pro = [[raw(cmd["fmt_b"]) for _ in range(lanes)]

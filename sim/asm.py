@@ -27,9 +27,15 @@ from sim import isa
 from sim.dtypes import Format, RoundMode
 from sim.isa import Opcode, OPCODE_INFO, Space, VecAlu
 
-__all__ = ["AsmError", "assemble", "disassemble", "disassemble_one", "MNEMONICS"]
+__all__ = ["AsmError", "assemble", "disassemble", "disassemble_one", "MNEMONICS", "ALIASES"]
 
 MNEMONICS = {op.name.lower(): op for op in Opcode}
+#: Mnemonics that are another opcode with option defaults of their own (given options win):
+#: ``requant`` is ``act`` without the LUT, INT32 in, INT8 out (docs/isa.md, requantization).
+ALIASES = {
+    "requant": (Opcode.ACT, {"func": isa.ACT_FUNC_LINEAR, "in_fmt": int(Format.INT32),
+                             "out_fmt": int(Format.INT8)}),
+}
 
 _NAMED = {
     "fmt": {f.name.lower(): int(f) for f in Format},
@@ -138,9 +144,13 @@ def _encode_line(lineno, mnem, rest, symbols, labels):
         if not 0 <= v < 1 << 64:
             raise AsmError(lineno, f".word value {v} does not fit in 64 bits")
         return v
-    if mnem not in MNEMONICS:
+    alias_defaults = {}
+    if mnem in ALIASES:
+        op, alias_defaults = ALIASES[mnem]
+    elif mnem in MNEMONICS:
+        op = MNEMONICS[mnem]
+    else:
         raise AsmError(lineno, f"unknown mnemonic {mnem!r}")
-    op = MNEMONICS[mnem]
     info = OPCODE_INFO[op]
     positional = [o for o in ops if "=" not in o]
     options = [o for o in ops if "=" in o]
@@ -171,7 +181,7 @@ def _encode_line(lineno, mnem, rest, symbols, labels):
                 raise AsmError(lineno, f"{kind} must be in 0..{(1 << width) - 1}, not {v}")
             f["imm"] |= v << lo
     if info.imm_layout is not None:
-        fields = dict(info.defaults)
+        fields = {**info.defaults, **alias_defaults}
         offs = isa.field_offsets(info.imm_layout)
         for opt in options:
             key, _, val = (s.strip() for s in opt.partition("="))

@@ -145,14 +145,21 @@ class Space(enum.IntEnum):
 
 class VecOp(enum.IntEnum):
     """``op`` field of a VECTOR record (4 bits)."""
-    ACT = 0       # out = LUT[func & 1](a * scale + bias); acc=1 also sums out into accumulators
+    ACT = 0       # out = LUT[func & 1](a * scale + bias), no LUT if func & ACT_FUNC_LINEAR;
+                  # acc=1 also sums out into accumulators
     TT = 1        # out = a <alu> b
     TS = 2        # out = a <alu> scalar
     REDUCE = 3    # out[dst] = <alu>-reduction of a[0..n-1] (alu in ADD, MAX, MIN)
-    COPY = 4      # out = a (cast in_fmt -> out_fmt)
+    COPY = 4      # out = a (cast in_fmt -> out_fmt; INT32 -> INT32 copies the bits)
     TABLE = 5     # n LUT cfg writes: (address, data) = SBUF[0][a_addr + 2i], SBUF[0][a_addr + 2i + 1]
     SEED = 6      # re-seed the lanes' PRNGs from `scalar`
     ACC_RD = 7    # write each lane's accumulator to SBUF[dst] (encoded to out_fmt), then clear it
+
+
+#: ``func`` bit of an ACT record: no LUT, ``out = a * scale + bias`` (FP32) encoded to
+#: ``out_fmt``. With ``in_fmt=INT32, out_fmt=INT8`` and ``rnd`` RNE or SR this is the
+#: requantization ``sat(round(a * scale + bias))`` (assembler ``requant``; docs/isa.md).
+ACT_FUNC_LINEAR = 2
 
 
 class VecAlu(enum.IntEnum):
@@ -318,7 +325,7 @@ VEC_OPCODES = {
     Opcode.REDUCE: VecOp.REDUCE, Opcode.COPY: VecOp.COPY, Opcode.TABLE_LD: VecOp.TABLE,
     Opcode.SEED_LD: VecOp.SEED, Opcode.ACC_RD: VecOp.ACC_RD,
 }
-__all__.append("VEC_OPCODES")
+__all__ += ["VEC_OPCODES", "ACT_FUNC_LINEAR"]
 
 # --------------------------------------------------------------------------------------------
 # Helpers

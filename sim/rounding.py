@@ -29,7 +29,7 @@ import numpy as np
 from sim import formats as _formats
 from sim.dtypes import FLOAT_SPECS, Format, RoundMode
 
-__all__ = ["DEFAULT_N_RAND", "MAX_N_RAND", "encode", "canonical_nan", "max_finite_bits",
+__all__ = ["DEFAULT_N_RAND", "MAX_N_RAND", "RAW_MODE", "encode", "canonical_nan", "max_finite_bits",
            "target_bits", "encode_params", "RoundingUnitModel", "SR_VARIANTS"]
 
 #: Default number of random bits: 16 makes SR exact (no bias at all) for FP32->BF16 (16
@@ -38,6 +38,10 @@ DEFAULT_N_RAND = 16
 #: The generator produces 32-bit words.
 MAX_N_RAND = 32
 SR_VARIANTS = ("rne", "trunc")
+#: Mode code 3 (not a ``RoundMode``, never in an instruction): with target FP32 the encoder
+#: passes the 32 bits unchanged (no DAZ, no NaN canonicalisation). The vector engine uses it
+#: for its exact INT32 copy (``sim.vector.raw_copy``).
+RAW_MODE = 3
 
 _INT_RANGE = {Format.INT8: (-128, 127), Format.INT32: (-(1 << 31), (1 << 31) - 1)}
 
@@ -107,8 +111,8 @@ def encode(f32_bits, fmt, mode, rand=None, n_rand=DEFAULT_N_RAND, sr_variant="rn
         FP32 bit patterns.
     fmt : Format
         Target format (any ``Format``; FP32 passes through with DAZ and canonical NaN).
-    mode : RoundMode
-        RNE, RTZ or SR.
+    mode : RoundMode or RAW_MODE
+        RNE, RTZ or SR; ``RAW_MODE`` (with ``fmt`` FP32 only) returns the bits unchanged.
     rand : array_like of int, optional
         For SR: one ``n_rand``-bit random integer per element (broadcast against ``f32_bits``).
     n_rand : int
@@ -125,6 +129,10 @@ def encode(f32_bits, fmt, mode, rand=None, n_rand=DEFAULT_N_RAND, sr_variant="rn
     """
     _check_n_rand(n_rand)
     fmt = Format(fmt)
+    if mode == RAW_MODE:
+        if fmt != Format.FP32:
+            raise ValueError(f"mode RAW_MODE needs fmt FP32, not {fmt.name}")
+        return np.asarray(f32_bits, dtype=np.uint32).copy()
     mode = RoundMode(mode)
     if sr_variant not in SR_VARIANTS:
         raise ValueError(f"sr_variant must be one of {', '.join(SR_VARIANTS)}, not {sr_variant!r}")
@@ -231,7 +239,7 @@ class RoundingUnitModel:
     def convert(self, data, fmt, mode):
         """Convert one beat (``lanes`` FP32 patterns) and advance the generators if SR."""
         data = np.asarray(data, dtype=np.uint32)
-        rand = self.rand_bits() if RoundMode(mode) == RoundMode.SR else None
+        rand = self.rand_bits() if int(mode) == RoundMode.SR else None
         return encode(data, fmt, mode, rand=rand, n_rand=self.n_rand)
 
 

@@ -18,6 +18,14 @@ Activation ``f(in * scale + bias)`` is ``op0=MUL, op1=ADD, lut=1``; tensor-scala
 chained ops is ``op0, op1`` with immediate or per-lane scalars; tensor-tensor is ``src0=TENSOR``;
 a reduction along the free axis is ``acc_op`` with ``acc_reset=1, emit=0, emit_acc=1``;
 copy/cast is ``op0=op1=BYPASS``.
+
+Exact INT32 copy (:func:`raw_copy`): a command with ``fmt_a = fmt_o = INT32``, ``op0 = op1 =
+BYPASS`` and ``lut = 0`` does not convert: ``x`` is the raw 32-bit word (decoded as FP32, which
+passes it unchanged) and each element's ``o`` is that word again (the rounding unit's
+``sim.rounding.RAW_MODE``), so every INT32 value is copied exactly. The accumulators see
+the same ``y2`` (the raw word read as FP32) and an ``emit_acc`` beat is encoded as usual.
+Requantization ``sat(round(x * scale + bias))`` of INT32 ``x`` to INT8 is ``op0=MUL,
+op1=ADD, lut=0, fmt_a=INT32, fmt_o=INT8`` with ``rmode`` RNE or SR (docs/isa.md).
 """
 
 import enum
@@ -25,7 +33,9 @@ import enum
 import numpy as np
 
 from sim.dtypes import CANONICAL_NAN_F32
+from sim.dtypes import Format
 from sim.formats import daz, decode, fp32_add, fp32_mul, round_to_fp32
+from sim.rounding import RAW_MODE
 
 __all__ = [
     "AluOp", "Src", "AccOp", "RangeMode", "Region", "CMD_FIELDS", "CMD_BITS", "pack_cmd",
@@ -33,7 +43,7 @@ __all__ = [
     "CFG_HDR", "CFG_STATUS", "Hdr", "Status", "MAX_BINADES", "DESC_BASE_BITS", "DESC_K_BITS",
     "MAX_K", "ENTRY_CENTER", "ENTRY_UNDER", "ENTRY_OVER", "coef_addr", "desc_addr", "hdr_addr",
     "status_addr", "pack_desc", "alu", "acc_update", "acc_identity", "mulz", "ldexp_ftz",
-    "LutState", "lut_eval", "VectorEngineModel", "ONE_F32",
+    "LutState", "lut_eval", "VectorEngineModel", "ONE_F32", "raw_copy",
 ]
 
 ONE_F32 = 0x3F800000
@@ -140,6 +150,13 @@ def unpack_cmd(word):
 def make_cmd(**fields):
     """A full command dict (every field present, defaults 0)."""
     return unpack_cmd(pack_cmd(**fields))
+
+
+def raw_copy(cmd):
+    """Whether command dict ``cmd`` is an exact INT32 copy: ``fmt_a = fmt_o = INT32``, ``op0 =
+    op1 = BYPASS``, ``lut = 0``. Its elements pass through unconverted (module docstring)."""
+    return (cmd["fmt_a"] == Format.INT32 and cmd["fmt_o"] == Format.INT32 and
+            cmd["op0"] == AluOp.BYPASS and cmd["op1"] == AluOp.BYPASS and not cmd["lut"])
 
 
 # -- LUT configuration map (cfg port word addresses) ----------------------------------------
@@ -558,8 +575,10 @@ class VectorEngineModel:
             self.acc[:] = acc_identity(cmd["acc_op"])
         outs = []
         st = self.banks[cmd["bank"]]
+        raw = raw_copy(cmd)
+        fmt_a = Format.FP32 if raw else cmd["fmt_a"]
         for i in range(n):
-            x = decode(a[i], cmd["fmt_a"])
+            x = decode(a[i], fmt_a)
             tb = decode(b[bi + i], fmt_b) if per else None
             s = []
             for slot in (0, 1):
@@ -581,7 +600,8 @@ class VectorEngineModel:
                 y2 = y1
             self.acc = acc_update(cmd["acc_op"], self.acc, y2)
             if cmd["emit"]:
-                outs.append(self.ru.convert(y2, cmd["fmt_o"], cmd["rmode"]))
+                outs.append(self.ru.convert(y2, Format.FP32, RAW_MODE) if raw else
+                            self.ru.convert(y2, cmd["fmt_o"], cmd["rmode"]))
         if cmd["emit_acc"]:
             outs.append(self.ru.convert(self.acc, cmd["fmt_o"], cmd["rmode"]))
         return outs

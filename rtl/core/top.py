@@ -736,8 +736,8 @@ class NeuronCore(wiring.Component):
             with m.Switch(op):
                 with m.Case(isa.VecOp.ACT):
                     m.d.sync += [e.op0.eq(AluOp.MUL), e.imm0.eq(r.scalar),
-                                 e.op1.eq(AluOp.ADD), e.imm1.eq(r.bias), e.lut.eq(1),
-                                 e.bank.eq(r.func[0]),
+                                 e.op1.eq(AluOp.ADD), e.imm1.eq(r.bias),
+                                 e.lut.eq(~r.func[1]), e.bank.eq(r.func[0]),
                                  e.acc_op.eq(Mux(r.acc, AccOp.SUM, AccOp.NONE))]
                 with m.Case(isa.VecOp.TT):
                     m.d.sync += [e.op0.eq(r.alu), e.src0.eq(Src.TENSOR), c.b_en.eq(1)]

@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.arith.common import Pipe, check_stages, ge_const
 from sim.dtypes import FORMAT_BITS, Format, RoundMode
-from sim.rounding import (MAX_N_RAND, canonical_nan, encode_params, max_finite_bits,
+from sim.rounding import (MAX_N_RAND, RAW_MODE, canonical_nan, encode_params, max_finite_bits,
                           target_bits)
 
 __all__ = ["FPEncoder", "check_n_rand"]
@@ -64,8 +64,9 @@ class FPEncoder(wiring.Component):
     o : Out(32)
         The encoded value, low-aligned, upper bits zero (INT8 two's complement in [7:0]).
 
-    Mode code 3 is not a ``RoundMode``; the encoder rounds it like RNE (the golden model
-    rejects it).
+    Mode code 3 is not a ``RoundMode``: with ``fmt`` FP32 it passes ``a`` unchanged
+    (``sim.rounding.RAW_MODE``, the vector engine's exact INT32 copy); with any other format
+    the encoder rounds it like RNE (the golden model rejects it).
     """
 
     MAX_STAGES = 3
@@ -251,6 +252,7 @@ class FPEncoder(wiring.Component):
                                     for i, v in enumerate(fl)) for h, fl in enumerate(fls))
                      for f, fls in big_flags.items()}
         rtz = pipe(2, mode == RoundMode.RTZ, "rtz")
+        raw = pipe(2, mode == RAW_MODE, "raw")
         sign = a[31]
 
         # Compose per format.
@@ -329,7 +331,9 @@ class FPEncoder(wiring.Component):
                         with m.Else():
                             m.d.comb += o.eq(mag)
             with m.Case(Format.FP32):
-                with m.If(is_nan):
+                with m.If(raw):
+                    m.d.comb += o.eq(a)
+                with m.Elif(is_nan):
                     m.d.comb += o.eq(0x7FC00000)
                 with m.Elif(is_zero):
                     m.d.comb += o.eq(sign << 31)

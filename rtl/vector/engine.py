@@ -14,7 +14,8 @@ from rtl.round.rounding_unit import RoundingUnit
 from rtl.vector.alu import VectorAlu
 from rtl.vector.lut import CFG_LAYOUT, Lut, check_depth, check_lanes
 from sim.dtypes import CANONICAL_NAN_F32, Format
-from sim.vector import CMD_FIELDS, AccOp, Src, acc_identity
+from sim.rounding import RAW_MODE
+from sim.vector import CMD_FIELDS, AccOp, AluOp, Src, acc_identity
 
 __all__ = ["VectorEngine", "CMD_LAYOUT"]
 
@@ -131,6 +132,10 @@ class _AccUnit(wiring.Component):
 class VectorEngine(wiring.Component):
     """The vector/activation engine: per lane ``y2 = LUT(ALU1(ALU0(decode(a), s0), s1))``,
     accumulate into per-lane registers, encode through the rounding unit.
+
+    An exact INT32 copy (``sim.vector.raw_copy``: INT32 in and out, both ALUs BYPASS, no LUT)
+    converts nothing: the decoders take the word as FP32 (unchanged) and the rounding unit
+    passes it in its raw mode (``sim.rounding.RAW_MODE``), so every 32-bit pattern arrives.
 
     One instruction at a time: a ``cmd`` beat is taken when the engine is idle; the engine
     then reads the prologue ``b`` beats (per-lane scalars), streams ``count`` elements (``a``,
@@ -324,6 +329,10 @@ class VectorEngine(wiring.Component):
         a_in, b_in = a_skid.o, b_skid.o
 
         c = Signal(CMD_LAYOUT)           # the current instruction
+        # ``sim.vector.raw_copy`` of the instruction, and the format its decoders use (FP32,
+        # which passes the word unchanged, for a raw copy), both registered with ``c``.
+        raw = Signal()
+        dec_fmt_a = Signal(3)
         remaining = Signal(16)
         # remaining == 0, kept beside it: its 16-bit test was in front of the credit counter
         # and the input handshakes (11 routed levels from ``remaining``, core2's engine).
@@ -386,7 +395,7 @@ class VectorEngine(wiring.Component):
             # (the lanes' data registers have no reset: ``p_valid`` says what they hold)
             data_in = [delay(m, run, x.payload[l], DEC_IN, f"in_{n}{l}", reset_less=True)
                        for n, x in (("a", a_in), ("b", b_in))]
-            m.d.comb += [da.a.eq(data_in[0]), da.fmt.eq(c.fmt_a), da.en.eq(run),
+            m.d.comb += [da.a.eq(data_in[0]), da.fmt.eq(dec_fmt_a), da.en.eq(run),
                          db.a.eq(data_in[1]),
                          db.fmt.eq(c.fmt_b), db.en.eq(run)]
             xa = delay(m, run, da.o, DEC_OUT, f"dec_a{l}_o", reset_less=True)
@@ -470,8 +479,13 @@ class VectorEngine(wiring.Component):
                 m.d.sync += acc[l].eq(au.o)
         out = yh_valid & (yh_emit | c.emit)
         w_beat = Signal(beat)
-        m.d.comb += [w_beat.data.eq(Mux(yh_emit, acc, y_h)), w_beat.fmt.eq(c.fmt_o),
-                     w_beat.mode.eq(c.rmode), ofifo.w_en.eq(out), ofifo.w_data.eq(w_beat)]
+        # A raw copy's elements leave the rounding unit unchanged (FP32, RAW_MODE); its
+        # accumulator beat is encoded as any other.
+        el_raw = raw & ~yh_emit
+        m.d.comb += [w_beat.data.eq(Mux(yh_emit, acc, y_h)),
+                     w_beat.fmt.eq(Mux(el_raw, Format.FP32, c.fmt_o)),
+                     w_beat.mode.eq(Mux(el_raw, RAW_MODE, c.rmode)),
+                     ofifo.w_en.eq(out), ofifo.w_data.eq(w_beat)]
         # Both outcomes of ``inject`` are summed beside it (one adder each, from the register
         # and the returned credits), and it only selects.
         ret = Signal(2)
@@ -506,6 +520,9 @@ class VectorEngine(wiring.Component):
                     m.d.sync += idle.eq(0)
                     p = self.cmd.payload
                     m.d.sync += [c.eq(p), remaining.eq(p.count), rem_zero.eq(p.count == 0)]
+                    p_raw = ((p.fmt_a == Format.INT32) & (p.fmt_o == Format.INT32) &
+                             (p.op0 == AluOp.BYPASS) & (p.op1 == AluOp.BYPASS) & ~p.lut)
+                    m.d.sync += [raw.eq(p_raw), dec_fmt_a.eq(Mux(p_raw, Format.FP32, p.fmt_a))]
                     m.d.sync += acc_rst.eq(p.acc_reset)
                     with m.If(p.src0 == Src.LANE):
                         m.next = "PRO0"
