@@ -73,9 +73,9 @@ class Pipe:
 
     The registers have no reset (they start at 0 in simulation and in a bitstream, and keep
     their contents through a reset): they hold data, never control, and every user tracks
-    their validity with valid bits of its own (``delay`` of a valid, which does reset). A
-    reset on each of the datapaths' many thousand flip-flops made the reset net's fan-out a
-    critical path on the ECP5 and constrained which flip-flops share a slice.
+    their validity with valid bits of its own (``delay`` of a valid, which does reset), so the
+    reset net does not fan out to the datapaths' many thousand flip-flops nor constrain which
+    flip-flops share a slice.
     """
 
     def __init__(self, m, en, cuts):

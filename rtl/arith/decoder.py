@@ -178,9 +178,7 @@ class FormatDecoder(wiring.Component):
         m.d.comb += is_zero.eq(a == 0)
         # The normalising shifts by 16 and 8 are taken before the cut: the count's top bits
         # (the upper 16 bits zero, then the next 8 of what is left) are two or three levels
-        # of logic, ready beside the negation, and only a shift by 0..7 follows the cut
-        # (``i32_pre`` -> 0..15 shift -> rounding -> the adder's operand was 11.9 ns routed,
-        # core2 e13e055 seed 1). For ``ones`` zero (``a`` = -1; 0 is ``is_zero``) both are
+        # of logic, ready beside the negation, and only a shift by 0..7 follows the cut. For ``ones`` zero (``a`` = -1; 0 is ``is_zero``) both are
         # taken, as the count's bits say (31).
         z16 = ones[16:32] == 0
         z8 = Mux(z16, ones[8:16] == 0, ones[24:32] == 0)
@@ -193,8 +191,7 @@ class FormatDecoder(wiring.Component):
         # all zero after a coarse shift (``mag`` < 2**16 then, exact) and otherwise bits of
         # ``mag``, whose nonzero low parts are those of ``a`` (a negation keeps them). After the
         # cut the decision is one 8:1 select by ``fine`` in front of the rounding carry chain,
-        # not the fine shift, guard/sticky and round-up logic (``s1_i32_lz`` -> ... -> the
-        # adder's operand register was 7 levels, 10.74 ns routed in core2).
+        # not the fine shift, guard/sticky and round-up logic.
         coarse = z16 | (ones[24:32] == 0)
         rup = Signal(8, name="i32_rup")
         m.d.comb += rup.eq(Cat(~coarse & mag[7 - k] & (mag[8 - k] | (a[0:7 - k] != 0))

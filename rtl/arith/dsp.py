@@ -1,19 +1,15 @@
 """Multipliers whose operand registers sit inside the FPGA's DSP blocks.
 
 On the ECP5 a multiplier fed from flip-flops in the fabric and read by flip-flops in the fabric
-pays two routed hops to and from the DSP column around the MULT18X18D's combinational delay:
-11-12 ns in the core2 build (the vector ALU's and LUT's significand products, 271 of the 1,599
-end points later than 10 ns at ``aefeba6`` seed 3). With its A and B input registers in use
-(``REG_INPUTA_CLK``/``REG_INPUTB_CLK`` on CLK0) the product leaves the block 3.9 ns after the
-clock edge (nextpnr's timing model, speed grade 6), and the hop into the block ends at a
-register. Yosys maps ``*`` to MULT18X18D without them, so :func:`registered_product`
+pays two routed hops to and from the DSP column around the MULT18X18D's combinational delay,
+more than a 100 MHz cycle. With its A and B input registers in use
+(``REG_INPUTA_CLK``/``REG_INPUTB_CLK`` on CLK0) the hop into the block ends at a register. Yosys maps ``*`` to MULT18X18D without them, so :func:`registered_product`
 instantiates the block itself when the platform is an ECP5 and otherwise registers the
 operands in the fabric; both give the same values cycle for cycle.
 
 A product read by a longer path can also take the block's output register (``out_reg``,
-``REG_OUTPUT_CLK``: one more cycle of latency): the product then leaves the block 0.74 ns after
-the clock edge instead of 3.9 ns, and nextpnr does not time the multiply between the two
-registers.
+``REG_OUTPUT_CLK``: one more cycle of latency): the product then leaves the block early in
+the cycle, and the multiply lies between the two registers, inside the block.
 
 ``fpga/sim/MULT18X18D.v`` is a behavioural model of the block's subset used here (unsigned or
 signed operands, input registers and optionally the output register on CLK0 with CE0, no

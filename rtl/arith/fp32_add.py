@@ -156,8 +156,7 @@ class FP32Adder(wiring.Component):
         # The exponent difference's terms are selected by the exponents' own order (the
         # borrow of ``ea - eb``), not by ``swap``: the bigger magnitude never has the smaller
         # exponent, and with equal exponents both differences are 0. So the 31-bit compare's
-        # carry chain is not in front of them (``swap`` -> ``d_le1`` was 11.15 ns routed,
-        # core2 b427694 seed 1).
+        # carry chain is not in front of them.
         d_ab9 = Signal(9)
         d_ba = Signal(8)
         m.d.comb += [d_ab9.eq(ea - eb), d_ba.eq(eb - ea)]
@@ -170,10 +169,7 @@ class FP32Adder(wiring.Component):
         # The near path's one-bit alignment, "the exponents differ", only matters where the
         # near path is used, i.e. with ``|ea - eb| <= 1``: there the exponents differ iff
         # their low bits do, one XOR instead of ``d == 1`` after the exponent difference's
-        # carry chain (operands -> ``s1_e_big`` logic -> that chain (``s1_d_le1``) -> the near
-        # path's select -> ``s1_near_y`` was 7 levels, 10.77 ns routed, 22 end points later
-        # than 10 ns, in the vector LUT's ``l1_a2`` behind its multiplier ``l1_m2``, core2
-        # 352ab1b seed 2).
+        # carry chain, so that chain is not in front of the near path's select.
         d_one = Signal()
         m.d.comb += d_one.eq(ea[0] ^ eb[0])
         full_a, full_b = Cat(a[0:23], 1), Cat(b[0:23], 1)
@@ -208,31 +204,25 @@ class FP32Adder(wiring.Component):
             d_one=d_one,
             zero_sign=a[31] & b[31],                    # (-0) + (-0) = -0, otherwise +0
             # The specials from per-operand terms, combined in step 2: the exponent is all
-            # ones, and the mantissa is zero iff ``tz`` is 23. NaN and Inf as functions of
-            # both whole operands were 7-8 levels from the operands to ``s1_nan`` / ``s1_inf``
-            # (``scripts.unit_fmax --preset vector1 --depth``).
+            # ones, and the mantissa is zero iff ``tz`` is 23, so ``s1_nan`` / ``s1_inf`` are
+            # not functions of both whole operands in step 1.
             emax_a=ea == 0xFF, emax_b=eb == 0xFF,
         )
         # Near path: one guard bit below the big significand; the small one is shifted by
         # the exponent difference (0 or 1), nothing is lost, and subtracted. Without a
         # register between steps 2 and 3 (``stages`` 3, where cut 1 is registered) this is
-        # done in step 1, for both orders and selected by the compare like ``far_x`` (the
-        # small operand's multiplexer in step 3, in front of the subtraction and the count,
-        # was 11.28 ns routed, core2 68bfe14 seed 1); with that register (``stages`` 4) in
-        # step 2, where it has a cycle to itself (in step 1 it lengthened the exponent
-        # difference's path, 12.05 ns, core2 b0acae7 seed 1). Either way step 3 counts the
-        # leading zeros of a registered difference: the subtraction there, between the
-        # registered operand and the count (``s1_near_y`` -> ``s3_near_lz``), was 7 levels,
-        # 10.37 ns routed in ``tensor.array.pe_r1_c1.add`` and 10.10 ns in ``vector.lut.l1_a1``
-        # (core2 92d164b seed 1); now 4 (``scripts.unit_fmax rtl.arith.fp32_add:FP32Adder
-        # --depth``, ``stages`` 3, with ``_lz25``).
+        # done in step 1, for both orders and selected by the compare like ``far_x``, so the
+        # small operand's multiplexer is not in front of step 3's count; with that register
+        # (``stages`` 4) in step 2, where it has a cycle to itself and does not lengthen the
+        # exponent difference's path in step 1. Either way step 3 counts the leading zeros of
+        # a registered difference (4 levels with ``_lz25``:
+        # ``scripts.unit_fmax rtl.arith.fp32_add:FP32Adder --depth``, ``stages`` 3).
         near_early = 1 in pipe.cuts and 2 not in pipe.cuts
         if near_early:
             # Every candidate difference (the big operand minus the other shifted by 0 or 1)
             # is computed beside the compare and chosen by ``d_one`` and ``swap`` in one slice
             # per bit (``wide_mux``: a LUT4 on ``d_one``, the PFUMX on ``swap``), so the
-            # compare's chain is followed by the PFUMX's select only (``s1_near_y`` behind the
-            # LUT's multipliers 7 -> 4 levels, ``scripts.unit_fmax --preset vector1 --depth``);
+            # compare's chain is followed by the PFUMX's select only;
             # the candidates' own chains (25 bits at most) run beside the compare's (32). With
             # equal exponents the hidden bits cancel: ``|a| - |b|``'s low 23 bits (``ab32``)
             # are one of them, with a chain of its own only for ``|b| - |a|``. The significands
@@ -256,8 +246,7 @@ class FP32Adder(wiring.Component):
         # The shifter takes ``far_x`` (inverted for a subtraction) and shifts ``sub`` in, so
         # that its output is the addend itself, and is built as two multiplexers from the ECP5
         # slices' own (8:1 by the shift's bits 0..2, then 4:1 by bits 3..4), one LUT level
-        # each: ``s1_shift`` -> shifter -> inversion -> the far-path adder was 7 levels,
-        # 10.3-10.6 ns routed in core2 (the vector accumulators, the LUT's adders).
+        # each, so the shifter and the inversion are two levels in front of the far-path adder.
         sub = r["sub"]
         wide = Cat(sub.replicate(3), r["far_x"], sub.replicate(7))
         fine = wide_mux(m, platform, r["shift"][0:3], [wide[k:k + 27] for k in range(8)],
@@ -278,12 +267,9 @@ class FP32Adder(wiring.Component):
         # without them: a subtraction's ``~y + 1`` carries out of them iff guard, round and
         # sticky are all 0, i.e. the small significand has no one below the shift, i.e.
         # ``tz >= shift`` (or it is a DAZ zero). That compare is the bottom of the adder's own
-        # carry chain (step 3), so the late sticky bit is no longer at its bottom:
-        # ``s1_shift`` -> the sticky's compare -> 2-3 LUTs -> the 28-bit chain
-        # (``s3_far_sum``) was 6 levels, 9.90 ns routed in ``tensor.array.pe_r1_c1.add``
-        # (core2 92d164b seed 1; 22 end points later than 9 ns in ``vector.lut.l0_ladd``,
-        # seed 2); now the shifter's 2 levels in front of the chain, 4 in all (5 -> 4 with
-        # ``scripts.unit_fmax rtl.arith.fp32_add:FP32Adder --depth``, ``stages`` 3).
+        # carry chain (step 3), so the late sticky bit is not at its bottom: the shifter's 2
+        # levels are in front of the chain, 4 in all (``scripts.unit_fmax
+        # rtl.arith.fp32_add:FP32Adder --depth``, ``stages`` 3).
         # The low bits themselves, ``s``, ``rb ^ (sub & ~s)`` and ``g ^ (sub & rb & ~s)``,
         # have the order's select folded in, each one slice (``lut6``: the compares on its
         # multiplexers), so that the compares and the shifter are one cell from the register.
@@ -401,8 +387,8 @@ class FP32Adder(wiring.Component):
         near_ftz = ~e_gt_lz[8]
         # The result as an AND-OR of the candidates under one-hot selects, which come from
         # registered flags but for the near path's FTZ test and the far path's bounds: the
-        # priority chain (special, near: zero, FTZ, value; far: overflow, FTZ, value) after
-        # the chains was 9 routed levels (vector2 alone, 6476d00: s3_e_big -> o).
+        # priority chain (special, near: zero, FTZ, value; far: overflow, FTZ, value) is not
+        # after the chains.
         special = r["special"]
         use_near = ~special & r["use_near"]
         use_far = ~special & ~r["use_near"]

@@ -196,8 +196,7 @@ class FPMultiplier(wiring.Component):
             regs[f"mul_op_{x}"] = mul_op
         # On an ECP5 with steps 2 and 3 registered, the operand registers and the product
         # register are the MULT18X18D's own input and output registers (``rtl.arith.dsp``):
-        # no routed hop into or out of the block between fabric registers (a tensor PE's
-        # ``mul_op_a`` -> block -> ``prod`` was 12.44 ns routed, core2 036e5c1 seed 1). The
+        # no routed hop into or out of the block between fabric registers. The
         # fabric registers are left to whatever else reads them (nothing: they go).
         dsp_prod = None
         if is_ecp5(platform) and {2, 3} <= set(pipe.cuts) and mw <= 18:

@@ -4,10 +4,9 @@ An ECP5 slice holds two LUT4s and a PFUMX that chooses between them, and two sli
 L6MUX21: a 4:1 multiplexer is one slice (two LUT4s, each a 2:1 multiplexer on the select's
 bit 0, and the PFUMX on bit 1) and an 8:1 multiplexer two slices and the L6MUX21 (bit 2),
 one LUT delay and one or two multiplexer delays inside the slices. Left to itself, synthesis
-maps the same multiplexer as three levels of LUT4 with routing between them: behind the
-sequencer's control store (a block RAM, its word 5.83 ns after the clock at speed grade 6)
-the 8-way selects of R's register indices routed at 10.7-11.8 ns on every core2 build (30
-seeds of 12 builds, ``docs/fpga.md``).
+maps the same multiplexer as three levels of LUT4 with routing between them, too slow behind
+a block RAM's late output (the sequencer's 8-way selects of R's register indices behind its
+control store).
 
 :func:`wide_mux` instantiates that structure when the platform is an ECP5 (the FPGA builds,
 ``scripts.unit_fmax``) and is a plain multiplexer elsewhere (the Verilog the simulators

@@ -138,8 +138,7 @@ class AXI4LiteRegisters(wiring.Component):
         # instead of address compares. They are read only in the ``wr_go`` cycle, at least two
         # cycles after the address was captured and before the next one can replace it (below),
         # so decoding ``aw_addr`` rather than the incoming ``awaddr`` adds no latency and keeps
-        # the host's address logic (the UART bridge's address register, 8 levels, 10.38 ns
-        # routed in the board build) out of the decodes.
+        # the host's address logic (the UART bridge's address register) out of the decodes.
         aw_reg = Signal(len(mm.registers))
         aw_win = Signal(len(mm.windows))
         aw_locked = Signal()          # the target is a locked register or window
@@ -177,9 +176,8 @@ class AXI4LiteRegisters(wiring.Component):
         # A write is decided (``do_write``) in one cycle and carried out in the next
         # (``wr_go``, a flip-flop), from the held address's registered decodes and the held
         # data, which the next AW/W beats replace only at the end of that cycle: the decision's
-        # terms are then not in front of the write enables of every register and window
-        # (``aw_full`` -> decision -> a window's address register was 11.70 ns routed, core2
-        # f8e44b5). The response follows the write. A read waits out both cycles and the one
+        # terms are then not in front of the write enables of every register and window. The
+        # response follows the write. A read waits out both cycles and the one
         # after (``wrote``, ``wrote2``: the read multiplexer's two levels), so that it sees
         # every earlier write.
         wr_go = Signal()
@@ -196,8 +194,8 @@ class AXI4LiteRegisters(wiring.Component):
         window_left = Signal(range(max_latency + 2))
         window_sel = Signal(range(max(len(mm.windows), 1)))
         # ``window_left != 0`` kept in a flip-flop beside the counter (set with it, cleared as
-        # it reaches 0): ``idle`` gates every register's and window's write enable, and the
-        # counter's compare in front of that fan-out was 11.70 ns routed (core2 68bfe14).
+        # it reaches 0): ``idle`` gates every register's and window's write enable, so no
+        # counter compare is in front of that fan-out.
         win_busy = Signal()
         idle = ~win_busy
         m.d.comb += [
@@ -271,8 +269,8 @@ class AXI4LiteRegisters(wiring.Component):
         # (``ar_settled2``) and not in the three cycles after a write's decision (``wr_go``,
         # ``wrote``, ``wrote2``), so the word is the register's value after every earlier
         # write. This takes the wide multiplexer and the inputs' own logic out of the path
-        # into ``rdata``, and splits it (``ar_addr`` -> 128:1 -> ``r_mux_data`` was 8 levels,
-        # 10.73 ns routed in the board build; one cycle more per read than a single level).
+        # into ``rdata``, and splits it in two register-to-register levels (one cycle more per
+        # read than a single level).
         r_word = ar_addr[2:aw]
         r_mux_data = Signal(32)
         r_mux_resp = Signal(2)

@@ -154,8 +154,7 @@ class FPEncoder(wiring.Component):
 
         # -- cut 0: before the alignment shift -------------------------------------------------
         # The shift amount and the mask are look-ups of the exponent and the format; after
-        # them, the shifter and the sticky OR filled a cycle of their own (12 routed levels on
-        # the ECP5 in the vector engine).
+        # them, the shifter and the sticky OR fill a cycle of their own.
         shift, therm = pipe(0, shift, "shift"), pipe(0, therm, "therm")
         a, fmt, mode, rand = (pipe(0, v, k) for k, v in
                               (("a", a), ("fmt", fmt), ("mode", mode), ("rand", rand)))

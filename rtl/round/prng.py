@@ -137,9 +137,8 @@ class LanePrngs(wiring.Component):
         them, stage 3 their sum ``lo*lo + (lo*hi + hi*lo) << 16`` (``hi*hi`` only reaches bit
         32 and above). On an ECP5 the stage-1 and stage-2 registers are the input and output
         registers of one MULT18X18D per product (``rtl.arith.dsp.registered_product``): the
-        multiply runs between them and the products leave the blocks 0.74 ns after the clock
-        edge. (With the input registers alone, block -> 6.7 ns of routing -> sum -> result was
-        12.60 ns, the critical path of core2 at ``bf26a8b`` seed 1.)"""
+        multiply runs between them and the products leave the blocks early in the cycle, so
+        the sum after them is not behind the block's combinational delay."""
         a_lo, a_hi = a[:16], a[16:32]
         c_lo, c_hi = Const(const & 0xFFFF, 16), Const(const >> 16, 16)
         one = Const(1)

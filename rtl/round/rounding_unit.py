@@ -122,9 +122,9 @@ class RoundingUnit(wiring.Component):
         # and ``h`` says which one is the head. A fill writes the word behind the words held,
         # at position ``h ^ cnt[0]`` (``cnt`` is 0 or 1 when it fills), so the word registers'
         # clock enables are ``fill`` and the position, terms of flip-flops only; a pop only
-        # toggles ``h`` and changes ``cnt``. With a shifting head the pop reached the clock
-        # enables of the head's ``n_rand`` bits in every lane: o_skid.full -> o.valid/en ->
-        # i.ready -> accept -> pop -> rb0_*'s enables was 11.49-11.85 ns routed (core2). The
+        # toggles ``h`` and changes ``cnt``, so the output's back-pressure does not reach the
+        # clock enables of the head's ``n_rand`` bits in every lane (as a shifting head would).
+        # The
         # head multiplexer (``Mux(h, rb1, rb0)``) is then on the data path into ``s1_rand``.
         # ``h`` need not be reset by a ``seed_load``: the positions are relative to it.
         en = Signal()                 # the whole pipeline moves

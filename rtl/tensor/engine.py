@@ -128,8 +128,8 @@ class TensorEngine(wiring.Component):
         # ``en`` and the bank bookkeeping's events below are kept nets: the result's
         # back-pressure (the core's result skid buffer) then reaches the tile registers
         # through ``en`` -> ``release`` -> a register's input, three LUTs (left to synthesis,
-        # ``en`` went through the moving stream's ``last`` and ``use_bank``'s clock enable:
-        # 7 levels, 12.30 ns routed into ``hold1``, core2 6824fb3 seed 2).
+        # which would otherwise route ``en`` through the moving stream's ``last`` and
+        # ``use_bank``'s clock enable).
         en = Signal(attrs={"keep": 1})
         L = self.latency
         v_pipe = [Signal(name=f"valid_d{i}") for i in range(L)]
@@ -189,9 +189,8 @@ class TensorEngine(wiring.Component):
 
         # Moving group through bank `use_bank`.
         # ``bank_full`` (= ``full[use_bank]``) is a flip-flop of its own, loaded with the next
-        # cycle's ``full[use_bank']``: ``full`` -> the bank multiplexer -> ``ends`` ->
-        # ``release`` -> the hold counters was 6 levels, 11.26 ns routed (core2 352ab1b seed 2,
-        # its latest path); ``release`` now starts from ``bank_full``'s flip-flop.
+        # cycle's ``full[use_bank']``, so that ``release`` starts from a flip-flop and the bank
+        # multiplexer is not in front of the hold counters.
         mv = self.moving
         bank_full = Signal()                    # the group's bank holds its tile
         ends = Signal(attrs={"keep": 1})        # the waiting beat ends a group, releasing it

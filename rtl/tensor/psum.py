@@ -108,7 +108,7 @@ class PSUM(wiring.Component):
     accumulating into the same words). Latency: a beat accepted at cycle ``t`` is written at the end of
     cycle ``t + latency``, ``latency = 2 + add_stages``: the old word is read (1), registered
     straight out of the block RAM (1: a block RAM's clock-to-output takes most of a cycle on
-    ECP5, 5.8 ns), then added (``add_stages``); a ``rd`` request (``en``) at cycle
+    ECP5), then added (``add_stages``); a ``rd`` request (``en``) at cycle
     ``t + latency`` or later returns it (the read port is transparent to the write). The
     memory is not cleared by reset (contents start at zero after configuration).
 
@@ -241,8 +241,7 @@ class PSUM(wiring.Component):
             # Otherwise: each ``wr_next`` candidate, against this beat if it is taken (it
             # enters stage 1) and stages 1 .. 1+Sa, the selected one kept. The producer's
             # registers and PSUM's stages reach this register, not back into the producer's
-            # clock enables (core2: 6 LUT levels from the controller's output register through
-            # this compare back into it, 10.84 to 11.11 ns routed).
+            # clock enables.
             # Each candidate's select (and ``accumulate``) is its compare's gate, from
             # flip-flops alongside the address compare: the OR of the gated compares is then
             # one LUT before ``ready``.
