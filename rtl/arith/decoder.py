@@ -178,7 +178,8 @@ class FormatDecoder(wiring.Component):
         m.d.comb += is_zero.eq(a == 0)
         # The normalising shifts by 16 and 8 are taken before the cut: the count's top bits
         # (the upper 16 bits zero, then the next 8 of what is left) are two or three levels
-        # of logic, ready beside the negation, and only a shift by 0..7 follows the cut. For ``ones`` zero (``a`` = -1; 0 is ``is_zero``) both are
+        # of logic, ready beside the negation, and only a shift by 0..7 follows the cut. For
+        # ``ones`` zero (``a`` = -1; 0 is ``is_zero``) both are
         # taken, as the count's bits say (31).
         z16 = ones[16:32] == 0
         z8 = Mux(z16, ones[8:16] == 0, ones[24:32] == 0)

@@ -3,7 +3,8 @@
 On the ECP5 a multiplier fed from flip-flops in the fabric and read by flip-flops in the fabric
 pays two routed hops to and from the DSP column around the MULT18X18D's combinational delay,
 more than a 100 MHz cycle. With its A and B input registers in use
-(``REG_INPUTA_CLK``/``REG_INPUTB_CLK`` on CLK0) the hop into the block ends at a register. Yosys maps ``*`` to MULT18X18D without them, so :func:`registered_product`
+(``REG_INPUTA_CLK``/``REG_INPUTB_CLK`` on CLK0) the hop into the block ends at a register. Yosys
+maps ``*`` to MULT18X18D without them, so :func:`registered_product`
 instantiates the block itself when the platform is an ECP5 and otherwise registers the
 operands in the fabric; both give the same values cycle for cycle.
 

@@ -630,14 +630,16 @@ class DMA(wiring.Component):
         # Where the packer is in the head burst of ``d_fifo`` (the oldest AW without all its W
         # beats), kept so that whether the next beat is the burst's last comes from flip-flops
         # and the FIFO's stored ``len == 0`` bit, not from an 8-bit compare of a beat count
-        # with the FIFO's (LUT RAM) output in front of its read enable. ``w_first``: the next beat is a burst's first; otherwise
+        # with the FIFO's (LUT RAM) output in front of its read enable. ``w_first``: the next beat
+        # is a burst's first; otherwise
         # ``w_rem`` beats follow it in the burst and ``w_rem_zero`` is ``w_rem == 0``.
         w_first = Signal(init=1)
         w_rem = Signal(8)
         w_rem_zero = Signal()
         # The W beats wait in a two-entry FIFO: the beat packer asks for room from its
         # registered level, so ``wready`` only reaches the FIFO's read side, not the packer,
-        # the SBUF read and the element walker's clock enables. A beat is offered the cycle after it is packed,
+        # the SBUF read and the element walker's clock enables. A beat is offered the cycle after it
+        # is packed,
         # as from the register, and a full FIFO still moves a beat every cycle.
         w_beat_layout = data.StructLayout({"data": 8 * bw, "strb": bw, "last": 1})
         m.submodules.w_out = w_out = fifo.SyncFIFO(width=w_beat_layout.size, depth=2)
@@ -665,7 +667,8 @@ class DMA(wiring.Component):
         m.d.comb += s1_word.eq(self.sbuf_r.data[s1_part])
         # Stage 2: the element registered (the word after the partition multiplexer, with its
         # byte selects), so that a block RAM's output (late in the cycle on the ECP5) reaches
-        # only this register, not the beat accumulator. Stage 1 moves into it whenever it is empty or taken.
+        # only this register, not the beat accumulator. Stage 1 moves into it whenever it is empty
+        # or taken.
         s2_valid = Signal()
         s2_word = Signal(32, reset_less=True)
         s2_beat_end = Signal()
