@@ -174,9 +174,10 @@ def _regress(seed, config="core4", fmt="bf16", count=8):
             "failed_cases": bad}, not bad
 
 
-def _fpga_seeds(seed, board="ulx3s", config="demo", freq=0.0, router="router1", out=""):
+def _fpga_seeds(seed, board="ulx3s", config="demo", freq=0.0, router="router1",
+                build_root=""):
     from fpga import build as fbuild
-    root = pathlib.Path(out) if out else ROOT / "build" / "sweep" / "fpga" / f"seed{seed}"
+    root = pathlib.Path(build_root or ROOT / "build" / "sweep" / "fpga" / f"seed{seed}")
     report = fbuild.build(board, config, freq=freq or None, seed=seed, router=router,
                           root=root, quiet=True)
     report["dir"] = str(fbuild.out_dir(board, config, root))
@@ -212,7 +213,7 @@ PARAMS = {
                    "config": (str, "demo", "the board's payload configuration"),
                    "freq": (float, 0.0, "clock in MHz (0: the configuration's)"),
                    "router": (str, "router1", "nextpnr router"),
-                   "out": (str, "", "build root (default build/sweep/fpga/seed<N>)")},
+                   "build_root": (str, "", "build root (default build/sweep/fpga/seed<N>)")},
     "noop": {"seconds": (float, 0.0, "time to sleep"),
              "fail": (bool, False, "always fail"),
              "fail_once": (str, "", "fail unless this file exists, then create it")},
