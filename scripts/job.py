@@ -13,8 +13,9 @@ executes the same thing.
 Kinds:
 
 ``fuzz``
-    With the fast backend (``fastsim.fuzz.run(config, seed, count)``) when it is importable;
-    otherwise random programs (``cocotb_tests.test_sequencer_progs.random_program``, program
+    With the fast backend (``fastsim.fuzz.run(config, seed, count)``) when it is importable
+    (``--backend auto``, or ``fastsim`` to insist on it); otherwise (or ``--backend refsim``)
+    random programs (``cocotb_tests.test_sequencer_progs.random_program``, program
     seeds ``seed * 100000 + i``) on the reference simulator (``sim/refsim.py``) against the
     microcode's cycle model (``sim/cycles.py``): registers, semaphores, flags, error, PC,
     retired count and every engine's record trace must agree. Where the race checker
@@ -23,8 +24,8 @@ Kinds:
     One cell of the configuration x format x seed matrix: ``count`` tiled GEMMs (random K and M
     tiles, N, and operand mode normal/special/wide) on the reference simulator of a
     ``CoreConfig`` preset, bit-exact against the tensor engine's golden model
-    (``sim.tensor.matmul`` per K tile, PSUM accumulation in FP32/INT32); with the fast backend
-    available the same images also run on the Verilator model and must match.
+    (``sim.tensor.matmul`` per K tile, PSUM accumulation in FP32/INT32); with ``--fastsim`` the
+    same images also run on the Verilator model (``fastsim.FastCore``) and must match.
 ``fpga-seeds``
     One nextpnr seed of ``python -m fpga.build`` in its own build directory (``--out``, default
     ``build/sweep/fpga/<board>-<config>-seed<N>``); the record is the build's report.
@@ -64,13 +65,16 @@ def _race_checker():
     return races if "races" in inspect.signature(RefSim).parameters else None
 
 
-def _fuzz(seed, config="core4", count=200, length=40):
+def _fuzz(seed, config="core4", count=200, length=40, backend="auto"):
     from sim.config import CoreConfig
     cfg = CoreConfig.preset(config)
-    try:
-        from fastsim import fuzz as fast_fuzz
-    except ImportError:
-        fast_fuzz = None
+    fast_fuzz = None
+    if backend != "refsim":
+        try:
+            from fastsim import fuzz as fast_fuzz
+        except ImportError:
+            if backend == "fastsim":
+                raise
     if fast_fuzz is not None:
         result = dict(fast_fuzz.run(cfg, seed, count))
         return {"backend": "fastsim", **result}, not result.get("mismatches")
@@ -115,7 +119,7 @@ def _gemm_text(cfg, fmt, KT, MT, N, eb, exts):
     return text
 
 
-def _regress(seed, config="core4", fmt="bf16", count=8):
+def _regress(seed, config="core4", fmt="bf16", count=8, fastsim=False):
     import numpy as np
     from sim import formats, tensor
     from sim.asm import assemble
@@ -124,11 +128,10 @@ def _regress(seed, config="core4", fmt="bf16", count=8):
     from sim.image import Image, run_refsim
     cfg = CoreConfig.preset(config)
     f = Format[fmt.upper()]
-    try:
-        import fastsim
-        core = fastsim.FastCore(cfg) if fastsim.available() else None
-    except ImportError:
-        core = None
+    core = None
+    if fastsim:
+        import fastsim as fast
+        core = fast.FastCore(cfg)
     P, C = cfg.rows, cfg.cols
     eb = 1 if f in (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4) else 2
     dtype = np.uint8 if eb == 1 else np.uint16
@@ -205,10 +208,13 @@ KINDS = {"fuzz": _fuzz, "regress": _regress, "fpga-seeds": _fpga_seeds, "noop": 
 PARAMS = {
     "fuzz": {"config": (str, "core4", "CoreConfig preset"),
              "count": (int, 200, "programs per job"),
-             "length": (int, 40, "instructions per random program (about)")},
+             "length": (int, 40, "instructions per random program (about)"),
+             "backend": (str, "auto", "auto (fastsim.fuzz where importable), fastsim or "
+                                      "refsim")},
     "regress": {"config": (str, "core4", "CoreConfig preset"),
                 "fmt": (str, "bf16", "tensor input format"),
-                "count": (int, 8, "GEMMs per job")},
+                "count": (int, 8, "GEMMs per job"),
+                "fastsim": (bool, False, "also run every GEMM on the fast backend")},
     "fpga-seeds": {"board": (str, "ulx3s", "board"),
                    "config": (str, "demo", "the board's payload configuration"),
                    "freq": (float, 0.0, "clock in MHz (0: the configuration's)"),
@@ -252,6 +258,9 @@ def check(kind, inputs):
     if kind in ("fuzz", "regress") and full["config"] not in PRESETS:
         raise ValueError(f"config must be one of {', '.join(PRESETS)}, not {full['config']!r}")
     if kind == "fuzz":
+        if full["backend"] not in ("auto", "fastsim", "refsim"):
+            raise ValueError(f"backend must be one of auto, fastsim, refsim, "
+                             f"not {full['backend']!r}")
         check_int("count", full["count"], 1, FUZZ_STRIDE)
         check_int("length", full["length"], 1, 200)
     if kind == "regress":
