@@ -1,0 +1,118 @@
+"""Where a compiled kernel runs: every backend takes a ``sim.image.Image`` and returns a
+``sim.image.Outcome`` (and an engine timeline where it records one).
+
+* ``refsim``: ``sim.image.run_refsim`` (numpy golden models), with the race checker
+  (``sim.races``) on: a program in which two engines can touch the same word unordered
+  raises ``sim.races.RaceError``.
+* ``rtl``: the RTL of the core. The fast Verilator harness (``fastsim.FastCore``) when it is
+  available, otherwise a cocotb run of :mod:`kernels.cocotb_image` (Icarus by default,
+  ``simulator="verilator"``).
+* ``fpga``: a board over its UART link: pass ``host=`` a ``sim.host.SyncHost`` (for a board,
+  ``SyncHost(SerialTransport.open(port), memory=BoardMemory(link))`` from
+  ``fpga/host_serial.py``); any ``SyncHost`` works, which is how it is tested without a board.
+"""
+
+import json
+import os
+import pathlib
+import tempfile
+
+__all__ = ["BACKENDS", "run", "run_refsim", "run_rtl", "run_fpga", "fast_backend"]
+
+BACKENDS = ("refsim", "rtl", "fpga")
+
+
+def run(backend, config, image, *, races=True, **options):
+    """Run ``image`` on ``backend``; returns ``(outcome, timeline)``."""
+    if backend == "refsim":
+        return run_refsim(config, image, races=races), None
+    if backend == "rtl":
+        return run_rtl(config, image, **options)
+    if backend == "fpga":
+        return run_fpga(config, image, **options), None
+    raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+
+
+def run_refsim(config, image, races=True):
+    """The reference simulator; with ``races`` the race checker must find nothing."""
+    from sim.image import run_refsim as _run
+    out = _run(config, image, races=True) if races else _run(config, image)
+    if races:
+        err = out.refsim.races_error()
+        if err is not None:
+            raise err
+    return out
+
+
+def fast_backend():
+    """``fastsim`` when its ``FastCore`` is importable and its toolchain is installed."""
+    try:
+        import fastsim
+    except ImportError:
+        return None
+    if not hasattr(fastsim, "FastCore"):
+        return None
+    avail = getattr(fastsim, "available", None)
+    if avail is not None and not avail():
+        return None
+    return fastsim
+
+
+def run_rtl(config, image, *, simulator=None, fast=None):
+    """The RTL: ``fastsim.FastCore(config).run_image(image)`` if available (and ``fast`` is
+    not False), else cocotb on ``simulator`` (``icarus`` by default)."""
+    fs = fast_backend() if fast is not False else None
+    if fs is not None and simulator is None:
+        with fs.FastCore(config) as core:
+            out = core.run_image(image)
+        out.backend = "rtl-fast"
+        return out, getattr(out, "timeline", None)
+    return _run_cocotb(config, image, simulator or "icarus"), None
+
+
+def _image_to_json(image):
+    d = dict(image.__dict__)
+    d["memory"] = [(a, bytes(b).hex()) for a, b in image.memory]
+    return json.dumps(d)
+
+
+def core_factory(config):
+    """A callable building ``rtl.core.top.NeuronCore`` for ``config`` (a ``CoreConfig``)."""
+    def make():
+        from rtl.core.top import NeuronCore
+        if hasattr(NeuronCore, "from_config"):
+            return NeuronCore.from_config(config)
+        return NeuronCore(**config.__dict__)
+    return make
+
+
+def _run_cocotb(config, image, simulator):
+    """One cocotb run of :mod:`kernels.cocotb_image` on the core of ``config``."""
+    from cocotb_tests.common.runner import run_cocotb
+    from sim.host import AcceleratorError
+    from sim.image import Outcome
+    with tempfile.TemporaryDirectory() as tmp:
+        src = pathlib.Path(tmp) / "image.json"
+        dst = pathlib.Path(tmp) / "outcome.json"
+        src.write_text(_image_to_json(image))
+        run_cocotb(core_factory(config), name=f"kern-{config.rows}x{config.cols}",
+                   config=config.to_dict(), test_module="kernels.cocotb_image",
+                   simulator=simulator, extra_env={"KERNEL_IMAGE": str(src),
+                                                   "KERNEL_OUTCOME": str(dst)})
+        d = json.loads(dst.read_text())
+    err = None
+    if d["error"] is not None:
+        err = AcceleratorError(*d["error"])
+    return Outcome(memory=[bytes.fromhex(m) for m in d["memory"]], error=err,
+                   cycles=d["cycles"], counters=d["counters"], backend=f"rtl-{simulator}")
+
+
+def run_fpga(config, image, *, host=None):
+    """A board (or anything else behind a ``sim.host.SyncHost``) through ``run_host``."""
+    from sim.image import run_host
+    if host is None:
+        raise ValueError("backend 'fpga' needs host= a sim.host.SyncHost (fpga/host_serial.py "
+                         "SerialTransport and BoardMemory for a board)")
+    out = run_host(host, image)
+    out.backend = "fpga"
+    return out

@@ -1,0 +1,412 @@
+"""From a trace to a program: allocation, dependencies, scheduling, semaphores and assembly.
+
+1. **Allocation.** DRAM buffers are laid out one after the other (inputs, constants, outputs,
+   scratch; 64-byte aligned). SBUF and PSUM buffers live from the first to the last operation
+   that touches them; each takes the free range released longest ago (fresh memory first), so
+   that a tile allocated in a loop rotates through as many buffers as memory holds (double or
+   deeper buffering without the kernel writing it).
+2. **Dependencies.** Every pair of operations whose accesses overlap (read after write,
+   write after read, write after write; SBUF/PSUM by partition and word, DRAM by byte range)
+   is an edge. An edge needs a semaphore wait unless the engine's own order makes it safe:
+   the tensor engine's records are applied to PSUM in order (accumulation chains), and the
+   vector engine writes after it reads, so its write-after-read and write-after-write edges
+   are ordered by its queue. Everything else (any edge between engines, a vector read of a
+   vector result, any DMA edge) waits for the producer's completion.
+3. **Scheduling.** The tensor and vector engines keep the trace's order; DMA records may move.
+   A list scheduler with a serial-server model of the engines (``sim.cycles.EngineCost``-like
+   costs) picks, among the operations whose predecessors are placed, the one that can issue
+   first: loads run ahead as far as their buffers allow.
+4. **Semaphores.** Semaphore ``e`` counts the completed records of engine ``e`` (DMA 0,
+   TENSOR 1, VECTOR 2; every record has ``sem_en=1``). Engines complete in issue order, so
+   "record ``i`` of engine ``e`` is done" is ``waiti e, i+1``; a wait is emitted before the
+   first consumer that needs it and never repeated.
+5. **Assembly.** Registers hold descriptor blocks, ACT scale/bias pairs and addresses, cached
+   (least recently used) so repeated values cost no ``li``.
+"""
+
+import heapq
+import math
+
+from kernels.lang import KernelError
+
+__all__ = ["compile_trace", "Program", "SEM", "ENGINES"]
+
+#: The semaphore that counts each engine's completed records.
+SEM = {"dma": 0, "tensor": 1, "vector": 2}
+ENGINES = ("dma", "tensor", "vector")
+_ALIGN = 64
+_DRAM_BASE = 0x1000
+#: Records an engine holds issued and not completed before the sequencer stalls
+#: (``sim.isa.MAX_OUTSTANDING``).
+_MAX_OUTSTANDING = 8
+#: Sequencer cycles to issue one engine instruction with its register set-up (estimate).
+_ISSUE = 24
+
+
+class Program:
+    """A compiled kernel: ``asm`` (assembly text), ``words``, ``order`` (scheduled
+    operations), the DRAM layout (``buffers``), ``dram_bytes`` and per-engine record
+    counts."""
+
+    def __init__(self, asm, words, order, buffers, dram_bytes, counts, waits):
+        self.asm, self.words, self.order = asm, words, order
+        self.buffers, self.dram_bytes = buffers, dram_bytes
+        self.counts, self.waits = counts, waits
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. Allocation
+# ---------------------------------------------------------------------------------------------
+
+def _layout_dram(trace):
+    addr = _DRAM_BASE
+    order = {"input": 0, "constant": 1, "output": 2, "scratch": 3}
+    for b in sorted((b for b in trace.buffers if b.space == "dram"),
+                    key=lambda b: order[b.kind]):
+        b.addr = addr
+        addr += -(-b.size // _ALIGN) * _ALIGN
+    return addr
+
+
+class _Allocator:
+    """Free ranges ``[lo, hi)`` with the time each was released; allocation takes the range
+    released longest ago that fits (fresh memory has time -1)."""
+
+    def __init__(self, depth, space):
+        self.free = [[0, depth, -1]]
+        self.depth, self.space = depth, space
+
+    def alloc(self, size, when, name):
+        best = None
+        for i, (lo, hi, t) in enumerate(self.free):
+            if hi - lo >= size and (best is None or t < self.free[best][2]):
+                best = i
+        if best is None:
+            largest = max((hi - lo for lo, hi, _ in self.free), default=0)
+            raise KernelError(
+                f"{self.space} is full: tile '{name}' needs {size} words per partition, the "
+                f"largest free range has {largest} ({self.space}_depth = {self.depth}); use "
+                f"smaller tiles or fewer live at once")
+        lo, hi, t = self.free[best]
+        if hi - lo == size:
+            del self.free[best]
+        else:
+            self.free[best][0] = lo + size
+        return lo
+
+    def release(self, lo, size, when):
+        self.free.append([lo, lo + size, when])
+        self.free.sort()
+        merged = []
+        for r in self.free:
+            if merged and merged[-1][1] == r[0]:
+                merged[-1][1] = r[1]
+                merged[-1][2] = max(merged[-1][2], r[2])
+            else:
+                merged.append(list(r))
+        self.free = merged
+
+
+def _allocate(trace):
+    cfg = trace.config
+    first, last = {}, {}
+    for op in trace.ops:
+        for acc in op.reads + op.writes:
+            b = acc[0]
+            if b.space != "dram":
+                first.setdefault(b, op.index)
+                last[b] = op.index
+    for space, depth in (("sbuf", cfg.sbuf_depth), ("psum", cfg.psum_depth)):
+        al = _Allocator(depth, space)
+        bufs = [b for b in first if b.space == space]
+        starts = sorted(bufs, key=lambda b: (first[b], b.name))
+        ends = sorted(bufs, key=lambda b: last[b])
+        j = 0
+        for b in starts:
+            while j < len(ends) and last[ends[j]] < first[b]:
+                e = ends[j]
+                al.release(e.addr, e.size, last[e])
+                j += 1
+            b.addr = al.alloc(b.size, first[b], b.name)
+    for b in trace.buffers:
+        if b.addr is None and b.space != "dram":
+            b.addr = 0
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. Dependencies
+# ---------------------------------------------------------------------------------------------
+
+def _absolute(acc):
+    b, plo, phi, lo, hi = acc
+    return b.space, plo, phi, b.addr + lo, b.addr + hi
+
+
+def _needs_wait(p, s, hazard):
+    if p.engine != s.engine:
+        return True
+    if p.engine == "tensor":
+        return False
+    if p.engine == "vector":
+        return hazard == "raw"
+    return True
+
+
+def _dependencies(trace):
+    """``preds[i]``: list of ``(j, needs_wait)``."""
+    live = {"sbuf": [], "psum": [], "dram": []}     # [space] -> [(plo, phi, lo, hi, op, write)]
+    preds = [dict() for _ in trace.ops]
+    for op in trace.ops:
+        accs = [(a, False) for a in op.reads] + [(a, True) for a in op.writes]
+        found = preds[op.index]
+        new = []
+        for acc, write in accs:
+            space, plo, phi, lo, hi = _absolute(acc)
+            lst = live[space]
+            for (qplo, qphi, qlo, qhi, q, qwrite) in lst:
+                if q is op or not (qwrite or write):
+                    continue
+                if qlo < hi and lo < qhi and (space == "dram" or (qplo < phi and plo < qphi)):
+                    hazard = "raw" if qwrite and not write else ("war" if write and not qwrite
+                                                                 else "waw")
+                    w = _needs_wait(q, op, hazard)
+                    found[q.index] = found.get(q.index, False) or w
+            new.append((space, (plo, phi, lo, hi, op, write)))
+        for space, rec in new:
+            plo, phi, lo, hi, _, write = rec
+            if write:
+                live[space] = [r for r in live[space]
+                               if not (lo <= r[2] and r[3] <= hi and plo <= r[0] and
+                                       r[1] <= phi and r[4] is not op)]
+            live[space].append(rec)
+    return [sorted(p.items()) for p in preds]
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. Scheduling
+# ---------------------------------------------------------------------------------------------
+
+def _cost(op, cfg):
+    a = op.args
+    if op.engine == "dma":
+        total = a["p"] * a["n0"] * a["n1"] * a["dram"].dtype.nbytes
+        return 6 + -(-total // 8)
+    if op.engine == "tensor":
+        return a["m"] + a["n"] + cfg.rows + cfg.cols
+    if op.kind in ("seed_ld",):
+        return 1
+    if op.kind == "acc_rd":
+        return 55
+    if op.kind == "table_ld":
+        return a["n"] + 54
+    n = a["a"].f
+    summing = (op.kind == "act" and a.get("acc")) or (op.kind == "reduce" and
+                                                      a["alu"] == "add")
+    return n * (4 if summing else 1) + 54
+
+
+def _schedule(trace, preds):
+    cfg = trace.config
+    ops = trace.ops
+    n = len(ops)
+    succs = [[] for _ in ops]
+    indeg = [0] * n
+    edges = [list(p) for p in preds]
+    prev = {}
+    for op in ops:
+        if op.engine in ("tensor", "vector"):
+            if op.engine in prev and prev[op.engine] not in dict(edges[op.index]):
+                edges[op.index].append((prev[op.engine], False))
+            prev[op.engine] = op.index
+    for i, ps in enumerate(edges):
+        indeg[i] = len(ps)
+        for j, _ in ps:
+            succs[j].append(i)
+    done = [0] * n
+    heaps = {e: [] for e in ENGINES}
+    issued = {e: [] for e in ENGINES}
+    free = {e: 0 for e in ENGINES}
+    t = 0
+
+    def ready_time(i):
+        return max([done[j] for j, w in edges[i] if w], default=0)
+
+    for i in range(n):
+        if indeg[i] == 0:
+            heapq.heappush(heaps[ops[i].engine], (0, i))
+    order = []
+    while len(order) < n:
+        best = None
+        for e in ENGINES:
+            if heaps[e]:
+                rt, i = heaps[e][0]
+                q = issued[e]
+                qfree = q[-_MAX_OUTSTANDING] if len(q) >= _MAX_OUTSTANDING else 0
+                key = (max(rt, qfree, t), i)
+                if best is None or key < best[0]:
+                    best = (key, e)
+        (start, i), e = best
+        heapq.heappop(heaps[e])
+        t = start + _ISSUE
+        begin = max(t, free[e])
+        done[i] = begin + _cost(ops[i], cfg)
+        free[e] = done[i]
+        issued[e].append(done[i])
+        order.append(ops[i])
+        for s in succs[i]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                heapq.heappush(heaps[ops[s].engine], (ready_time(s), s))
+    return order, edges
+
+
+# ---------------------------------------------------------------------------------------------
+# 5. Registers and assembly
+# ---------------------------------------------------------------------------------------------
+
+class _Registers:
+    """LRU caches of register contents: 4-register DMA descriptor blocks (r1, r5, r9, r13),
+    2-register ACT pairs (r17, r19) and single values (r21..r63)."""
+
+    def __init__(self, out):
+        self.out = out
+        self.blocks = {4: [[b, None, 0] for b in (1, 5, 9, 13)],
+                       2: [[b, None, 0] for b in (17, 19)],
+                       1: [[b, None, 0] for b in range(21, 64)]}
+        self.tick = 0
+        self.pinned = set()
+
+    def get(self, values):
+        values = tuple(int(v) & 0xFFFFFFFF for v in values)
+        pool = self.blocks[len(values)]
+        self.tick += 1
+        for ent in pool:
+            if ent[1] == values:
+                ent[2] = self.tick
+                self.pinned.add(ent[0])
+                return ent[0]
+        ent = min((e for e in pool if e[0] not in self.pinned), key=lambda e: e[2])
+        old = ent[1]
+        for k, v in enumerate(values):
+            if old is None or old[k] != v:
+                self.out.append(f"li r{ent[0] + k}, {v:#x}")
+        ent[1], ent[2] = values, self.tick
+        self.pinned.add(ent[0])
+        return ent[0]
+
+    def done(self):
+        self.pinned = set()
+
+
+def _vec_opts(op, sem):
+    a = op.args
+    src = a["a"]
+    opts = [f"in_fmt={src.dtype.asm}", f"out_fmt={a['dst'].dtype.asm}",
+            f"rnd={a.get('rnd', 'rne')}"]
+    if src.space == "psum":
+        opts.insert(0, "a_space=psum")
+    if "alu" in a:
+        from kernels.lang import ALU_OPS
+        opts.insert(0, f"alu={ALU_OPS[a['alu']]}")
+    return ", ".join(opts + [f"sem={sem}, sem_en=1"])
+
+
+def _emit(op, regs, out):
+    a = op.args
+    sem = SEM[op.engine]
+    k = op.kind
+    if k in ("dma_ld", "dma_st"):
+        d, t = a["dram"], a["tile"]
+        desc = regs.get((a["n0"] | a["n1"] << 16, a["stride0"], a["stride1"], a["pstride"]))
+        ext = regs.get((d.buffer.addr + d.offset * d.dtype.nbytes,))
+        sb = regs.get((t.buffer.addr + t.f0,))
+        out.append(f"{k} r{desc}, r{ext}, r{sb}, part_start={t.p0}, part_count={a['p']}, "
+                   f"fmt={d.dtype.asm}, sem={sem}, sem_en=1")
+    elif k == "matmul":
+        dst, st, mv = a["dst"], a["stat"], a["mov"]
+        rp = regs.get((dst.buffer.addr + dst.f0,))
+        rs = regs.get((st.buffer.addr + st.f0,))
+        rm = regs.get((mv.buffer.addr + mv.f0,))
+        rn = regs.get((a["n"],))
+        out.append(f"matmul r{rp}, r{rs}, r{rm}, r{rn}, k={a['k']}, m={a['m']}, "
+                   f"fmt={a['fmt'].asm}, accumulate={int(a['accumulate'])}, sem={sem}, "
+                   f"sem_en=1")
+    elif k in ("act", "tt", "ts", "reduce", "copy"):
+        dst, src = a["dst"], a["a"]
+        rd = regs.get((dst.buffer.addr + dst.f0,))
+        r1 = regs.get((src.buffer.addr + src.f0,))
+        rn = regs.get((src.f,))
+        r2 = 0
+        extra = ""
+        if k == "act":
+            r2 = regs.get((a["scale"], a["bias"]))
+            extra = f"func={a['func']}, " + ("acc=1, " if a["acc"] else "")
+        elif k == "tt":
+            b = a["b"]
+            r2 = regs.get((b.buffer.addr + b.f0,))
+        elif k == "ts":
+            r2 = regs.get((a["scalar"],))
+        out.append(f"{k} r{rd}, r{r1}, r{r2}, r{rn}, {extra}{_vec_opts(op, sem)}")
+    elif k == "acc_rd":
+        dst = a["dst"]
+        rd = regs.get((dst.buffer.addr + dst.f0,))
+        out.append(f"acc_rd r{rd}, out_fmt={dst.dtype.asm}, rnd=rne, sem={sem}, sem_en=1")
+    elif k == "table_ld":
+        t = a["tile"]
+        r1 = regs.get((t.buffer.addr + t.f0,))
+        rn = regs.get((a["n"],))
+        out.append(f"table_ld r{r1}, r{rn}, sem={sem}, sem_en=1")
+    elif k == "seed_ld":
+        r2 = regs.get((a["seed"],))
+        out.append(f"seed_ld r{r2}, sem={sem}, sem_en=1")
+    else:                                  # pragma: no cover - every kind is listed above
+        raise AssertionError(k)
+    regs.done()
+
+
+def compile_trace(trace):
+    """Compile a :class:`kernels.lang.Trace` into a :class:`Program`."""
+    from sim.asm import assemble
+    cfg = trace.config
+    dram_bytes = _layout_dram(trace)
+    _allocate(trace)
+    preds = _dependencies(trace)
+    order, edges = _schedule(trace, preds)
+    out = []
+    regs = _Registers(out)
+    pos = {}
+    count = {e: 0 for e in ENGINES}
+    waited = {e: 0 for e in ENGINES}
+    waits = 0
+    for op in order:
+        need = {}
+        for j, w in edges[op.index]:
+            if w:
+                e = trace.ops[j].engine
+                need[e] = max(need.get(e, 0), pos[j] + 1)
+        for e in ENGINES:
+            if need.get(e, 0) > waited[e]:
+                if need[e] > 0xFFFF:
+                    raise KernelError(f"kernel has more than 65535 {e} records; semaphores "
+                                      f"are 16 bits")
+                out.append(f"waiti {SEM[e]}, {need[e]}")
+                waited[e] = need[e]
+                waits += 1
+        _emit(op, regs, out)
+        pos[op.index] = count[op.engine]
+        count[op.engine] += 1
+    out.append("halt")
+    asm = "\n".join(out) + "\n"
+    words = assemble(asm)
+    if len(words) > cfg.pmem_depth:
+        raise KernelError(f"the program has {len(words)} instructions; the limit is "
+                          f"pmem_depth = {cfg.pmem_depth} (use a core with a deeper program "
+                          f"memory or a smaller problem per kernel call)")
+    bufs = [b for b in trace.buffers if b.space == "dram"]
+    return Program(asm, words, order, bufs, dram_bytes, count, waits)
+
+
+def roofline(counts_macs, dram_bytes, cfg, bus_bytes=8):
+    """Cycles a kernel needs at least: ``max(MACs / (rows*cols), bytes / bus_bytes)``."""
+    return max(math.ceil(counts_macs / (cfg.rows * cfg.cols)), math.ceil(dram_bytes /
+                                                                          bus_bytes))
