@@ -5,6 +5,7 @@
     python -m scripts.sweep fpga-seeds --seeds 1-8 --board ulx3s --config core2 --timeout 1800
     python -m scripts.sweep fuzz --seeds 0-999 --address tcp://head:8786   # an existing cluster
     python -m scripts.sweep measure            # 1 vs 2 workers, overhead: results/sweep.json
+    python -m scripts.sweep record build/sweep/fuzz.json   # its summary into results/sweep.json
 
 A sweep is the product of its seeds (``--seeds``: ``0-99``, ``1,2,5``) and of the values of each
 job parameter (``--config core2,core4``); each job of it is exactly the command
@@ -42,7 +43,7 @@ from scripts import job as jobs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-__all__ = ["parse_seeds", "expand", "command", "run_job", "sweep", "measure", "main"]
+__all__ = ["parse_seeds", "expand", "command", "run_job", "sweep", "measure", "record", "main"]
 
 #: Lines of a failed job's stderr kept in the report.
 LOG_TAIL_LINES = 30
@@ -233,12 +234,12 @@ def _write(path, doc):
 
 
 def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, timeout=None,
-          quiet=False, client=None):
+          quiet=False, client=None, command_line=None):
     """Run ``job_inputs`` (a list of ``scripts.job`` inputs of ``kind``) on a Dask cluster;
     return the merged document (also written to ``out`` as jobs finish, when given).
 
     ``client``: an existing ``distributed.Client`` (then ``address`` and ``workers`` are not
-    used). A ``KeyboardInterrupt`` stops the running jobs; the document then says
+    used); ``command_line`` is noted in the document. A ``KeyboardInterrupt`` stops the running jobs; the document then says
     ``interrupted`` and lists the jobs not run.
     """
     from distributed import Event, __version__, wait
@@ -252,7 +253,7 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
     stop_name = f"sweep-stop-{uuid.uuid4().hex}"
     entries = [{"inputs": i, "command": command(kind, i), "status": "queued", "attempts": 0}
                for i in job_inputs]
-    doc = {"sweep": kind, **_machine(), "engine": f"dask distributed {__version__}",
+    doc = {"sweep": kind, **_machine(), "command": command_line, "engine": f"dask distributed {__version__}",
            "address": address or "local", "workers": len(client.nthreads()),
            "threads": sum(client.nthreads().values()), "cluster_start_s": round(start_s, 2),
            "jobs": len(entries), "retries": retries, "timeout_s": timeout}
@@ -387,6 +388,33 @@ def measure(args):
                                                           3)}}
 
 
+#: Fields of a merged sweep that ``record`` keeps in ``results/sweep.json``.
+CAMPAIGN_FIELDS = ("date", "commit", "machine", "command", "engine", "address", "workers", "jobs",
+                   "done", "failed", "flaky", "not_run", "interrupted", "wall_s", "summary")
+
+
+def record(merged, results):
+    """Put the summary of the merged sweep ``merged`` (a path) into ``results`` (a path to
+    ``results/sweep.json``) under ``campaigns.<kind>``; returns that entry."""
+    doc = json.loads(pathlib.Path(merged).read_text())
+    entry = {k: doc.get(k) for k in CAMPAIGN_FIELDS}
+    entry["failures"] = [f["command"] for f in doc.get("failures", [])]
+    _update(results, {"campaigns": {doc["sweep"]: entry}})
+    return entry
+
+
+def _update(path, new):
+    """Merge ``new`` into the JSON object at ``path`` (one level deep for dict values)."""
+    path = pathlib.Path(path)
+    old = json.loads(path.read_text()) if path.exists() else {}
+    for key, value in new.items():
+        if isinstance(value, dict) and isinstance(old.get(key), dict) and key == "campaigns":
+            old[key].update(value)
+        else:
+            old[key] = value
+    _write(path, old)
+
+
 def _parser():
     parser = argparse.ArgumentParser(prog="python -m scripts.sweep",
                                      description=__doc__.split("\n\n")[0])
@@ -419,6 +447,11 @@ def _parser():
     p.add_argument("--quick", action="store_true", help="fewer, shorter jobs (a smoke run)")
     p.add_argument("--out", default=str(ROOT / "results" / "sweep.json"))
     p.add_argument("--json", action="store_true", help="print the record as JSON")
+    p = sub.add_parser("record", help="keep a merged sweep's summary in results/sweep.json "
+                                      "(campaigns.<kind>)")
+    p.add_argument("merged", help="a merged sweep JSON (build/sweep/<kind>.json)")
+    p.add_argument("--out", default=str(ROOT / "results" / "sweep.json"))
+    p.add_argument("--json", action="store_true", help="print the entry as JSON")
     return parser
 
 
@@ -451,9 +484,13 @@ def main(argv=None):
     parser = _parser()
     args = parser.parse_args(argv)
     if args.kind == "measure":
-        record = measure(args)
-        _write(args.out, record)
-        _print(record, args.json, ("speedup", "overhead"))
+        result = measure(args)
+        _update(args.out, result)
+        _print(result, args.json, ("speedup", "overhead"))
+        return 0
+    if args.kind == "record":
+        entry = record(args.merged, args.out)
+        _print(entry, args.json, CAMPAIGN_FIELDS)
         return 0
     try:
         if args.workers < 1:
@@ -468,8 +505,11 @@ def main(argv=None):
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = args.out or ROOT / "build" / "sweep" / f"{args.kind}.json"
+    import shlex
+    line = "python -m scripts.sweep " + shlex.join(sys.argv[1:] if argv is None else argv)
     doc = sweep(args.kind, inputs, address=args.address, workers=args.workers, out=out,
-                retries=args.retries, timeout=args.timeout, quiet=args.quiet)
+                retries=args.retries, timeout=args.timeout, quiet=args.quiet,
+                command_line=line)
     _print(doc, args.json, ("sweep", "commit", "engine", "address", "workers", "jobs", "done",
                             "failed", "flaky", "not_run", "interrupted", "wall_s", "summary"))
     if not args.json:
