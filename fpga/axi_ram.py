@@ -91,18 +91,16 @@ class AxiRam(wiring.Component):
         err = Signal()
         beats = Signal(9)                 # read beats still to issue
         # ``beats != 0`` kept in a flip-flop beside the count: the issue condition starts from
-        # flip-flops, not a 9-bit compare (``beats`` -> compare -> the block RAM's enables was
-        # 11.50 ns routed, core2 b0acae7 seed 3; the enable no longer depends on it).
+        # flip-flops, not a 9-bit compare in front of the block RAM's enables.
         beats_nz = Signal()
         prefer_read = Signal()
 
         # Read beats leave through a skid buffer: the block RAM's enable sees registers, not
-        # the manager's ``rready`` (the DMA's, a function of the SBUF write arbiter: the
-        # critical path of a core2 build, 7b5377e, 19.94 ns). Before it, two stages: s1 is the
+        # the manager's ``rready`` (the DMA's, a function of the SBUF write arbiter). Before it,
+        # two stages: s1 is the
         # read port's output (it holds its data while the port is not enabled), s2 a register
         # of it, so that the block RAM's output reaches only flip-flops and the error zeroing
-        # and the skid buffer's multiplexer start from s2 (block RAM -> error zeroing
-        # -> skid multiplexer -> the DMA's ``buf`` was 10.91 ns routed, core2 f2a5594 seed 2).
+        # and the skid buffer's multiplexer start from s2.
         # A stage takes a beat when empty or when its own beat leaves in the same cycle, so the
         # read port's enable and s2's clock enable are functions of flip-flops (``s1_valid``,
         # ``s2_valid``, the skid buffer's ``full``, the state). s2 keeps its beat's ID: the
@@ -144,8 +142,8 @@ class AxiRam(wiring.Component):
         hdata = Signal(32)
         hstrb = Signal(4)
         # The host's read word registered straight out of the block RAM, lane selection and
-        # error zeroing after it (block RAM -> ``Mux(err, 0, ...)`` -> the UART bridge's
-        # ``reply`` was 10.14 ns routed, core2 f2a5594 seed 2). It follows the port every
+        # error zeroing after it, so the block RAM's output reaches only this register, not the
+        # UART bridge's ``reply``. It follows the port every
         # cycle: ``addr`` does not change from the host's AR to its R handshake.
         h_data = Signal(self._data_width, reset_less=True)
         h_step = Signal()                 # HREAD's second cycle

@@ -107,9 +107,8 @@ class ECP5ClockGen(Elaboratable):
     PLL locks (and while ``ext_rst`` is high), released synchronously.
 
     The synchronised reset reaches the flip-flops through a DCCA, on one of the global
-    networks the clock uses: nextpnr promotes only clocks to them by itself, and over general
-    routing the reset's fan-out (every flip-flop with a reset) was a critical path (core2,
-    90324a7, router2 seed 1: reset flip-flop -> LSR, 17.93 ns, 16.75 of it routing)."""
+    networks the clock uses: nextpnr promotes only clocks to them by itself, and the reset's
+    fan-out (every flip-flop with a reset) is too wide for general routing in one cycle."""
 
     def __init__(self, params, *, clk_pin="clk25", ext_rst=None):
         self.params = params

@@ -145,9 +145,8 @@ class HostLink(wiring.Component):
             else:
                 m.submodules.ram = ram = AxiRam(self.ram_bytes)
             # The bridge drives awaddr and araddr from one register that holds the frame's
-            # address from its last byte until the reply: bit 31 selects, with no path from
-            # the handshake signals (they were the iCE40 critical path when the selection
-            # looked at awvalid/arvalid).
+            # address from its last byte until the reply: bit 31 selects, so no path runs from
+            # the handshake signals (awvalid/arvalid) through the selection.
             sel_now = bridge.bus.awaddr[31]
             demux_lite(m, bridge.bus, [lite, ram.host], sel_now)
 

@@ -65,7 +65,7 @@ CONFIGS = {
                                 "(does NOT fit an 85F: 110 % of the logic cells)",
                     params={"rows": 4, "cols": 4, "sbuf_depth": 1024, "psum_depth": 256},
                     bench=False),
-    # core4 with a 64-word SBUF (kept for comparison with the flip-flop SBUF of before).
+    # core4 with a 64-word SBUF: the same logic, so it does not fit either.
     "core4s": Config("core4s", _core(rows=4, sbuf_depth=64, psum_depth=256), 15e6, pes=16,
                      description="NeuronCore 4x4, all formats, SBUF 4x64, PSUM 4x256",
                      params={"rows": 4, "cols": 4, "sbuf_depth": 64, "psum_depth": 256},
@@ -73,9 +73,9 @@ CONFIGS = {
     # The core that fits: two rows = two vector lanes (about 27k logic cells), a 2x2 tensor
     # array with all six formats and three-stage PE multipliers and adders (for the clock:
     # 9 routed levels instead of 13 with two stages, scripts.logic_depth; the longer drain
-    # costs nothing at 2 rows), SBUF 2 x 1024 words in block RAM. 50 MHz: every build since
-    # 54919fe that routed met it (50.16-54.36 MHz post-route, nextpnr seeds 1 and 2; one seed
-    # 1 build stalled in the router; docs/fpga.md, Goals).
+    # costs nothing at 2 rows), SBUF 2 x 1024 words in block RAM. 50 MHz: a clock that any
+    # placement of the core meets; ``--freq 100 --tmg-ripup`` with a seed sweep is the
+    # 100 MHz build (docs/fpga.md).
     "core2": Config("core2", _core(rows=2, sbuf_depth=1024, psum_depth=256,
                                    tensor_add_stages=3, tensor_mul_stages=4), 50e6, pes=4,
                     description="NeuronCore 2x2, all formats, SBUF 2x1024, PSUM 2x256",
@@ -89,10 +89,8 @@ CONFIGS = {
 }
 
 #: nextpnr's HeAP placer weighs timing 3x its default (30, criticality exponent 3 instead of
-#: 2): on the core2 netlist of cc0d821 (router1, the same netlist and seeds) 78.03 MHz (seed
-#: 4) and 77.12 MHz (seed 1) against 72.67 and 71.70 with the defaults, post-placement
-#: estimates 61.20 / 55.68 against 56.72 / 50.71; timing weight 60 with exponent 4 gave 77.45
-#: (seed 4). See docs/fpga.md, thirteenth session.
+#: 2), which routes the core's netlists faster on the same seeds than the defaults (the
+#: measurements are in results/fpga/HISTORY.md).
 PLACER_OPTS = "--placer-heap-timingweight 30 --placer-heap-critexp 3"
 
 BOARD = Board(name="ulx3s", platform=ULX3S_85F_Platform, family="ecp5", fin=FIN,

@@ -54,7 +54,7 @@ PRESETS = {
     "vector2": ("rtl.vector.engine:VectorEngine", {"lanes": 2, "depth": 64, "n_rand": 8}),
     "tensor2x2s3": ("rtl.tensor.engine:TensorEngine", {"rows": 2, "cols": 2, "add_stages": 3,
                                                        "mul_stages": 3}),
-    # core2's array since the eighth session: the DSP multipliers fed from registers.
+    # core2's array: the DSP multipliers fed from registers.
     "tensor2x2s43": ("rtl.tensor.engine:TensorEngine", {"rows": 2, "cols": 2, "add_stages": 3,
                                                         "mul_stages": 4}),
 }

@@ -266,7 +266,7 @@ class Mem:
         self.data[addr:addr + len(data)] = data
 
 
-def _session(host_call):
+def _both_drivers(host_call):
     """Run the same scenario with the async driver and with SyncHost."""
     results = []
     core = FakeCore()
@@ -301,7 +301,7 @@ def test_driver_identify_and_loads():
         call("write_tensor", 0x40, [0x3F80, 0xBF80], Format.BF16)
         assert list(call("read_tensor", 0x40, 2, Format.BF16)) == [0x3F80, 0xBF80]
         return "ok"
-    assert _session(scenario) == ["ok", "ok"]
+    assert _both_drivers(scenario) == ["ok", "ok"]
 
 
 def test_driver_identify_rejects_other_devices():
@@ -331,7 +331,7 @@ def test_driver_lock_and_run():
         with pytest.raises(TimeoutError, match="core still busy after 1000 cycles"):
             call("wait", timeout_cycles=1000, poll_cycles=100)
         return "ok"
-    assert _session(scenario) == ["ok", "ok"]
+    assert _both_drivers(scenario) == ["ok", "ok"]
 
 
 @pytest.mark.parametrize("code", [c for c in ErrorCode if c != ErrorCode.NONE])
@@ -349,7 +349,7 @@ def test_driver_errors_become_named_exceptions(code):
         call("clear")
         assert call("error") is None
         return "ok"
-    assert _session(scenario) == ["ok", "ok"]
+    assert _both_drivers(scenario) == ["ok", "ok"]
 
 
 def test_unknown_error_code_still_reported():
