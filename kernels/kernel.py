@@ -106,8 +106,16 @@ class Kernel:
         self._cache = {}
         self.last_run = None
 
-    def trace(self, *specs, config=None):
-        """Trace for argument specs (numpy arrays, or ``(shape, dtype)`` pairs)."""
+    def _split(self, kwargs):
+        """Kernel parameters (keyword arguments the body takes) and backend options."""
+        import inspect
+        names = set(inspect.signature(self.fn).parameters)
+        params = {k: v for k, v in kwargs.items() if k in names}
+        return params, {k: v for k, v in kwargs.items() if k not in names}
+
+    def trace(self, *specs, config=None, **params):
+        """Trace for argument specs (numpy arrays, or ``(shape, dtype)`` pairs) and kernel
+        parameters (keyword arguments of the body: constants of the trace)."""
         cfg = config or default_config()
         tr = Trace(cfg)
         args = []
@@ -125,7 +133,7 @@ class Kernel:
                 b.index = i
                 tr.inputs.append(b)
                 args.append(DRAMTensor(b, shape, _row_major(shape)))
-            result = self.fn(*args)
+            result = self.fn(*args, **params)
         single = not isinstance(result, (tuple, list))
         results = [result] if single else list(result)
         for r in results:
@@ -135,15 +143,17 @@ class Kernel:
         tr.outputs = [r.buffer for r in results]
         return tr, results, single
 
-    def compile(self, *specs, config=None):
-        """Trace and compile for these argument specs; cached per shapes, dtypes and core."""
+    def compile(self, *specs, config=None, **params):
+        """Trace and compile for these argument specs and parameters; cached per shapes,
+        dtypes, parameters and core."""
         cfg = config or default_config()
         key = (tuple((tuple(s.shape), str(s.dtype)) if isinstance(s, np.ndarray) else
-                     (tuple(s[0]), str(as_dtype(s[1]))) for s in specs), cfg)
+                     (tuple(s[0]), str(as_dtype(s[1]))) for s in specs), cfg,
+               tuple(sorted((k, repr(v)) for k, v in params.items())))
         if key in self._cache:
             return self._cache[key]
         from sim.image import Image
-        tr, results, single = self.trace(*specs, config=cfg)
+        tr, results, single = self.trace(*specs, config=cfg, **params)
         prog = compile_trace(tr)
         image = Image(program=prog.words,
                       readback=[(r.buffer.addr, r.buffer.size) for r in results],
@@ -158,10 +168,12 @@ class Kernel:
         """Run on ``backend`` (``refsim``, ``rtl`` or ``fpga``); returns a :class:`Run`.
 
         ``races`` (refsim) runs the race checker on the program and raises if two engines
-        can touch the same word unordered. ``options`` go to the backend (``fpga``:
+        can touch the same word unordered. Keyword arguments that the kernel body takes are
+        its parameters; the others go to the backend (``rtl``: ``simulator=``; ``fpga``:
         ``host=`` a ``sim.host.SyncHost``)."""
+        params, options = self._split(options)
         arrays = [np.asarray(a) for a in arrays]
-        comp = self.compile(*arrays, config=config)
+        comp = self.compile(*arrays, config=config, **params)
         image = comp.image_for(*arrays)
         outcome, timeline = backends.run(backend, comp.config, image, races=races, **options)
         if outcome.error is not None:

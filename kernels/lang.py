@@ -140,6 +140,16 @@ class DRAMTensor:
                 off += (i % n) * st
         return DRAMTensor(self.buffer, shape, strides, off)
 
+    def as_strided(self, shape, strides, offset=0):
+        """A view of the same buffer with ``shape`` and ``strides`` (elements) from this
+        view's first element plus ``offset`` elements (bounds are checked)."""
+        v = DRAMTensor(self.buffer, shape, strides, self.offset + offset)
+        lo, hi = v.byte_range()
+        if lo < 0 or hi > self.buffer.size:
+            raise KernelError(f"tensor '{self.name}': view {tuple(shape)} with strides "
+                              f"{tuple(strides)} leaves the tensor")
+        return v
+
     def reshape(self, *shape):
         """A view with another shape (the view must be contiguous, row-major)."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):

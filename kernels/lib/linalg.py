@@ -1,0 +1,206 @@
+"""Matrix kernels: GEMM of any shape, the linear layer, the MLP and their INT8 variants.
+
+Layouts: the tensor engine computes ``stationary.T @ moving`` with the contraction dimension
+``K`` on partitions. :func:`gemm_tn` is that form on DRAM tensors (``w [K, M]``,
+``x [K, N]``); :func:`gemm` is ``a @ b`` (``a`` loaded transposed by the DMA). ``K`` beyond
+the core's rows is accumulated in PSUM over K tiles (the first overwrites); ``M`` is tiled by
+the core's cols, ``N`` in chunks that fit PSUM; edge tiles are smaller tiles.
+"""
+
+import numpy as np
+
+import kernels as kl
+from kernels.lang import KernelError, current
+
+__all__ = ["gemm_tn", "gemm", "linear", "mlp", "gemm_int8", "linear_int8", "project",
+           "chunk_size"]
+
+
+def chunk_size(n, cfg, limit=128):
+    """Moving columns per matmul: at most ``limit`` and a quarter of PSUM, so that several
+    PSUM tiles are in flight (the vector engine drains one while the array fills another)."""
+    return max(1, min(n, limit, cfg.psum_depth // 4))
+
+
+def _ktiles(K, P):
+    return [(k0, min(P, K - k0)) for k0 in range(0, K, P)]
+
+
+def load_ktiles(src, name):
+    """``src [K, F]`` (a DRAM view) as SBUF tiles of at most ``rows`` partitions."""
+    P = current().config.rows
+    return [kl.load(src[k0:k0 + kk, :], name=f"{name}{i}")
+            for i, (k0, kk) in enumerate(_ktiles(src.shape[0], P))]
+
+
+def project(w_tiles, x_tiles, M, epilogue, acc_dtype=kl.fp32):
+    """``epilogue(ps, m0, mm)`` for every M tile of ``W.T @ X``: ``w_tiles`` are K tiles
+    ``[kk, M]``, ``x_tiles`` K tiles ``[kk, n]`` (same ``kk``), ``ps`` the PSUM tile
+    ``[mm, n]`` of rows ``m0 .. m0+mm-1``."""
+    C = current().config.cols
+    n = x_tiles[0].f
+    for m0 in range(0, M, C):
+        mm = min(C, M - m0)
+        ps = kl.psum_tile((mm, n), acc_dtype, name="ps")
+        for t, (w, x) in enumerate(zip(w_tiles, x_tiles)):
+            kl.matmul(ps, w[:, m0:m0 + mm], x, accumulate=t > 0)
+        epilogue(ps, m0, mm)
+
+
+def _check_2d(x, name, what):
+    if x.ndim != 2:
+        raise KernelError(f"{what}: tensor '{name}' must be 2-D, not shape {x.shape}")
+
+
+def _gemm_body(w, x, out_dtype, acc_dtype):
+    cfg = current().config
+    _check_2d(w, "w", "gemm")
+    _check_2d(x, "x", "gemm")
+    K, M = w.shape
+    K2, N = x.shape
+    if K != K2:
+        raise KernelError(f"gemm: w has K = {K} rows (dimension 0), x has {K2}")
+    out = kl.ndarray((M, N), out_dtype, name="out")
+    w_tiles = load_ktiles(w, "w")
+    nc = chunk_size(N, cfg)
+    for c0 in range(0, N, nc):
+        n = min(nc, N - c0)
+        x_tiles = load_ktiles(x[:, c0:c0 + n], "x")
+
+        def store(ps, m0, mm, c0=c0, n=n):
+            o = kl.copy(ps, dtype=out_dtype, name="o")
+            kl.store(out[m0:m0 + mm, c0:c0 + n], o)
+        project(w_tiles, x_tiles, M, store, acc_dtype)
+    return out
+
+
+@kl.kernel
+def gemm_tn(w, x):
+    """``w.T @ x`` for ``w [K, M]``, ``x [K, N]`` in one tensor format; FP32 out."""
+    return _gemm_body(w, x, kl.fp32, kl.fp32)
+
+
+@kl.kernel
+def gemm(a, b):
+    """``a @ b`` for ``a [M, K]``, ``b [K, N]`` in one tensor format; FP32 out (``a`` is
+    loaded transposed by the DMA)."""
+    return _gemm_body(a.T, b, kl.fp32, kl.fp32)
+
+
+@kl.kernel
+def gemm_int8(w, x):
+    """``w.T @ x`` for INT8 ``w [K, M]``, ``x [K, N]``; INT32 out (wrapping accumulation)."""
+    return _gemm_body(w, x, kl.int32, kl.int32)
+
+
+def _bias_tile(b, m0, mm, n, name="bias"):
+    """``b[m0:m0+mm]`` (a DRAM vector) repeated along ``n`` columns: one DMA with a zero
+    inner stride."""
+    return kl.load(b.as_strided((mm, n), (b.strides[0], 0), m0 * b.strides[0]), name=name)
+
+
+def _linear_t(xT_tiles, w, b, func, out_dtype, rnd, emit):
+    """``emit(y_tile, m0, mm)`` for ``y.T = func(w.T @ x.T + b)`` by M tiles."""
+    M = w.shape[1]
+    w_tiles, k0 = [], 0
+    for i, t in enumerate(xT_tiles):
+        w_tiles.append(kl.load(w[k0:k0 + t.parts, :], name=f"w{i}"))
+        k0 += t.parts
+    if k0 != w.shape[0]:
+        raise KernelError(f"linear: w has K = {w.shape[0]} rows (dimension 0), x has {k0}")
+    n = xT_tiles[0].f
+
+    def epi(ps, m0, mm):
+        h = ps
+        if b is not None:
+            h = kl.tensor_tensor("add", ps, _bias_tile(b, m0, mm, n), name="h")
+        y = kl.activation(func, h, dtype=out_dtype, rnd=rnd, name="y")
+        emit(y, m0, mm)
+    project(w_tiles, xT_tiles, M, epi)
+
+
+@kl.kernel
+def linear(x, w, b, func="linear", out_dtype="fp32", rnd="rne"):
+    """Linear layer ``func(x @ w + b)``: ``x [N, K]``, ``w [K, M]`` in one tensor format,
+    ``b [M]`` FP32; ``func`` a LUT function (``linear``: none). Output ``[N, M]`` in
+    ``out_dtype``, rounded with ``rnd``."""
+    cfg = current().config
+    N, K = x.shape
+    M = w.shape[1]
+    if b.shape != (M,) or b.dtype is not kl.fp32:
+        raise KernelError(f"linear: b must be fp32 [{M}], not {b.dtype} {list(b.shape)}")
+    out = kl.ndarray((N, M), out_dtype, name="y")
+    nc = chunk_size(N, cfg)
+    for c0 in range(0, N, nc):
+        n = min(nc, N - c0)
+        xT = load_ktiles(x[c0:c0 + n, :].T, "xT")
+
+        def emit(y, m0, mm, c0=c0, n=n):
+            kl.store(out[c0:c0 + n, m0:m0 + mm].T, y)
+        _linear_t(xT, w, b, func, kl.as_dtype(out_dtype), rnd, emit)
+    return out
+
+
+@kl.kernel
+def mlp(x, w1, b1, w2, b2, func="gelu", out_dtype="fp32"):
+    """Two-layer MLP ``func(x @ w1 + b1) @ w2 + b2``: ``x [N, K]``, ``w1 [K, H]``,
+    ``w2 [H, M]`` in one tensor format, biases FP32. The hidden activations stay in SBUF
+    (transposed, ``H`` on partitions, in the weights' format) as the second layer's moving
+    operand."""
+    cfg = current().config
+    N, K = x.shape
+    H, M = w2.shape
+    dt = w1.dtype
+    out = kl.ndarray((N, M), out_dtype, name="y")
+    nc = chunk_size(N, cfg)
+    for c0 in range(0, N, nc):
+        n = min(nc, N - c0)
+        xT = load_ktiles(x[c0:c0 + n, :].T, "xT")
+        hT = {}
+
+        def keep(y, m0, mm):
+            hT[m0] = y
+        _linear_t(xT, w1, b1, func, dt, "rne", keep)
+        h_tiles = [hT[k] for k in sorted(hT)]
+
+        def emit(y, m0, mm, c0=c0, n=n):
+            kl.store(out[c0:c0 + n, m0:m0 + mm].T, y)
+        _linear_t(h_tiles, w2, b2, "linear", kl.as_dtype(out_dtype), "rne", emit)
+    return out
+
+
+@kl.kernel
+def linear_int8(x, w, scale, bias=0.0, rnd="rne"):
+    """INT8 linear layer with INT32 accumulation and requantization:
+    ``sat(round((x @ w) * scale + bias))`` to INT8, ``x [N, K]``, ``w [K, M]`` INT8."""
+    cfg = current().config
+    N, K = x.shape
+    M = w.shape[1]
+    out = kl.ndarray((N, M), kl.int8, name="y")
+    w_tiles = load_ktiles(w, "w")
+    nc = chunk_size(N, cfg)
+    for c0 in range(0, N, nc):
+        n = min(nc, N - c0)
+        xT = load_ktiles(x[c0:c0 + n, :].T, "xT")
+
+        def epi(ps, m0, mm, c0=c0, n=n):
+            q = kl.requantize(ps, scale, bias, rnd=rnd, name="q")
+            kl.store(out[c0:c0 + n, m0:m0 + mm].T, q)
+        project(w_tiles, xT, M, epi, kl.int32)
+    return out
+
+
+def reference_gemm_tn(w, x, rows):
+    """The tensor engine's result for ``w.T @ x`` (float formats), bit-exact: per K tile of
+    ``rows`` the exact products summed top to bottom in FP32 (RNE), tiles accumulated in PSUM
+    in order (as ``cocotb_tests.test_core_profile.stream_reference``)."""
+    w = np.asarray(w).astype(np.float32)
+    x = np.asarray(x).astype(np.float32)
+    acc = None
+    for t in range(0, w.shape[0], rows):
+        s = None
+        for k in range(t, min(t + rows, w.shape[0])):
+            p = np.outer(w[k], x[k]).astype(np.float32)
+            s = p if s is None else (s + p).astype(np.float32)
+        acc = s if acc is None else (acc + s).astype(np.float32)
+    return acc
