@@ -4,7 +4,7 @@ emulation of it, within a derived bound of float64 otherwise) in ``tests/test_ke
 """
 
 from kernels.lib.linalg import gemm, gemm_int8, gemm_tn, linear, linear_int8, mlp
-
+from kernels.lib.nn import attention, conv2d, layernorm, rmsnorm, softmax
 
 __all__ = ["gemm", "gemm_int8", "gemm_tn", "linear", "linear_int8", "mlp", "attention",
            "conv2d", "layernorm", "rmsnorm", "softmax"]

@@ -1,1 +1,164 @@
+"""Neural-network kernels: softmax, layer norm, RMS norm, an attention head and conv2d.
 
+Row-wise kernels put rows on partitions (tiles of ``rows`` rows) and reduce along the free
+dimension with the vector engine; a per-row value is spread along the row by
+:func:`kernels.broadcast` (a DMA round trip with a zero stride), since the vector engine's
+scalar operands are per instruction, not per lane.
+"""
+
+import math
+
+import kernels as kl
+from kernels.lang import KernelError, current
+from kernels.lib.linalg import chunk_size, load_ktiles, project
+
+__all__ = ["softmax", "layernorm", "rmsnorm", "attention", "conv2d"]
+
+
+def _rows(x, what):
+    if x.ndim != 2:
+        raise KernelError(f"{what}: tensor must be 2-D [rows, features], not {x.shape}")
+    P = current().config.rows
+    return [(r0, min(P, x.shape[0] - r0)) for r0 in range(0, x.shape[0], P)]
+
+
+def _softmax_tile(t, scale=1.0, out_dtype=kl.fp32):
+    """Softmax of each row of ``t [p, F]`` (SBUF or PSUM) times ``scale``:
+    ``exp(scale*(x - max)) / sum``."""
+    F = t.f
+    if t.dtype is not kl.fp32:
+        t = kl.cast(t, kl.fp32, name="xf")
+    mx = kl.reduce("max", t, name="mx")
+    xc = kl.tensor_tensor("subtract", t, kl.broadcast(mx, F, name="mxb"), name="xc")
+    s = kl.sbuf_tile((t.parts, 1), kl.fp32, name="sum")
+    e = kl.activation("exp", xc, scale=scale, reduce_res=s, name="e")
+    r = kl.activation("reciprocal", s, name="rcp")
+    return kl.tensor_tensor("multiply", e, kl.broadcast(r, F, name="rb"), dtype=out_dtype,
+                            name="p")
+
+
+@kl.kernel
+def softmax(x):
+    """Softmax along the last dimension of ``x [R, F]`` (FP32 or BF16 in, FP32 out)."""
+    out = kl.ndarray(x.shape, kl.fp32, name="y")
+    for r0, p in _rows(x, "softmax"):
+        kl.store(out[r0:r0 + p, :], _softmax_tile(kl.load(x[r0:r0 + p, :], name="x")))
+    return out
+
+
+def _row_vector(v, p, name):
+    """A DRAM vector ``v [F]`` repeated on ``p`` partitions (one DMA, partition stride 0)."""
+    return kl.load(v.as_strided((p, v.shape[0]), (0, v.strides[0])), name=name)
+
+
+@kl.kernel
+def layernorm(x, gamma, beta, eps=1e-5):
+    """Layer norm of each row of ``x [R, F]``: ``(x - mean) * rsqrt(var + eps) * gamma +
+    beta`` (FP32; ``var`` the biased variance)."""
+    R, F = x.shape
+    out = kl.ndarray(x.shape, kl.fp32, name="y")
+    for r0, p in _rows(x, "layernorm"):
+        t = kl.load(x[r0:r0 + p, :], name="x")
+        s = kl.reduce("add", t, name="s")
+        mean = kl.tensor_scalar("multiply", s, 1.0 / F, name="mean")
+        xc = kl.tensor_tensor("subtract", t, kl.broadcast(mean, F, name="mb"), name="xc")
+        sq = kl.tensor_tensor("multiply", xc, xc, name="sq")
+        v = kl.reduce("add", sq, name="v")
+        rstd = kl.activation("rsqrt", v, scale=1.0 / F, bias=eps, name="rstd")
+        y = kl.tensor_tensor("multiply", xc, kl.broadcast(rstd, F, name="rb"), name="xn")
+        y = kl.tensor_tensor("multiply", y, _row_vector(gamma, p, "g"), name="yg")
+        y = kl.tensor_tensor("add", y, _row_vector(beta, p, "b"), name="y")
+        kl.store(out[r0:r0 + p, :], y)
+    return out
+
+
+@kl.kernel
+def rmsnorm(x, gamma, eps=1e-6):
+    """RMS norm of each row of ``x [R, F]``: ``x * rsqrt(mean(x^2) + eps) * gamma`` (FP32)."""
+    R, F = x.shape
+    out = kl.ndarray(x.shape, kl.fp32, name="y")
+    for r0, p in _rows(x, "rmsnorm"):
+        t = kl.load(x[r0:r0 + p, :], name="x")
+        sq = kl.tensor_tensor("multiply", t, t, name="sq")
+        v = kl.reduce("add", sq, name="v")
+        rstd = kl.activation("rsqrt", v, scale=1.0 / F, bias=eps, name="rstd")
+        y = kl.tensor_tensor("multiply", t, kl.broadcast(rstd, F, name="rb"), name="xn")
+        y = kl.tensor_tensor("multiply", y, _row_vector(gamma, p, "g"), name="y")
+        kl.store(out[r0:r0 + p, :], y)
+    return out
+
+
+@kl.kernel
+def attention(q, k, v):
+    """One attention head ``softmax(q @ k.T / sqrt(d)) @ v``: ``q [S, d]``, ``k [T, d]``,
+    ``v [T, d]`` in one tensor format (``d <= rows``); FP32 out ``[S, d]``. Queries go in
+    tiles of ``cols``; the probabilities are rounded to the inputs' format for ``P @ V``."""
+    cfg = current().config
+    S, d = q.shape
+    T = k.shape[0]
+    if d > cfg.rows or d > cfg.cols:
+        raise KernelError(f"attention: head size d = {d} (dimension 1 of q); the limit is "
+                          f"min(rows, cols) = {min(cfg.rows, cfg.cols)}")
+    dt = q.dtype
+    out = kl.ndarray((S, d), kl.fp32, name="o")
+    kT = kl.load(k.T, name="kT")                        # [d, T]
+    v_tiles = load_ktiles(v, "v")                       # K tiles [tt, d]
+    for s0 in range(0, S, cfg.cols):
+        s = min(cfg.cols, S - s0)
+        qT = kl.load(q[s0:s0 + s, :].T, name="qT")      # [d, s]
+        sc = kl.psum_tile((s, T), kl.fp32, name="scores")
+        kl.matmul(sc, qT, kT)
+        p = _softmax_tile(sc, scale=1.0 / math.sqrt(d), out_dtype=dt)
+        o = kl.psum_tile((s, d), kl.fp32, name="o_ps")
+        t0 = 0
+        for i, vt in enumerate(v_tiles):
+            pT = kl.transpose(p[:, t0:t0 + vt.parts], name="pT")     # [tt, s]
+            kl.matmul(o, pT, vt, accumulate=i > 0)
+            t0 += vt.parts
+        kl.store(out[s0:s0 + s, :], kl.copy(o, dtype=kl.fp32, name="o_sb"))
+    return out
+
+
+@kl.kernel
+def conv2d(x, w):
+    """2-D convolution (stride 1, no padding) by im2col: ``x [C, H, W]``, ``w [O, C, kh,
+    kw]`` in one tensor format; FP32 out ``[O, H-kh+1, W-kw+1]``. Patch row ``(c, dy, dx)``
+    is one partition of the moving operand; the DMA gathers it from ``x`` with 2-D strides."""
+    cfg = current().config
+    C, H, W = x.shape
+    O, C2, kh, kw = w.shape
+    if C2 != C:
+        raise KernelError(f"conv2d: w has {C2} input channels (dimension 1), x has {C}")
+    OH, OW = H - kh + 1, W - kw + 1
+    if OH < 1 or OW < 1:
+        raise KernelError(f"conv2d: kernel {kh}x{kw} larger than the image {H}x{W}")
+    K = C * kh * kw
+    out = kl.ndarray((O, OH, OW), kl.fp32, name="y")
+    flat = out.reshape(O, OH * OW)
+    wcol = w.reshape(O, K).T                            # [K, O]
+    w_tiles = load_ktiles(wcol, "w")
+    rows = [(c, dy, dx) for c in range(C) for dy in range(kh) for dx in range(kw)]
+    # Output rows per chunk so that one chunk's columns fit a matmul's moving stream.
+    rpc = max(1, chunk_size(OH * OW, cfg, limit=512) // OW)
+    for y0 in range(0, OH, rpc):
+        ny = min(rpc, OH - y0)
+        tiles = []
+        for i, k0 in enumerate(range(0, K, cfg.rows)):
+            kk = min(cfg.rows, K - k0)
+            t = kl.sbuf_tile((kk, ny * OW), x.dtype, name=f"patch{i}")
+            j = 0
+            while j < kk:
+                c, dy, dx = rows[k0 + j]
+                run = 1
+                while j + run < kk and rows[k0 + j + run][:2] == (c, dy):
+                    run += 1
+                src = x.as_strided((run, ny, OW), (1, W, 1),
+                                   c * H * W + (y0 + dy) * W + dx)
+                kl.load(src, out=t[j:j + run, :])
+                j += run
+            tiles.append(t)
+
+        def store(ps, m0, mm, y0=y0, ny=ny):
+            kl.store(flat[m0:m0 + mm, y0 * OW:(y0 + ny) * OW], kl.copy(ps, name="o"))
+        project(w_tiles, tiles, O, store)
+    return out
