@@ -17,7 +17,8 @@ import dataclasses
 
 from sim.dtypes import Format
 
-__all__ = ["CoreConfig", "ENGINE_FORMATS", "PRESETS", "check_int", "check_pow2"]
+__all__ = ["CoreConfig", "ENGINE_FORMATS", "PRESETS", "check_int", "check_pow2",
+           "check_formats"]
 
 #: Tensor-engine input formats a core can be built with (the accumulator is FP32 or INT32).
 ENGINE_FORMATS = (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4, Format.BF16,
@@ -42,12 +43,15 @@ def check_pow2(name, value, lo, hi):
     return value
 
 
-def _formats(value):
+def check_formats(value, *, names=True):
+    """Return the tensor-engine formats ``value`` (a collection of Format, or of their names
+    if ``names``) as a tuple in :data:`ENGINE_FORMATS` order, or raise ``TypeError`` /
+    ``ValueError`` naming ``formats`` and the allowed set."""
     if isinstance(value, (Format, int, str)) or not hasattr(value, "__iter__"):
         raise TypeError(f"formats must be a collection of Format, not {value!r}")
     out = []
     for f in value:
-        if isinstance(f, str):
+        if isinstance(f, str) and names:
             try:
                 f = Format[f.upper()]
             except KeyError:
@@ -112,7 +116,7 @@ class CoreConfig:
         check_int("cols", self.cols, 2, self.rows)
         check_pow2("sbuf_depth", self.sbuf_depth, 16, 65536)
         check_pow2("psum_depth", self.psum_depth, 16, 65536)
-        object.__setattr__(self, "formats", _formats(self.formats))
+        object.__setattr__(self, "formats", check_formats(self.formats))
         check_pow2("lut_entries", self.lut_entries, 8, 1024)
         check_int("n_rand", self.n_rand, 1, 23)
         check_pow2("pmem_depth", self.pmem_depth, 16, 2048)

@@ -15,7 +15,8 @@ from sim.isa import (Engine, Opcode, UAlu, UCond, UDst, USeq, USpecial, USrc, Ve
                      UCODE_DEPTH)
 
 __all__ = ["u", "link", "control_store", "opcode_map", "map_entry", "ROUTINES", "LABELS",
-           "fused_matmul_act", "FUSED_OPCODE", "recursive_ucall", "rep_seminc"]
+           "fused_matmul_act", "fused_matmul_act_ref", "FUSED_OPCODE", "recursive_ucall",
+           "rep_seminc"]
 
 
 def u(seq=USeq.NEXT, cond=UCond.ALWAYS, target=0, a=USrc.ZERO, b=USrc.ZERO, alu=UAlu.PASSA,
@@ -263,11 +264,12 @@ def fused_matmul_act(base=None):
     activation, for loading at run time: returns ``(words, base)``.
 
     It issues the MATMUL record of ``matmul rd, rs1, rs2, rs3, imm`` (PSUM address ``r[rd]``,
-    N ``r[rs3]``, with ``sem=imm.sem sem_en=imm.sem_en``), then an ACT record reading that PSUM
+    N ``r[rs3]``, with ``sem=imm.sem sem_en=imm.sem_en``), waits until every record issued so
+    far has completed (a micro BARRIER: the engines are not ordered by the hardware, and the
+    ACT must read the PSUM tile the MATMUL writes), then issues an ACT record reading that
     tile (``a_space=PSUM``, ``a_addr=r[rd]``, ``n=r[rs3]``, ``in_fmt=FP32``), writing SBUF at
-    ``r[rd+1]`` with ``func = imm[31:28]``, ``scale = 1.0``, ``bias = 0``. (The VECTOR record
-    is not ordered after the TENSOR one by hardware: the engines' controllers must be; see
-    docs/isa.md.) Reuses the shipped ``vec_addrs``-style building blocks.
+    ``r[rd+1]`` with ``func = imm[31:28]``, ``scale = 1.0``, ``bias = 0``. Its semantics for
+    the reference simulator: :func:`fused_matmul_act_ref`.
     """
     base = used_words() if base is None else base
     e = Engine.VECTOR
@@ -284,10 +286,26 @@ def fused_matmul_act(base=None):
         u(a=USrc.CONST, dst=UDst.T0, const=0x3F80),                       # 1.0 = 0x3F800000
         u(a=USrc.T0, b=USrc.CONST, alu=UAlu.SHL, dst=UDst.T0, const=16),
         _slot(e, 3, a=USrc.T0),
+        # The MATMUL's PSUM tile is complete only once its record is (its done pulse waits
+        # for PSUM's write latency): the ACT is emitted after the BARRIER, the record built
+        # while the MATMUL runs.
+        u(special=USpecial.BARRIER),
         u(special=USpecial.EMIT, eng=e, **END),
     ]
     words, _ = link(items, base=base, labels=LABELS)
     return words, base
+
+
+def fused_matmul_act_ref(sim, f):
+    """The semantics of :func:`fused_matmul_act` for ``sim.refsim.RefSim(extensions=
+    {FUSED_OPCODE: fused_matmul_act_ref})``: the MATMUL record, the BARRIER, the ACT record."""
+    from sim.refsim import record_fields
+    sim.issue(Engine.TENSOR, record_fields(Engine.TENSOR, Opcode.MATMUL, f, sim.r, sim.r))
+    sim.barrier()
+    sim.issue(Engine.VECTOR, dict(op=VecOp.ACT, a_space=1, func=f["imm"] >> 28,
+                                  a_addr=sim.r(f["rd"]) & 0xFFFF,
+                                  dst_addr=sim.r(f["rd"] + 1) & 0xFFFF,
+                                  n=sim.r(f["rs3"]) & 0xFFFF, scalar=0x3F800000))
 
 
 def rep_seminc(base):

@@ -11,8 +11,8 @@ from cocotb_tests.test_sequencer_progs import DIRECTED, random_program
 from sim import isa, microcode
 from sim.asm import assemble
 from sim.cycles import MicroSim
-from sim.isa import Engine, Opcode
-from sim.refsim import RefSim, record_fields
+from sim.isa import Engine
+from sim.refsim import RefSim
 
 
 def small_cost(engine, r):
@@ -55,17 +55,12 @@ def test_runtime_microcode_fused():
     omap = microcode.opcode_map()
     omap[microcode.FUSED_OPCODE] = microcode.map_entry(base)
 
-    def fused(sim, f):
-        sim.issue(Engine.TENSOR, record_fields(Engine.TENSOR, Opcode.MATMUL, f, sim.r, sim.r))
-        sim.issue(Engine.VECTOR, dict(op=isa.VecOp.ACT, a_space=1, func=f["imm"] >> 28,
-                                      a_addr=sim.r(f["rd"]) & 0xFFFF,
-                                      dst_addr=sim.r(f["rd"] + 1) & 0xFFFF,
-                                      n=sim.r(f["rs3"]) & 0xFFFF, scalar=0x3F800000))
     imm = isa.pack(isa.MATMUL_IMM, k=4, m=4, fmt=1, sem=1, sem_en=1) | (3 << 28)
     words = assemble("li r1, 7\nli r2, 9\nli r3, 11\nli r4, 0x50\nli r5, 16")
     words += [isa.encode(microcode.FUSED_OPCODE, rd=3, rs1=1, rs2=2, rs3=5, imm=imm)]
     words += assemble("waiti 1, 1\nhalt")
-    _compare(words, "fused", {microcode.FUSED_OPCODE: fused}, control_store=store,
+    _compare(words, "fused", {microcode.FUSED_OPCODE: microcode.fused_matmul_act_ref},
+             control_store=store,
              opcode_map=omap)
 
 

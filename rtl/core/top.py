@@ -14,12 +14,12 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from sim import isa
-from sim.dtypes import Format
+from sim.config import ENGINE_FORMATS, CoreConfig, check_formats, check_int, check_pow2
 from sim.errors import SEQUENCER_ERROR_MAP, ErrorCode
 from sim.memmap import (CTRL_ABORT, CTRL_CLEAR, CTRL_CLEAR_COUNTERS, build_memory_map)
 
 from .global_buffer import global_buffer
-from .sbuf import SBUF, check_pow2
+from .sbuf import SBUF
 from .tensor_ctrl import TensorController
 from .vector_ctrl import (KIND_ENGINE, KIND_NOP, KIND_SEED, KIND_TABLE, VectorController)
 
@@ -46,18 +46,6 @@ UCODE_MAP_BASE = 2048
 #: the ECP5 (31.03 MHz); PSUM alone (2 x 256) routes at 32.68 MHz with 1 stage, 69.12 with 3.
 PSUM_ADD_STAGES = 3
 
-_ENGINE_FORMATS = (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4, Format.BF16,
-                   Format.FP16)
-
-
-def _int(name, value, lo, hi):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer from {lo} to {hi}, not {value}")
-    return value
-
-
 class NeuronCore(wiring.Component):
     """One core.
 
@@ -74,7 +62,8 @@ class NeuronCore(wiring.Component):
     psum_depth : int
         Words per PSUM partition, a power of two from 16 to 65536.
     formats : collection of Format
-        Tensor-engine input formats (subset of INT8, FP8_E4M3, FP8_E5M2, FP8_E3M4, BF16, FP16).
+        Tensor-engine input formats, a subset of ``sim.config.ENGINE_FORMATS`` (INT8,
+        FP8_E4M3, FP8_E5M2, FP8_E3M4, BF16, FP16).
     lut_entries : int
         Vector-engine LUT entries per bank, a power of two from 8 to 1024.
     n_rand : int
@@ -128,39 +117,29 @@ class NeuronCore(wiring.Component):
     """
 
     def __init__(self, rows=4, cols=None, *, partitions=None, lanes=None, sbuf_depth=256,
-                 psum_depth=64, formats=_ENGINE_FORMATS, lut_entries=64, n_rand=8,
+                 psum_depth=64, formats=ENGINE_FORMATS, lut_entries=64, n_rand=8,
                  pmem_depth=256, dma_windows=4, max_burst=16, tensor_add_stages=1,
                  tensor_mul_stages=1, engine_domain=None):
-        _int("rows", rows, 2, 128)
+        # The checks and their wording are sim.config's (CoreConfig checks the same ranges).
+        check_int("rows", rows, 2, 128)
         cols = rows if cols is None else cols
-        _int("cols", cols, 2, rows)
+        check_int("cols", cols, 2, rows)
         for name, value in (("partitions", partitions), ("lanes", lanes)):
             if value is not None:
-                _int(name, value, 1, 1024)
+                check_int(name, value, 1, 1024)
                 if value != rows:
                     raise ValueError(f"{name} must equal rows ({rows}), not {value}")
         check_pow2("sbuf_depth", sbuf_depth, 16, 65536)
         check_pow2("psum_depth", psum_depth, 16, 65536)
-        if isinstance(formats, (Format, int, str)) or not hasattr(formats, "__iter__"):
-            raise TypeError(f"formats must be a collection of Format, not {formats!r}")
-        formats = tuple(formats)
-        if not formats:
-            raise ValueError("formats must contain at least one format, not be empty")
-        for f in formats:
-            if not isinstance(f, Format):
-                raise TypeError(f"formats must contain Format members, not {f!r}")
-            if f not in _ENGINE_FORMATS:
-                allowed = ", ".join(x.name for x in _ENGINE_FORMATS)
-                raise ValueError(f"formats must be a subset of {{{allowed}}}, not containing "
-                                 f"{f.name}")
+        formats = check_formats(formats, names=False)
         check_pow2("lut_entries", lut_entries, 8, 1024)
-        _int("n_rand", n_rand, 1, 23)
+        check_int("n_rand", n_rand, 1, 23)
         check_pow2("pmem_depth", pmem_depth, 16, 2048)
-        _int("dma_windows", dma_windows, 1, 8)
+        check_int("dma_windows", dma_windows, 1, 8)
         check_pow2("max_burst", max_burst, 1, 256)
-        _int("tensor_add_stages", tensor_add_stages, 1, 4)
+        check_int("tensor_add_stages", tensor_add_stages, 1, 4)
         self._tensor_add_stages = tensor_add_stages
-        _int("tensor_mul_stages", tensor_mul_stages, 1, 4)
+        check_int("tensor_mul_stages", tensor_mul_stages, 1, 4)
         self._tensor_mul_stages = tensor_mul_stages
         if engine_domain is not None and not isinstance(engine_domain, bool):
             raise TypeError(f"engine_domain must be True, False or None, not {engine_domain!r}")
@@ -179,6 +158,22 @@ class NeuronCore(wiring.Component):
             "irq": Out(1),
             "activity": Out(ACTIVITY_LAYOUT),
         })
+
+    @classmethod
+    def from_config(cls, config, *, engine_domain=None):
+        """The core of a ``sim.config.CoreConfig`` (the object that also builds the reference
+        simulator, ``config.refsim``), so the model and the RTL share every parameter."""
+        if not isinstance(config, CoreConfig):
+            raise TypeError(f"config must be a sim.config.CoreConfig, not {config!r}")
+        kw = config.to_dict()
+        kw["formats"] = config.formats
+        return cls(**kw, engine_domain=engine_domain)
+
+    def core_config(self):
+        """This core's parameters as a ``sim.config.CoreConfig``."""
+        kw = self.config()
+        del kw["engine_domain"]
+        return CoreConfig.from_dict(kw)
 
     rows = property(lambda self: self._rows)
     cols = property(lambda self: self._cols)
