@@ -70,17 +70,18 @@ def _layout_dram(trace):
 
 class _Allocator:
     """Free ranges ``[lo, hi)`` with the time each was released; allocation takes the range
-    released longest ago that fits (fresh memory has time -1)."""
+    released longest ago that fits (fresh memory has time -1), merging neighbours only when
+    nothing fits."""
 
     def __init__(self, depth, space):
         self.free = [[0, depth, -1]]
         self.depth, self.space = depth, space
 
     def alloc(self, size, when, name):
-        best = None
-        for i, (lo, hi, t) in enumerate(self.free):
-            if hi - lo >= size and (best is None or t < self.free[best][2]):
-                best = i
+        best = self._best(size)
+        if best is None:
+            self._merge()
+            best = self._best(size)
         if best is None:
             largest = max((hi - lo for lo, hi, _ in self.free), default=0)
             raise KernelError(
@@ -94,8 +95,19 @@ class _Allocator:
             self.free[best][0] = lo + size
         return lo
 
+    def _best(self, size):
+        best = None
+        for i, (lo, hi, t) in enumerate(self.free):
+            if hi - lo >= size and (best is None or t < self.free[best][2]):
+                best = i
+        return best
+
     def release(self, lo, size, when):
+        # Ranges are merged only when an allocation does not fit otherwise: a merged range
+        # would be as recent as its most recent part and hide the older memory.
         self.free.append([lo, lo + size, when])
+
+    def _merge(self):
         self.free.sort()
         merged = []
         for r in self.free:

@@ -615,10 +615,13 @@ def _ensure_table(func):
         words += [int(a), int(d) & 0xFFFFFFFF]
     src = constant(np.array(words, np.uint32).view(np.int32).reshape(1, -1), int32,
                    f"lut_{func}")
-    t = sbuf_tile((1, len(words)), int32, f"lut_{func}_sb")
-    load(src, out=t)
-    tr.add(Op("vector", "table_ld", dict(tile=t, n=len(words) // 2),
-              [_acc(t)], []))
+    # In pieces of whole (address, data) pairs that leave most of SBUF to the kernel.
+    step = max(2, min(512, tr.config.sbuf_depth // 4) // 2 * 2)
+    for w0 in range(0, len(words), step):
+        n = min(step, len(words) - w0)
+        t = sbuf_tile((1, n), int32, f"lut_{func}_sb")
+        load(src[:, w0:w0 + n], out=t)
+        tr.add(Op("vector", "table_ld", dict(tile=t, n=n // 2), [_acc(t)], []))
     tr.tables[bank] = func
     tr.table_uses.append(bank)
     return bank
