@@ -52,16 +52,19 @@ DMA_PERM_WRITE = 1 << 1
 AXI_RESP = {"OKAY": 0, "EXOKAY": 1, "SLVERR": 2, "DECERR": 3}
 
 #: Performance counters (read only, driven by the core), in address order.
+#: Every counter restarts at START and is zeroed by CTRL.clear_counters; it counts while the
+#: program runs, so after DONE it holds that program's figure until the next START.
 PERF_COUNTERS = [
-    ("cycles_lo", "Cycles since the last START (bits 31..0); stops when the program ends."),
+    ("cycles_lo", "Cycles of the program since START (bits 31..0); stops when it ends."),
     ("cycles_hi", "Bits 63..32 of the cycle counter."),
-    ("tensor_busy", "Cycles the tensor engine was busy."),
-    ("vector_busy", "Cycles the vector/activation engine was busy."),
-    ("dma_busy", "Cycles the DMA engine was busy."),
-    ("dma_rd_bytes", "Bytes the DMA read from external memory."),
-    ("dma_wr_bytes", "Bytes the DMA wrote to external memory."),
-    ("instret", "Instructions the sequencer retired."),
-    ("sem_wait", "Cycles engines spent waiting on a semaphore (summed over engines)."),
+    ("tensor_busy", "Cycles of the program the tensor engine was busy."),
+    ("vector_busy", "Cycles of the program the vector/activation engine was busy."),
+    ("dma_busy", "Cycles of the program the DMA engine was busy."),
+    ("dma_rd_bytes", "Bytes the DMA read from external memory in the program."),
+    ("dma_wr_bytes", "Bytes the DMA wrote to external memory in the program."),
+    ("instret", "Instructions the sequencer retired in the program."),
+    ("sem_wait", "Cycles of the program engines spent waiting on a semaphore (summed over "
+                 "engines)."),
 ]
 # (The LUT's under/over-range counters are read through the LUT window's status region,
 # ``sim.vector.Status``; there is no separate saturation counter here.)
@@ -182,8 +185,8 @@ def build_memory_map(dma_windows=4):
                      Field("start", 0, 1, "start the program at START_PC"),
                      Field("clear", 1, 1, "clear DONE, ERROR, the error registers and IRQ"),
                      Field("abort", 2, 1, "abort the running program (engines to idle)"),
-                     Field("clear_counters", 3, 1, "zero the performance counters and "
-                           "LOCK_REFUSED"))),
+                     Field("clear_counters", 3, 1, "zero the performance counters (which "
+                           "also restart at START) and LOCK_REFUSED"))),
         Register("STATUS", 0x014, "ro", "Status. DONE is sticky until CTRL.CLEAR or the next "
                  "START; ERROR (and ERR_*) only until CTRL.CLEAR.", fields=(
                      Field("busy", 0, 1, "a program is running"),
