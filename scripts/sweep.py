@@ -165,7 +165,7 @@ class _Progress:
         self.start = time.monotonic()
         self.last = 0.0
 
-    def update(self, done, failed, running, final=False):
+    def update(self, done, failed, running, final=False, stopped=False):
         if self.quiet:
             return
         now = time.monotonic()
@@ -175,14 +175,17 @@ class _Progress:
         elapsed = now - self.start
         finished = done + failed
         left = self.total - finished
-        if final or not left:
+        if stopped:
+            eta = "interrupted"
+        elif final or not left:
             eta = "finished"
         elif finished:
             eta = "about " + _duration(elapsed / finished * left) + " left"
         else:
             eta = "time left unknown"
         line = (f"[sweep {self.kind}] {finished}/{self.total}: {done} done, {failed} failed, "
-                f"{running} running, {max(0, left - running)} queued, {_duration(elapsed)} "
+                f"{running} running, {max(0, left - running)} "
+                f"{'not run' if stopped else 'queued'}, {_duration(elapsed)} "
                 f"elapsed, {eta}")
         if self.tty:
             print("\r" + line.ljust(100), end="\n" if final else "", file=self.stream,
@@ -331,7 +334,7 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
                 entry["status"] = "not_run"
     finally:
         by = finish(force=True)
-        progress.update(by["ok"], by["failed"], 0, final=True)
+        progress.update(by["ok"], by["failed"], 0, final=True, stopped=doc["interrupted"])
         if own:
             client.close()
             if cluster is not None:
