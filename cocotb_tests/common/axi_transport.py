@@ -1,12 +1,48 @@
 """The host driver's transport in a cocotb simulation: a cocotbext-axi ``AxiLiteMaster`` on
-the core's ``axil`` port (``sim/host.py`` runs unchanged on top of it)."""
+the core's ``axil`` port (``sim/host.py`` runs unchanged on top of it).
+
+cocotbext-axi logs every transaction at INFO (hundreds of lines per program): the models made
+through :func:`axi_models` log on ``cocotb.<top>.axi`` at WARNING, or at INFO with
+``AXI_LOG=1`` in the environment.
+"""
+
+import logging
+import os
 
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from sim.host import Transport, BusError
 
-__all__ = ["AxiLiteTransport", "CocotbAxiLiteTransport", "settle_comb"]
+__all__ = ["AxiLiteTransport", "CocotbAxiLiteTransport", "axi_models", "axi_log_level",
+           "settle_comb"]
+
+
+def axi_log_level():
+    """INFO if ``AXI_LOG`` is set (not empty or 0), else WARNING."""
+    return logging.INFO if os.environ.get("AXI_LOG", "0") not in ("", "0") else logging.WARNING
+
+
+def axi_models(dut, make):
+    """Create cocotbext-axi models with ``make()`` (one model or a tuple) and give their
+    channel interfaces the logger ``cocotb.<top>.axi`` at :func:`axi_log_level`. Their
+    construction banners, logged on the DUT's own logger, are held back the same way."""
+    level = axi_log_level()
+    parent = logging.getLogger(f"cocotb.{dut._name}")
+    saved = parent.level
+    if level > logging.INFO:
+        parent.setLevel(level)
+    try:
+        models = make()
+    finally:
+        parent.setLevel(saved)
+    log = logging.getLogger(f"cocotb.{dut._name}.axi")
+    log.setLevel(level)
+    for model in models if isinstance(models, tuple) else (models,):
+        for name in ("write_if", "read_if"):
+            if hasattr(model, name):
+                getattr(model, name).log = log
+    return models
 
 
 class AxiLiteTransport(Transport):
@@ -29,7 +65,8 @@ class AxiLiteTransport(Transport):
         self.clock = clock if clock is not None else dut.clk
         reset = reset if reset is not None else dut.rst
         if master is None:
-            master = AxiLiteMaster(AxiLiteBus.from_prefix(dut, prefix), self.clock, reset)
+            master = axi_models(dut, lambda: AxiLiteMaster(AxiLiteBus.from_prefix(dut, prefix),
+                                                           self.clock, reset))
         self.master = master
         self.irq = getattr(dut, irq) if irq else None
 

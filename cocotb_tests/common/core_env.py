@@ -17,6 +17,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
+from .axi_transport import axi_models
 from .clock import reset as _reset
 from .clock import settle_comb, start_clock
 
@@ -70,9 +71,10 @@ class CoreEnv:
         # Created while reset is visibly asserted, so that the models wait for its release
         # instead of sampling the not-yet-reset (X) outputs.
         dut = self.dut
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, AXIL_PREFIX), dut.clk, dut.rst)
-        self.ram = AxiRam(AxiBus.from_prefix(dut, AXI_PREFIX), dut.clk, dut.rst,
-                          size=self.mem_size)
+        # Quiet unless AXI_LOG=1 (``axi_transport.axi_models``).
+        self.axil, self.ram = axi_models(dut, lambda: (
+            AxiLiteMaster(AxiLiteBus.from_prefix(dut, AXIL_PREFIX), dut.clk, dut.rst),
+            AxiRam(AxiBus.from_prefix(dut, AXI_PREFIX), dut.clk, dut.rst, size=self.mem_size)))
         self._hook_ram()
         self.set_pause(self.pause)
 

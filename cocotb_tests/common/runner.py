@@ -20,6 +20,9 @@ One helper for every testbench::
 * ``WAVES=1`` in the environment dumps waveforms (FST for Verilator, VCD for Icarus) into the
   build directory and prints where.
 * ``COCOTB_RANDOM_SEED`` (or ``seed=``) fixes the seed; the seed used is in the cocotb log.
+* ``AXI_LOG=1`` logs every transaction of the cocotbext-axi models (host AXI4-Lite master,
+  external-memory AXI RAM) at INFO; by default they log warnings only
+  (``cocotb_tests/common/axi_transport.py``, ``axi_models``).
 * ``VERILATOR_CXX_OPT`` is the C++ optimisation of the Verilated model (``OPT_FAST`` and
   ``OPT_GLOBAL`` of ``verilated.mk``): ``-O0`` by default, as the test suite's simulations last
   seconds while the compile of a large unit takes minutes (the 16-lane rounding encoder: 64 s
