@@ -84,7 +84,7 @@ def test_decoder_formats():
 
 
 def test_lanes_checks():
-    with pytest.raises(ValueError, match=r"lanes must be a positive integer, not 0"):
+    with pytest.raises(ValueError, match=r"lanes must be an integer from 1 to 1024, not 0"):
         ArithLanes(FP32Adder, 0, inputs={"a": 32}, outputs={"o": 32})
     with pytest.raises(TypeError, match=r"lanes must be an integer, not 2.0"):
         ArithLanes(FP32Adder, 2.0, inputs={"a": 32}, outputs={"o": 32})

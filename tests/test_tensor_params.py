@@ -62,7 +62,7 @@ def test_pe_parameter_errors():
     (dict(cols=4, depth=12), ValueError, "depth must be a power of two from 2 to 65536, not 12"),
     (dict(cols=4, depth=16.0), TypeError, "depth must be an integer, not 16.0"),
     (dict(cols=4, depth=16, banks=3), ValueError,
-     r"banks must be a power of two from 1 to depth \(16\), not 3"),
+     r"banks must be a power of two from 1 to 16, not 3"),
     (dict(cols=4, depth=16, banks=32), ValueError, "not 32"),
     (dict(cols=4, depth=16, add_stages=5), ValueError,
      "add_stages must be an integer from 0 to 4, not 5"),

@@ -3,6 +3,7 @@ leading-zero counter."""
 
 from amaranth.hdl import Cat, Const, Mux, Signal, Value
 
+from sim.config import check_int
 from sim.dtypes import Format
 from sim.formats import FP8_FORMATS, bias_range
 
@@ -11,12 +12,8 @@ __all__ = ["check_stages", "check_formats", "check_fp8_bias", "Pipe", "delay", "
 
 
 def check_stages(stages, maximum, name="stages"):
-    """Validate a ``stages`` parameter (called ``name``): an integer from 0 to ``maximum``."""
-    if not isinstance(stages, int) or isinstance(stages, bool):
-        raise TypeError(f"{name} must be an integer, not {stages!r}")
-    if not 0 <= stages <= maximum:
-        raise ValueError(f"{name} must be an integer from 0 to {maximum}, not {stages}")
-    return stages
+    """``sim.config.check_int(name, stages, 0, maximum)``: a pipeline's stage count."""
+    return check_int(name, stages, 0, maximum)
 
 
 def check_formats(formats, allowed):

@@ -6,7 +6,12 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["ArithLanes"]
+from sim.config import check_int
+
+__all__ = ["ArithLanes", "MAX_LANES"]
+
+#: The most copies of one block (the testbenches' throughput wrapper).
+MAX_LANES = 1024
 
 
 class ArithLanes(wiring.Component):
@@ -30,10 +35,7 @@ class ArithLanes(wiring.Component):
     """
 
     def __init__(self, factory, lanes, *, inputs, outputs, shared=None):
-        if not isinstance(lanes, int) or isinstance(lanes, bool):
-            raise TypeError(f"lanes must be an integer, not {lanes!r}")
-        if lanes < 1:
-            raise ValueError(f"lanes must be a positive integer, not {lanes}")
+        check_int("lanes", lanes, 1, MAX_LANES)
         self._factory = factory
         self._lanes = lanes
         self._inputs = dict(inputs)

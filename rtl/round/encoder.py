@@ -9,19 +9,12 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.arith.common import Pipe, check_stages, ge_const
+from sim.config import check_int
 from sim.dtypes import FORMAT_BITS, Format, RoundMode
 from sim.rounding import (MAX_N_RAND, RAW_MODE, canonical_nan, encode_params, max_finite_bits,
                           target_bits)
 
-__all__ = ["FPEncoder", "check_n_rand"]
-
-
-def check_n_rand(n_rand):
-    """Raise ``TypeError``/``ValueError`` unless ``n_rand`` is an integer in 1..32."""
-    if isinstance(n_rand, bool) or not isinstance(n_rand, int):
-        raise TypeError(f"n_rand must be an integer, not {n_rand!r}")
-    if not 1 <= n_rand <= MAX_N_RAND:
-        raise ValueError(f"n_rand must be an integer in 1..{MAX_N_RAND}, not {n_rand}")
+__all__ = ["FPEncoder"]
 
 
 _FLOATS = (Format.BF16, Format.FP16, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4)
@@ -73,7 +66,7 @@ class FPEncoder(wiring.Component):
     _CUTS = {0: (), 1: (1,), 2: (1, 2), 3: (0, 1, 2)}
 
     def __init__(self, n_rand=16, stages=0):
-        check_n_rand(n_rand)
+        check_int("n_rand", n_rand, 1, MAX_N_RAND)
         self._n_rand = n_rand
         self._stages = check_stages(stages, self.MAX_STAGES)
         super().__init__({

@@ -9,17 +9,13 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.arith.dsp import registered_product
+from sim.config import check_int
 from sim.prng import STATE_WORDS, WEYL_STEP, XORWOW_D_STEP, lane_states
 
-__all__ = ["Prng", "LanePrngs", "check_lanes"]
+__all__ = ["Prng", "LanePrngs", "MAX_LANES"]
 
-
-def check_lanes(lanes):
-    """Raise ``TypeError``/``ValueError`` unless ``lanes`` is a positive integer."""
-    if isinstance(lanes, bool) or not isinstance(lanes, int):
-        raise TypeError(f"lanes must be a positive integer, not {lanes!r}")
-    if lanes < 1:
-        raise ValueError(f"lanes must be a positive integer, not {lanes}")
+#: The most lanes of a generator bank: one per SBUF partition.
+MAX_LANES = 128
 
 
 class Prng(wiring.Component):
@@ -110,7 +106,7 @@ class LanePrngs(wiring.Component):
     SEED_LATENCY = 6
 
     def __init__(self, lanes):
-        check_lanes(lanes)
+        check_int("lanes", lanes, 1, MAX_LANES)
         self._lanes = lanes
         super().__init__({
             "seed": In(32),

@@ -9,9 +9,11 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.arith.common import check_stages, delay
+from rtl.round.encoder import FPEncoder
+from rtl.round.prng import MAX_LANES, LanePrngs
+from sim.config import check_int
 from sim.dtypes import FORMAT_BITS, RoundMode
-from rtl.round.encoder import FPEncoder, check_n_rand
-from rtl.round.prng import LanePrngs, check_lanes
+from sim.rounding import MAX_N_RAND
 
 __all__ = ["RoundingUnit"]
 
@@ -55,12 +57,9 @@ class RoundingUnit(wiring.Component):
     """
 
     def __init__(self, lanes=4, n_rand=16, stages=2, encoder_stages=0):
-        check_lanes(lanes)
-        check_n_rand(n_rand)
-        if isinstance(stages, bool) or not isinstance(stages, int):
-            raise TypeError(f"stages must be an integer, not {stages!r}")
-        if not 0 <= stages <= 8:
-            raise ValueError(f"stages must be an integer in 0..8, not {stages}")
+        check_int("lanes", lanes, 1, MAX_LANES)
+        check_int("n_rand", n_rand, 1, MAX_N_RAND)
+        check_int("stages", stages, 0, 8)
         check_stages(encoder_stages, FPEncoder.MAX_STAGES, "encoder_stages")
         if encoder_stages and not stages:
             raise ValueError("encoder_stages must be 0 when stages is 0 (a combinational unit), "

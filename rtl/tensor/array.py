@@ -20,19 +20,15 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from .pe import (MAX_ADD_STAGES, MAX_MUL_STAGES, ProcessingElement, check_formats,
-                 check_stages, row_delay, weight_width)
+from sim.config import check_int
 
-__all__ = ["check_dim", "SystolicArray"]
+from .pe import (MAX_ADD_STAGES, MAX_MUL_STAGES, ProcessingElement, check_formats, row_delay,
+                 weight_width)
 
+__all__ = ["MAX_DIM", "SystolicArray"]
 
-def check_dim(name, value, lo=2, hi=512):
-    """Validate an array dimension (an integer from ``lo`` to ``hi``)."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer from {lo} to {hi}, not {value}")
-    return value
+#: The largest number of rows or columns of an array.
+MAX_DIM = 512
 
 
 class SystolicArray(wiring.Component):
@@ -67,11 +63,11 @@ class SystolicArray(wiring.Component):
     """
 
     def __init__(self, rows, cols, formats, *, mul_stages=1, add_stages=1):
-        self._rows = check_dim("rows", rows)
-        self._cols = check_dim("cols", cols)
+        self._rows = check_int("rows", rows, 2, MAX_DIM)
+        self._cols = check_int("cols", cols, 2, MAX_DIM)
         self._formats = check_formats(formats)
-        self._mul_stages = check_stages("mul_stages", mul_stages, MAX_MUL_STAGES)
-        self._add_stages = check_stages("add_stages", add_stages, MAX_ADD_STAGES)
+        self._mul_stages = check_int("mul_stages", mul_stages, 0, MAX_MUL_STAGES)
+        self._add_stages = check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
         width = weight_width(self._formats)
         super().__init__({
             "en": In(1, init=1),

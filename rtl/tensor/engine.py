@@ -5,9 +5,10 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 
-from .array import SystolicArray, check_dim
-from .pe import (ENGINE_FORMATS, MAX_ADD_STAGES, MAX_MUL_STAGES, check_formats, check_stages,
-                 row_delay, weight_width)
+from sim.config import ENGINE_FORMATS, check_int
+
+from .array import MAX_DIM, SystolicArray
+from .pe import MAX_ADD_STAGES, MAX_MUL_STAGES, check_formats, row_delay, weight_width
 
 __all__ = ["stationary_layout", "moving_layout", "result_layout", "TensorEngine"]
 
@@ -80,11 +81,11 @@ class TensorEngine(wiring.Component):
     """
 
     def __init__(self, rows, cols, formats=ENGINE_FORMATS, *, mul_stages=1, add_stages=1):
-        self._rows = check_dim("rows", rows)
-        self._cols = check_dim("cols", cols)
+        self._rows = check_int("rows", rows, 2, MAX_DIM)
+        self._cols = check_int("cols", cols, 2, MAX_DIM)
         self._formats = check_formats(formats)
-        self._mul_stages = check_stages("mul_stages", mul_stages, MAX_MUL_STAGES)
-        self._add_stages = check_stages("add_stages", add_stages, MAX_ADD_STAGES)
+        self._mul_stages = check_int("mul_stages", mul_stages, 0, MAX_MUL_STAGES)
+        self._add_stages = check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
         super().__init__({
             "stationary": In(stream.Signature(stationary_layout(rows))),
             "moving": In(stream.Signature(moving_layout(rows))),

@@ -5,45 +5,23 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.arith.common import delay
+from sim import config
+from sim.config import ENGINE_FORMATS
 from sim.dtypes import Format
 
-__all__ = ["ENGINE_FORMATS", "MAX_MUL_STAGES", "MAX_ADD_STAGES", "check_formats", "check_stages",
+__all__ = ["ENGINE_FORMATS", "MAX_MUL_STAGES", "MAX_ADD_STAGES", "check_formats",
            "weight_width", "row_delay", "ProcessingElement"]
-
-#: Input formats the tensor engine accepts (16-bit stationary/moving lanes; no FP32/TF32).
-ENGINE_FORMATS = frozenset({Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4,
-                            Format.BF16, Format.FP16})
 
 
 def check_formats(formats):
-    """Validate a ``formats`` parameter and return it as a frozenset of :class:`Format`."""
-    if isinstance(formats, (Format, int, str)) or not hasattr(formats, "__iter__"):
-        raise TypeError(f"formats must be a collection of Format, not {formats!r}")
-    out = set()
-    for f in formats:
-        if not isinstance(f, Format):
-            raise TypeError(f"formats must contain Format members, not {f!r}")
-        if f not in ENGINE_FORMATS:
-            allowed = ", ".join(x.name for x in sorted(ENGINE_FORMATS))
-            raise ValueError(f"formats must be a subset of {{{allowed}}}, not containing {f.name}")
-        out.add(f)
-    if not out:
-        raise ValueError("formats must contain at least one format, not be empty")
-    return frozenset(out)
+    """``sim.config.check_formats`` for :class:`Format` members (a subset of
+    :data:`sim.config.ENGINE_FORMATS`), returned as a frozenset."""
+    return frozenset(config.check_formats(formats, names=False))
 
 
 #: Limits of ``FPMultiplier.MAX_STAGES`` and ``FP32Adder.MAX_STAGES`` (checked by a test).
 MAX_MUL_STAGES = 4
 MAX_ADD_STAGES = 4
-
-
-def check_stages(name, value, hi):
-    """Validate a pipeline-stages parameter (an integer from 0 to ``hi``)."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if not 0 <= value <= hi:
-        raise ValueError(f"{name} must be an integer from 0 to {hi}, not {value}")
-    return value
 
 
 def weight_width(formats):
@@ -116,16 +94,12 @@ class ProcessingElement(wiring.Component):
 
     def __init__(self, formats, *, mul_stages=1, add_stages=1, top=False, int_bits=32):
         self._formats = check_formats(formats)
-        self._mul_stages = check_stages("mul_stages", mul_stages, MAX_MUL_STAGES)
-        self._add_stages = check_stages("add_stages", add_stages, MAX_ADD_STAGES)
+        self._mul_stages = config.check_int("mul_stages", mul_stages, 0, MAX_MUL_STAGES)
+        self._add_stages = config.check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
         if not isinstance(top, bool):
             raise TypeError(f"top must be a bool, not {top!r}")
         self._top = top
-        if not isinstance(int_bits, int) or isinstance(int_bits, bool):
-            raise TypeError(f"int_bits must be an integer, not {int_bits!r}")
-        if not 16 <= int_bits <= 32:
-            raise ValueError(f"int_bits must be an integer from 16 to 32, not {int_bits}")
-        self._int_bits = int_bits
+        self._int_bits = config.check_int("int_bits", int_bits, 16, 32)
         self._width = weight_width(self._formats)
         sig = {
             "en": In(1, init=1),

@@ -6,9 +6,10 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from sim.config import check_int, check_pow2
 from sim.dtypes import Format
 
-from .pe import MAX_ADD_STAGES, check_stages
+from .pe import MAX_ADD_STAGES
 
 __all__ = ["psum_write_layout", "psum_next_layout", "PSUMReadSignature", "PSUM"]
 
@@ -152,20 +153,10 @@ class PSUM(wiring.Component):
 
     def __init__(self, cols, depth, *, banks=1, add_stages=1,
                  formats=(Format.FP32, Format.INT32), lookahead=0):
-        if not isinstance(cols, int) or isinstance(cols, bool):
-            raise TypeError(f"cols must be an integer, not {cols!r}")
-        if not 1 <= cols <= 512:
-            raise ValueError(f"cols must be an integer from 1 to 512, not {cols}")
-        if not isinstance(depth, int) or isinstance(depth, bool):
-            raise TypeError(f"depth must be an integer, not {depth!r}")
-        if not (2 <= depth <= 65536 and depth & (depth - 1) == 0):
-            raise ValueError(f"depth must be a power of two from 2 to 65536, not {depth}")
-        if not isinstance(banks, int) or isinstance(banks, bool):
-            raise TypeError(f"banks must be an integer, not {banks!r}")
-        if not (1 <= banks <= depth and banks & (banks - 1) == 0):
-            raise ValueError(f"banks must be a power of two from 1 to depth ({depth}), "
-                             f"not {banks}")
-        self._add_stages = check_stages("add_stages", add_stages, MAX_ADD_STAGES)
+        check_int("cols", cols, 1, 512)
+        check_pow2("depth", depth, 2, 65536)
+        check_pow2("banks", banks, 1, depth)
+        self._add_stages = check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
         fset = set()
         for f in formats:
             if f not in (Format.FP32, Format.INT32):
@@ -174,10 +165,7 @@ class PSUM(wiring.Component):
             fset.add(Format(f))
         if not fset:
             raise ValueError("formats must contain at least one format, not be empty")
-        if not isinstance(lookahead, int) or isinstance(lookahead, bool):
-            raise TypeError(f"lookahead must be an integer, not {lookahead!r}")
-        if not 0 <= lookahead <= 8:
-            raise ValueError(f"lookahead must be an integer from 0 to 8, not {lookahead}")
+        check_int("lookahead", lookahead, 0, 8)
         self._cols, self._depth, self._banks, self._formats = cols, depth, banks, frozenset(fset)
         self._lookahead = lookahead
         members = {
