@@ -140,10 +140,15 @@ def run_host(host, image):
 def run_refsim(config, image, **kwargs):
     """Run ``image`` on the reference simulator of ``config`` (a ``sim.config.CoreConfig``).
 
-    External memory is sized to hold every segment and readback region. Microcode and LUT
+    External memory is sized to hold every segment and readback region. The SEED register
+    is ``image.seed`` (None: 0, its value after reset): START reseeds the vector engine's
+    generators from it, on the core as here (``RefSim(host_seed=)``). Microcode and LUT
     writes are not modelled here: a run-time microcoded instruction needs ``extensions=``
     (passed through ``kwargs`` to ``RefSim``). The error is reported as on the core (an
-    :class:`AcceleratorError` from the reference simulator's error bits), not raised.
+    :class:`AcceleratorError` from the reference simulator's error bits), not raised. The
+    race check is on unless ``races=False`` (``sim/races.py``): its verdict is
+    ``out.refsim.races_error()``, a ``sim.races.RaceError`` naming the two instructions of
+    the first race, or None.
     """
     import numpy as np
     if image.microcode and "extensions" not in kwargs:
@@ -151,9 +156,8 @@ def run_refsim(config, image, **kwargs):
     top = max([a + len(d) for a, d in image.memory] + [a + n for a, n in image.readback] +
               [1 << 16])
     size = 1 << (top - 1).bit_length()
+    kwargs.setdefault("host_seed", 0 if image.seed is None else image.seed)
     sim = config.refsim(image.program, ext_bytes=size, **kwargs)
-    if image.seed is not None and hasattr(sim, "host_seed"):
-        sim.host_seed = image.seed
     for addr, data in image.memory:
         sim.ext[addr:addr + len(data)] = np.frombuffer(bytes(data), dtype=np.uint8)
     sim.run()
