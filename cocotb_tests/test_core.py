@@ -13,10 +13,9 @@ import ml_dtypes
 import numpy as np
 
 from cocotb_tests.common.config import dut_config
-from cocotb_tests.common.core_env import (CoreEnv, attention_program, gemm_program, mlp_program,
-                                          run_program, table_words)
+from cocotb_tests.common.core_env import (CoreEnv, attention_program, gemm_program, mlp_program, run_program, table_words)
 from sim.asm import assemble
-from sim.config import CoreConfig
+from sim.refsim import RefSim
 
 MEM = 1 << 16
 
@@ -33,29 +32,24 @@ def _bf16_value(bits):
     return np.asarray(bits, dtype=np.uint16).view(ml_dtypes.bfloat16).astype(np.float64)
 
 
-def core_config(cfg=None):
-    """The :class:`sim.config.CoreConfig` of a test configuration dict (``DUT_CONFIG`` by
-    default): the one object that builds both the core and its reference simulator."""
-    cfg = dut_config() if cfg is None else cfg
-    return CoreConfig.from_dict({k: v for k, v in cfg.items() if k != "engine_domain"})
-
-
 def _formats(cfg):
-    return list(core_config(cfg).formats)
+    from sim.dtypes import Format
+    return [Format[f.upper()] for f in cfg["formats"]]
 
 
-def _refsim(cfg, words, ext, **kwargs):
-    """The program on the core's reference simulator (``CoreConfig.refsim``: the core's
-    geometry, formats, record checks and the race check), run; it must neither trap, skip a
-    record nor race."""
-    ref = core_config(cfg).refsim(words, ext_bytes=MEM, **kwargs)
+def _vector_params(cfg):
+    """The core's vector-engine parameters that RefSim must share (absent: both defaults)."""
+    return {k: cfg[k] for k in ("lut_entries", "n_rand") if k in cfg}
+
+
+def _refsim(cfg, words, ext):
+    ref = RefSim(words, partitions=cfg["rows"], cols=cfg["cols"], sbuf_depth=cfg["sbuf_depth"],
+                 psum_depth=cfg["psum_depth"], ext_bytes=MEM, check=True,
+                 formats=_formats(cfg), **_vector_params(cfg))
     ref.ext[:len(ext)] = np.frombuffer(bytes(ext), dtype=np.uint8)
     ref.run()
     assert not ref.error, f"reference simulator trapped: {ref.error:#x} at pc {ref.err_pc}"
     assert not ref.skipped, f"reference skipped records: {ref.skipped}"
-    race = ref.races_error()
-    if race is not None:
-        raise race
     return ref
 
 
@@ -372,7 +366,9 @@ async def test_illegal_records_then_correct_run(dut):
             continue
         ref_words = [(x & ~0xFF) | int(isa.Opcode.MATMUL) if (x & 0xFF) == 0xF8 else x
                      for x in words]
-        ref = core_config(cfg).refsim(ref_words).run()
+        ref = RefSim(ref_words, partitions=cfg["rows"], cols=cfg["cols"],
+                     sbuf_depth=cfg["sbuf_depth"], psum_depth=cfg["psum_depth"], check=True,
+                     formats=_formats(cfg), **_vector_params(cfg)).run()
         assert ref.error == 1 << isa.ErrorBit.ILLEGAL_FIELD and ref.err_pc == pc, \
             f"{what}: refsim error {ref.error:#x} at {ref.err_pc}"
         try:
@@ -390,161 +386,130 @@ async def test_illegal_records_then_correct_run(dut):
     await _gemm(dut, env, KT=1, MT=1, N=8, seed=seed)
 
 
-def _to_ext(ext, addr, arr):
-    ext[addr:addr + arr.nbytes] = np.ascontiguousarray(arr).tobytes()
+#: The INT8 regression of the INT32 path out of PSUM: accumulations of one INT8 matmul.
+INT8_REPEAT = 301
+
+
+def int32_psum_program(*, P, C, N, repeat, w_ext, x_ext, o_ext, q_ext, scale, bias):
+    """``repeat`` accumulating INT8 matmuls of one tile (``W[P, C].T @ X[P, N]``) into PSUM,
+    then an INT32 -> INT32 copy of PSUM to SBUF and a requantization (``requant``: INT32 *
+    ``scale`` + ``bias`` -> INT8, RNE) of it; both stored (INT32 at ``o_ext``, INT8 at
+    ``q_ext``, row-major ``C x N``)."""
+    li = lambda r, v: f"li r{r}, {int(v) & 0xFFFFFFFF:#x}"  # noqa: E731
+    w_sb, x_sb, o_sb, q_sb = 0, C, C + N, C + 2 * N
+    return "\n".join([
+        li(2, 1), li(3, 0),
+        li(1, C | 1 << 16), li(4, C), li(10, w_ext), li(11, w_sb),
+        f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt=int8, sem=0, sem_en=1",
+        li(1, N | 1 << 16), li(4, N), li(10, x_ext), li(11, x_sb),
+        f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt=int8, sem=0, sem_en=1",
+        "waiti 0, 2",
+        li(12, w_sb), li(13, x_sb), li(14, 0), li(20, N),
+        f"matmul r14, r12, r13, r20, k={P}, m={C}, fmt=int8, accumulate=0, sem=1, sem_en=1",
+        li(21, repeat - 1),
+        "loop r21, acc_end",
+        f"matmul r14, r12, r13, r20, k={P}, m={C}, fmt=int8, accumulate=1, sem=1, sem_en=1",
+        "acc_end: endloop",
+        f"waiti 1, {repeat}",
+        li(15, o_sb), li(16, q_sb), li(17, scale), li(18, bias),
+        "copy r15, r14, r0, r20, a_space=psum, in_fmt=int32, out_fmt=int32, sem=2, sem_en=1",
+        "requant r16, r14, r17, r20, a_space=psum, rnd=rne, sem=2, sem_en=1",
+        "waiti 2, 2",
+        li(1, N | 1 << 16), li(2, 4), li(4, 4 * N), li(10, o_ext),
+        f"dma_st r1, r10, r15, part_start=0, part_count={C}, fmt=int32, sem=3, sem_en=1",
+        li(2, 1), li(4, N), li(10, q_ext),
+        f"dma_st r1, r10, r16, part_start=0, part_count={C}, fmt=int8, sem=3, sem_en=1",
+        "waiti 3, 2",
+        "halt",
+    ]) + "\n"
 
 
 @cocotb.test()
-async def test_fused_matmul_act_runtime(dut):
-    """The run-time microcode example ``fused_matmul_act`` (``sim/microcode.py``, docs/isa.md
-    section 7) on the core right after reset, PSUM all zeros: relu(W.T @ X) bit-exact against
-    the reference simulator, whose race check sees its MATMUL and ACT ordered. Without the
-    routine's BARRIER the ACT read the PSUM tile before the MATMUL wrote it (all outputs 0
-    after reset)."""
-    from rtl.core.top import UCODE_MAP_BASE
-    from sim import isa, microcode
-    from cocotb_tests.common.core_env import _li, _load_table
-    seed = _seed() + 8
-    env = CoreEnv(dut, seed=seed, latency=(0, 2), pause=0.1)
-    await env.reset()
+async def test_int32_psum_exact(dut):
+    """INT32 results leave PSUM exactly: 301 accumulated INT8 matmuls (sums near 1.9e7, above
+    2**24, where FP32 has no odd integers) copied PSUM -> SBUF as INT32 and stored, equal to
+    numpy's int64 product; their requantization to INT8 (scale 0.9 * 2**-17, bias 0.5, RNE,
+    saturating at both ends) equal to numpy's float32 arithmetic and np.rint; both equal to RefSim. A
+    copy through FP32 (the INT32 -> FP32 -> INT32 conversion) rounds the odd sums to even.
+    Runs on a core with INT8 matmuls (skipped otherwise)."""
+    from sim.dtypes import Format
     cfg = dut_config()
-    P, C = cfg["rows"], cfg["cols"]
-    N = 8
-    host = env.host()
-    uc, base = microcode.fused_matmul_act()
-    await host.load_microcode([h for w in uc for h in (w & 0xFFFFFFFF, w >> 32)], 2 * base)
-    await host.load_microcode([microcode.map_entry(base)], UCODE_MAP_BASE +
-                              microcode.FUSED_OPCODE)
-    rng = np.random.default_rng(seed)
-    w = _bf16_bits(rng.standard_normal((P, C)))
-    x = _bf16_bits(rng.standard_normal((P, N)))
-    tw = np.array(table_words("relu", 0, cfg["lut_entries"]), dtype=np.uint32)
-    T_EXT, W_EXT, X_EXT, Y_EXT = 0x8000, 0x1000, 0x2000, 0x3000
-    t_sb, w_sb, x_sb, y_sb = cfg["sbuf_depth"] - len(tw), 0, C, C + N
-    L = []
-    _load_table(L, ext=T_EXT, sb=t_sb, nwords=len(tw), sem=4)
-    L += [_li(2, 2), _li(3, 0),
-          _li(1, C | 1 << 16), _li(4, C * 2), _li(10, W_EXT), _li(11, w_sb),
-          f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt=bf16, sem=0, sem_en=1",
-          _li(1, N | 1 << 16), _li(4, N * 2), _li(10, X_EXT), _li(11, x_sb),
-          f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt=bf16, sem=0, sem_en=1",
-          "waiti 0, 2", _li(5, 0), _li(6, y_sb), _li(7, w_sb), _li(8, x_sb), _li(9, N)]
-    words = assemble("\n".join(L))
-    imm = isa.pack(isa.MATMUL_IMM, k=P, m=C, fmt=1, sem=1, sem_en=1)    # func 0: bank 0
-    words.append(isa.encode(microcode.FUSED_OPCODE, rd=5, rs1=7, rs2=8, rs3=9, imm=imm))
-    words += assemble("\n".join([
-        "barrier",               # the ACT record has no semaphore
-        _li(1, N | 1 << 16), _li(2, 4), _li(4, N * 4), _li(10, Y_EXT), _li(11, y_sb),
-        f"dma_st r1, r10, r11, part_start=0, part_count={C}, fmt=fp32, sem=3, sem_en=1",
-        "waiti 3, 1", "halt"]))
-    ext = bytearray(MEM)
-    for addr, arr in ((T_EXT, tw), (W_EXT, w), (X_EXT, x)):
-        _to_ext(ext, addr, arr)
-    ref = _refsim(cfg, words, ext,
-                  extensions={microcode.FUSED_OPCODE: microcode.fused_matmul_act_ref})
-    env.write_mem(0, bytes(ext))
-    await run_program(env, host, words)
-    got = np.frombuffer(env.read_mem(Y_EXT, C * N * 4), dtype=np.uint32).reshape(C, N)
-    exp = ref.ext[Y_EXT:Y_EXT + C * N * 4].view(np.uint32).reshape(C, N)
-    relu = np.maximum(_bf16_value(w).T @ _bf16_value(x), 0)
-    assert np.count_nonzero(relu) > 0
-    assert np.array_equal(got, exp), (f"seed {seed}: {np.count_nonzero(got != exp)} of "
-                                      f"{got.size} outputs differ from refsim; got "
-                                      f"{got.view(np.float32).tolist()}")
-    assert np.allclose(got.view(np.float32), relu, rtol=2e-2, atol=1e-2)
-    await host.load_microcode([0], UCODE_MAP_BASE + microcode.FUSED_OPCODE)
-    dut._log.info("fused_matmul_act after reset: %d outputs bit-exact vs refsim, no race",
-                  got.size)
-
-
-def sr_program(*, P, n, x_ext, y_ext, seed=None):
-    """FP32 -> BF16 with stochastic rounding (``ts ... alu=mul`` by 1.0) of ``n`` words per
-    partition at ``x_ext``, stored at ``y_ext``; ``seed``: a ``seed_ld`` first (None: the
-    generators as START leaves them)."""
-    from cocotb_tests.common.core_env import _li, f32_bits
-    L = [] if seed is None else [_li(30, seed), "seed_ld r30"]
-    L += [_li(1, n | 1 << 16), _li(2, 4), _li(3, 0), _li(4, n * 4), _li(10, x_ext), _li(11, 0),
-          f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt=fp32, sem=0, sem_en=1",
-          "waiti 0, 1", _li(20, n), _li(21, f32_bits(1.0)), _li(12, n),
-          "ts r12, r0, r21, r20, alu=mul, in_fmt=fp32, out_fmt=bf16, rnd=sr, sem=2, sem_en=1",
-          "waiti 2, 1", _li(2, 2), _li(4, n * 2), _li(10, y_ext),
-          f"dma_st r1, r10, r12, part_start=0, part_count={P}, fmt=bf16, sem=3, sem_en=1",
-          "waiti 3, 1", "halt"]
-    return "\n".join(L) + "\n"
-
-
-@cocotb.test()
-async def test_sr_state_reset_at_start(dut):
-    """Stochastic-rounding state does not leak from one program into the next: START reseeds
-    every lane generator from the host's SEED register (docs/memory_map.md). A program with
-    ``seed_ld`` and SR work, then one without ``seed_ld``, must equal a fresh reference
-    simulator of the second (``host_seed`` = SEED, 0 after reset); the same after the host
-    writes SEED."""
-    seed = _seed() + 9
+    if Format.INT8 not in _formats(cfg):
+        dut._log.info("the core has no INT8 matmul: skipped")
+        return
+    seed = _seed() + 11
     env = CoreEnv(dut, seed=seed)
     await env.reset()
-    cfg = dut_config()
-    P, n = cfg["rows"], 32
-    host = env.host()
+    P, C, N = cfg["rows"], cfg["cols"], 8
     rng = np.random.default_rng(seed)
-    # Values halfway-ish between BF16 neighbours, so SR decisions vary with the random bits.
-    x = (rng.standard_normal((P, n)) * (1 + 2.0 ** -9)).astype(np.float32)
-    X_EXT, Y_EXT = 0x1000, 0x2000
+    # |w|, |x| in 120..127: every |sum| in 301 * P * (120**2 .. 127**2), above 2**24 for
+    # P = 4 (1.73e7 .. 1.94e7); column 0 of W negative (saturation at -128 below)
+    w = rng.integers(120, 128, size=(P, C)) * np.where(np.arange(C) == 0, -1, 1)
+    x = rng.integers(120, 128, size=(P, N))
+    W_EXT, X_EXT, O_EXT, Q_EXT = 0x1000, 0x2000, 0x3000, 0x4000
+    scale, bias = 0.9 * 2.0 ** -17, 0.5             # 119 .. 134: some saturate at 127
+    text = int32_psum_program(P=P, C=C, N=N, repeat=INT8_REPEAT, w_ext=W_EXT, x_ext=X_EXT,
+                              o_ext=O_EXT, q_ext=Q_EXT, scale=_f32_bits(scale),
+                              bias=_f32_bits(bias))
+    words = assemble(text)
     ext = bytearray(MEM)
-    _to_ext(ext, X_EXT, x)
+    ext[W_EXT:W_EXT + P * C] = w.astype(np.int8).tobytes()
+    ext[X_EXT:X_EXT + P * N] = x.astype(np.int8).tobytes()
+    ref = _refsim(cfg, words, ext)
     env.write_mem(0, bytes(ext))
-    first = assemble(sr_program(P=P, n=n, x_ext=X_EXT, y_ext=Y_EXT, seed=0x1234567))
-    second = assemble(sr_program(P=P, n=n, x_ext=X_EXT, y_ext=Y_EXT))
-    for host_seed in (0, 0xC0FFEE):
-        if host_seed:
-            await host.set_seed(host_seed)
-        await run_program(env, host, first)
-        await run_program(env, host, second)
-        got = np.frombuffer(env.read_mem(Y_EXT, P * n * 2), dtype=np.uint16)
-        ref = _refsim(cfg, second, ext, host_seed=host_seed)
-        exp = ref.ext[Y_EXT:Y_EXT + P * n * 2].view(np.uint16)
-        other = _refsim(cfg, second, ext, host_seed=host_seed + 1)
-        assert not np.array_equal(exp, other.ext[Y_EXT:Y_EXT + P * n * 2].view(np.uint16)), \
-            "the SR data does not depend on the seed: the test would see no leak"
-        bad = int(np.count_nonzero(got != exp))
-        assert bad == 0, (f"seed {seed}, SEED {host_seed:#x}: {bad} of {got.size} outputs of "
-                          f"the second program differ from a fresh reference simulator")
-    dut._log.info("SR after an earlier SR program: bit-exact vs a fresh refsim (SEED 0 and "
-                  "0xC0FFEE)")
+    host = env.host()
+    await run_program(env, host, words, timeout=2_000_000)
+    exact = INT8_REPEAT * (w.T.astype(np.int64) @ x.astype(np.int64))        # (C, N)
+    got = np.frombuffer(env.read_mem(O_EXT, C * N * 4), dtype=np.int32).reshape(C, N)
+    exp_ref = ref.ext[O_EXT:O_EXT + C * N * 4].view(np.int32).reshape(C, N)
+    odd = int(np.sum((np.abs(exact) > 1 << 24) & (exact % 2 == 1)))
+    bad = np.argwhere(got != exact)
+    assert len(bad) == 0, (f"seed {seed}: {len(bad)} of {C * N} INT32 outputs differ from "
+                           f"numpy, first {bad[0].tolist()}: got {got[tuple(bad[0])]} exp "
+                           f"{exact[tuple(bad[0])]}")
+    assert np.array_equal(exp_ref, exact), f"seed {seed}: RefSim differs from numpy"
+    xf = exact.astype(np.float32) * np.float32(scale) + np.float32(bias)
+    q_exp = np.clip(np.rint(xf.astype(np.float64)), -128, 127).astype(np.int8)
+    q_got = np.frombuffer(env.read_mem(Q_EXT, C * N), dtype=np.int8).reshape(C, N)
+    q_ref = ref.ext[Q_EXT:Q_EXT + C * N].view(np.int8).reshape(C, N)
+    assert np.array_equal(q_got, q_exp) and np.array_equal(q_ref, q_exp), (
+        f"seed {seed}: requantized got {q_got.tolist()} ref {q_ref.tolist()} "
+        f"numpy {q_exp.tolist()}")
+    dut._log.info("%d INT8 matmuls: %d INT32 sums (%d odd above 2**24, max |%d|) and their "
+                  "INT8 requantization exact", INT8_REPEAT, C * N, odd, np.abs(exact).max())
+
+
+def _f32_bits(x):
+    return int(np.array(x, dtype=np.float32).view(np.uint32))
 
 
 @cocotb.test()
-async def test_counters_per_program(dut):
-    """Every performance counter restarts at START (docs/memory_map.md): after a GEMM and
-    then a single DMA load, the counters hold the second program's figures alone (DMA bytes,
-    retired instructions, no tensor work); CTRL.clear_counters zeroes them all."""
-    seed = _seed() + 10
-    env = CoreEnv(dut, seed=seed)
-    await env.reset()
+async def test_lut_window_every_entry(dut):
+    """The host's LUT window reaches every entry of the core's tables (LUT_PAGE supplies the
+    cfg index bits above the window's own): c0..c2 of the last entry of both banks, of the
+    entries on each side of every page boundary, written and read back through
+    ``Host.write_lut`` / ``read_lut_cfg``, none aliasing another; DEPTH reads lut_entries;
+    the engine's error flag stays clear."""
+    from sim.vector import Status, coef_addr, status_addr
     cfg = dut_config()
-    P, C = cfg["rows"], cfg["cols"]
+    depth = cfg["lut_entries"]
+    env = CoreEnv(dut, seed=_seed() + 13)
+    await env.reset()
     host = env.host()
-    gemm = assemble(gemm_program(P=P, C=C, KT=1, MT=1, N=8, w_ext=0x1000, x_ext=0x3000,
-                                 o_ext=0x6000))
-    n = 12
-    load = assemble(f"li r1, {n | 1 << 16}\nli r2, 4\nli r3, 0\nli r4, {4 * n}\n"
-                    f"li r10, 0x1000\nli r11, 0\ndma_ld r1, r10, r11, part_start=0, "
-                    f"part_count={P}, fmt=fp32, sem=0, sem_en=1\nwaiti 0, 1\nhalt\n")
-    ext = bytearray(MEM)
-    ref = _refsim(cfg, load, ext)
-    await run_program(env, host, gemm)
-    c1 = await host.counters()
-    await run_program(env, host, load)
-    c2 = await host.counters()
-    dut._log.info("counters after the GEMM: %s; after the load: %s", c1, c2)
-    assert c1["dma_rd_bytes"] > 0 and c1["dma_wr_bytes"] > 0 and c1["tensor_busy"] > 0
-    assert c2["dma_rd_bytes"] == P * n * 4, c2
-    assert c2["dma_wr_bytes"] == 0 and c2["tensor_busy"] == 0 and c2["vector_busy"] == 0, c2
-    assert c2["instret"] == ref.retired, (c2["instret"], ref.retired)
-    assert 0 < c2["dma_busy"] <= c2["cycles"] < c1["cycles"], (c1, c2)
-    await host.clear_counters()
-    c3 = await host.counters()
-    assert all(v == 0 for v in c3.values()), f"after CTRL.clear_counters: {c3}"
+    rng = np.random.default_rng(_seed())
+    entries = sorted({depth - 1, depth - 2, 0} | {e for p in range(64, depth, 64)
+                                                  for e in (p - 1, p)})
+    addrs = [coef_addr(bank, e, j) for bank in (0, 1) for e in entries for j in range(3)]
+    words = [int(w) for w in rng.integers(0, 1 << 32, size=len(addrs), dtype=np.uint64)]
+    await host.write_lut(zip(addrs, words))
+    got = await host.read_lut_cfg(addrs)
+    bad = [(hex(a), hex(g), hex(w)) for a, g, w in zip(addrs, got, words) if g != w]
+    assert not bad, f"{len(bad)} of {len(addrs)} LUT words differ (addr, got, written): {bad}"
+    assert await host.read_lut_cfg([status_addr(Status.DEPTH), status_addr(Status.ERROR)]) \
+        == [depth, 0]
+    assert await host.read("LUT_PAGE") == 0
+    dut._log.info("LUT window: %d words of entries %s (of %d) in both banks read back",
+                  len(addrs), entries[-3:], depth)
 
 
 # ------------------------------------------------------------------------------------------
@@ -562,12 +527,19 @@ CORE_FPGA_CONFIG = {"rows": 2, "cols": 2, "sbuf_depth": 1024, "psum_depth": 64,
                     "tensor_mul_stages": 4, "engine_domain": True}
 
 
+#: CORE_CONFIG with INT8 matmuls and 1024-entry LUTs (the largest), for the tests that need
+#: them (``WIDE_TESTS``: INT32 out of PSUM, every LUT entry through the host window).
+CORE_WIDE_CONFIG = dict(CORE_CONFIG, formats=["bf16", "int8"], lut_entries=1024)
+WIDE_TESTS = ["test_int32_psum_exact", "test_lut_window_every_entry"]
+
+
 def core_factory(cfg):
-    """A callable building the core of a test configuration dict (``core_config``'s
-    CoreConfig plus ``engine_domain``) through ``NeuronCore.from_config``."""
     def make():
         from rtl.core.top import NeuronCore
-        return NeuronCore.from_config(core_config(cfg), engine_domain=cfg.get("engine_domain"))
+        from sim.dtypes import Format
+        kw = dict(cfg)
+        kw["formats"] = tuple(Format[f.upper()] for f in cfg["formats"])
+        return NeuronCore(**kw)
     return make
 
 
@@ -589,7 +561,6 @@ try:
         run_cocotb(core_factory(config), name=name, config=config,
                    test_module="cocotb_tests.test_core", simulator=simulator,
                    seed=None if seed is None else int(seed))
-
     @pytest.mark.parametrize("simulator", [
         "icarus", pytest.param("verilator", marks=pytest.mark.long)])
     def test_core_wide(simulator):

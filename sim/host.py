@@ -25,7 +25,8 @@ from sim.dtypes import Format, STORAGE_BITS
 from sim.errors import ErrorCode, describe
 from sim.memmap import (MEMORY_MAP, CTRL_START, CTRL_CLEAR, CTRL_ABORT, CTRL_CLEAR_COUNTERS,
                         STATUS_BUSY, STATUS_DONE, STATUS_ERROR, IRQ_DONE, IRQ_ERROR,
-                        DMA_PERM_READ, DMA_PERM_WRITE, CORE_ID, PERF_COUNTERS, AXI_RESP)
+                        DMA_PERM_READ, DMA_PERM_WRITE, CORE_ID, PERF_COUNTERS, AXI_RESP,
+                        LUT_PAGE_BITS, lut_window_address)
 
 __all__ = ["Transport", "BusError", "AcceleratorError", "IllegalInstruction",
            "DmaWindowViolation", "AxiReadError", "AxiWriteError", "WatchdogTimeout",
@@ -269,6 +270,9 @@ class Host:
 
     async def _read_window(self, window, nwords, base=0):
         win = self.mm.window(window)
+        if base < 0 or nwords < 0 or base + nwords > win.words:
+            raise ValueError(f"{nwords} words at {base} do not fit the {window} window "
+                             f"of {win.words} words")
         return await self.t.read_block(win.base + 4 * base, nwords)
 
     async def load_program(self, instructions, base=0):
@@ -289,7 +293,43 @@ class Host:
         await self._load_window("UCODE", words32, base)
 
     async def load_lut(self, words32, base=0):
+        """Write LUT window words from ``base`` (the current LUT_PAGE applies; see
+        :meth:`write_lut` for cfg addresses)."""
         await self._load_window("LUT", words32, base)
+
+    async def set_lut_page(self, page):
+        """LUT_PAGE: cfg index bits [11:8] of every LUT window word."""
+        if not 0 <= page < 1 << LUT_PAGE_BITS:
+            raise ValueError(f"page must be in 0..{(1 << LUT_PAGE_BITS) - 1}, not {page}")
+        await self.write("LUT_PAGE", page)
+
+    async def write_lut(self, writes):
+        """Write ``(cfg address, data)`` pairs (``sim.vector`` addresses, e.g. a compiled
+        table's ``writes(bank)``) through the LUT window, every entry of every table size
+        included: LUT_PAGE is set where the address needs it and left at 0."""
+        page = 0
+        for addr, data in writes:
+            p, word = lut_window_address(int(addr))
+            if p != page:
+                await self.set_lut_page(p)
+                page = p
+            await self._load_window("LUT", [data], word)
+        if page:
+            await self.set_lut_page(0)
+
+    async def read_lut_cfg(self, addrs):
+        """Read the words at cfg addresses ``addrs`` through the LUT window (as
+        :meth:`write_lut`); LUT_PAGE is left at 0."""
+        out, page = [], 0
+        for addr in addrs:
+            p, word = lut_window_address(int(addr))
+            if p != page:
+                await self.set_lut_page(p)
+                page = p
+            out += await self._read_window("LUT", 1, word)
+        if page:
+            await self.set_lut_page(0)
+        return out
 
     async def read_program(self, nwords, base=0):
         return await self._read_window("PROG", nwords, base)

@@ -27,12 +27,58 @@ from sim.errors import ERROR_CODE_BITS
 __all__ = ["Field", "Register", "Window", "MemoryMap", "build_memory_map", "MEMORY_MAP",
            "PERF_COUNTERS", "DMA_PERM_READ", "DMA_PERM_WRITE", "CTRL_START", "CTRL_CLEAR",
            "CTRL_ABORT", "CTRL_CLEAR_COUNTERS", "STATUS_BUSY", "STATUS_DONE", "STATUS_ERROR",
-           "STATUS_IRQ", "IRQ_DONE", "IRQ_ERROR", "CORE_ID", "MAP_VERSION", "AXI_RESP"]
+           "STATUS_IRQ", "IRQ_DONE", "IRQ_ERROR", "CORE_ID", "MAP_VERSION", "AXI_RESP",
+           "LUT_WINDOW_BASE", "LUT_WINDOW_WORDS", "LUT_PAGE_OFFSET", "LUT_PAGE_BITS",
+           "LUT_INDEX_BITS", "lut_window_address", "lut_cfg_address"]
 
 #: Value of the ``ID`` register: ASCII "NCOR".
 CORE_ID = 0x4E434F52
 #: Value of the ``VERSION`` register: major.minor.patch in bytes 2..0 of the memory map.
 MAP_VERSION = 0x000100
+
+#: The LUT window (vector-engine cfg port): 2048 words at 0xC000 and the page register that
+#: supplies cfg index bits [11:8], so that every coefficient entry of a 1024-entry table
+#: (cfg index entry * 4 + word, 12 bits) is reachable (``lut_window_address``).
+LUT_WINDOW_BASE = 0xC000
+LUT_WINDOW_WORDS = 2048
+LUT_PAGE_OFFSET = 0x0F0
+LUT_PAGE_BITS = 4
+#: cfg index bits a window word carries itself (the page supplies those above).
+LUT_INDEX_BITS = 8
+
+
+def lut_window_address(cfg_addr):
+    """``(page, word)``: the LUT_PAGE value and the LUT window word that reach the vector
+    engine's cfg address ``cfg_addr`` (``sim.vector``: coefficient, descriptor, header or
+    status). Inverse of :func:`lut_cfg_address`.
+
+    Raises
+    ------
+    ValueError
+        If ``cfg_addr`` is not a 16-bit address the window can reach (an index of 4096 or
+        more, region 3 below 0x8000, or a status index of 4096 or more).
+    """
+    if not isinstance(cfg_addr, int) or not 0 <= cfg_addr < 1 << 16:
+        raise ValueError(f"cfg_addr must be in 0..0xffff, not {cfg_addr!r}")
+    if cfg_addr & 0x8000:
+        region, bank, index = 3, 0, cfg_addr & 0x7FFF
+    else:
+        region, bank, index = (cfg_addr >> 12) & 3, (cfg_addr >> 14) & 1, cfg_addr & 0xFFF
+        if region == 3:
+            raise ValueError(f"cfg_addr 0x{cfg_addr:04x} is in no LUT region")
+    if index >> (LUT_INDEX_BITS + LUT_PAGE_BITS):
+        raise ValueError(f"cfg_addr 0x{cfg_addr:04x}: index beyond the LUT window's reach")
+    word = (bank << 10) | (region << 8) | (index & ((1 << LUT_INDEX_BITS) - 1))
+    return index >> LUT_INDEX_BITS, word
+
+
+def lut_cfg_address(page, word):
+    """The cfg address that LUT window word ``word`` reaches with LUT_PAGE = ``page`` (the
+    core's window decode, ``rtl/core/top.py``)."""
+    region, bank, low = (word >> 8) & 3, (word >> 10) & 1, word & 0xFF
+    index = ((page & ((1 << LUT_PAGE_BITS) - 1)) << LUT_INDEX_BITS) | low
+    return 0x8000 | index if region == 3 else (bank << 14) | (region << 12) | index
+
 
 # Bit masks of the command and status registers.
 CTRL_START = 1 << 0
@@ -212,6 +258,9 @@ def build_memory_map(dma_windows=4):
         Register("SEED", 0x038, "rw", "Stochastic-rounding seed; every write re-seeds the "
                  "generators (seed_we strobe).", locked=True),
         Register("SCRATCH", 0x03C, "rw", "Scratch register for the host (never locked)."),
+        Register("LUT_PAGE", LUT_PAGE_OFFSET, "rw", "LUT window page: bits [11:8] of the cfg "
+                 "index of every LUT window word (coefficient entries 64 * page .. 64 * page "
+                 "+ 63; lut_window_address).", width=LUT_PAGE_BITS, locked=True),
     ]
     for i in range(dma_windows):
         base = 0x040 + 16 * i
@@ -235,8 +284,9 @@ def build_memory_map(dma_windows=4):
         # (1), a pipeline register in front of the cfg port holds it (2), the LUT's cfg
         # register takes it (3), the table memory answers (4), the LUT registers the word (5)
         # and the core registers it (6).
-        Window("LUT", 0xC000, 2048, "LUT activation tables (vector engine cfg port).",
-               read_latency=6),
+        Window("LUT", LUT_WINDOW_BASE, LUT_WINDOW_WORDS, "LUT activation tables (vector "
+               "engine cfg port): word a is cfg address region a[9:8] (0 coef, 1 desc, 2 hdr, "
+               "3 status), bank a[10], index LUT_PAGE << 8 | a[7:0].", read_latency=6),
     )
     return MemoryMap(addr_width=16, registers=tuple(regs), windows=windows,
                      dma_windows=dma_windows)

@@ -217,7 +217,7 @@ class NeuronCore(wiring.Component):
                          f"opcode-map entry o at word {UCODE_MAP_BASE} + o (bits 9..0); "
                          f"reads return 0",
                 "LUT": "vector-engine cfg address: word a -> region a[9:8] (0 coef, 1 desc, "
-                       "2 hdr, 3 status), bank a[10], index a[7:0]",
+                       "2 hdr, 3 status), bank a[10], index LUT_PAGE << 8 | a[7:0]",
             },
             "sbuf_bytes": self._rows * self._sbuf_depth * 4,
             "psum_bytes": self._cols * self._psum_depth * 4,
@@ -468,11 +468,9 @@ class NeuronCore(wiring.Component):
         ]
 
         # ---- performance counters -----------------------------------------------------------
-        # One lifetime for every counter (docs/memory_map.md): each restarts at START and
-        # CTRL.clear_counters zeroes it, so after a program each holds that program's figure.
         clear_cnt = Signal()
         m.d.comb += [clear_cnt.eq(ctrl_we & (ctrl & CTRL_CLEAR_COUNTERS).any()),
-                     dma.clear_counters.eq(clear_cnt | start)]
+                     dma.clear_counters.eq(clear_cnt)]
         cycles = Signal(64)
         counters = {n: Signal(32, name=f"perf_{n}") for n in ("tensor_busy", "vector_busy",
                                                               "dma_busy")}
@@ -504,17 +502,6 @@ class NeuronCore(wiring.Component):
         # late, as it sees the samples), so no adder sits in front of the read multiplexer.
         sem_wait = Signal(32)
         m.d.sync += sem_wait.eq(dvals[1] + dvals[2] + dvals[3])
-        # The sequencer's counters restart at START; CTRL.clear_counters zeroes what the host
-        # reads by subtracting a snapshot taken then (a START drops it). The differences are
-        # registered, so no subtractor is in front of the read multiplexer.
-        instret_base, sem_wait_base = Signal(32), Signal(32)
-        instret_q, sem_wait_q = Signal(32), Signal(32)
-        with m.If(start):
-            m.d.sync += [instret_base.eq(0), sem_wait_base.eq(0)]
-        with m.Elif(clear_cnt):
-            m.d.sync += [instret_base.eq(dvals[0]), sem_wait_base.eq(sem_wait)]
-        m.d.sync += [instret_q.eq(dvals[0] - instret_base),
-                     sem_wait_q.eq(sem_wait - sem_wait_base)]
         m.d.comb += [
             regs.perf_cycles_lo.eq(cycles[:32]),
             regs.perf_cycles_hi.eq(cycles[32:]),
@@ -523,8 +510,8 @@ class NeuronCore(wiring.Component):
             regs.perf_dma_busy.eq(counters["dma_busy"]),
             regs.perf_dma_rd_bytes.eq(dma.rd_bytes),
             regs.perf_dma_wr_bytes.eq(dma.wr_bytes),
-            regs.perf_instret.eq(instret_q),
-            regs.perf_sem_wait.eq(sem_wait_q),
+            regs.perf_instret.eq(dvals[0]),
+            regs.perf_sem_wait.eq(sem_wait),
         ]
 
         # ---- windows: program memory, control store + opcode map, LUT ---------------------
@@ -562,8 +549,9 @@ class NeuronCore(wiring.Component):
         pend_write = Signal()
         la = lut.addr
         region = la[8:10]
-        cfg_addr = Mux(region == 3, 0x8000 | la[:8],
-                       (region << 12) | (la[10] << 14) | la[:8])
+        # (sim.memmap.lut_cfg_address: LUT_PAGE supplies the cfg index bits above a[7:0])
+        index = Cat(la[:8], regs.lut_page)
+        cfg_addr = Mux(region == 3, 0x8000 | index, (region << 12) | (la[10] << 14) | index)
         with m.If((lut.we | lut.re) & ~pend):
             m.d.sync += [pend.eq(1), pend_addr.eq(cfg_addr), pend_data.eq(lut.wdata),
                          pend_write.eq(lut.we)]
@@ -589,13 +577,10 @@ class NeuronCore(wiring.Component):
             m.d.sync += lut_rdata.eq(ve.rdata.payload)
         m.d.comb += lut.rdata.eq(lut_rdata)
 
-        # Seeds: SEED records, or the SEED register, written or at START: every program
-        # starts with the lane generators of the host's seed (docs/memory_map.md, SEED), as a
-        # fresh reference simulator does, whatever earlier programs drew. (The engine is idle
-        # at START; a stochastic-rounding beat waits until the reseeding is done.)
+        # Seeds: the SEED register or SEED records.
         m.d.comb += [
             ve.seed.eq(Mux(vctrl.seed_load, vctrl.seed, regs.seed)),
-            ve.seed_load.eq(vctrl.seed_load | regs.seed_we | start),
+            ve.seed_load.eq(vctrl.seed_load | regs.seed_we),
         ]
 
         # ---- trace --------------------------------------------------------------------------
