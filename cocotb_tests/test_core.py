@@ -13,9 +13,10 @@ import ml_dtypes
 import numpy as np
 
 from cocotb_tests.common.config import dut_config
-from cocotb_tests.common.core_env import (CoreEnv, attention_program, gemm_program, mlp_program, run_program, table_words)
+from cocotb_tests.common.core_env import (CoreEnv, attention_program, gemm_program, mlp_program,
+                                          run_program, table_words)
 from sim.asm import assemble
-from sim.refsim import RefSim
+from sim.config import CoreConfig
 
 MEM = 1 << 16
 
@@ -32,24 +33,29 @@ def _bf16_value(bits):
     return np.asarray(bits, dtype=np.uint16).view(ml_dtypes.bfloat16).astype(np.float64)
 
 
+def core_config(cfg=None):
+    """The :class:`sim.config.CoreConfig` of a test configuration dict (``DUT_CONFIG`` by
+    default): the one object that builds both the core and its reference simulator."""
+    cfg = dut_config() if cfg is None else cfg
+    return CoreConfig.from_dict({k: v for k, v in cfg.items() if k != "engine_domain"})
+
+
 def _formats(cfg):
-    from sim.dtypes import Format
-    return [Format[f.upper()] for f in cfg["formats"]]
+    return list(core_config(cfg).formats)
 
 
-def _vector_params(cfg):
-    """The core's vector-engine parameters that RefSim must share (absent: both defaults)."""
-    return {k: cfg[k] for k in ("lut_entries", "n_rand") if k in cfg}
-
-
-def _refsim(cfg, words, ext):
-    ref = RefSim(words, partitions=cfg["rows"], cols=cfg["cols"], sbuf_depth=cfg["sbuf_depth"],
-                 psum_depth=cfg["psum_depth"], ext_bytes=MEM, check=True,
-                 formats=_formats(cfg), **_vector_params(cfg))
+def _refsim(cfg, words, ext, **kwargs):
+    """The program on the core's reference simulator (``CoreConfig.refsim``: the core's
+    geometry, formats, record checks and the race check), run; it must neither trap, skip a
+    record nor race."""
+    ref = core_config(cfg).refsim(words, ext_bytes=MEM, **kwargs)
     ref.ext[:len(ext)] = np.frombuffer(bytes(ext), dtype=np.uint8)
     ref.run()
     assert not ref.error, f"reference simulator trapped: {ref.error:#x} at pc {ref.err_pc}"
     assert not ref.skipped, f"reference skipped records: {ref.skipped}"
+    race = ref.races_error()
+    if race is not None:
+        raise race
     return ref
 
 
@@ -366,9 +372,7 @@ async def test_illegal_records_then_correct_run(dut):
             continue
         ref_words = [(x & ~0xFF) | int(isa.Opcode.MATMUL) if (x & 0xFF) == 0xF8 else x
                      for x in words]
-        ref = RefSim(ref_words, partitions=cfg["rows"], cols=cfg["cols"],
-                     sbuf_depth=cfg["sbuf_depth"], psum_depth=cfg["psum_depth"], check=True,
-                     formats=_formats(cfg), **_vector_params(cfg)).run()
+        ref = core_config(cfg).refsim(ref_words).run()
         assert ref.error == 1 << isa.ErrorBit.ILLEGAL_FIELD and ref.err_pc == pc, \
             f"{what}: refsim error {ref.error:#x} at {ref.err_pc}"
         try:
@@ -384,6 +388,163 @@ async def test_illegal_records_then_correct_run(dut):
         assert not st["busy"], f"{what}: core still busy after the error"
         await host.clear()
     await _gemm(dut, env, KT=1, MT=1, N=8, seed=seed)
+
+
+def _to_ext(ext, addr, arr):
+    ext[addr:addr + arr.nbytes] = np.ascontiguousarray(arr).tobytes()
+
+
+@cocotb.test()
+async def test_fused_matmul_act_runtime(dut):
+    """The run-time microcode example ``fused_matmul_act`` (``sim/microcode.py``, docs/isa.md
+    section 7) on the core right after reset, PSUM all zeros: relu(W.T @ X) bit-exact against
+    the reference simulator, whose race check sees its MATMUL and ACT ordered. Without the
+    routine's BARRIER the ACT read the PSUM tile before the MATMUL wrote it (all outputs 0
+    after reset)."""
+    from rtl.core.top import UCODE_MAP_BASE
+    from sim import isa, microcode
+    from cocotb_tests.common.core_env import _li, _load_table
+    seed = _seed() + 8
+    env = CoreEnv(dut, seed=seed, latency=(0, 2), pause=0.1)
+    await env.reset()
+    cfg = dut_config()
+    P, C = cfg["rows"], cfg["cols"]
+    N = 8
+    host = env.host()
+    uc, base = microcode.fused_matmul_act()
+    await host.load_microcode([h for w in uc for h in (w & 0xFFFFFFFF, w >> 32)], 2 * base)
+    await host.load_microcode([microcode.map_entry(base)], UCODE_MAP_BASE +
+                              microcode.FUSED_OPCODE)
+    rng = np.random.default_rng(seed)
+    w = _bf16_bits(rng.standard_normal((P, C)))
+    x = _bf16_bits(rng.standard_normal((P, N)))
+    tw = np.array(table_words("relu", 0, cfg["lut_entries"]), dtype=np.uint32)
+    T_EXT, W_EXT, X_EXT, Y_EXT = 0x8000, 0x1000, 0x2000, 0x3000
+    t_sb, w_sb, x_sb, y_sb = cfg["sbuf_depth"] - len(tw), 0, C, C + N
+    L = []
+    _load_table(L, ext=T_EXT, sb=t_sb, nwords=len(tw), sem=4)
+    L += [_li(2, 2), _li(3, 0),
+          _li(1, C | 1 << 16), _li(4, C * 2), _li(10, W_EXT), _li(11, w_sb),
+          f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt=bf16, sem=0, sem_en=1",
+          _li(1, N | 1 << 16), _li(4, N * 2), _li(10, X_EXT), _li(11, x_sb),
+          f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt=bf16, sem=0, sem_en=1",
+          "waiti 0, 2", _li(5, 0), _li(6, y_sb), _li(7, w_sb), _li(8, x_sb), _li(9, N)]
+    words = assemble("\n".join(L))
+    imm = isa.pack(isa.MATMUL_IMM, k=P, m=C, fmt=1, sem=1, sem_en=1)    # func 0: bank 0
+    words.append(isa.encode(microcode.FUSED_OPCODE, rd=5, rs1=7, rs2=8, rs3=9, imm=imm))
+    words += assemble("\n".join([
+        "barrier",               # the ACT record has no semaphore
+        _li(1, N | 1 << 16), _li(2, 4), _li(4, N * 4), _li(10, Y_EXT), _li(11, y_sb),
+        f"dma_st r1, r10, r11, part_start=0, part_count={C}, fmt=fp32, sem=3, sem_en=1",
+        "waiti 3, 1", "halt"]))
+    ext = bytearray(MEM)
+    for addr, arr in ((T_EXT, tw), (W_EXT, w), (X_EXT, x)):
+        _to_ext(ext, addr, arr)
+    ref = _refsim(cfg, words, ext,
+                  extensions={microcode.FUSED_OPCODE: microcode.fused_matmul_act_ref})
+    env.write_mem(0, bytes(ext))
+    await run_program(env, host, words)
+    got = np.frombuffer(env.read_mem(Y_EXT, C * N * 4), dtype=np.uint32).reshape(C, N)
+    exp = ref.ext[Y_EXT:Y_EXT + C * N * 4].view(np.uint32).reshape(C, N)
+    relu = np.maximum(_bf16_value(w).T @ _bf16_value(x), 0)
+    assert np.count_nonzero(relu) > 0
+    assert np.array_equal(got, exp), (f"seed {seed}: {np.count_nonzero(got != exp)} of "
+                                      f"{got.size} outputs differ from refsim; got "
+                                      f"{got.view(np.float32).tolist()}")
+    assert np.allclose(got.view(np.float32), relu, rtol=2e-2, atol=1e-2)
+    await host.load_microcode([0], UCODE_MAP_BASE + microcode.FUSED_OPCODE)
+    dut._log.info("fused_matmul_act after reset: %d outputs bit-exact vs refsim, no race",
+                  got.size)
+
+
+def sr_program(*, P, n, x_ext, y_ext, seed=None):
+    """FP32 -> BF16 with stochastic rounding (``ts ... alu=mul`` by 1.0) of ``n`` words per
+    partition at ``x_ext``, stored at ``y_ext``; ``seed``: a ``seed_ld`` first (None: the
+    generators as START leaves them)."""
+    from cocotb_tests.common.core_env import _li, f32_bits
+    L = [] if seed is None else [_li(30, seed), "seed_ld r30"]
+    L += [_li(1, n | 1 << 16), _li(2, 4), _li(3, 0), _li(4, n * 4), _li(10, x_ext), _li(11, 0),
+          f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt=fp32, sem=0, sem_en=1",
+          "waiti 0, 1", _li(20, n), _li(21, f32_bits(1.0)), _li(12, n),
+          "ts r12, r0, r21, r20, alu=mul, in_fmt=fp32, out_fmt=bf16, rnd=sr, sem=2, sem_en=1",
+          "waiti 2, 1", _li(2, 2), _li(4, n * 2), _li(10, y_ext),
+          f"dma_st r1, r10, r12, part_start=0, part_count={P}, fmt=bf16, sem=3, sem_en=1",
+          "waiti 3, 1", "halt"]
+    return "\n".join(L) + "\n"
+
+
+@cocotb.test()
+async def test_sr_state_reset_at_start(dut):
+    """Stochastic-rounding state does not leak from one program into the next: START reseeds
+    every lane generator from the host's SEED register (docs/memory_map.md). A program with
+    ``seed_ld`` and SR work, then one without ``seed_ld``, must equal a fresh reference
+    simulator of the second (``host_seed`` = SEED, 0 after reset); the same after the host
+    writes SEED."""
+    seed = _seed() + 9
+    env = CoreEnv(dut, seed=seed)
+    await env.reset()
+    cfg = dut_config()
+    P, n = cfg["rows"], 32
+    host = env.host()
+    rng = np.random.default_rng(seed)
+    # Values halfway-ish between BF16 neighbours, so SR decisions vary with the random bits.
+    x = (rng.standard_normal((P, n)) * (1 + 2.0 ** -9)).astype(np.float32)
+    X_EXT, Y_EXT = 0x1000, 0x2000
+    ext = bytearray(MEM)
+    _to_ext(ext, X_EXT, x)
+    env.write_mem(0, bytes(ext))
+    first = assemble(sr_program(P=P, n=n, x_ext=X_EXT, y_ext=Y_EXT, seed=0x1234567))
+    second = assemble(sr_program(P=P, n=n, x_ext=X_EXT, y_ext=Y_EXT))
+    for host_seed in (0, 0xC0FFEE):
+        if host_seed:
+            await host.set_seed(host_seed)
+        await run_program(env, host, first)
+        await run_program(env, host, second)
+        got = np.frombuffer(env.read_mem(Y_EXT, P * n * 2), dtype=np.uint16)
+        ref = _refsim(cfg, second, ext, host_seed=host_seed)
+        exp = ref.ext[Y_EXT:Y_EXT + P * n * 2].view(np.uint16)
+        other = _refsim(cfg, second, ext, host_seed=host_seed + 1)
+        assert not np.array_equal(exp, other.ext[Y_EXT:Y_EXT + P * n * 2].view(np.uint16)), \
+            "the SR data does not depend on the seed: the test would see no leak"
+        bad = int(np.count_nonzero(got != exp))
+        assert bad == 0, (f"seed {seed}, SEED {host_seed:#x}: {bad} of {got.size} outputs of "
+                          f"the second program differ from a fresh reference simulator")
+    dut._log.info("SR after an earlier SR program: bit-exact vs a fresh refsim (SEED 0 and "
+                  "0xC0FFEE)")
+
+
+@cocotb.test()
+async def test_counters_per_program(dut):
+    """Every performance counter restarts at START (docs/memory_map.md): after a GEMM and
+    then a single DMA load, the counters hold the second program's figures alone (DMA bytes,
+    retired instructions, no tensor work); CTRL.clear_counters zeroes them all."""
+    seed = _seed() + 10
+    env = CoreEnv(dut, seed=seed)
+    await env.reset()
+    cfg = dut_config()
+    P, C = cfg["rows"], cfg["cols"]
+    host = env.host()
+    gemm = assemble(gemm_program(P=P, C=C, KT=1, MT=1, N=8, w_ext=0x1000, x_ext=0x3000,
+                                 o_ext=0x6000))
+    n = 12
+    load = assemble(f"li r1, {n | 1 << 16}\nli r2, 4\nli r3, 0\nli r4, {4 * n}\n"
+                    f"li r10, 0x1000\nli r11, 0\ndma_ld r1, r10, r11, part_start=0, "
+                    f"part_count={P}, fmt=fp32, sem=0, sem_en=1\nwaiti 0, 1\nhalt\n")
+    ext = bytearray(MEM)
+    ref = _refsim(cfg, load, ext)
+    await run_program(env, host, gemm)
+    c1 = await host.counters()
+    await run_program(env, host, load)
+    c2 = await host.counters()
+    dut._log.info("counters after the GEMM: %s; after the load: %s", c1, c2)
+    assert c1["dma_rd_bytes"] > 0 and c1["dma_wr_bytes"] > 0 and c1["tensor_busy"] > 0
+    assert c2["dma_rd_bytes"] == P * n * 4, c2
+    assert c2["dma_wr_bytes"] == 0 and c2["tensor_busy"] == 0 and c2["vector_busy"] == 0, c2
+    assert c2["instret"] == ref.retired, (c2["instret"], ref.retired)
+    assert 0 < c2["dma_busy"] <= c2["cycles"] < c1["cycles"], (c1, c2)
+    await host.clear_counters()
+    c3 = await host.counters()
+    assert all(v == 0 for v in c3.values()), f"after CTRL.clear_counters: {c3}"
 
 
 #: The INT8 regression of the INT32 path out of PSUM: accumulations of one INT8 matmul.
@@ -534,12 +695,11 @@ WIDE_TESTS = ["test_int32_psum_exact", "test_lut_window_every_entry"]
 
 
 def core_factory(cfg):
+    """A callable building the core of a test configuration dict (``core_config``'s
+    CoreConfig plus ``engine_domain``) through ``NeuronCore.from_config``."""
     def make():
         from rtl.core.top import NeuronCore
-        from sim.dtypes import Format
-        kw = dict(cfg)
-        kw["formats"] = tuple(Format[f.upper()] for f in cfg["formats"])
-        return NeuronCore(**kw)
+        return NeuronCore.from_config(core_config(cfg), engine_domain=cfg.get("engine_domain"))
     return make
 
 
@@ -561,6 +721,15 @@ try:
         run_cocotb(core_factory(config), name=name, config=config,
                    test_module="cocotb_tests.test_core", simulator=simulator,
                    seed=None if seed is None else int(seed))
+
+    @pytest.mark.parametrize("simulator", [
+        "icarus", pytest.param("verilator", marks=pytest.mark.long)])
+    def test_core_wide(simulator):
+        """The 4x4 core with INT8 matmuls and 1024-entry LUTs (``WIDE_TESTS``)."""
+        seed = os.environ.get("COCOTB_RANDOM_SEED")
+        run_cocotb(core_factory(CORE_WIDE_CONFIG), name="core4x4w", config=CORE_WIDE_CONFIG,
+                   test_module="cocotb_tests.test_core", simulator=simulator,
+                   testcase=WIDE_TESTS, seed=None if seed is None else int(seed))
     @pytest.mark.parametrize("simulator", [
         "icarus", pytest.param("verilator", marks=pytest.mark.long)])
     def test_core_wide(simulator):

@@ -468,9 +468,11 @@ class NeuronCore(wiring.Component):
         ]
 
         # ---- performance counters -----------------------------------------------------------
+        # One lifetime for every counter (docs/memory_map.md): each restarts at START and
+        # CTRL.clear_counters zeroes it, so after a program each holds that program's figure.
         clear_cnt = Signal()
         m.d.comb += [clear_cnt.eq(ctrl_we & (ctrl & CTRL_CLEAR_COUNTERS).any()),
-                     dma.clear_counters.eq(clear_cnt)]
+                     dma.clear_counters.eq(clear_cnt | start)]
         cycles = Signal(64)
         counters = {n: Signal(32, name=f"perf_{n}") for n in ("tensor_busy", "vector_busy",
                                                               "dma_busy")}
@@ -502,6 +504,17 @@ class NeuronCore(wiring.Component):
         # late, as it sees the samples), so no adder sits in front of the read multiplexer.
         sem_wait = Signal(32)
         m.d.sync += sem_wait.eq(dvals[1] + dvals[2] + dvals[3])
+        # The sequencer's counters restart at START; CTRL.clear_counters zeroes what the host
+        # reads by subtracting a snapshot taken then (a START drops it). The differences are
+        # registered, so no subtractor is in front of the read multiplexer.
+        instret_base, sem_wait_base = Signal(32), Signal(32)
+        instret_q, sem_wait_q = Signal(32), Signal(32)
+        with m.If(start):
+            m.d.sync += [instret_base.eq(0), sem_wait_base.eq(0)]
+        with m.Elif(clear_cnt):
+            m.d.sync += [instret_base.eq(dvals[0]), sem_wait_base.eq(sem_wait)]
+        m.d.sync += [instret_q.eq(dvals[0] - instret_base),
+                     sem_wait_q.eq(sem_wait - sem_wait_base)]
         m.d.comb += [
             regs.perf_cycles_lo.eq(cycles[:32]),
             regs.perf_cycles_hi.eq(cycles[32:]),
@@ -510,8 +523,8 @@ class NeuronCore(wiring.Component):
             regs.perf_dma_busy.eq(counters["dma_busy"]),
             regs.perf_dma_rd_bytes.eq(dma.rd_bytes),
             regs.perf_dma_wr_bytes.eq(dma.wr_bytes),
-            regs.perf_instret.eq(dvals[0]),
-            regs.perf_sem_wait.eq(sem_wait),
+            regs.perf_instret.eq(instret_q),
+            regs.perf_sem_wait.eq(sem_wait_q),
         ]
 
         # ---- windows: program memory, control store + opcode map, LUT ---------------------
@@ -577,10 +590,13 @@ class NeuronCore(wiring.Component):
             m.d.sync += lut_rdata.eq(ve.rdata.payload)
         m.d.comb += lut.rdata.eq(lut_rdata)
 
-        # Seeds: the SEED register or SEED records.
+        # Seeds: SEED records, or the SEED register, written or at START: every program
+        # starts with the lane generators of the host's seed (docs/memory_map.md, SEED), as a
+        # fresh reference simulator does, whatever earlier programs drew. (The engine is idle
+        # at START; a stochastic-rounding beat waits until the reseeding is done.)
         m.d.comb += [
             ve.seed.eq(Mux(vctrl.seed_load, vctrl.seed, regs.seed)),
-            ve.seed_load.eq(vctrl.seed_load | regs.seed_we),
+            ve.seed_load.eq(vctrl.seed_load | regs.seed_we | start),
         ]
 
         # ---- trace --------------------------------------------------------------------------
