@@ -60,11 +60,13 @@ def test_shipped_microcode():
 
 
 @pytest.mark.parametrize("kwargs, exc, message", [
-    ({"pmem_depth": 1000}, ValueError, "pmem_depth must be a power of two, not 1000"),
-    ({"pmem_depth": 8}, ValueError, "pmem_depth must be in 16..65536, not 8"),
+    ({"pmem_depth": 1000}, ValueError,
+     "pmem_depth must be a power of two from 16 to 65536, not 1000"),
+    ({"pmem_depth": 8}, ValueError, "pmem_depth must be a power of two from 16 to 65536, not 8"),
     ({"pmem_depth": "big"}, TypeError, "pmem_depth must be an integer, not 'big'"),
-    ({"queue_depth": 0}, ValueError, "queue_depth must be in 1..16, not 0"),
-    ({"max_outstanding": 65}, ValueError, "max_outstanding must be in 1..64, not 65"),
+    ({"queue_depth": 0}, ValueError, "queue_depth must be an integer from 1 to 16, not 0"),
+    ({"max_outstanding": 65}, ValueError,
+     "max_outstanding must be an integer from 1 to 64, not 65"),
 ])
 def test_sequencer_parameters(kwargs, exc, message):
     from rtl.control.sequencer import Sequencer

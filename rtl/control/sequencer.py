@@ -13,6 +13,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from sim import isa, microcode
+from sim.config import check_int, check_pow2
 from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond, UDst, USeq,
                      USpecial, USrc)
 
@@ -211,16 +212,10 @@ class Sequencer(wiring.Component):
 
     def __init__(self, *, pmem_depth=1024, queue_depth=2, max_outstanding=isa.MAX_OUTSTANDING,
                  check_terms=1):
-        for name, value, lo, hi in (("pmem_depth", pmem_depth, 16, 65536),
-                                    ("queue_depth", queue_depth, 1, 16),
-                                    ("max_outstanding", max_outstanding, 1, 64),
-                                    ("check_terms", check_terms, 1, 32)):
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(f"{name} must be an integer, not {value!r}")
-            if not lo <= value <= hi:
-                raise ValueError(f"{name} must be in {lo}..{hi}, not {value}")
-        if pmem_depth & (pmem_depth - 1):
-            raise ValueError(f"pmem_depth must be a power of two, not {pmem_depth}")
+        check_pow2("pmem_depth", pmem_depth, 16, 65536)
+        check_int("queue_depth", queue_depth, 1, 16)
+        check_int("max_outstanding", max_outstanding, 1, 64)
+        check_int("check_terms", check_terms, 1, 32)
         self._pmem_depth = pmem_depth
         self._queue_depth = queue_depth
         self._max_outstanding = max_outstanding

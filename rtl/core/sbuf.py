@@ -14,70 +14,15 @@ from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.bus.mem_ports import PartitionReadSignature, PartitionWriteSignature
+from sim.config import check_pow2
+
 __all__ = ["SBUFReadSignature", "SBUFWriteSignature", "SBUF", "check_pow2"]
 
-
-def check_pow2(name, value, minimum=2, maximum=1 << 24):
-    """Raise ``TypeError``/``ValueError`` unless ``value`` is a power of two in range."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if value < minimum or value > maximum or value & (value - 1):
-        raise ValueError(f"{name} must be a power of two from {minimum} to {maximum}, "
-                         f"not {value}")
-
-
-class SBUFReadSignature(wiring.Signature):
-    """A synchronous read port of all partitions at one address (requester's view).
-
-    Members
-    -------
-    addr : Out(range(depth))
-        Word address within every partition.
-    en : Out(1)
-        Read enable. ``data`` shows the word at ``addr`` the cycle after ``en`` was 1 and holds
-        its value while ``en`` is 0 (so a stalled reader keeps its data in the port register).
-    data : In(ArrayLayout(32, partitions))
-        One word per partition, partition 0 in the least significant bits.
-    """
-
-    def __init__(self, partitions, depth):
-        self.partitions = partitions
-        self.depth = depth
-        super().__init__({
-            "addr": Out(range(depth)),
-            "en": Out(1),
-            "data": In(data.ArrayLayout(32, partitions)),
-        })
-
-
-class SBUFWriteSignature(wiring.Signature):
-    """A write port of all partitions at one address (requester's view).
-
-    A write is requested by a non-zero ``mask`` and is taken at the rising edge where ``ready``
-    is 1 (like a stream whose ``valid`` is ``mask != 0``). ``addr``, ``mask`` and ``data`` must
-    not depend combinationally on ``ready``; a requester that sees ``ready`` 0 holds its write
-    (or withdraws it: the arbiter keeps no state about requests it has not granted).
-
-    Members
-    -------
-    addr : Out(range(depth))
-    mask : Out(partitions)
-        Partition ``p`` is written with ``data[p]`` when ``mask[p]`` is 1 and ``ready`` is 1.
-    data : Out(ArrayLayout(32, partitions))
-    ready : In(1)
-        The write is taken this cycle. Combinational from the other writers' masks and the
-        arbiter's state, never from this port's own ``mask``: a writer alone gets 1.
-    """
-
-    def __init__(self, partitions, depth):
-        self.partitions = partitions
-        self.depth = depth
-        super().__init__({
-            "addr": Out(range(depth)),
-            "mask": Out(partitions),
-            "data": Out(data.ArrayLayout(32, partitions)),
-            "ready": In(1),
-        })
+#: An SBUF read port (requester's view): ``rtl.bus.mem_ports.PartitionReadSignature``.
+SBUFReadSignature = PartitionReadSignature
+#: An SBUF write port (requester's view): ``rtl.bus.mem_ports.PartitionWriteSignature``.
+SBUFWriteSignature = PartitionWriteSignature
 
 
 class SBUF(wiring.Component):

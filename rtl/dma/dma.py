@@ -52,7 +52,8 @@ from sim.dtypes import STORAGE_BITS
 from sim.errors import ErrorCode, ERROR_CODE_BITS
 from sim.isa import DMA_RECORD
 from rtl.bus.axi import AXI4Signature, BURST_INCR, RESP_OKAY
-from rtl.core.sbuf import SBUFReadSignature, SBUFWriteSignature, check_pow2
+from rtl.bus.mem_ports import PartitionReadSignature, PartitionWriteSignature
+from sim.config import check_int, check_pow2
 from rtl.arith.dsp import registered_product
 
 __all__ = ["DmaRecord", "WindowLayout", "DMA"]
@@ -62,13 +63,6 @@ DmaRecord = data.StructLayout({name: width for name, width in DMA_RECORD})
 
 #: One host-programmed address window (``DMA_WIN<i>_*`` registers).
 WindowLayout = data.StructLayout({"base": 32, "limit": 32, "perm": 2})
-
-
-def _check_int(name, value, lo, hi):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if not lo <= value <= hi:
-        raise ValueError(f"{name} must be an integer from {lo} to {hi}, not {value}")
 
 
 class _Walker(Elaboratable):
@@ -215,8 +209,8 @@ class DMA(wiring.Component):
         are registered from them before its rows are checked.
     axi : Out(AXI4Signature(addr_width=32, data_width=data_width, id_width=1))
         ID 0, INCR bursts, full-width beats (``axsize = log2(data_width/8)``).
-    sbuf_r : Out(SBUFReadSignature(partitions, sbuf_depth))
-    sbuf_w : Out(SBUFWriteSignature(partitions, sbuf_depth))
+    sbuf_r : Out(PartitionReadSignature(partitions, sbuf_depth))
+    sbuf_w : Out(PartitionWriteSignature(partitions, sbuf_depth))
         The DMA's SBUF ports (``rtl/core/sbuf.py``); one word per cycle. The write port is
         shared with other writers: while ``sbuf_w.ready`` is 0 the write is held (same
         address, partition and data), the write stage fills and then no R beat is taken,
@@ -228,15 +222,15 @@ class DMA(wiring.Component):
 
     def __init__(self, *, partitions, sbuf_depth, data_width=32, max_burst=16,
                  max_outstanding=4, windows=4):
-        _check_int("partitions", partitions, 1, 256)
+        check_int("partitions", partitions, 1, 256)
         check_pow2("sbuf_depth", sbuf_depth, 2, 1 << 16)
         if not isinstance(data_width, int) or isinstance(data_width, bool):
             raise TypeError(f"data_width must be an integer, not {data_width!r}")
         if data_width not in (32, 64):
             raise ValueError(f"data_width must be 32 or 64, not {data_width}")
         check_pow2("max_burst", max_burst, 1, 256)
-        _check_int("max_outstanding", max_outstanding, 1, 16)
-        _check_int("windows", windows, 1, 8)
+        check_int("max_outstanding", max_outstanding, 1, 16)
+        check_int("windows", windows, 1, 8)
         self._partitions = partitions
         self._sbuf_depth = sbuf_depth
         self._data_width = data_width
@@ -254,8 +248,8 @@ class DMA(wiring.Component):
             "busy": Out(1),
             "windows": In(data.ArrayLayout(WindowLayout, windows)),
             "axi": Out(AXI4Signature(addr_width=32, data_width=data_width, id_width=1)),
-            "sbuf_r": Out(SBUFReadSignature(partitions, sbuf_depth)),
-            "sbuf_w": Out(SBUFWriteSignature(partitions, sbuf_depth)),
+            "sbuf_r": Out(PartitionReadSignature(partitions, sbuf_depth)),
+            "sbuf_w": Out(PartitionWriteSignature(partitions, sbuf_depth)),
             "rd_bytes": Out(32),
             "wr_bytes": Out(32),
             "clear_counters": In(1),
@@ -596,7 +590,7 @@ class DMA(wiring.Component):
             wq_w.en.eq(consume), wq_w.addr.eq(wq_wp), wq_r.addr.eq(wq_rp),
             wq_w.data.addr.eq(sbuf_addr), wq_w.data.part.eq(part),
             wq_w.data.elem.eq(elem),
-            # The request never depends on sbuf_w.ready (SBUFWriteSignature): it is the
+            # The request never depends on sbuf_w.ready (PartitionWriteSignature): it is the
             # FIFO's head; a refused write stays there and the FIFO fills (consume stops,
             # the element stays in buf and R is not taken: rready stays 0).
             self.sbuf_w.addr.eq(wq_addr),

@@ -6,6 +6,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from rtl.bus.mem_ports import PartitionReadSignature
 from sim.config import check_int, check_pow2
 from sim.dtypes import Format
 
@@ -31,25 +32,8 @@ def psum_next_layout(depth, candidates):
         "sel": 1, "addr": ceil_log2(depth), "accumulate": 1}), candidates)
 
 
-class PSUMReadSignature(wiring.Signature):
-    """A synchronous read port of all partitions at one address (requester's view).
-
-    Members
-    -------
-    addr : Out(range(depth))
-    en : Out(1)
-        ``data`` shows the word at ``addr`` the cycle after ``en`` was 1 and holds while ``en`` is 0.
-    data : In(ArrayLayout(32, partitions))
-    """
-
-    def __init__(self, partitions, depth):
-        self.partitions = partitions
-        self.depth = depth
-        super().__init__({
-            "addr": Out(range(depth)),
-            "en": Out(1),
-            "data": In(data.ArrayLayout(32, partitions)),
-        })
+#: PSUM's read port (requester's view): ``rtl.bus.mem_ports.PartitionReadSignature``.
+PSUMReadSignature = PartitionReadSignature
 
 
 def _kept(m, value, name):
