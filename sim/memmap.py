@@ -255,8 +255,10 @@ def build_memory_map(dma_windows=4):
                  "watchdog.", locked=True),
         Register("LOCK_REFUSED", 0x034, "ro", "Writes refused by the configuration lock since "
                  "reset or CTRL.CLEAR_COUNTERS.", internal=True),
-        Register("SEED", 0x038, "rw", "Stochastic-rounding seed; every write re-seeds the "
-                 "generators (seed_we strobe).", locked=True),
+        Register("SEED", 0x038, "rw", "Stochastic-rounding seed; every write and every START "
+                 "re-seed the lane generators from it, so each program starts from the "
+                 "generators of this seed (a seed_ld in the program re-seeds them again).",
+                 locked=True),
         Register("SCRATCH", 0x03C, "rw", "Scratch register for the host (never locked)."),
         Register("LUT_PAGE", LUT_PAGE_OFFSET, "rw", "LUT window page: bits [11:8] of the cfg "
                  "index of every LUT window word (coefficient entries 64 * page .. 64 * page "
