@@ -223,6 +223,12 @@ async def _gemm_stream(dut, env, seed, KT, MT, NC, NCH, G):
     assert O_EXT + M * N * 4 <= env.ram.size, "external memory too small"
     words = assemble(gemm_stream_program(P=P, C=C, KT=KT, MT=MT, NC=NC, NCH=NCH, G=G,
                                          w_ext=W_EXT, x_ext=X_EXT, o_ext=O_EXT))
+    # Too long for the reference simulator's data path, not for its race check.
+    from cocotb_tests.test_core import core_config
+    from sim.races import RaceError, check_program
+    races = check_program(core_config(cfg), words)
+    if races:
+        raise RaceError(races)
     env.write_mem(W_EXT, w.tobytes())
     env.write_mem(X_EXT, x.tobytes())
     host = env.host()

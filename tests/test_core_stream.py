@@ -32,11 +32,11 @@ def test_stream_program_on_refsim(KT, MT, NC, NCH, G):
     lay = gemm_stream_layout(P=P, C=C, KT=KT, MT=MT, NC=NC, G=G)
     ref = RefSim(words, partitions=P, cols=C, sbuf_depth=1 << (lay["sbuf_words"] - 1).bit_length(),
                  psum_depth=1 << (lay["psum_words"] - 1).bit_length(), ext_bytes=1 << 19,
-                 pmem_depth=2048, check=True, formats=[Format.BF16])
+                 pmem_depth=2048, check=True, formats=[Format.BF16], races=True)
     ref.ext[:w.nbytes] = np.frombuffer(w.tobytes(), np.uint8)
     ref.ext[X_EXT:X_EXT + x.nbytes] = np.frombuffer(x.tobytes(), np.uint8)
     ref.run()
-    assert ref.error == 0 and not ref.skipped
+    assert ref.error == 0 and not ref.skipped and not ref.races, ref.races_error()
     got = ref.ext[O_EXT:O_EXT + M * N * 4].view(np.uint32).reshape(M, N)
     exp = stream_reference(w, x, P)
     assert np.array_equal(got, exp)
