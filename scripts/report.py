@@ -219,6 +219,15 @@ def table(recs):
             worst = max(r["max_ulp"] for _, _, r in rows)
             row("vector", f"LUT: {len(rows)} functions, worst fraction within 1 BF16 ULP, "
                 "worst max ULP", f"{_pct(worst1)}, {worst}", "lut.json functions")
+        d = lu.get("default")
+        if isinstance(d, dict):
+            mx = d.get("max_ulp", {})
+            worst_fn = max(mx, key=mx.get) if mx else None
+            row("vector", f"LUT at the default core's {d['lut_entries']} entries: functions "
+                "meeting the goal, worst fraction within 1 ULP, worst max ULP",
+                f"{len(d['goal_met'])} of {len(d['goal_met']) + len(d['goal_missed'])}, "
+                f"{_pct(d['worst_within_1ulp'])}, "
+                + (f"{mx[worst_fn]} ({worst_fn})" if worst_fn else "1"), "lut.json default")
         else:
             row("vector", "LUT accuracy", "not measured", "lut.json functions")
         for key, lanes in (("ecp5_1_lane", "1 lane"), ("ecp5_8_lanes", "8 lanes")):
