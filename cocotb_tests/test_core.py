@@ -730,13 +730,5 @@ try:
         run_cocotb(core_factory(CORE_WIDE_CONFIG), name="core4x4w", config=CORE_WIDE_CONFIG,
                    test_module="cocotb_tests.test_core", simulator=simulator,
                    testcase=WIDE_TESTS, seed=None if seed is None else int(seed))
-    @pytest.mark.parametrize("simulator", [
-        "icarus", pytest.param("verilator", marks=pytest.mark.long)])
-    def test_core_wide(simulator):
-        """The 4x4 core with INT8 matmuls and 1024-entry LUTs (``WIDE_TESTS``)."""
-        seed = os.environ.get("COCOTB_RANDOM_SEED")
-        run_cocotb(core_factory(CORE_WIDE_CONFIG), name="core4x4w", config=CORE_WIDE_CONFIG,
-                   test_module="cocotb_tests.test_core", simulator=simulator,
-                   testcase=WIDE_TESTS, seed=None if seed is None else int(seed))
 except ImportError:     # imported by cocotb without pytest
     pass
