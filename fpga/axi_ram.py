@@ -15,6 +15,7 @@ from amaranth.lib.wiring import In
 
 from rtl.bus.axi import AXI4LiteSignature, AXI4Signature
 from rtl.bus.skid import SkidBuffer
+from sim.config import check_int, check_pow2
 
 __all__ = ["AxiRam"]
 
@@ -52,13 +53,8 @@ class AxiRam(wiring.Component):
     def __init__(self, size_bytes, *, data_width=32, addr_width=32, id_width=1, init=()):
         if data_width not in (32, 64, 128):
             raise ValueError(f"data_width must be 32, 64 or 128, not {data_width!r}")
-        if (not isinstance(size_bytes, int) or size_bytes < 4 * data_width // 8
-                or size_bytes & (size_bytes - 1)):
-            raise ValueError(f"size_bytes must be a power of two of at least "
-                             f"{4 * data_width // 8}, not {size_bytes!r}")
-        if not isinstance(addr_width, int) or not (size_bytes - 1).bit_length() <= addr_width <= 64:
-            raise ValueError(f"addr_width must be an integer from "
-                             f"{(size_bytes - 1).bit_length()} to 64, not {addr_width!r}")
+        check_pow2("size_bytes", size_bytes, 4 * data_width // 8, 1 << 32)
+        check_int("addr_width", addr_width, (size_bytes - 1).bit_length(), 64)
         self._size = size_bytes
         self._data_width = data_width
         self._addr_width = addr_width

@@ -28,7 +28,7 @@ from amaranth.lib.wiring import In
 
 from rtl.bus.axi import AXI4LiteSignature
 from rtl.tensor.engine import TensorEngine
-from rtl.tensor.pe import ENGINE_FORMATS
+from sim.config import ENGINE_FORMATS, check_int
 
 __all__ = ["TENSOR_DEMO_ID", "TensorDemo"]
 
@@ -54,9 +54,8 @@ class TensorDemo(wiring.Component):
     """
 
     def __init__(self, rows, cols, formats=ENGINE_FORMATS, *, mul_stages=1, add_stages=1):
-        for name, v in (("rows", rows), ("cols", cols)):
-            if not isinstance(v, int) or not 2 <= v <= 64:
-                raise ValueError(f"{name} must be an integer from 2 to 64, not {v!r}")
+        check_int("rows", rows, 2, 64)
+        check_int("cols", cols, 2, 64)
         self.engine = TensorEngine(rows, cols, formats, mul_stages=mul_stages,
                                    add_stages=add_stages)
         self._rows, self._cols = rows, cols

@@ -29,7 +29,7 @@ def clockgen(freq):
 
 def _tensor(rows, cols, formats=None):
     def make():
-        from rtl.tensor.pe import ENGINE_FORMATS
+        from sim.config import ENGINE_FORMATS
         return TensorDemo(rows, cols, ENGINE_FORMATS if formats is None else formats)
     return make
 

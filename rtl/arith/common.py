@@ -52,12 +52,8 @@ def check_fp8_bias(fp8_bias):
             raise ValueError(f"fp8_bias keys must be FP8 formats (FP8_E4M3, FP8_E5M2, FP8_E3M4), "
                              f"not {f!r}")
         f = Format(f)
-        if isinstance(b, bool) or not isinstance(b, int):
-            raise TypeError(f"fp8_bias[{f.name}] must be an integer, not {b!r}")
         r = bias_range(f)
-        if b not in r:
-            raise ValueError(f"fp8_bias[{f.name}] must be in {r.start}..{r.stop - 1}, not {b}")
-        out[f] = b
+        out[f] = check_int(f"fp8_bias[{f.name}]", b, r.start, r.stop - 1)
     return out
 
 

@@ -9,6 +9,8 @@ from amaranth.hdl import Module, Signal, Cat, Const
 from amaranth.lib import cdc, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from sim.config import check_int
+
 __all__ = ["UartTx", "UartRx", "uart_divisor", "MIN_DIVISOR"]
 
 #: The receiver samples in the middle of a bit, found by counting half a bit after the start
@@ -17,10 +19,7 @@ MIN_DIVISOR = 4
 
 
 def _check_divisor(divisor):
-    if not isinstance(divisor, int) or isinstance(divisor, bool):
-        raise TypeError(f"divisor must be an integer, not {divisor!r}")
-    if divisor < MIN_DIVISOR:
-        raise ValueError(f"divisor must be an integer of at least {MIN_DIVISOR}, not {divisor}")
+    check_int("divisor", divisor, MIN_DIVISOR, (1 << 32) - 1)
 
 
 def uart_divisor(clk_freq, baud, *, tolerance=0.02):

@@ -24,6 +24,8 @@ from amaranth.hdl import Module, Signal, Cat
 from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from sim.config import check_int, check_pow2
+
 from .axi import AXI4LiteSignature
 from .uart import UartRx, UartTx, _check_divisor, uart_divisor
 
@@ -40,10 +42,8 @@ PROTOCOL_VERSION = 1
 
 
 def _check_engine(addr_width, timeout):
-    if not isinstance(addr_width, int) or not 1 <= addr_width <= 32:
-        raise ValueError(f"addr_width must be an integer from 1 to 32, not {addr_width!r}")
-    if not isinstance(timeout, int) or timeout < 0:
-        raise ValueError(f"timeout must be a non-negative integer, not {timeout!r}")
+    check_int("addr_width", addr_width, 1, 32)
+    check_int("timeout", timeout, 0, (1 << 32) - 1)
 
 
 class StreamBridge(wiring.Component):
@@ -225,9 +225,8 @@ class UartBridge(wiring.Component):
     """
 
     def __init__(self, *, divisor, addr_width=32, rx_depth=16, tx_depth=16, timeout=0):
-        for name, depth in (("rx_depth", rx_depth), ("tx_depth", tx_depth)):
-            if (not isinstance(depth, int) or depth < 2 or depth & (depth - 1)):
-                raise ValueError(f"{name} must be a power of two of at least 2, not {depth!r}")
+        check_pow2("rx_depth", rx_depth, 2, 65536)
+        check_pow2("tx_depth", tx_depth, 2, 65536)
         self._divisor = divisor
         self._addr_width = addr_width
         self._rx_depth = rx_depth

@@ -1,8 +1,8 @@
 """ECP5 resources and post-route Fmax of the arithmetic blocks.
 
-    python -m rtl.arith.report                 # yosys synth_ecp5 cell counts of every unit
-    python -m rtl.arith.report --fmax          # plus nextpnr-ecp5 (85F) Fmax, minutes per unit
-    python -m rtl.arith.report --units fp32_add_s2 fp32_add_s3 --fmax --json
+    python -m scripts.arith_report            # yosys synth_ecp5 cell counts of every unit
+    python -m scripts.arith_report --fmax     # plus nextpnr-ecp5 (85F) Fmax, minutes per unit
+    python -m scripts.arith_report --units fp32_add_s2 fp32_add_s3 --fmax --json
 
 Resources come from ``scripts.synth.ecp5_resources`` (the unit alone). Fmax comes from
 ``scripts.unit_fmax``: the unit between registers fed by a shift chain (one input pin) with its
@@ -13,11 +13,13 @@ as in a processing element, and the pin count does not matter.
 import argparse
 import json
 
+from sim.config import ENGINE_FORMATS
 from sim.dtypes import Format
 
 __all__ = ["UNITS", "ecp5_fmax", "main"]
 
-_PE = (Format.BF16, Format.FP16, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4, Format.INT8)
+#: The processing element's formats: every tensor-engine format.
+_PE = ENGINE_FORMATS
 
 
 def _units():
@@ -58,7 +60,7 @@ def ecp5_fmax(factory, name, *, seed=1, freq=100):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m rtl.arith.report", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m scripts.arith_report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     units = UNITS()
     parser.add_argument("--units", nargs="*", default=list(units), choices=list(units))
