@@ -15,7 +15,7 @@ import enum
 __all__ = [
     "INSTR_BITS", "NUM_REGS", "REG_BITS", "NUM_SEMS", "SEM_BITS", "SEM_VALUE_BITS",
     "LOOP_DEPTH", "CALL_DEPTH", "UCALL_DEPTH", "NUM_AG", "MAX_OUTSTANDING",
-    "INSTR_FIELDS", "Opcode", "Cond", "Engine", "VecOp", "VecAlu", "Space", "ErrorBit",
+    "INSTR_FIELDS", "Opcode", "Engine", "VecOp", "VecAlu", "Space", "ErrorBit",
     "OPCODE_INFO", "OpInfo",
     "DMA_RECORD", "TENSOR_RECORD", "VECTOR_RECORD", "RECORDS", "RECORD_SLOTS",
     "DMA_IMM", "MATMUL_IMM", "VEC_IMM", "AG_IMM", "SEM_IMM",
@@ -120,14 +120,6 @@ class Opcode(enum.IntEnum):
 #: Opcodes the shipped control store leaves unmapped on purpose (illegal until microcode for
 #: them is loaded at run time).
 USER_OPCODES = range(0xF0, 0x100)
-
-
-class Cond(enum.IntEnum):
-    """Condition codes: the flags register holds EQ, LT (signed), LTU (unsigned) of the last
-    CMP/CMPI (``rs1`` compared with ``rs2``/``imm``); reset value 0."""
-    EQ = 0
-    LT = 1
-    LTU = 2
 
 
 class Engine(enum.IntEnum):

@@ -4,7 +4,7 @@ from amaranth.lib import data
 
 from sim import isa
 
-__all__ = ["record_layout", "instr_layout", "micro_layout"]
+__all__ = ["record_layout"]
 
 
 def _struct(fields):
@@ -14,13 +14,3 @@ def _struct(fields):
 def record_layout(engine):
     """The payload layout of an engine's record stream (slot 0 in the low bits)."""
     return _struct(isa.RECORDS[isa.Engine(engine)])
-
-
-def instr_layout():
-    """A 64-bit macro-instruction."""
-    return _struct(isa.INSTR_FIELDS)
-
-
-def micro_layout():
-    """A 64-bit control-store word."""
-    return _struct(isa.MICRO_FIELDS)
