@@ -63,11 +63,42 @@ def run_rtl(config, image, *, simulator=None, fast=None):
     not False), else cocotb on ``simulator`` (``icarus`` by default)."""
     fs = fast_backend() if fast is not False else None
     if fs is not None and simulator is None:
-        with fs.FastCore(config) as core:
-            out = core.run_image(image)
+        core = _FAST.get(config)
+        if core is None:
+            core = _FAST[config] = fs.FastCore(config)
+        core.record_activity(True)
+        out = core.run_image(image)
+        samples = core.activity()
+        core.record_activity(False)
         out.backend = "rtl-fast"
-        return out, getattr(out, "timeline", None)
+        return out, timeline(samples)
     return _run_cocotb(config, image, simulator or "icarus"), None
+
+
+#: Open fast cores by configuration (a harness process each, reused across kernel calls).
+_FAST = {}
+
+#: Bits of the core's ``activity`` port, bit 0 first (``cocotb_tests/test_core_profile.py``).
+ACTIVITY_FIELDS = ("running", "seq_busy", "dma", "tensor", "vector", "aborting", "seq_wait")
+
+
+def timeline(samples):
+    """The engine timeline of a run from its per-cycle ``activity`` samples: ``samples``
+    (the ints), and per field of :data:`ACTIVITY_FIELDS` its busy cycles and the intervals
+    ``[(first, last), ...]`` it was busy."""
+    out = {"samples": samples, "busy": {}, "intervals": {}}
+    for bit, name in enumerate(ACTIVITY_FIELDS):
+        on = [s >> bit & 1 for s in samples]
+        out["busy"][name] = sum(on)
+        iv, start = [], None
+        for i, v in enumerate(on + [0]):
+            if v and start is None:
+                start = i
+            elif not v and start is not None:
+                iv.append((start, i - 1))
+                start = None
+        out["intervals"][name] = iv
+    return out
 
 
 def _image_to_json(image):
