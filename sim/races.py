@@ -287,13 +287,12 @@ class RaceChecker:
 
     # -- helpers ----------------------------------------------------------------------------
     def _prune(self, sem):
-        """Drop the increments known to have landed in the current epoch."""
+        """Drop the current epoch's increments known to have landed (they are in the
+        sequential count). An earlier epoch's increment stays: it was in flight at a SEMSET,
+        so it may have landed after it (``wait`` counts it as possibly landed)."""
         now = self.epoch[sem]
         self.pending[sem] = [(e, i, ep) for e, i, ep in self.pending[sem]
                              if i >= self.known[e] or ep != now]
-        # An older epoch's increment known complete before the current epoch's SEMSET landed
-        # before it: keep only those that may still land (known complete later counts as free
-        # in ``wait``, which is conservative).
 
     def _compare(self, a, aacc, b, bacc):
         for x in aacc:
