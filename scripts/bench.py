@@ -7,6 +7,9 @@ benchmark to ``results/<name>.json``, prints a progress line per benchmark, then
 ``results/RESULTS.md`` and the table in ``README.md``). Speed and area are measured here, never
 asserted by tests.
 
+With ``--json`` only the JSON record is printed on stdout; the benchmark's own output and that
+of the simulators it runs go to stderr.
+
 ``all --jobs N`` (default: the number of cores, at most 2) runs N benchmarks at a time in
 separate processes, the longest first (fpga, tensor, core, sim, sr, lut): on a 2-core machine the
 FPGA builds run beside the simulations instead of after them. Each record notes ``jobs``, since
@@ -87,7 +90,13 @@ def main(argv=None):
     out = pathlib.Path(args.out)
     if known.name != "all":
         name, module = next(iter(modules.items()))
-        result = _run_one(name, module, args)
+        if args.json:
+            # Only the JSON goes to stdout: everything the benchmark (and the simulators it
+            # starts) prints goes to stderr.
+            with _stdout_to_stderr():
+                result = _run_one(name, module, args)
+        else:
+            result = _run_one(name, module, args)
         if args.json:
             print(json.dumps(result, indent=2, default=str))
         else:
@@ -138,6 +147,20 @@ def main(argv=None):
     print(f"[all] {total - failures}/{total} benchmarks done, {failures} failed, "
           f"{time.time() - start_all:.0f} s", file=sys.stderr, flush=True)
     return 1 if failures else 0
+
+
+class _stdout_to_stderr:
+    """Point file descriptor 1 at stderr for the duration (child processes included)."""
+
+    def __enter__(self):
+        sys.stdout.flush()
+        self.saved = os.dup(1)
+        os.dup2(2, 1)
+
+    def __exit__(self, *exc):
+        sys.stdout.flush()
+        os.dup2(self.saved, 1)
+        os.close(self.saved)
 
 
 def _run_one(name, module, args):

@@ -1,32 +1,94 @@
-"""Simulation speed of the full core: simulated cycles per second on Icarus and Verilator.
+"""Simulation speed of the full core: simulated cycles per second on Icarus + cocotb,
+Verilator + cocotb and the fast backend (``fastsim``, Verilator with a C++ harness), on the
+4x4 and 8x8 cores, in one run.
 
-    python -m scripts.bench sim [--json]
+    python -m scripts.bench sim [--json] [--quick] [--rows 4,8] [--paths icarus,verilator,fastsim]
 
-Runs the tiled GEMM of the core tests (4x4 core, host traffic over AXI4-Lite, AXI RAM, one
-Python coroutine sampling the activity port every cycle) and divides the simulated cycles by the
-wall-clock time of the run (the Verilog generation and the Verilator build are excluded and
-reported separately when they happen). The Verilated model is compiled at ``-Os`` (Verilator's
-own default; the test suite compiles at ``-O0``): ``VERILATOR_CXX_OPT`` overrides it.
+The workload is the tiled GEMM of the core tests (K = 2 tiles, M = 2 tiles, N = 16, BF16):
+under cocotb with the host traffic over AXI4-Lite, the AXI RAM and one coroutine sampling the
+activity port every cycle (``cocotb_tests/test_core_profile.py``); on fastsim the same program
+as a ``sim.image.Image`` with the activity port recorded every cycle by the harness, repeated
+``--repeat`` times for a stable wall time. cycles/s is simulated cycles (host traffic
+included) over the wall time of the run; Verilog generation and builds are excluded and
+reported separately (``build_s``). The cocotb Verilator model is compiled at ``-Os``
+(``VERILATOR_CXX_OPT`` overrides it), fastsim's at its default (``fastsim.build``).
+``--quick``: the 4x4 core only.
 """
 
 import os
 import time
 
-from scripts.profile import run_workload
+#: The GEMM shape of every path.
+SHAPE = {"KT": 2, "MT": 2, "N": 16}
+
+
+def add_arguments(parser):
+    parser.add_argument("--rows", default="4,8", help="comma-separated core sizes (4, 8)")
+    parser.add_argument("--paths", default="icarus,verilator,fastsim",
+                        help="comma-separated subset of icarus, verilator, fastsim")
+    parser.add_argument("--repeat", type=int, default=50,
+                        help="fastsim: runs of the workload timed together (default 50)")
+
+
+def _cocotb(rows, simulator):
+    from scripts.profile import run_workload
+    t0 = time.monotonic()
+    rec = run_workload("gemm", rows, simulator, dict(SHAPE))
+    total = time.monotonic() - t0
+    return {"sim_cycles": rec["sim_cycles"], "program_cycles": rec["perf"]["cycles_lo"],
+            "wall_s": round(rec["wall_s"], 3),
+            "cycles_per_s": round(rec["sim_cycles"] / max(rec["wall_s"], 1e-9), 1),
+            "total_wall_s_incl_build": round(total, 1)}
+
+
+def _fastsim(rows, repeat):
+    from fastsim import FastCore, workloads
+    from fastsim.build import build_info
+    from scripts.profile import core_config
+    from sim.config import CoreConfig
+    cfg = CoreConfig.from_dict(core_config(rows))
+    t0 = time.monotonic()
+    with FastCore(cfg) as core:
+        startup = time.monotonic() - t0
+        image, check = workloads.build("gemm", cfg, seed=1, **SHAPE)
+        core.record_activity(True)
+        out = core.run_image(image)             # warm-up, checked against refsim
+        check(out)
+        c0, t1 = core.cycle, time.monotonic()
+        for _ in range(repeat):
+            core.run_image(image)
+            core.activity()
+        wall = time.monotonic() - t1
+        cycles = core.cycle - c0
+        info = build_info(core.exe)
+    return {"sim_cycles": cycles // repeat, "program_cycles": out.cycles, "repeat": repeat,
+            "wall_s": round(wall, 3), "cycles_per_s": round(cycles / max(wall, 1e-9), 1),
+            "startup_s_incl_build": round(startup, 1), "build_s": info.get("build_s"),
+            "cxx_opt": info.get("cxx_opt"), "checked": "bit-exact vs refsim"}
 
 
 def run(args):
     os.environ.setdefault("VERILATOR_CXX_OPT", "-Os")
-    out = {"design": "NeuronCore 4x4 (bf16), GEMM K=8 M=8 N=16", "simulators": {},
-           "verilator_cxx_opt": os.environ["VERILATOR_CXX_OPT"]}
-    for sim in ("icarus", "verilator"):
-        t0 = time.monotonic()
-        rec = run_workload("gemm", 4, sim, {"KT": 2, "MT": 2, "N": 16})
-        total = time.monotonic() - t0
-        out["simulators"][sim] = {
-            "sim_cycles": rec["sim_cycles"],
-            "wall_s": round(rec["wall_s"], 2),
-            "cycles_per_s": round(rec["sim_cycles"] / max(rec["wall_s"], 1e-9), 1),
-            "total_wall_s_incl_build": round(total, 1),
-        }
+    rows_list = [4] if getattr(args, "quick", False) else \
+        [int(r) for r in str(getattr(args, "rows", "4,8")).split(",")]
+    paths = str(getattr(args, "paths", "icarus,verilator,fastsim")).split(",")
+    for p in paths:
+        if p not in ("icarus", "verilator", "fastsim"):
+            raise ValueError(f"paths must be a subset of icarus, verilator, fastsim, not {p!r}")
+    repeat = int(getattr(args, "repeat", 50))
+    out = {"design": f"NeuronCore (bf16), GEMM K=2 tiles M=2 tiles N={SHAPE['N']}",
+           "verilator_cxx_opt": os.environ["VERILATOR_CXX_OPT"], "simulators": {},
+           "ratios": {}}
+    for rows in rows_list:
+        got = {}
+        for path in paths:
+            got[path] = _fastsim(rows, repeat) if path == "fastsim" else _cocotb(rows, path)
+            out["simulators"][f"{path}-{rows}x{rows}"] = got[path]
+        for a, b in (("fastsim", "verilator"), ("fastsim", "icarus"), ("verilator", "icarus")):
+            if a in got and b in got:
+                out["ratios"][f"{a}/{b}-{rows}x{rows}"] = round(
+                    got[a]["cycles_per_s"] / max(got[b]["cycles_per_s"], 1e-9), 1)
+        cyc = {p: r["program_cycles"] for p, r in got.items()}
+        out[f"program_cycles_{rows}x{rows}"] = cyc
+        out[f"cycles_agree_{rows}x{rows}"] = len(set(cyc.values())) == 1
     return out

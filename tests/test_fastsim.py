@@ -1,0 +1,175 @@
+"""The fast Verilator backend (``fastsim/``): bit-exact with the cocotb path, robust to bad
+input and to a crash of the model.
+
+On a 2x2 BF16 core (its build takes about a minute the first time, cached afterwards):
+
+* every workload of ``fastsim.workloads`` passes its own check (reference simulator or float32
+  emulation) and gives the same readback, error, cycle count and counters as the same Image
+  run under cocotb on Icarus (``cocotb_tests/test_image_run.py``, AxiRam without latency);
+  one with read / write latency too;
+* random whole-core programs: a short fuzz against the reference simulator (the long one,
+  100,000 programs, is in the long set) and a few programs against cocotb;
+* a program that never finishes stops at the cycle limit with STATUS in the message; bad
+  arguments raise naming the parameter; a killed or hung model is a ``FastSimError``.
+"""
+
+import os
+import signal
+
+import pytest
+
+import fastsim
+from fastsim import FastCore, FastSimError, fuzz, workloads
+from fastsim.compare import compare, run_cocotb_image
+from sim.asm import assemble
+from sim.config import CoreConfig
+from sim.image import Image
+
+pytestmark = pytest.mark.skipif(not fastsim.available(), reason="needs Verilator and g++")
+
+#: The small core of the bit-exactness tests.
+SMALL = CoreConfig(rows=2, sbuf_depth=1024, psum_depth=64, formats=("bf16",))
+
+
+@pytest.fixture(scope="module")
+def core():
+    with FastCore(SMALL) as c:
+        yield c
+
+
+# -- arguments (no build) -------------------------------------------------------------------
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="config must be a sim.config.CoreConfig"):
+        FastCore({"rows": 2})
+    with pytest.raises(ValueError, match="wave_window needs waves="):
+        FastCore(SMALL, wave_window=(0, 10))
+    with pytest.raises(ValueError, match="wave_window must be"):
+        FastCore(SMALL, waves="x.fst", wave_window=(10, 5))
+    with pytest.raises(ValueError, match="read latency must be an integer from 0"):
+        FastCore(SMALL, latency=(-1, 0))
+    with pytest.raises(ValueError, match="cxx_opt must be one of"):
+        FastCore(SMALL, cxx_opt="-O9")
+    with pytest.raises(ValueError, match="workload must be one of"):
+        workloads.build("nope", SMALL)
+    with pytest.raises(TypeError, match="config must be"):
+        fuzz.run("core4", 1, 1)
+
+
+# -- bit-exact with cocotb ------------------------------------------------------------------
+@pytest.mark.parametrize("name", list(workloads.WORKLOADS))
+def test_workload_matches_cocotb(core, name):
+    image, check = workloads.build(name, SMALL, seed=5)
+    fast = core.run_image(image)
+    check(fast)
+    slow = run_cocotb_image(SMALL, image, simulator="icarus")
+    check(slow)
+    assert compare(slow, fast) == [], (name, compare(slow, fast))
+    assert fast.cycles == slow.cycles and fast.cycles > 0
+
+
+@pytest.mark.parametrize("latency", [1, 3])
+def test_latency_matches_cocotb(core, latency):
+    image, check = workloads.build("gemm", SMALL, seed=6, KT=2, MT=1, N=8)
+    core.set_latency(latency, latency)
+    try:
+        fast = core.run_image(image)
+    finally:
+        core.set_latency(0, 0)
+    check(fast)
+    slow = run_cocotb_image(SMALL, image, simulator="icarus", latency=latency)
+    assert compare(slow, fast) == []
+    base = core.run_image(image)
+    assert fast.cycles > base.cycles        # the latency is really there
+
+
+def test_random_programs_match_cocotb(core):
+    """Whole-core random programs (the fuzz's), one Image each, on both paths."""
+    import numpy as np
+    for ps in (11, 12, 13):
+        words = assemble(fuzz.core_program(ps, SMALL))
+        mem = np.random.default_rng(ps).integers(0, 256, 0x1000, dtype=np.uint8).tobytes()
+        image = Image(program=words, memory=[(0, mem)], readback=[(0, 0x1000)],
+                      max_cycles=200_000)
+        core.run_image(Image(program=assemble(fuzz.scrub_program(SMALL))))
+        fast = core.run_image(image)
+        slow = run_cocotb_image(SMALL, image, simulator="icarus")
+        # SBUF starts from zeros under cocotb: only error, cycles and counters are compared
+        # where a program reads SBUF before writing it; memory too when it does not.
+        diffs = [d for d in compare(slow, fast) if not d.startswith("readback")]
+        assert diffs == [], (ps, diffs)
+
+
+# -- the fuzz --------------------------------------------------------------------------------
+def test_fuzz_short(core):
+    rec = fuzz.run(SMALL, seed=int(os.environ.get("FASTSIM_FUZZ_SEED", "7")), count=200,
+                   core=core)
+    assert rec["mismatch_count"] == 0, rec["mismatches"]
+    assert rec["compared_memory"] > 50 and rec["errors"] > 10, rec
+
+
+@pytest.mark.long
+def test_fuzz_long():
+    """100,000 random programs against the reference simulator, 0 mismatches."""
+    rec = fuzz.run(SMALL, seed=int(os.environ.get("FASTSIM_FUZZ_SEED", "100")),
+                   count=100_000)
+    assert rec["mismatch_count"] == 0, rec["mismatches"]
+
+
+def test_fuzz_is_a_pure_function(core):
+    a = fuzz.run(SMALL, seed=3, count=20, core=core)
+    b = fuzz.run(SMALL, seed=3, count=20, core=core)
+    for r in (a, b):
+        r.pop("wall_s")
+    assert a == b
+
+
+# -- bad input and crashes --------------------------------------------------------------------
+def test_never_finishes_stops_at_cycle_limit(core):
+    image = Image(program=assemble("li r5, 0x7FFFFFFF\nloop r5, L\nnop\nL: endloop\nhalt\n"),
+                  max_cycles=5_000)
+    c0 = core.cycle
+    with pytest.raises(TimeoutError, match="STATUS 0x"):
+        core.run_image(image)
+    assert core.cycle - c0 < 20_000
+    host = core.host()
+    assert host.status()["busy"]
+    host.abort()
+    core.run(2_000)
+    assert not host.status()["busy"]
+    image, check = workloads.build("gemm", SMALL, seed=2, KT=1, MT=1, N=4)
+    check(core.run_image(image))            # the core is usable afterwards
+
+
+def test_bad_transport_arguments(core):
+    t = core.transport
+    with pytest.raises(ValueError, match="addr must be an integer from 0 to 65535"):
+        t.read32(0x10000)
+    with pytest.raises(ValueError, match="addr must be an integer from 0 to 4294967295"):
+        core.memory.write(-4, b"x")
+    with pytest.raises(ValueError, match="cycles must be an integer"):
+        core.run(-1)
+
+
+def test_crash_is_an_exception():
+    with FastCore(SMALL) as c:
+        os.kill(c._proc.pid, signal.SIGSEGV)
+        with pytest.raises(FastSimError, match=r"exited with signal 11 during cycle"):
+            c.cycle
+        with pytest.raises(FastSimError, match="closed"):
+            c.cycle
+
+
+def test_hang_is_an_exception():
+    with FastCore(SMALL, timeout=0.5) as c:
+        with pytest.raises(FastSimError, match="did not answer run"):
+            c.run(10 ** 12)
+
+
+@pytest.mark.long
+def test_waves_window(tmp_path):
+    """An FST of a window of cycles (a separate build with tracing)."""
+    path = tmp_path / "w.fst"
+    with FastCore(SMALL, waves=path, wave_window=(100, 300)) as c:
+        image, check = workloads.build("gemm", SMALL, seed=2, KT=1, MT=1, N=4)
+        check(c.run_image(image))
+    assert path.exists() and path.stat().st_size > 1000
