@@ -3,7 +3,6 @@ set of checkers), the dict round trip, and the reference simulator and the RTL b
 configuration agreeing on every parameter (``NeuronCore.describe()``)."""
 
 import json
-import warnings
 
 import pytest
 
@@ -52,6 +51,11 @@ def test_parameter_errors_match_the_core(kwargs, exc, msg):
         NeuronCore(**kwargs)
 
 
+def _unused(core):
+    core._MustUse__silence = True           # described, never elaborated
+    return core
+
+
 def _re(text):
     import re
     return re.escape(text)
@@ -79,9 +83,7 @@ def test_defaults_are_the_cores():
     """CoreConfig(), NeuronCore() and RefSim() have the same defaults."""
     import inspect
     from sim.refsim import RefSim
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        core = NeuronCore()
+    core = _unused(NeuronCore())
     assert core.core_config() == CoreConfig()
     assert set(CoreConfig().formats) == set(ENGINE_FORMATS)
     s = RefSim([])
@@ -102,9 +104,7 @@ def test_refsim_and_core_from_one_config_agree(cfg):
     """NeuronCore.from_config(cfg) and cfg.refsim(...) have every parameter of cfg: the
     core's describe() (configuration, CONFIG0/CONFIG1-visible sizes) and the simulator's
     geometry, program memory, formats, vector-engine parameters and checks."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        core = NeuronCore.from_config(cfg)
+    core = _unused(NeuronCore.from_config(cfg))
     desc = core.describe()
     conf = dict(desc["config"])
     assert conf.pop("engine_domain") is None
