@@ -139,6 +139,10 @@ def errors_markdown():
         "- The watchdog (`rtl/core/watchdog.py`) reports `WATCHDOG` in the first cycle a program",
         "  runs beyond `WATCHDOG_LIMIT` cycles (0 disables it) and holds `abort` until the next",
         "  START or `CTRL.clear`.",
+        "- The core does not detect two engines touching the same SBUF/PSUM words unordered (a",
+        "  missing `WAIT`): its result then depends on timing. The reference simulator's race",
+        "  check does (`sim.races.RaceError` naming both instructions; `docs/isa.md` section",
+        "  10); the core tests run it on every program.",
         "",
     ]
     return "\n".join(out)
