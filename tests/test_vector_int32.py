@@ -71,7 +71,10 @@ def test_int32_copy_every_pattern_class():
     vals = np.resize(vals, (len(vals) + LANES - 1) // LANES * LANES)
     cmd = dict(emit=1, fmt_a=Format.INT32, fmt_o=Format.INT32)
     for rm in RoundMode:
-        assert np.array_equal(_run(dict(cmd, rmode=rm), vals), vals)
+        got = _run(dict(cmd, rmode=rm), vals)
+        bad = np.flatnonzero(got != vals)
+        assert not len(bad), (f"{rm.name}: {len(bad)} of {len(vals)} words changed, first "
+                              f"{_signed(vals[bad[0]])} -> {_signed(got[bad[0]])}")
 
 
 def test_int32_copy_through_fp32_rounds():
