@@ -453,11 +453,16 @@ async def test_runtime_microcode(dut):
               isa.encode(0xF1, rs1=9, imm=6), isa.encode(0xF1, rs1=0, imm=7)]
     words += assemble("waiti 2, 1\nwaiti 6, 5\nhalt")
     ext = {microcode.FUSED_OPCODE: microcode.fused_matmul_act_ref, 0xF1: rep_ref}
+    # A slow tensor engine (the MATMUL completes long after the ACT record is built): the
+    # routine's BARRIER holds the ACT, which reads the MATMUL's PSUM tile, until the MATMUL
+    # completed, and the race check sees the two ordered.
+    saved = dict(h.latency)
+    h.latency[Engine.TENSOR] = (100, 120)
     hw, ref = await _check(h, words, "fused", ext)
+    h.latency = saved
     assert hw["err_status"] == 0 and hw["sems"][6] == 5 and hw["sems"][7] == 0
-    # The routine's BARRIER: the ACT (reading the MATMUL's PSUM tile) is accepted only after
-    # the MATMUL completed, and the race check sees the two ordered.
-    assert h.accepted_at[Engine.VECTOR][0] > h.done_at[Engine.TENSOR][0]
+    assert h.accepted_at[Engine.VECTOR][0] > h.done_at[Engine.TENSOR][0], \
+        (h.accepted_at, h.done_at)
     assert not ref.races, ref.races_error()
     t = isa.unpack(isa.TENSOR_RECORD, h.log[Engine.TENSOR][0])
     v = isa.unpack(isa.VECTOR_RECORD, h.log[Engine.VECTOR][0])
