@@ -383,8 +383,10 @@ async def test_int32_exact_copy(dut):
     for idle, stall in ((0.3, 0.3), (0.0, 0.8), (0.0, 0.0)):
         tb.idle, tb.stall = idle, stall
         got = await tb.run(copy, vals, what=f"int32 copy idle {idle} stall {stall}")
-        flat = [w for g in got for w in unpack(g, lanes)]
-        assert flat[:len(vals)] == vals, (seed_note(tb), [hex(v) for v in flat[:8]])
+        flat = [w for g in got for w in unpack(g, lanes)][:len(vals)]
+        bad = [i for i, (g, v) in enumerate(zip(flat, vals)) if g != v]
+        assert not bad, (f"{seed_note(tb)}: {len(bad)} of {len(vals)} words changed, first "
+                         f"{vals[bad[0]]:#x} -> {flat[bad[0]]:#x}")
     tb.idle, tb.stall = 0.3, 0.3
     for rm in RoundMode:
         await tb.run(dict(copy, rmode=rm, acc_op=AccOp.MAX, acc_reset=1, emit_acc=1),
