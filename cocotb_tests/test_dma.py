@@ -26,6 +26,7 @@ from sim.isa import DMA_RECORD, pack
 from sim.memmap import DMA_PERM_READ, DMA_PERM_WRITE
 from rtl.core.sbuf import SBUF, SBUFReadSignature, SBUFWriteSignature
 from rtl.dma.dma import DMA
+from cocotb_tests.common.tb import random_seed
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.axi_transport import settle_comb
 from cocotb_tests.common.config import dut_config
@@ -426,10 +427,6 @@ async def _check_transfer(bench, rec, ext, sbuf):
         assert len(bad) == 0, f"load mismatch at {bad[:8].tolist()}: {rec}"
 
 
-def _seed():
-    return cocotb.RANDOM_SEED
-
-
 ALL_FORMATS = list(Format)
 
 
@@ -456,7 +453,7 @@ async def test_transfers(dut, pause):
     """Loads and stores of every format with random 3-D strided patterns (contiguous rows,
     element strides, negative strides, 4 KiB crossings), random latency and back-pressure;
     SBUF and external memory compared bit-exactly with the model."""
-    seed = _seed() + int(pause * 2)
+    seed = random_seed() + int(pause * 2)
     rng = random.Random(seed)
     dut._log.info("seed %d pause %.1f", seed, pause)
     bench = Bench(dut, rng, pause=pause, latency=3 if pause else 0)
@@ -481,7 +478,7 @@ async def test_sbuf_write_contention(dut):
     many cycles: the DMA holds its element and stops taking R beats while refused, so SBUF
     ends bit-exact with the model (nothing lost or written twice) and the other writer's
     words land too."""
-    seed = _seed() + 3
+    seed = random_seed() + 3
     rng = random.Random(seed)
     dut._log.info("seed %d", seed)
     bench = Bench(dut, rng, pause=0.2, latency=1)
@@ -509,7 +506,7 @@ async def test_sbuf_write_contention(dut):
 async def test_bursts_outstanding(dut):
     """Long contiguous transfers: multi-beat bursts up to max_burst, several reads outstanding
     (slow memory), 4 KiB boundaries respected, exact data."""
-    rng = random.Random(_seed() + 7)
+    rng = random.Random(random_seed() + 7)
     bench = Bench(dut, rng, latency=6)
     await bench.start()
     cfg = bench.cfg
@@ -565,7 +562,7 @@ async def test_burst_split(dut):
     in the middle of a beat) and of strided records, against :func:`expected_bursts`, with
     back-pressure on every channel: the issuer's length and boundary flags, kept a burst
     ahead, must split every segment as the greedy rule does."""
-    rng = random.Random(_seed() + 17)
+    rng = random.Random(random_seed() + 17)
     bench = Bench(dut, rng, pause=0.3, latency=2)
     await bench.start()
     cfg = bench.cfg
@@ -619,7 +616,7 @@ async def test_throughput(dut):
     """Bytes per cycle of long contiguous loads and stores on an ideal memory (no latency, no
     back-pressure), per element size. The DMA moves one element per cycle on the SBUF side,
     so the ceiling is min(element bytes, bus bytes) per cycle."""
-    rng = random.Random(_seed() + 5)
+    rng = random.Random(random_seed() + 5)
     bench = Bench(dut, rng)
     await bench.start()
     ext, sbuf = await _random_memories(bench, rng, random_sbuf=False)
@@ -740,7 +737,7 @@ async def test_cycle_counts_outstanding(dut):
 async def test_axi_error_responses(dut):
     """SLVERR on a read beat / a write burst: the error code, the faulting address and RRESP
     are reported, no done pulse, the bus drains, and the next transfer is correct."""
-    rng = random.Random(_seed() + 11)
+    rng = random.Random(random_seed() + 11)
     bench = Bench(dut, rng, latency=2)
     await bench.start()
     ext, sbuf = await _random_memories(bench, rng, random_sbuf=False)
@@ -787,8 +784,8 @@ async def test_axi_error_responses(dut):
 async def test_protection(dut):
     """Window violations, misaligned records and partitions out of range: the documented
     error code and address, and NO bus transaction; permitted records run bit-exactly."""
-    rng = random.Random(_seed() + 13)
-    dut._log.info("seed %d", _seed() + 13)
+    rng = random.Random(random_seed() + 13)
+    dut._log.info("seed %d", random_seed() + 13)
     bench = Bench(dut, rng)
     await bench.start()
     nwin = bench.cfg["windows"]
@@ -840,7 +837,7 @@ async def test_window_edges(dut):
     element further is DMA_WINDOW; the same at the window's first byte, for positive and
     negative strides alike (a negative stride's row starts at its highest element). The
     expected outcome comes from the geometry (and agrees with ``sim.host.dma_check``)."""
-    rng = random.Random(_seed() + 29)
+    rng = random.Random(random_seed() + 29)
     bench = Bench(dut, rng)
     await bench.start()
     lo, hi = 0x1000, 0x17FF
@@ -885,7 +882,7 @@ async def test_window_extremes(dut):
     would wrap) and thresholds outside [0, 2**32) (a span longer than the window); window
     bounds off the element grid. Outcome and error address as ``sim.host.dma_check``; a
     refused record touches no bus."""
-    rng = random.Random(_seed() + 31)
+    rng = random.Random(random_seed() + 31)
     bench = Bench(dut, rng)
     await bench.start()
     rw = DMA_PERM_READ | DMA_PERM_WRITE
@@ -988,7 +985,7 @@ async def test_record_checks(dut):
     0) completes even when it is also misaligned or out of range; then DMA_ALIGN (address
     ext_addr, info 0), then SBUF_RANGE (address sbuf_addr, info part_start + part_count). None
     touches the bus; a correct record runs afterwards."""
-    rng = random.Random(_seed() + 17)
+    rng = random.Random(random_seed() + 17)
     bench = Bench(dut, rng)
     await bench.start()
     ext, sbuf = await _random_memories(bench, rng, (0, RAM_SIZE))
@@ -1018,7 +1015,7 @@ async def test_abort(dut):
     """Abort in the middle of long loads and stores: no burst is issued from the cycle the
     abort is seen on (no AR/AW valid rises after it), the engine drains and goes idle without
     done or error, and the next transfer is bit-exact."""
-    rng = random.Random(_seed() + 17)
+    rng = random.Random(random_seed() + 17)
     bench = Bench(dut, rng, pause=0.3, latency=2)
     await bench.start()
     _, sbuf = await _random_memories(bench, rng, random_sbuf=False)

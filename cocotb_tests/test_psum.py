@@ -6,7 +6,6 @@ through the ``rd`` port (with random gaps in ``en``) and compares it with the mo
 tests accumulate repeatedly into the same words with groups shorter than the adder pipeline.
 """
 
-import os
 import random
 
 import numpy as np
@@ -14,22 +13,12 @@ import numpy as np
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
+from cocotb_tests.common.tb import pack_lanes, random_seed
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
 from sim import formats
 from sim.dtypes import Format
 from sim.tensor import PsumModel
-
-
-def _pack(values, width):
-    out = 0
-    for i, v in enumerate(values):
-        out |= (int(v) & ((1 << width) - 1)) << (i * width)
-    return out
-
-
-def _seed():
-    return int(os.environ.get("COCOTB_RANDOM_SEED", cocotb.RANDOM_SEED))
 
 
 def _values(rng, cols, is_int, mode):
@@ -74,7 +63,7 @@ class Tb:
 
     def payload(self, data, addr, acc, last):
         c = self.cols
-        return (_pack(data, 32) | (addr << (32 * c)) | (int(acc) << (32 * c + self.abits))
+        return (pack_lanes(data, 32) | (addr << (32 * c)) | (int(acc) << (32 * c + self.abits))
                 | (int(last) << (32 * c + self.abits + 1)))
 
     async def write_group(self, rnd, rng, addr, n, acc, is_int, mode, idle_p):
@@ -134,7 +123,7 @@ class Tb:
 @cocotb.test()
 async def test_random_groups(dut):
     """Random groups: overwrite/accumulate, FP32/INT32, special values, random idles."""
-    seed = _seed()
+    seed = random_seed()
     rnd, rng = random.Random(seed), np.random.default_rng(seed)
     tb = Tb(dut)
     await tb.start()
@@ -154,7 +143,7 @@ async def test_random_groups(dut):
 async def test_accumulation_groups(dut):
     """The tensor engine's pattern: a group overwrites a region, then several groups accumulate
     into it back to back; one beat per cycle when groups are longer than the adder pipeline."""
-    seed = _seed() + 1
+    seed = random_seed() + 1
     rnd, rng = random.Random(seed), np.random.default_rng(seed)
     tb = Tb(dut)
     await tb.start()
@@ -173,7 +162,7 @@ async def test_accumulation_groups(dut):
 @cocotb.test()
 async def test_hazards(dut):
     """Short accumulating groups into the same words (read-after-write hazards) stay exact."""
-    seed = _seed() + 2
+    seed = random_seed() + 2
     rnd, rng = random.Random(seed), np.random.default_rng(seed)
     tb = Tb(dut)
     await tb.start()

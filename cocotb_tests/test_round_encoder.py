@@ -11,24 +11,13 @@ import numpy as np
 import cocotb
 from cocotb.triggers import Timer
 
+from cocotb_tests.common.tb import pack_lanes, unpack_lanes
 from cocotb_tests.common.config import dut_config
 from sim.dtypes import Format, RoundMode
 from sim.rounding import edge_patterns, encode
 
 _FORMATS = list(Format)
 _MODES = list(RoundMode)
-
-
-def _pack(values, width):
-    out = 0
-    for i, v in enumerate(values):
-        out |= (int(v) & ((1 << width) - 1)) << (i * width)
-    return out
-
-
-def _unpack(value, width, lanes):
-    mask = (1 << width) - 1
-    return [(value >> (i * width)) & mask for i in range(lanes)]
 
 
 async def _check_batches(dut, batches, lanes, n_rand):
@@ -46,12 +35,12 @@ async def _check_batches(dut, batches, lanes, n_rand):
         exp = expected[start:start + lanes]
         pad = lanes - len(chunk)
         a, fmt, mode, rand = zip(*(chunk + [(0, 0, 0, 0)] * pad))
-        dut.a.value = _pack(a, 32)
-        dut.fmt.value = _pack(fmt, 3)
-        dut.mode.value = _pack(mode, 2)
-        dut.rand.value = _pack(rand, n_rand)
+        dut.a.value = pack_lanes(a, 32)
+        dut.fmt.value = pack_lanes(fmt, 3)
+        dut.mode.value = pack_lanes(mode, 2)
+        dut.rand.value = pack_lanes(rand, n_rand)
         await Timer(1, unit="ns")
-        got = _unpack(dut.o.value.to_unsigned(), 32, lanes)
+        got = unpack_lanes(dut.o.value.to_unsigned(), 32, lanes)
         bad = [f"a=0x{chunk[i][0]:08x} fmt={Format(chunk[i][1]).name} "
                f"mode={RoundMode(chunk[i][2]).name} rand=0x{chunk[i][3]:x}: "
                f"got 0x{got[i]:08x} expected 0x{exp[i]:08x}"

@@ -19,6 +19,7 @@ import numpy as np
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
+from cocotb_tests.common.tb import pack_lanes, random_seed
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
 from sim.dtypes import Format
@@ -35,13 +36,6 @@ def _cfg():
     cfg["latency"] = cfg["mul_stages"] + cfg["rows"] * D + cfg["cols"]
     cfg["drain"] = (cfg["rows"] - 1) * D + cfg["cols"]
     return cfg
-
-
-def _pack(values, width):
-    out = 0
-    for i, v in enumerate(values):
-        out |= (int(v) & ((1 << width) - 1)) << (i * width)
-    return out
 
 
 class Instr:
@@ -98,7 +92,7 @@ async def drive_stationary(dut, cfg, prog, rnd, idle_p):
                 dut.stationary__valid.value = 0
                 await RisingEdge(dut.clk)
             col = [int(ins.st[k, m]) if k < ins.K else 0 for k in range(rows)]
-            dut.stationary__payload.value = (_pack(col, LANE) | (int(ins.fmt) << (LANE * rows))
+            dut.stationary__payload.value = (pack_lanes(col, LANE) | (int(ins.fmt) << (LANE * rows))
                                              | (int(m == ins.M - 1) << (LANE * rows + 3)))
             dut.stationary__valid.value = 1
             while True:
@@ -119,7 +113,7 @@ async def drive_moving(dut, cfg, prog, rnd, idle_p):
                 await RisingEdge(dut.clk)
             col = [int(ins.mv[k, n]) if k < ins.K else 0 for k in range(rows)]
             last = n == ins.N - 1
-            dut.moving__payload.value = _pack(col, LANE) | (int(last) << (LANE * rows))
+            dut.moving__payload.value = pack_lanes(col, LANE) | (int(last) << (LANE * rows))
             dut.moving_keep.value = int(last and ins.keep)
             dut.moving__valid.value = 1
             while True:
@@ -192,15 +186,11 @@ async def run_program(dut, cfg, prog, seed, st_idle=0.0, mv_idle=0.0, ready_p=1.
     return n
 
 
-def _seed():
-    return int(os.environ.get("COCOTB_RANDOM_SEED", cocotb.RANDOM_SEED))
-
-
 @cocotb.test()
 async def test_random_stress(dut):
     """Random shapes and formats, random idles on both inputs and random back-pressure."""
     cfg = _cfg()
-    seed = _seed()
+    seed = random_seed()
     rng = np.random.default_rng(seed)
     prog = make_program(rng, cfg, cfg.get("n_instr", 12), n_max=cfg.get("n_max", 40))
     await run_program(dut, cfg, prog, seed, st_idle=0.3, mv_idle=0.2, ready_p=0.6)
@@ -210,7 +200,7 @@ async def test_random_stress(dut):
 async def test_every_format(dut):
     """Every configured format, full and partial tiles, one long group (N in the hundreds)."""
     cfg = _cfg()
-    seed = _seed() + 11
+    seed = random_seed() + 11
     rng = np.random.default_rng(seed)
     rows, cols = cfg["rows"], cfg["cols"]
     prog = []
@@ -232,7 +222,7 @@ async def test_heavy_backpressure(dut):
     """Output ready 15% of the time: the array must stall without loss or duplication, and
     tile loads must respect the bank still in use."""
     cfg = _cfg()
-    seed = _seed() + 22
+    seed = random_seed() + 22
     rng = np.random.default_rng(seed)
     prog = make_program(rng, cfg, 6, n_max=12, reuse_p=0.3)
     await run_program(dut, cfg, prog, seed, st_idle=0.0, mv_idle=0.0, ready_p=0.15)
@@ -244,7 +234,7 @@ async def test_back_to_back(dut):
     no back-pressure: after the first result, one result beat every cycle (no bubble), and
     the first result ``latency`` cycles after the first moving beat."""
     cfg = _cfg()
-    seed = _seed() + 33
+    seed = random_seed() + 33
     rng = np.random.default_rng(seed)
     rows, cols = cfg["rows"], cfg["cols"]
     N = 8 * rows
@@ -287,7 +277,7 @@ async def test_back_to_back(dut):
 async def test_reset_midstream(dut):
     """Reset during a group forgets tiles and in-flight beats; the next program is exact."""
     cfg = _cfg()
-    seed = _seed() + 44
+    seed = random_seed() + 44
     rng = np.random.default_rng(seed)
     start_clock(dut)
     dut.stationary__valid.value = 0

@@ -23,6 +23,7 @@ from sim.asm import assemble
 from sim.dtypes import Format
 from sim.errors import ErrorCode
 from sim.memmap import DMA_PERM_READ, DMA_PERM_WRITE
+from cocotb_tests.common.tb import random_seed
 from cocotb_tests.common.config import dut_config
 from cocotb_tests.common.axi_transport import settle_comb
 
@@ -48,15 +49,11 @@ CORRECT = """
 """
 
 
-def _seed():
-    return cocotb.RANDOM_SEED
-
-
 async def _env(dut, **kwargs):
     from cocotb_tests.common.core_env import CoreEnv
     dut.rst.value = 1
     await settle_comb(dut)
-    env = CoreEnv(dut, seed=_seed(), mem_size=MEM_SIZE, **kwargs)
+    env = CoreEnv(dut, seed=random_seed(), mem_size=MEM_SIZE, **kwargs)
     await env.reset()
     host = env.host()
     for i, (base, limit, perm) in enumerate(WINDOWS):
@@ -110,7 +107,7 @@ def _outside_windows(accesses):
 async def test_faults(dut):
     from sim.host import (BusError, DmaWindowViolation, AxiReadError, WatchdogTimeout,
                           AcceleratorError)
-    rng = random.Random(_seed())
+    rng = random.Random(random_seed())
     env, host = await _env(dut, latency=(0, 2), pause=0.2)
     await _correct_run(env, host, rng)
 
@@ -231,8 +228,8 @@ def _random_ops(rng, n):
 
 @cocotb.test()
 async def test_fuzz(dut):
-    rng = random.Random(_seed() + 1)
-    dut._log.info("seed %d", _seed() + 1)
+    rng = random.Random(random_seed() + 1)
+    dut._log.info("seed %d", random_seed() + 1)
     env, host = await _env(dut, latency=(0, 2), pause=0.2)
     init = bytes(rng.getrandbits(8) for _ in range(MEM_SIZE))
     env.write_mem(0, init)
