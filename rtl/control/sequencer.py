@@ -7,12 +7,11 @@ its executable form ``sim/refsim.py``.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, fifo, stream, wiring
-from amaranth.lib.memory import Memory
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from sim import isa, microcode
+from sim import isa
 from sim.config import check_int, check_pow2
 from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond, UDst, USeq,
                      USpecial, USrc)
@@ -20,6 +19,9 @@ from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond,
 from rtl.arith.wide_mux import lut4, pair_mux, wide_mux
 
 from .layouts import record_layout
+from .engine_queue import EngineQueue
+from .memories import SequencerMemories
+from .perf_counters import PerfCounters
 
 __all__ = ["Sequencer", "DBG", "YOSYS_HINTS"]
 
@@ -287,53 +289,20 @@ class Sequencer(wiring.Component):
             m.d.sync += pc.eq(npc_now)
 
         # ---- memories ---------------------------------------------------------------------
-        m.submodules.pmem = pmem = Memory(shape=isa.INSTR_BITS, depth=self._pmem_depth,
-                                          init=[])
-        pw = pmem.write_port()
-        pr = pmem.read_port()
-        m.d.comb += [pw.addr.eq(self.pmem_wr_addr), pw.data.eq(self.pmem_wr_data),
-                     pw.en.eq(self.pmem_wr_en & ~self.busy), pr.addr.eq(pc_now[:pc_bits])]
-
-        # The control store keeps beside each micro-word a 65th bit, derived as the word is
-        # written: its ``seq`` is JUMP or CALL (F's successor is its target). F's next-address
-        # multiplexer then takes a select straight from the block RAM instead of decoding the
-        # 3-bit field behind the RAM's slow clock-to-out. (Two 36-bit-wide block RAMs hold the
-        # 65 bits as they held 64.)
-        seq_lo, seq_w = isa.field_offsets(isa.MICRO_FIELDS)["seq"]
-
-        jumps = (USeq.JUMP, USeq.CALL)
-
-        def f_jumps(word):          # the bit of a written word (a Value)
-            seq_v = word[seq_lo:seq_lo + seq_w]
-            return Cat(*[seq_v == v for v in jumps]).any()
-
-        def jump_bit(word):         # ... and of an initial one (an int)
-            return int((word >> seq_lo & ((1 << seq_w) - 1)) in jumps)
-
-        m.submodules.ucode = ucode = Memory(
-            shape=65, depth=isa.UCODE_DEPTH,
-            init=[w | jump_bit(w) << 64 for w in microcode.control_store()])
-        uw_port = ucode.write_port()
-        ur = ucode.read_port()
-        m.d.comb += [uw_port.addr.eq(self.ucode_wr_addr),
-                     uw_port.data.eq(Cat(self.ucode_wr_data, f_jumps(self.ucode_wr_data))),
-                     uw_port.en.eq(self.ucode_wr_en & ~self.busy)]
-
-        m.submodules.opmap = opmap = Memory(shape=isa.MAP_BITS, depth=256,
-                                            init=microcode.opcode_map())
-        mw = opmap.write_port()
-        mr = opmap.read_port()
-        m.d.comb += [mw.addr.eq(self.map_wr_addr), mw.data.eq(self.map_wr_data),
-                     mw.en.eq(self.map_wr_en & ~self.busy), mr.addr.eq(pr.data[:8])]
-
-        m.submodules.regfile = regfile = Memory(shape=32, depth=isa.NUM_REGS, init=[])
-        rf_w = regfile.write_port()
-        rf_a = regfile.read_port(domain="comb")
-        rf_b = regfile.read_port(domain="comb")
-        rf_d = regfile.read_port(domain="comb")
+        m.submodules.mems = mems = SequencerMemories(pmem_depth=self._pmem_depth)
+        m.d.comb += [
+            mems.busy.eq(self.busy),
+            mems.pmem_wr_addr.eq(self.pmem_wr_addr), mems.pmem_wr_data.eq(self.pmem_wr_data),
+            mems.pmem_wr_en.eq(self.pmem_wr_en),
+            mems.ucode_wr_addr.eq(self.ucode_wr_addr),
+            mems.ucode_wr_data.eq(self.ucode_wr_data), mems.ucode_wr_en.eq(self.ucode_wr_en),
+            mems.map_wr_addr.eq(self.map_wr_addr), mems.map_wr_data.eq(self.map_wr_data),
+            mems.map_wr_en.eq(self.map_wr_en),
+            mems.pmem_addr.eq(pc_now[:pc_bits]),
+        ]
 
         # ---- micro-pipeline ---------------------------------------------------------------
-        # Three stages. F (fetch): the control store's output ``ur.data`` is the micro-word at
+        # Three stages. F (fetch): the control store's output ``uword_f`` is the micro-word at
         # ``upc_f`` (the address registered by the block RAM); F picks its successor itself
         # (a JUMP/CALL target, else ``upc_f + 1``). R (read): the micro-word in ``uword_r``
         # (valid when ``rv``), registered from F, reads its operands from the register file
@@ -345,8 +314,8 @@ class Sequencer(wiring.Component):
         # clock-to-output delay out of the operand read (F's output only selects R's register
         # indices into registers, ``a_idx_q``/``b_idx_q``).
         mo = isa.field_offsets(isa.MICRO_FIELDS)
-        uword_f = ur.data[:64]
-        jump_f = ur.data[64]            # ``f_jumps(uword_f)``, stored with it
+        uword_f = mems.ucode_data[:64]
+        jump_f = mems.ucode_data[64]    # the jump bit of ``uword_f``, stored with it
         uword_r = Signal(64)
         uword_x = Signal(64)
         rv, xv = Signal(), Signal()
@@ -577,7 +546,7 @@ class Sequencer(wiring.Component):
                 src_eq_rd[3], Const(1, 1), src_eq_rd[0], src_eq_rd[1], src_eq_rd[2],
                 Const(0, 1), Const(0, 1), Const(0, 1)], f"{eq.name}_mux"))
 
-        def operand(sel, port, idx_q, agr_q, reg_q, val):
+        def operand(sel, rf_data, idx_q, agr_q, reg_q, val):
             # W's pending write of the operand's register instead of the file's stale word:
             # ``w_rf_addr == idx`` with the index's two registered sources compared at once
             # (``idx_q``, and ``ag_idx_r`` for an AGREG operand).
@@ -599,7 +568,7 @@ class Sequencer(wiring.Component):
                     m.d.comb += other.eq(ag_stride_now[k_r])
                 with m.Case(USrc.AGBASE):
                     m.d.comb += other.eq(ag_base_now[k_r])
-            m.d.comb += val.eq(Mux(reg_q, Mux(w_hit, w_rf_data, port.data), other))
+            m.d.comb += val.eq(Mux(reg_q, Mux(w_hit, w_rf_data, rf_data), other))
 
         def ag_same(i, j):      # ``ag_reg[i] == ag_reg[j]``
             return Const(1) if i == j else ag_pair_eq[min(i, j), max(i, j)]
@@ -681,9 +650,9 @@ class Sequencer(wiring.Component):
         ag_idx_f = wide_mux(m, platform, field(uword_f, "const")[:2], list(ag_eff), "ag_idx_f")
         m.d.comb += [a_idx.eq(Mux(a_agr_q, ag_idx_r, a_idx_q)),
                      b_idx.eq(Mux(b_agr_q, ag_idx_r, b_idx_q))]
-        m.d.comb += [rf_a.addr.eq(a_idx), rf_b.addr.eq(b_idx)]
-        operand(a_sel_r, rf_a, a_idx_q, a_agr_q, a_reg_q, a_rd)
-        operand(b_sel_r, rf_b, b_idx_q, b_agr_q, b_reg_q, b_rd)
+        m.d.comb += [mems.rf_a_addr.eq(a_idx), mems.rf_b_addr.eq(b_idx)]
+        operand(a_sel_r, mems.rf_a_data, a_idx_q, a_agr_q, a_reg_q, a_rd)
+        operand(b_sel_r, mems.rf_b_data, b_idx_q, b_agr_q, b_reg_q, b_rd)
         forwarded(a_sel_r, a_idx_q, a_rd_eq_q, a_hit)
         forwarded(b_sel_r, b_idx_q, b_rd_eq_q, b_hit)
         m.d.comb += [a.eq(Mux(a_fw, x_prev, a_q)), b.eq(Mux(b_fw, x_prev, b_q))]
@@ -781,15 +750,15 @@ class Sequencer(wiring.Component):
         # write does not wait for ``go``: X's result is a function of its registered operands,
         # so a stalled micro-instruction rewrites the same value (see the effects below).
         rec, rec_raw, wr, rec_terms, rec_w = {}, {}, {}, {}, {}
-        outq, semq = {}, {}
-        can_emit = Array(Signal(name=f"can_emit{e}", init=1) for e in range(4))
+        # The record and completion FIFOs (``EngineQueue``); ``can_emit`` and ``outstanding``
+        # are their registered flags.
+        queues, can_emit = {}, {}
         # The record check's verdict on the record an EMIT of that engine in X pushes, low
         # while its check is pending: one LUT of flip-flops (``ill_x``, below).
         ill_x = {Engine.DMA: Const(0)}
         ill_src = {}
         outstanding = Signal(3)   # one bit per engine: a record issued and not completed
         for e in _ENGINES:
-            lay = isa.RECORDS[e]
             nslots = isa.RECORD_SLOTS[e]
             rec_raw[e] = [Signal(32, name=f"rec_{_NAMES[e]}{s}") for s in range(nslots)]
             wr[e] = Signal(nslots, name=f"rec_{_NAMES[e]}_wr")
@@ -797,35 +766,14 @@ class Sequencer(wiring.Component):
             rec_w[e] = Signal(nslots, name=f"rec_{_NAMES[e]}_pend")    # W: takes res_q
             m.d.comb += [rec[e][s].eq(Mux(wr[e][s], Mux(rec_w[e][s], res_q, rec_raw[e][s]), 0))
                          for s in range(nslots)]
-            q = outq[e] = fifo.SyncFIFO(width=isa.layout_width(lay), depth=self._queue_depth)
-            # (the semaphore one-hot, zero without sem_en: no decoder behind the read)
-            sq = semq[e] = fifo.SyncFIFO(width=isa.NUM_SEMS, depth=self._max_outstanding)
-            m.submodules[f"q_{_NAMES[e]}"] = q
-            m.submodules[f"semq_{_NAMES[e]}"] = sq
-            port = getattr(self, _NAMES[e])
-            m.d.comb += [port.valid.eq(q.r_rdy), port.payload.eq(q.r_data),
-                         q.r_en.eq(port.ready), q.w_data.eq(Cat(*rec[e]))]
-            # The queues' full and empty flags registered from their next levels
-            # (lookahead), so that the stall cone starts from flip-flops, not level compares.
-            # ``can_emit`` is one flip-flop (neither queue full next cycle), not an AND of the
-            # two full flags behind it: one level less in front of the stall.
-            def moves(f):
-                return f.r_en & f.r_rdy, f.w_en & f.w_rdy
-
-            def full_next(f):
-                rd_, wr_ = moves(f)
-                return ~rd_ & ((f.level == f.depth) | (f.level == f.depth - 1) & wr_)
-
-            sq_empty = Signal(name=f"{_NAMES[e]}_sq_empty", init=1)
-            rd_, wr_ = moves(sq)
-            m.d.sync += sq_empty.eq(~wr_ & ((sq.level == 0) | (sq.level == 1) & rd_))
-            m.d.sync += can_emit[e].eq(~full_next(q) & ~full_next(sq))
-            m.d.comb += outstanding[e].eq(~sq_empty)
-            offs = isa.field_offsets(lay)
-            rec_sem = Cat(*rec[e])[offs["sem"][0]:offs["sem"][0] + 4]
-            m.d.comb += sq.w_data.eq(Mux(Cat(*rec[e])[offs["sem_en"][0]],
-                                         Const(1, isa.NUM_SEMS) << rec_sem, 0))
-            m.d.comb += sq.r_en.eq(getattr(self, _NAMES[e] + "_done"))
+            qu = queues[e] = EngineQueue(e, depth=self._queue_depth,
+                                         max_outstanding=self._max_outstanding)
+            m.submodules[f"queue_{_NAMES[e]}"] = qu
+            wiring.connect(m, qu.o, wiring.flipped(getattr(self, _NAMES[e])))
+            m.d.comb += [qu.record.eq(Cat(*rec[e])),
+                         qu.done.eq(getattr(self, _NAMES[e] + "_done")),
+                         outstanding[e].eq(qu.outstanding)]
+            can_emit[e] = qu.can_emit
             if e != Engine.DMA:
                 # The record check's terms, registered beside each slot (``rec_terms``) from
                 # the core's terms of the value written: the check at EMIT starts from these
@@ -961,7 +909,7 @@ class Sequencer(wiring.Component):
         # in EXEC's first cycle, when nothing has reached X yet (xv is 0): the RAM's slow
         # clock-to-out then only feeds a flip-flop.
         illegal = Signal()
-        m.d.sync += illegal.eq((state == _S_MAP) & ~mr.data[isa.UADDR_BITS])
+        m.d.sync += illegal.eq((state == _S_MAP) & ~mems.map_data[isa.UADDR_BITS])
         with m.If(illegal):
             m.d.comb += err_now[ErrorBit.ILLEGAL_OPCODE].eq(1)
         seq_fault = Signal()    # the errors of the ``seq`` field
@@ -1027,9 +975,8 @@ class Sequencer(wiring.Component):
         for i in range(isa.NUM_SEMS):
             incs = []
             for e in _ENGINES:
-                sq = semq[e]
                 done = getattr(self, _NAMES[e] + "_done")
-                incs.append(done & outstanding[e] & sq.r_data[i])
+                incs.append(done & outstanding[e] & queues[e].sem_head[i])
             eng_total = Signal(2, name=f"sem{i}_eng_inc")
             m.d.comb += eng_total.eq(sum(x.as_unsigned() for x in incs))
             # sem_now + eng_total + sem_inc_q[i], the last as the carry into the low bit
@@ -1062,10 +1009,10 @@ class Sequencer(wiring.Component):
         m.d.sync += [w_rf_en.eq(x_live & wr_en & ~wr_kill), w_rf_addr.eq(wr_addr),
                      w_rf_data.eq(wr_data)]
         with m.If(state == _S_CLEAR):
-            m.d.comb += [rf_w.addr.eq(clr), rf_w.data.eq(0), rf_w.en.eq(1)]
+            m.d.comb += [mems.rf_wr_addr.eq(clr), mems.rf_wr_data.eq(0), mems.rf_wr_en.eq(1)]
         with m.Else():
-            m.d.comb += [rf_w.addr.eq(w_rf_addr), rf_w.data.eq(w_rf_data),
-                         rf_w.en.eq(w_rf_en)]
+            m.d.comb += [mems.rf_wr_addr.eq(w_rf_addr), mems.rf_wr_data.eq(w_rf_data),
+                         mems.rf_wr_en.eq(w_rf_en)]
         m.d.comb += self.slot_data.eq(res_q)
         # The value X forwards: its register-file write, or its T0/T1 write (``res``).
         m.d.comb += x_fwd.eq(alu_out("alu_fwd", xd["fwd_sem"]))
@@ -1161,11 +1108,11 @@ class Sequencer(wiring.Component):
         addr_hold = lut4(m, platform, f_succ, (jump_f, use_f_hold, target_f, nj_hold),
                          "addr_hold")
         m.d.comb += [
-            ur.addr.eq(pair_mux(m, platform, go,
-                                (in_map, addr_hold, mr.data[:isa.UADDR_BITS]),
-                                (redirect, addr_go, x_target), "next_uaddr")),
+            mems.ucode_addr.eq(pair_mux(m, platform, go,
+                                        (in_map, addr_hold, mems.map_data[:isa.UADDR_BITS]),
+                                        (redirect, addr_go, x_target), "next_uaddr")),
         ]
-        m.d.sync += upc_f.eq(ur.addr)
+        m.d.sync += upc_f.eq(mems.ucode_addr)
         # R's registers load on ``r_take_nr`` too: a taken redirect empties R (``rv``), and
         # the next ``r_take`` loads them again, so the redirect (``res_zero`` -> branch
         # terms) is not in the clock enable of R's ~90 flip-flops. Only ``rv`` follows ``r_take``.
@@ -1255,7 +1202,7 @@ class Sequencer(wiring.Component):
             # queue's level)
             m.d.comb += push.eq(xv & can_emit[e] & ~chk_pend[e] & ~ill_x[e] &
                                 seq_gate("emit_" + _NAMES[e]))
-            m.d.comb += [outq[e].w_en.eq(push), semq[e].w_en.eq(push)]
+            m.d.comb += queues[e].push.eq(push)
         # State that no debug read shows and START resets (or whose pointer START resets)
         # changes on ``go``; a trapping micro-instruction's change of it is never seen, since
         # the sequencer stops. The architectural state (PC, flags, loop and call depths,
@@ -1382,33 +1329,17 @@ class Sequencer(wiring.Component):
             m.d.sync += [uctr.eq(uctr - 1), uctr_nz.eq(uctr != 1)]
 
         # ---- performance counters ---------------------------------------------------------
-        retired, cycles = Signal(32), Signal(32)
-        perf = {}
-        running = (state == _S_FETCH) | (state == _S_DECODE) | (state == _S_MAP) | in_exec
-        for e in _ENGINES:
-            perf[e] = [Signal(32, name=f"perf_{_NAMES[e]}_{n}")
-                       for n in ("busy", "semwait", "idle", "blocked")]
-            busy_c, semw_c, idle_c, blk_c = perf[e]
-            with m.If(running):
-                with m.If(outstanding[e]):
-                    m.d.sync += busy_c.eq(busy_c + 1)
-                with m.Elif(wait_stall):
-                    m.d.sync += semw_c.eq(semw_c + 1)
-                with m.Else():
-                    m.d.sync += idle_c.eq(idle_c + 1)
-                with m.If(x_live & xd["emit_" + _NAMES[e]] & ~can_emit[e]):
-                    m.d.sync += blk_c.eq(blk_c + 1)
-        with m.If(running):
-            m.d.sync += cycles.eq(cycles + 1)
-        # A retirement is registered (``retire_q``) and counted a cycle later, so the
-        # error cone (the core's record check -> ``adv``) does not reach the 32-bit counter;
-        # ``retired_now`` is the count with it, what
-        # the debug port reads.
-        retire_q = Signal()
-        retired_now = Signal(32)
-        m.d.sync += retire_q.eq(adv & xd["end"])
-        m.d.sync += retired.eq(retired_now)
-        m.d.comb += retired_now.eq(retired + retire_q)
+        m.submodules.perf = perf = PerfCounters()
+        m.d.comb += [
+            perf.clear.eq(((state == _S_IDLE) | (state == _S_DONE)) & self.start),
+            perf.running.eq((state == _S_FETCH) | (state == _S_DECODE) | (state == _S_MAP) |
+                            in_exec),
+            perf.retire.eq(adv & xd["end"]),
+            perf.outstanding.eq(outstanding),
+            perf.blocked.eq(Cat(*[x_live & xd["emit_" + _NAMES[e]] & ~can_emit[e]
+                                  for e in _ENGINES])),
+            perf.semwait.eq(wait_stall),
+        ]
 
         # ---- top-level state machine --------------------------------------------------------
         err_any = Signal()      # ``err_status != 0``, registered beside it
@@ -1434,8 +1365,7 @@ class Sequencer(wiring.Component):
                                  ltop.eq(-1), ctop.eq(-1), utop.eq(-1), usp_zero.eq(1),
                                  usp_full.eq(0), lsp_zero.eq(1), lsp_full.eq(0),
                                  csp_zero.eq(1), csp_full.eq(0),
-                                 retired.eq(0), retire_q.eq(0), cycles.eq(0), t0.eq(0),
-                                 t1.eq(0), uctr.eq(0),
+                                 t0.eq(0), t1.eq(0), uctr.eq(0),
                                  uctr_nz.eq(0), uctr_fix.eq(0)]
                     m.d.sync += [s.eq(0) for s in sems]
                     m.d.sync += [ag_stride[i].eq(0) for i in range(isa.NUM_AG)]
@@ -1446,7 +1376,6 @@ class Sequencer(wiring.Component):
                     m.d.sync += [ag_lvl_oh[i].eq(0) for i in range(isa.NUM_AG)]
                     m.d.sync += [ag_tag[i].eq(0) for i in range(isa.NUM_AG)]
                     for e in _ENGINES:
-                        m.d.sync += [c.eq(0) for c in perf[e]]
                         m.d.sync += wr[e].eq(0)
             with m.Case(_S_CLEAR):
                 m.d.sync += clr.eq(clr + 1)
@@ -1455,7 +1384,7 @@ class Sequencer(wiring.Component):
             with m.Case(_S_FETCH):
                 m.d.sync += state.eq(_S_DECODE)
             with m.Case(_S_DECODE):
-                m.d.sync += [ir.eq(pr.data), state.eq(_S_MAP)]
+                m.d.sync += [ir.eq(mems.pmem_data), state.eq(_S_MAP)]
             with m.Case(_S_MAP):
                 m.d.sync += [rv.eq(0), xv.eq(0), npc.eq(pc + 1), state.eq(_S_EXEC)]
                 # The instruction's derived register indices and compares, from ``ir`` (not
@@ -1482,21 +1411,22 @@ class Sequencer(wiring.Component):
             self.error.eq(err_any),
             self.err_status.eq(err_status),
             self.err_pc.eq(err_pc_now),
-            rf_d.addr.eq(self.dbg_addr[:6]),
+            mems.rf_d_addr.eq(self.dbg_addr[:6]),
         ]
         dbg = {DBG["flags"]: Cat(flag_eq, flag_lt, flag_ltu), DBG["err_status"]: err_status,
-               DBG["err_pc"]: err_pc_now, DBG["pc"]: pc_now, DBG["retired"]: retired_now,
-               DBG["cycles"]: cycles, DBG["loop_depth"]: lsp, DBG["call_depth"]: csp,
+               DBG["err_pc"]: err_pc_now, DBG["pc"]: pc_now, DBG["retired"]: perf.retired,
+               DBG["cycles"]: perf.cycles, DBG["loop_depth"]: lsp, DBG["call_depth"]: csp,
                DBG["status"]: Cat(self.busy, self.done, self.error)}
         for i in range(isa.NUM_SEMS):
             dbg[DBG["sem"] + i] = sem_now[i]
         for e in _ENGINES:
+            counters = perf.counters(e)
             for j in range(3):
-                dbg[DBG["busy"] + 3 * e + j] = perf[e][j]
-            dbg[DBG["blocked"] + e] = perf[e][3]
+                dbg[DBG["busy"] + 3 * e + j] = counters[j]
+            dbg[DBG["blocked"] + e] = counters[3]
         with m.If(self.dbg_addr < isa.NUM_REGS):
             m.d.comb += self.dbg_data.eq(Mux(w_rf_en & (w_rf_addr == self.dbg_addr[:6]),
-                                             w_rf_data, rf_d.data))
+                                             w_rf_data, mems.rf_d_data))
         with m.Else():
             with m.Switch(self.dbg_addr):
                 for addr, value in dbg.items():

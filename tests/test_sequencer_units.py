@@ -1,0 +1,173 @@
+"""The sequencer's sub-components alone, in the Amaranth simulator: its memories, an engine's
+record queue and the performance counters (the whole sequencer: cocotb_tests/test_sequencer*)."""
+
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from rtl.control.engine_queue import EngineQueue
+from rtl.control.memories import SequencerMemories, jump_bit
+from rtl.control.perf_counters import ENGINE_COUNTERS, PerfCounters
+from sim import isa, microcode
+from sim.isa import Engine, USeq
+
+
+def _run(dut, bench):
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def _micro_word(seq, other=0x1234_5678_9ABC_DEF0):
+    """A micro-word with ``seq`` in its field and ``other``'s bits elsewhere."""
+    lo, width = isa.field_offsets(isa.MICRO_FIELDS)["seq"]
+    mask = ((1 << width) - 1) << lo
+    return other & ~mask | (int(seq) << lo & mask)
+
+
+def test_memories_read_latency_and_busy_writes():
+    dut = SequencerMemories(pmem_depth=16)
+    store = microcode.control_store()
+    omap = microcode.opcode_map()
+
+    async def bench(ctx):
+        # The control store and opcode map start with the shipped microcode.
+        ctx.set(dut.ucode_addr, 5)
+        await ctx.tick()
+        assert ctx.get(dut.ucode_data) == store[5] | jump_bit(store[5]) << 64
+        # Host writes land while idle; the read shows the word the cycle after its address.
+        for seq, want in ((USeq.JUMP, 1), (USeq.CALL, 1), (USeq.END, 0)):
+            word = _micro_word(seq)
+            ctx.set(dut.ucode_wr_addr, 7)
+            ctx.set(dut.ucode_wr_data, word)
+            ctx.set(dut.ucode_wr_en, 1)
+            await ctx.tick()
+            ctx.set(dut.ucode_wr_en, 0)
+            ctx.set(dut.ucode_addr, 7)
+            await ctx.tick()
+            assert ctx.get(dut.ucode_data) == word | want << 64
+        op = 0x42
+        ctx.set(dut.pmem_wr_addr, 3)
+        ctx.set(dut.pmem_wr_data, 0xABCD_0000_0000_0000 | op)
+        ctx.set(dut.pmem_wr_en, 1)
+        await ctx.tick()
+        # A write while busy is dropped.
+        ctx.set(dut.busy, 1)
+        ctx.set(dut.pmem_wr_data, 0x55)
+        await ctx.tick()
+        ctx.set(dut.pmem_wr_en, 0)
+        ctx.set(dut.pmem_addr, 3)
+        await ctx.tick()
+        assert ctx.get(dut.pmem_data) == 0xABCD_0000_0000_0000 | op
+        # The opcode map's entry for that opcode follows a cycle later.
+        await ctx.tick()
+        assert ctx.get(dut.map_data) == omap[op]
+        # The register file: a synchronous write, asynchronous reads on three ports.
+        ctx.set(dut.busy, 0)
+        ctx.set(dut.rf_wr_addr, 9)
+        ctx.set(dut.rf_wr_data, 0xDEADBEEF)
+        ctx.set(dut.rf_wr_en, 1)
+        await ctx.tick()
+        ctx.set(dut.rf_wr_en, 0)
+        for port in ("a", "b", "d"):
+            ctx.set(getattr(dut, f"rf_{port}_addr"), 9)
+        await ctx.delay(1e-9)
+        assert [ctx.get(getattr(dut, f"rf_{p}_data")) for p in "abd"] == [0xDEADBEEF] * 3
+
+    _run(dut, bench)
+
+
+def _sem_field(engine, sem, sem_en):
+    offs = isa.field_offsets(isa.RECORDS[engine])
+    return (sem << offs["sem"][0]) | (int(sem_en) << offs["sem_en"][0])
+
+
+@pytest.mark.parametrize("depth, max_outstanding", [(1, 1), (2, 4), (4, 2)])
+def test_engine_queue_model(depth, max_outstanding):
+    """Random pushes, reads and completions against a model of the two FIFOs: the stream
+    carries the records in order, ``can_emit`` is low exactly when a FIFO is full, and
+    ``sem_head`` / ``outstanding`` describe the oldest record not completed."""
+    engine = Engine.TENSOR
+    dut = EngineQueue(engine, depth=depth, max_outstanding=max_outstanding)
+    rng = random.Random(1)
+    width = isa.layout_width(isa.RECORDS[engine])
+
+    async def bench(ctx):
+        records, sems = [], []           # not yet taken by the engine; not yet completed
+        for cycle in range(400):
+            assert ctx.get(dut.can_emit) == (len(records) < depth and
+                                             len(sems) < max_outstanding), cycle
+            assert ctx.get(dut.outstanding) == bool(sems), cycle
+            if sems:
+                assert ctx.get(dut.sem_head) == sems[0], cycle
+            assert ctx.get(dut.o.valid) == bool(records), cycle
+            if records:
+                assert ctx.get(dut.o.payload.as_value()) == records[0], cycle
+            push = ctx.get(dut.can_emit) and rng.random() < 0.5
+            sem, sem_en = rng.randrange(16), rng.random() < 0.7
+            rec = rng.getrandbits(width) & ~_sem_field(engine, 0xF, 1) | \
+                _sem_field(engine, sem, sem_en)
+            take = bool(records) and rng.random() < 0.5
+            # The engine completes only records it has taken.
+            done = len(sems) > len(records) and rng.random() < 0.4
+            ctx.set(dut.record, rec)
+            ctx.set(dut.push, push)
+            ctx.set(dut.o.ready, take)
+            ctx.set(dut.done, done)
+            await ctx.tick()
+            if take:
+                records.pop(0)
+            if done:
+                sems.pop(0)
+            if push:
+                records.append(rec)
+                sems.append(1 << sem if sem_en else 0)
+
+    _run(dut, bench)
+
+
+def test_engine_queue_parameters():
+    with pytest.raises(ValueError, match="depth must be an integer from 1 to 16, not 0"):
+        EngineQueue(Engine.DMA, depth=0)
+    with pytest.raises(TypeError, match="max_outstanding must be an integer, not 2.0"):
+        EngineQueue(Engine.DMA, max_outstanding=2.0)
+
+
+def test_perf_counters():
+    dut = PerfCounters()
+
+    async def bench(ctx):
+        want = {(e, n): 0 for e in range(3) for n in ENGINE_COUNTERS}
+        cycles = retired = 0
+        rng = random.Random(2)
+        pending = 0
+        for cycle in range(200):
+            clear = cycle in (50, 51, 120)
+            running = not clear and rng.random() < 0.8
+            outstanding, blocked = rng.getrandbits(3), rng.getrandbits(3)
+            semwait, retire = rng.random() < 0.3, rng.random() < 0.3
+            for name, v in (("clear", clear), ("running", running), ("retire", retire),
+                            ("outstanding", outstanding), ("blocked", blocked),
+                            ("semwait", semwait)):
+                ctx.set(getattr(dut, name), v)
+            await ctx.tick()
+            if running:
+                cycles += 1
+                for e in range(3):
+                    n = ("busy" if outstanding >> e & 1 else "semwait" if semwait else "idle")
+                    want[e, n] += 1
+                    want[e, "blocked"] += blocked >> e & 1
+            retired += pending
+            pending = retire
+            if clear:
+                want = {k: 0 for k in want}
+                cycles = retired = pending = 0
+            assert ctx.get(dut.cycles) == cycles, cycle
+            assert ctx.get(dut.retired) == retired + pending, cycle
+            for e in range(3):
+                assert [ctx.get(c) for c in dut.counters(e)] == \
+                    [want[e, n] for n in ENGINE_COUNTERS], cycle
+
+    _run(dut, bench)
