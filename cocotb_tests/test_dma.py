@@ -139,7 +139,8 @@ class BusMonitor:
 
 
 class IssuerChecker:
-    """White-box check of the burst issuer's lookahead registers (``rtl/dma/dma.py``), every
+    """White-box check of the burst issuer's lookahead registers (``rtl/dma/dma.py`` and its
+    ``rtl/dma/burst_splitter.py``), every
     cycle: while a segment is loaded (``iss_run`` and not ``iss_load``) its flags equal their
     definitions from the counts (beats left L = ``iss_left1`` + 1, beats to the 4 KiB boundary
     T = ``iss_to4k``, ``iss_diff1`` = L - T - 1), and ``iss_ok`` equals iss_run & ~iss_load &
@@ -157,13 +158,15 @@ class IssuerChecker:
 
     async def _run(self):
         dma = self.dut.dma
+        bursts = dma.bursts
         stop_seen = 0
         while True:
             await RisingEdge(self.dut.clk)
             await ReadOnly()
             v = {n: int(getattr(dma, n).value) for n in (
-                "iss_run", "iss_load", "iss_ok", "outstanding", "iss_left1", "iss_to4k",
-                "iss_diff1", "iss_by4k", "iss_end", "iss_page", "err", "aborting")}
+                "iss_run", "iss_load", "iss_ok", "outstanding", "err", "aborting")}
+            v.update({n: int(getattr(bursts, n).value) for n in (
+                "iss_left1", "iss_to4k", "iss_diff1", "iss_by4k", "iss_end", "iss_page")})
             stop_seen = 2 if v["err"] or v["aborting"] or int(self.dut.abort.value) else \
                 max(0, stop_seen - 1)
             ok = v["iss_run"] and not v["iss_load"] and v["outstanding"] < self.mo
@@ -172,7 +175,7 @@ class IssuerChecker:
             if not v["iss_run"] or v["iss_load"]:
                 continue
             left, to4k = v["iss_left1"] + 1, v["iss_to4k"]
-            n = len(dma.iss_diff1.value)
+            n = len(bursts.iss_diff1.value)
             diff1 = v["iss_diff1"] - ((v["iss_diff1"] >> (n - 1)) << n)
             by4k = to4k < left and to4k < self.mb
             want = dict(iss_diff1=left - to4k - 1, iss_by4k=by4k,

@@ -56,6 +56,9 @@ from rtl.bus.mem_ports import PartitionReadSignature, PartitionWriteSignature
 from sim.config import check_int, check_pow2
 from rtl.arith.dsp import registered_product
 
+from .burst_splitter import BurstSplitter
+from .sbuf_write_stage import SbufWriteStage
+
 __all__ = ["DmaRecord", "WindowLayout", "DMA"]
 
 #: The record the sequencer issues (flat, slot 0 in the least significant bits).
@@ -357,50 +360,18 @@ class DMA(wiring.Component):
         a_hs = Signal()
         iss_run = Signal()                       # segments remain
         iss_load = Signal()                      # load the walker's segment this cycle
-        # Segment state, all registered so that the issue decision is short: the next
-        # beat-aligned byte address, the beats left in the segment L (kept as L - 1), the
-        # beats to the next 4 KiB boundary T (1 .. K = 4096/bw), L - T - 1 and whether this
-        # is the record's last segment. The walker is stepped as its segment is loaded (it
-        # runs one segment ahead).
-        MB = self._max_burst
-        kb = MB.bit_length() - 1                 # log2(max_burst)
-        K = 4096 >> bsh                          # beats in a 4 KiB page (> max_burst)
-        iss_cur = Signal(32)
-        iss_left1 = Signal(20 - bsh)             # L - 1
-        iss_to4k = Signal(14 - bsh)              # T
-        iss_diff1 = Signal(signed(21 - bsh))     # L - T - 1: its sign is L <= T
-        iss_seg_last = Signal()
-        seg_bytes = Signal(19)                   # bytes per segment (registered in SPAN)
-        # The next burst is min(L, max_burst, T) beats, one of three cases, kept in flags
-        # beside the counts and updated a burst ahead (lookahead), so that the issue reads
-        # flip-flops instead of compares: ``iss_by4k`` (T < L and T < max_burst: T beats, to
-        # the boundary), ``iss_end`` (L <= max_burst and L <= T: L beats, the segment's last
-        # burst), else max_burst beats; ``iss_page``: the burst ends at the boundary (with
-        # iss_by4k, or max_burst beats where T == max_burst). The counts move by constants or
-        # by a register (L - T is ``iss_diff1 + 1``), and the next burst's flags are zero
-        # tests and sign bits of the counts, as derived for each case below, so that no
-        # compare of iss_to4k with iss_left is in front of the selection among three lengths,
-        # the 32-bit adder and every count.
-        iss_by4k = Signal()
-        iss_end = Signal()
-        iss_page = Signal()
-        iss_tlt = Signal()                       # T < L
-        m.d.comb += iss_tlt.eq(~iss_diff1[-1])
-        # A segment's counts from the walker's address, registered every cycle, so that a
-        # load takes registers, not adders: the walker moves only when a segment is loaded,
-        # two loads are at least two cycles apart (the segment's first burst is issued
+        # The segment's bursts (``BurstSplitter``): the walker is stepped as its segment is
+        # loaded (it runs one segment ahead), and the splitter registers the segment's counts
+        # from the walker's address every cycle: the walker moves only when a segment is
+        # loaded, two loads are at least two cycles apart (the segment's first burst is issued
         # between) and the first comes at least three cycles after the walker's start in
-        # SPAN, so at a load they are the walker's segment's. L - 1 = (offset + bytes - 1)
-        # >> bsh, L - T - 1 = (page offset + bytes - 1 - 4096) >> bsh (floor), T = K - the
-        # beat offset in the page.
-        pre_left1 = Signal(len(iss_left1))
-        pre_to4k = Signal(len(iss_to4k))
-        pre_diff1 = Signal(len(iss_diff1))
-        m.d.sync += [
-            pre_left1.eq((iss.addr[:bsh] + seg_bytes - 1) >> bsh),
-            pre_to4k.eq(K - iss.addr[bsh:12]),
-            pre_diff1.eq((iss.addr[:12] + seg_bytes - 4097).as_signed() >> bsh),
-        ]
+        # SPAN, so at a load they are the walker's segment's.
+        MB = self._max_burst
+        seg_bytes = Signal(19)                   # bytes per segment (registered in SPAN)
+        m.submodules.bursts = bursts = BurstSplitter(data_width=self._data_width,
+                                                     max_burst=MB)
+        m.d.comb += [bursts.seg_addr.eq(iss.addr), bursts.seg_bytes.eq(seg_bytes),
+                     bursts.seg_last.eq(iss.last), bursts.load.eq(iss_load)]
 
         m.d.comb += [
             axi.arid.eq(0), axi.awid.eq(0),
@@ -415,17 +386,6 @@ class DMA(wiring.Component):
         ]
         with m.If(a_hs):
             m.d.sync += a_valid.eq(0)
-
-        # The burst's length - 1 and whether it is one beat (T < max_burst with iss_by4k, L
-        # <= max_burst with iss_end: their low bits suffice).
-        next_len = Signal(8)
-        next_single = Signal()
-        m.d.comb += [
-            next_len.eq(Mux(iss_by4k, iss_to4k[:kb + 1] - 1,
-                            Mux(iss_end, iss_left1[:kb + 1], MB - 1))),
-            next_single.eq(Mux(iss_by4k, iss_to4k[:kb + 1] == 1,
-                               Mux(iss_end, iss_left1[:kb + 1] == 0, MB == 1))),
-        ]
 
         # Per-burst bookkeeping for the data side: ``b_fifo`` holds a store burst's address
         # until its B (the BRESP error address), ``d_fifo`` (below) the bursts' addresses and
@@ -470,48 +430,19 @@ class DMA(wiring.Component):
         # front of it was one more level on every path to the issuer's registers).
         iss_ok = Signal()
         issue = Signal()
-        m.d.comb += issue.eq(iss_ok & ~stopping & (~a_valid | a_hs))
+        m.d.comb += [issue.eq(iss_ok & ~stopping & (~a_valid | a_hs)), bursts.issue.eq(issue)]
         with m.If(iss_load):
             m.d.comb += iss.step.eq(1)
-            m.d.sync += [
-                iss_cur.eq(Cat(Const(0, bsh), iss.addr[bsh:32])),
-                iss_left1.eq(pre_left1), iss_to4k.eq(pre_to4k), iss_diff1.eq(pre_diff1),
-                # T < L and T < max_burst; L <= max_burst and L <= T; that or T == max_burst.
-                iss_by4k.eq(~pre_diff1[-1] & ((pre_to4k >> kb) == 0)),
-                iss_end.eq(((pre_left1 >> kb) == 0) & pre_diff1[-1]),
-                iss_page.eq((~pre_diff1[-1] & ((pre_to4k >> kb) == 0)) | (pre_to4k == MB)),
-                iss_seg_last.eq(iss.last),
-                iss_load.eq(0),
-            ]
-        # The next burst's counts and flags, for the two cases after which the segment goes
-        # on (after its last burst the next segment is loaded; the values are not used):
-        # iss_by4k: L' = L - T, T' = K (> max_burst), so only L' <= max_burst can hold;
-        # else (max_burst beats, L > max_burst, T >= max_burst): L' = L - max_burst, T' = K
-        # if iss_page (L' <= T' then follows from L' <= max_burst), else T - max_burst (T' <
-        # L' is T < L, and T' == max_burst is T == 2 * max_burst). ``iss_page`` is a flag of
-        # its own, not iss_by4k | (T == max_burst), so that the issue meets one flip-flop
-        # in front of the counts' multiplexers.
+            m.d.sync += iss_load.eq(0)
         with m.If(issue):
-            m.d.sync += [
-                a_valid.eq(1), a_addr.eq(iss_cur), a_len.eq(next_len),
-                iss_cur.eq(Mux(iss_by4k, Cat(Const(0, 12), iss_cur[12:] + 1),
-                               iss_cur + (MB << bsh))),
-                iss_left1.eq(Mux(iss_by4k, iss_diff1, iss_left1 - MB)),
-                iss_to4k.eq(Mux(iss_page, K, iss_to4k - MB)),
-                iss_diff1.eq(Mux(iss_page, iss_diff1 - K, iss_diff1)),
-                iss_by4k.eq(~iss_page & iss_tlt & ((iss_to4k >> (kb + 1)) == 0)),
-                iss_end.eq(Mux(iss_by4k, (iss_diff1 >> kb) == 0,
-                               ((iss_left1 >> (kb + 1)) == 0) & (iss_page | ~iss_tlt))),
-                iss_page.eq(~iss_page & ((iss_tlt & ((iss_to4k >> (kb + 1)) == 0)) |
-                                         (iss_to4k == 2 * MB))),
-            ]
+            m.d.sync += [a_valid.eq(1), a_addr.eq(bursts.cur), a_len.eq(bursts.length)]
             m.d.comb += [
-                d_push.eq(1), d_w.data.addr.eq(iss_cur), d_w.data.len.eq(next_len),
-                d_w.data.single.eq(next_single),
-                b_w.en.eq(c.store), b_w.data.eq(iss_cur),
+                d_push.eq(1), d_w.data.addr.eq(bursts.cur), d_w.data.len.eq(bursts.length),
+                d_w.data.single.eq(bursts.single),
+                b_w.en.eq(c.store), b_w.data.eq(bursts.cur),
             ]
-            with m.If(iss_end):
-                with m.If(iss_seg_last):
+            with m.If(bursts.end):
+                with m.If(bursts.last):
                     m.d.sync += iss_run.eq(0)
                 with m.Else():
                     m.d.sync += iss_load.eq(1)
@@ -543,30 +474,15 @@ class DMA(wiring.Component):
 
         load = Signal()           # the load data path is active (registered: RUN of a load)
         consume = Signal()        # an element is ready and the SBUF write stage takes it
-        # The SBUF write stage: a two-entry FIFO between the element extractor and the shared
-        # SBUF write port, so that the write request (address, mask, data) comes from
-        # registers and ``sbuf_w.ready`` only reaches the FIFO's pointers and level flags (one
-        # element per cycle, one cycle of latency). The level is two flip-flops, ``wq_ne`` (an
-        # element waits: the write request) and ``wq_full`` (no room), each taking one gate of
-        # the put, the pop and themselves, not a level counter with compares behind it: the
-        # request in front of the SBUF arbiter and the room in front of ``consume`` and
-        # ``rready`` are flip-flops, and ``sbuf_w.ready`` (the SBUF arbiter's answer, which
-        # depends on the vector controller's request) reaches the flags through one gate.
-        w_word = data.StructLayout({"addr": depth_bits, "part": pbits, "elem": 32})
-        m.submodules.w_stage = wq_mem = memory.Memory(shape=w_word, depth=2, init=[])
-        wq_w, wq_r = wq_mem.write_port(), wq_mem.read_port(domain="comb")
-        wq_ne = Signal()          # the stage holds an element (its head is the SBUF request)
-        wq_full = Signal()        # ... two elements
-        wq_pop = Signal()         # SBUF takes the head
-        wq_wp, wq_rp = Signal(), Signal()        # write and read positions
-        m.d.comb += [consume.eq(load & buf_valid & ~err & ~wq_full),
-                     wq_pop.eq(wq_ne & self.sbuf_w.ready)]
-        m.d.sync += [wq_ne.eq(consume | wq_full | (wq_ne & ~wq_pop)),
-                     wq_full.eq((wq_full | (wq_ne & consume)) & ~wq_pop)]
-        with m.If(consume):
-            m.d.sync += wq_wp.eq(~wq_wp)
-        with m.If(wq_pop):
-            m.d.sync += wq_rp.eq(~wq_rp)
+        # The SBUF write stage (``SbufWriteStage``): a two-entry FIFO between the element
+        # extractor and the shared SBUF write port, so that the write request comes from
+        # registers and ``sbuf_w.ready`` only reaches the stage's pointers and level flags;
+        # its ``full`` in front of ``consume`` and ``rready`` is a flip-flop.
+        m.submodules.w_stage = wstage = SbufWriteStage(partitions=P,
+                                                       depth=self._sbuf_depth)
+        wiring.connect(m, wstage.sbuf_w, wiring.flipped(self.sbuf_w))
+        wq_ne, wq_full = wstage.nonempty, wstage.full
+        m.d.comb += [consume.eq(load & buf_valid & ~err & ~wq_full), wstage.put.eq(consume)]
         # An R beat is taken while the beat buffer is empty or gives its last element to the
         # write stage this cycle. After an R error no element is written and ``buf_valid``
         # stays 0 (the error clears it, a beat taken with ``err`` set does not set it), so
@@ -585,19 +501,9 @@ class DMA(wiring.Component):
         m.d.comb += part.eq((c.part_start + elw.p)[:pbits])
         sbuf_addr = Signal(depth_bits)
         m.d.comb += sbuf_addr.eq((c.sbuf_addr + elw.sidx)[:depth_bits])
-        wq_addr, wq_part, wq_elem = wq_r.data.addr, wq_r.data.part, wq_r.data.elem
-        m.d.comb += [
-            wq_w.en.eq(consume), wq_w.addr.eq(wq_wp), wq_r.addr.eq(wq_rp),
-            wq_w.data.addr.eq(sbuf_addr), wq_w.data.part.eq(part),
-            wq_w.data.elem.eq(elem),
-            # The request never depends on sbuf_w.ready (PartitionWriteSignature): it is the
-            # FIFO's head; a refused write stays there and the FIFO fills (consume stops,
-            # the element stays in buf and R is not taken: rready stays 0).
-            self.sbuf_w.addr.eq(wq_addr),
-            self.sbuf_w.mask.eq(Mux(wq_ne, Cat(*[wq_part == p for p in range(P)]), 0)),
-        ]
-        for p in range(P):
-            m.d.comb += self.sbuf_w.data[p].eq(wq_elem)
+        # A write the SBUF refuses stays at the stage's head and the stage fills (consume
+        # stops, the element stays in buf and R is not taken: rready stays 0).
+        m.d.comb += [wstage.addr.eq(sbuf_addr), wstage.part.eq(part), wstage.elem.eq(elem)]
         with m.If(consume):
             m.d.comb += elw.step.eq(1)
             m.d.sync += self.rd_bytes.eq(self.rd_bytes + esize)
@@ -738,7 +644,7 @@ class DMA(wiring.Component):
         # and the retirement. (A stop clears iss_run too, and iss_ok may stay 1 for a cycle
         # more; but ``stopping`` lasts until the end of IDLE's first cycle, where err and
         # aborting are cleared, and iss_ok follows iss_run = 0 by then.)
-        m.d.sync += iss_ok.eq(iss_run & ~(issue & iss_end) &
+        m.d.sync += iss_ok.eq(iss_run & ~(issue & bursts.end) &
                               Mux(issue, Mux(retire, outstanding < MO, outstanding < MO - 1),
                                   retire | (outstanding < MO)))
 

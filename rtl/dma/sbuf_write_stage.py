@@ -1,0 +1,89 @@
+"""The DMA's SBUF write stage: loaded elements on their way to the shared SBUF write port."""
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import data, memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.bus.mem_ports import PartitionWriteSignature
+from sim.config import check_int, check_pow2
+
+__all__ = ["SbufWriteStage"]
+
+
+class SbufWriteStage(wiring.Component):
+    """A two-entry FIFO of elements in front of an SBUF write port.
+
+    ``put`` (only while ``~full``) enters one 32-bit element for one partition at one word
+    address; the head element is the write request on ``sbuf_w`` (``mask`` one-hot, the
+    element on every partition's data), held until the port's ``ready`` takes it. One element
+    per cycle, one cycle from ``put`` to the request.
+
+    The request (address, mask, data) comes from registers and never from ``sbuf_w.ready``,
+    as the port requires. The level is two flip-flops, ``nonempty`` (the request) and ``full``
+    (no room), each one gate of the put, the pop and themselves, so ``ready`` (the SBUF
+    arbiter's answer, which depends on the other writers' requests) reaches only those flags
+    and the read position, and the writer's ``full`` is a flip-flop.
+
+    Parameters
+    ----------
+    partitions : int
+        SBUF partitions, 1 to 256.
+    depth : int
+        Words per partition, a power of two from 2 to 65536.
+
+    Members
+    -------
+    put : In(1)
+        Enter ``addr``, ``part``, ``elem``; must be low while ``full``.
+    addr : In(range(depth))
+    part : In(range(partitions))
+    elem : In(32)
+    full : Out(1)
+        Two elements wait.
+    nonempty : Out(1)
+        An element waits (the write request is raised).
+    sbuf_w : Out(PartitionWriteSignature(partitions, depth))
+    """
+
+    def __init__(self, *, partitions, depth):
+        self._partitions = check_int("partitions", partitions, 1, 256)
+        self._depth = check_pow2("depth", depth, 2, 1 << 16)
+        depth_bits = (depth - 1).bit_length()
+        pbits = max(1, (partitions - 1).bit_length())
+        super().__init__({
+            "put": In(1), "addr": In(depth_bits), "part": In(pbits), "elem": In(32),
+            "full": Out(1), "nonempty": Out(1),
+            "sbuf_w": Out(PartitionWriteSignature(partitions, depth)),
+        })
+
+    partitions = property(lambda self: self._partitions)
+    depth = property(lambda self: self._depth)
+
+    def elaborate(self, platform):
+        m = Module()
+        P = self._partitions
+        w_word = data.StructLayout({"addr": len(self.addr), "part": len(self.part), "elem": 32})
+        m.submodules.w_stage = wq_mem = memory.Memory(shape=w_word, depth=2, init=[])
+        wq_w, wq_r = wq_mem.write_port(), wq_mem.read_port(domain="comb")
+        wq_ne, wq_full = self.nonempty, self.full
+        wq_pop = Signal()         # SBUF takes the head
+        wq_wp, wq_rp = Signal(), Signal()        # write and read positions
+        m.d.comb += wq_pop.eq(wq_ne & self.sbuf_w.ready)
+        m.d.sync += [wq_ne.eq(self.put | wq_full | (wq_ne & ~wq_pop)),
+                     wq_full.eq((wq_full | (wq_ne & self.put)) & ~wq_pop)]
+        with m.If(self.put):
+            m.d.sync += wq_wp.eq(~wq_wp)
+        with m.If(wq_pop):
+            m.d.sync += wq_rp.eq(~wq_rp)
+        wq_addr, wq_part, wq_elem = wq_r.data.addr, wq_r.data.part, wq_r.data.elem
+        m.d.comb += [
+            wq_w.en.eq(self.put), wq_w.addr.eq(wq_wp), wq_r.addr.eq(wq_rp),
+            wq_w.data.addr.eq(self.addr), wq_w.data.part.eq(self.part),
+            wq_w.data.elem.eq(self.elem),
+            # A refused write stays at the head and the FIFO fills.
+            self.sbuf_w.addr.eq(wq_addr),
+            self.sbuf_w.mask.eq(Mux(wq_ne, Cat(*[wq_part == p for p in range(P)]), 0)),
+        ]
+        for p in range(P):
+            m.d.comb += self.sbuf_w.data[p].eq(wq_elem)
+        return m
