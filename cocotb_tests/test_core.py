@@ -399,7 +399,7 @@ async def test_fused_matmul_act_runtime(dut):
     """The run-time microcode example ``fused_matmul_act`` (``sim/microcode.py``, docs/isa.md
     section 7) on the core right after reset, PSUM all zeros: relu(W.T @ X) bit-exact against
     the reference simulator, whose race check sees its MATMUL and ACT ordered. Without the
-    routine's BARRIER the ACT read the PSUM tile before the MATMUL wrote it (all outputs 0
+    routine's BARRIER the ACT would read the PSUM tile before the MATMUL writes it (zeros
     after reset)."""
     from rtl.core.top import UCODE_MAP_BASE
     from sim import isa, microcode
