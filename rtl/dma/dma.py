@@ -56,6 +56,7 @@ from rtl.bus.mem_ports import PartitionReadSignature, PartitionWriteSignature
 from sim.config import check_int, check_pow2
 from rtl.arith.dsp import registered_product
 
+from .burst_queue import BurstQueue
 from .burst_splitter import BurstSplitter
 from .sbuf_write_stage import SbufWriteStage
 
@@ -387,21 +388,15 @@ class DMA(wiring.Component):
         with m.If(a_hs):
             m.d.sync += a_valid.eq(0)
 
-        # Per-burst bookkeeping for the data side: ``b_fifo`` holds a store burst's address
-        # until its B (the BRESP error address), ``d_fifo`` (below) the bursts' addresses and
-        # lengths for the data side. Both hold only bursts counted in ``outstanding``, so
-        # they are never pushed full nor popped empty and take the issue (and the pop)
-        # through their pointers' enables alone, with no level behind them.
+        # Per-burst bookkeeping for the data side (``BurstQueue``): ``b_fifo`` holds a store
+        # burst's address until its B (the BRESP error address), ``d_fifo`` (below) the
+        # bursts' addresses and lengths for the data side. Both hold only bursts counted in
+        # ``outstanding``, so they are never pushed full nor popped empty and take the issue
+        # (and the pop) through their pointers' enables alone, with no ready test.
         MO = self._max_outstanding
-        m.submodules.b_fifo = b_mem = memory.Memory(shape=32, depth=MO, init=[])
-        b_w, b_r = b_mem.write_port(), b_mem.read_port(domain="comb")
-        b_wp, b_rp = Signal(range(MO), name="b_wp"), Signal(range(MO), name="b_rp")
+        m.submodules.b_fifo = b_fifo = BurstQueue(32, MO)
         b_pop = Signal()                         # a B response is taken
-        m.d.comb += [b_w.addr.eq(b_wp), b_r.addr.eq(b_rp)]
-        with m.If(b_w.en):
-            m.d.sync += b_wp.eq(Mux(b_wp == MO - 1, 0, b_wp + 1))
-        with m.If(b_pop):
-            m.d.sync += b_rp.eq(Mux(b_rp == MO - 1, 0, b_rp + 1))
+        m.d.comb += b_fifo.pop.eq(b_pop)
         # ``d_fifo`` (address, length, one beat) holds the bursts issued whose data side has
         # not finished (a load's last R beat, a store's last W beat packed): at most
         # ``outstanding`` of them, so it is never pushed full nor popped empty, and push and
@@ -409,18 +404,11 @@ class DMA(wiring.Component):
         # the packer's last beat) through one gate each, not a FIFO's ready-gated read in
         # front of a level counter's enable (the end of the ``rready`` path below).
         d_word = data.StructLayout({"addr": 32, "len": 8, "single": 1})
-        m.submodules.d_fifo = d_mem = memory.Memory(shape=d_word, depth=MO, init=[])
-        d_w, d_r = d_mem.write_port(), d_mem.read_port(domain="comb")
-        d_wp, d_rp = Signal(range(MO), name="d_wp"), Signal(range(MO), name="d_rp")
-        d_level = Signal(range(MO + 1))
+        m.submodules.d_fifo = d_fifo = BurstQueue(d_word, MO)
+        d_level = d_fifo.level
         d_push = Signal()                        # a burst is issued
         d_pop = Signal()                         # the head burst's data side is done
-        m.d.comb += [d_w.addr.eq(d_wp), d_w.en.eq(d_push), d_r.addr.eq(d_rp)]
-        with m.If(d_push):
-            m.d.sync += d_wp.eq(Mux(d_wp == MO - 1, 0, d_wp + 1))
-        with m.If(d_pop):
-            m.d.sync += d_rp.eq(Mux(d_rp == MO - 1, 0, d_rp + 1))
-        m.d.sync += d_level.eq(d_level + d_push - d_pop)
+        m.d.comb += [d_fifo.push.eq(d_push), d_fifo.pop.eq(d_pop)]
 
         # A burst is issued when ``iss_ok`` (segments remain, none is being loaded and fewer
         # than max_outstanding bursts are in flight: a flip-flop, registered from the next
@@ -437,9 +425,9 @@ class DMA(wiring.Component):
         with m.If(issue):
             m.d.sync += [a_valid.eq(1), a_addr.eq(bursts.cur), a_len.eq(bursts.length)]
             m.d.comb += [
-                d_push.eq(1), d_w.data.addr.eq(bursts.cur), d_w.data.len.eq(bursts.length),
-                d_w.data.single.eq(bursts.single),
-                b_w.en.eq(c.store), b_w.data.eq(bursts.cur),
+                d_push.eq(1), d_fifo.w_data.addr.eq(bursts.cur),
+                d_fifo.w_data.len.eq(bursts.length), d_fifo.w_data.single.eq(bursts.single),
+                b_fifo.push.eq(c.store), b_fifo.w_data.eq(bursts.cur),
             ]
             with m.If(bursts.end):
                 with m.If(bursts.last):
@@ -590,7 +578,7 @@ class DMA(wiring.Component):
             m.d.comb += s2_data[8 * j:8 * j + 8].eq(byte)
         pk_take = Signal()
         m.d.comb += pk_take.eq(st & s2_valid & (~s2_beat_end | w_go))
-        d_len, d_single = d_r.data.len, d_r.data.single
+        d_len, d_single = d_fifo.head.len, d_fifo.head.single
         w_last = Signal()
         m.d.comb += w_last.eq(Mux(w_first, d_single, w_rem_zero))
         with m.If(pk_take):
@@ -814,11 +802,11 @@ class DMA(wiring.Component):
             m.d.sync += [err.eq(1), self.err_valid.eq(1)]
             with m.If(load):
                 m.d.sync += [self.err_code.eq(ErrorCode.DMA_AXI_READ),
-                             self.err_addr.eq(d_r.data.addr + (r_beat << bsh)),
+                             self.err_addr.eq(d_fifo.head.addr + (r_beat << bsh)),
                              self.err_info.eq(axi.rresp)]
             with m.Elif(st):
                 m.d.sync += [self.err_code.eq(ErrorCode.DMA_AXI_WRITE),
-                             self.err_addr.eq(b_r.data), self.err_info.eq(axi.bresp)]
+                             self.err_addr.eq(b_fifo.head), self.err_info.eq(axi.bresp)]
             with m.Elif(row_v):
                 m.d.sync += [self.err_code.eq(ErrorCode.DMA_WINDOW),
                              self.err_addr.eq(row_addr), self.err_info.eq(c.store)]
