@@ -299,7 +299,7 @@ def summarize(kind, records):
     """Aggregate figures of a sweep's finished job records of ``kind``."""
     res = [r["result"] for r in records if r]
     if kind == "fuzz":
-        out = {"programs": sum(r.get("programs", 0) for r in res),
+        out = {"programs": sum(r.get("programs", r.get("count", 0)) for r in res),
                "mismatches": [m for r in res for m in r.get("mismatches", [])],
                "backends": sorted({r.get("backend", "?") for r in res})}
         if any("racy_programs" in r for r in res):

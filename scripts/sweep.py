@@ -242,8 +242,8 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
     return the merged document (also written to ``out`` as jobs finish, when given).
 
     ``client``: an existing ``distributed.Client`` (then ``address`` and ``workers`` are not
-    used); ``command_line`` is noted in the document. A ``KeyboardInterrupt`` stops the running jobs; the document then says
-    ``interrupted`` and lists the jobs not run.
+    used); ``command_line`` is noted in the document. A ``KeyboardInterrupt`` stops the running
+    jobs; the document then says ``interrupted`` and lists the jobs not run.
     """
     from distributed import Event, __version__, wait
     from scripts.bench import _machine
@@ -256,10 +256,11 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
     stop_name = f"sweep-stop-{uuid.uuid4().hex}"
     entries = [{"inputs": i, "command": command(kind, i), "status": "queued", "attempts": 0}
                for i in job_inputs]
-    doc = {"sweep": kind, **_machine(), "command": command_line, "engine": f"dask distributed {__version__}",
-           "address": address or "local", "workers": len(client.nthreads()),
-           "threads": sum(client.nthreads().values()), "cluster_start_s": round(start_s, 2),
-           "jobs": len(entries), "retries": retries, "timeout_s": timeout}
+    doc = {"sweep": kind, **_machine(), "command": command_line,
+           "engine": f"dask distributed {__version__}", "address": address or "local",
+           "workers": len(client.nthreads()), "threads": sum(client.nthreads().values()),
+           "cluster_start_s": round(start_s, 2), "jobs": len(entries), "retries": retries,
+           "timeout_s": timeout}
     progress = _Progress(kind, len(entries), quiet)
     t0 = time.monotonic()
     last_write = [0.0]
@@ -344,10 +345,11 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
 
 def measure(args):
     """1 worker against 2 on one job set, and the overhead per job against running it directly;
-    returns the record of ``results/sweep.json``."""
+    returns the record of ``results/sweep.json``. The machine's 1-minute load average before
+    and after each repetition is noted: other work on the machine shrinks the speed-up."""
     from scripts.bench import _machine
-    n_fuzz, count, n_noop, reps = (4, 100, 6, 1) if args.quick else (8, 300, 20, 3)
-    fuzz = [{"seed": s, "count": count} for s in range(n_fuzz)]
+    n_fuzz, count, n_noop, reps = (4, 100, 6, 1) if args.quick else (6, 200, 12, 3)
+    fuzz = [{"seed": s, "count": count, "backend": "refsim"} for s in range(n_fuzz)]
     noop = [{"seed": s} for s in range(n_noop)]
 
     def direct(kind, inputs):
@@ -365,6 +367,7 @@ def measure(args):
         return doc
 
     rows = {"direct": [], "w1": [], "w2": [], "noop_direct": [], "noop_w1": [], "start": []}
+    load = [os.getloadavg()[0]]
     for _ in range(reps):
         rows["direct"].append(sum(direct("fuzz", fuzz)))
         d1, d2 = swept("fuzz", fuzz, 1), swept("fuzz", fuzz, 2)
@@ -373,10 +376,12 @@ def measure(args):
         rows["start"] += [d1["cluster_start_s"], d2["cluster_start_s"]]
         rows["noop_direct"].append(statistics.mean(direct("noop", noop)))
         rows["noop_w1"].append(swept("noop", noop, 1)["wall_s"] / len(noop))
+        load.append(os.getloadavg()[0])
     med = {k: statistics.median(v) for k, v in rows.items()}
     return {"benchmark": "sweep", **_machine(), "reps": reps,
+            "load_average_1min": [round(x, 2) for x in load],
             "command": "python -m scripts.sweep measure" + (" --quick" if args.quick else ""),
-            "speedup": {"jobs": f"{n_fuzz} fuzz jobs of {count} programs",
+            "speedup": {"jobs": f"{n_fuzz} fuzz jobs of {count} programs (--backend refsim)",
                         "serial_direct_s": round(med["direct"], 2),
                         "workers_1_s": round(med["w1"], 2), "workers_2_s": round(med["w2"], 2),
                         "speedup_2_over_1": round(med["w1"] / med["w2"], 2),

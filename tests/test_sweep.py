@@ -103,7 +103,7 @@ def test_interrupt_keeps_what_finished(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "scripts.sweep", "noop", "--seeds", "0-7",
                              "--seconds", "1.5", "--workers", "2", "--out", str(out)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         time.sleep(0.2)
         if out.exists() and json.loads(out.read_text())["done"] >= 2:
