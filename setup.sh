@@ -27,6 +27,6 @@ fi
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo "setup: pip install (first run takes a few minutes)"
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e ".[test,fpga,sweep]"
+    .venv/bin/python -m pip install -q -e ".[test,fpga,sweep,onnx]"
     echo "$want" > "$stamp"
 fi
