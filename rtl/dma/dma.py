@@ -45,7 +45,7 @@ been issued.
 """
 
 from amaranth.hdl import Elaboratable, Module, Signal, Cat, Const, Mux, signed
-from amaranth.lib import data, fifo, memory, stream, wiring
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import STORAGE_BITS
