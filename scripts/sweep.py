@@ -20,7 +20,8 @@ failed, running and queued, and estimates the time left from the rate so far. A 
 a second failure is reported with its inputs, its command and the tail of its log, never
 dropped: a job that passes on its second attempt is counted as flaky. The merged JSON
 (``--out``, default ``build/sweep/<kind>.json``) is rewritten as jobs finish, so Ctrl-C (which
-stops the running jobs and lists the ones not run) keeps every finished record.
+stops the running jobs and lists the ones not run) keeps every finished record; ``--max-time``
+ends a sweep the same way after that many seconds.
 
 Prints the summary as ``key: value`` lines, or the whole merged JSON with ``--json``. Exit
 status: 0 every job passed, 1 a job failed, 2 bad arguments, 130 interrupted.
@@ -176,7 +177,7 @@ class _Progress:
         finished = done + failed
         left = self.total - finished
         if stopped:
-            eta = "interrupted"
+            eta = "stopped"
         elif final or not left:
             eta = "finished"
         elif finished:
@@ -236,14 +237,20 @@ def _write(path, doc):
     tmp.replace(path)
 
 
+class _TimeUp(Exception):
+    """The sweep's ``max_time`` has passed."""
+
+
 def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, timeout=None,
-          quiet=False, client=None, command_line=None):
+          quiet=False, client=None, command_line=None, max_time=None):
     """Run ``job_inputs`` (a list of ``scripts.job`` inputs of ``kind``) on a Dask cluster;
     return the merged document (also written to ``out`` as jobs finish, when given).
 
     ``client``: an existing ``distributed.Client`` (then ``address`` and ``workers`` are not
     used); ``command_line`` is noted in the document. A ``KeyboardInterrupt`` stops the running
-    jobs; the document then says ``interrupted`` and lists the jobs not run.
+    jobs; the document then says ``interrupted`` and lists the jobs not run. ``max_time``
+    (seconds) ends the sweep the same way once it has run that long (``max_time_reached``):
+    a campaign sized by the time it may take.
     """
     from distributed import Event, __version__, wait
     from scripts.bench import _machine
@@ -290,11 +297,13 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
         pending[fut] = index
 
     pending = {}
-    doc["interrupted"] = False
+    doc.update(interrupted=False, max_time_s=max_time, max_time_reached=False)
     try:
         for index in range(len(entries)):
             submit(index)
         while pending:
+            if max_time is not None and time.monotonic() - t0 > max_time:
+                raise _TimeUp
             try:
                 done, _ = wait(list(pending), timeout=1.0, return_when="FIRST_COMPLETED")
             except TimeoutError:
@@ -320,10 +329,11 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
             by = finish() if done else {s: sum(e["status"] == s for e in entries)
                                         for s in ("ok", "failed")}
             progress.update(by["ok"], by["failed"], _running(client))
-    except KeyboardInterrupt:
-        doc["interrupted"] = True
+    except (KeyboardInterrupt, _TimeUp) as exc:
+        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else "--max-time reached"
+        doc["interrupted" if isinstance(exc, KeyboardInterrupt) else "max_time_reached"] = True
         if not quiet:
-            print(f"\n[sweep {kind}] interrupted: stopping {len(pending)} jobs ...",
+            print(f"\n[sweep {kind}] {why}: stopping {len(pending)} jobs ...",
                   file=sys.stderr, flush=True)
         try:
             Event(stop_name, client=client).set()
@@ -335,7 +345,8 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
                 entry["status"] = "not_run"
     finally:
         by = finish(force=True)
-        progress.update(by["ok"], by["failed"], 0, final=True, stopped=doc["interrupted"])
+        progress.update(by["ok"], by["failed"], 0, final=True,
+                        stopped=doc["interrupted"] or doc["max_time_reached"])
         if own:
             client.close()
             if cluster is not None:
@@ -398,7 +409,8 @@ def measure(args):
 
 #: Fields of a merged sweep that ``record`` keeps in ``results/sweep.json``.
 CAMPAIGN_FIELDS = ("date", "commit", "machine", "command", "engine", "address", "workers", "jobs",
-                   "done", "failed", "flaky", "not_run", "interrupted", "wall_s", "summary")
+                   "done", "failed", "flaky", "not_run", "interrupted", "max_time_s",
+                   "max_time_reached", "wall_s", "summary")
 
 
 def record(merged, results):
@@ -446,6 +458,9 @@ def _parser():
                        help="runs more of a failed job before it is reported (default 1)")
         p.add_argument("--timeout", type=float, default=None,
                        help="seconds after which a job is stopped and counts as failed")
+        p.add_argument("--max-time", type=float, default=None,
+                       help="seconds after which the sweep stops its jobs, as Ctrl-C does, "
+                            "and ends (a campaign as large as the time allows)")
         p.add_argument("--out", default=None,
                        help=f"merged JSON (default build/sweep/{kind}.json)")
         p.add_argument("--json", action="store_true", help="print the merged JSON")
@@ -505,6 +520,9 @@ def main(argv=None):
             raise ValueError(f"--workers must be a positive integer, not {args.workers}")
         if args.retries < 0:
             raise ValueError(f"--retries must be an integer >= 0, not {args.retries}")
+        if args.max_time is not None and not args.max_time > 0:
+            raise ValueError(f"--max-time must be a positive number of seconds, "
+                             f"not {args.max_time}")
         if args.timeout is not None and not args.timeout > 0:
             raise ValueError(f"--timeout must be a positive number of seconds, "
                              f"not {args.timeout}")
@@ -517,9 +535,10 @@ def main(argv=None):
     line = "python -m scripts.sweep " + shlex.join(sys.argv[1:] if argv is None else argv)
     doc = sweep(args.kind, inputs, address=args.address, workers=args.workers, out=out,
                 retries=args.retries, timeout=args.timeout, quiet=args.quiet,
-                command_line=line)
+                command_line=line, max_time=args.max_time)
     _print(doc, args.json, ("sweep", "commit", "engine", "address", "workers", "jobs", "done",
-                            "failed", "flaky", "not_run", "interrupted", "wall_s", "summary"))
+                            "failed", "flaky", "not_run", "interrupted", "max_time_reached",
+                            "wall_s", "summary"))
     if not args.json:
         for f in doc["failures"]:
             print(f"failed: {f['command']} ({f['attempts']} attempts, rc {f['rc']})\n"

@@ -1,9 +1,8 @@
 """``scripts.sweep`` on a local Dask cluster: a small job set merged into one JSON, a failing job
 retried once and reported with its log tail, a flaky one counted, a job run alone equal to the
-same job in a sweep, a timeout, and Ctrl-C keeping what finished."""
+same job in a sweep, a timeout, Ctrl-C keeping what finished, and --max-time."""
 
 import json
-import os
 import pathlib
 import signal
 import subprocess
@@ -116,3 +115,13 @@ def test_interrupt_keeps_what_finished(tmp_path):
     assert doc["done"] + doc["not_run"] == 8
     assert {r["status"] for r in doc["records"]} <= {"ok", "not_run"}
     assert "interrupted" in stderr
+
+
+def test_max_time_stops_and_keeps_the_inputs(client):
+    start = time.monotonic()
+    doc = sweep.sweep("noop", [{"seed": s, "seconds": 60} for s in range(3)], client=client,
+                      max_time=1, quiet=True)
+    assert time.monotonic() - start < 30
+    assert doc["max_time_reached"] and not doc["interrupted"]
+    assert (doc["done"], doc["failed"], doc["not_run"]) == (0, 0, 3)
+    assert [r["inputs"]["seed"] for r in doc["records"] if r["status"] == "not_run"] == [0, 1, 2]
