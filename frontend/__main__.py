@@ -3,6 +3,7 @@
     python -m frontend run model.onnx --input x.npy --backend refsim --dtype bf16 -o y.npy
     python -m frontend check model.onnx          # would it run? (nothing is simulated)
     python -m frontend ops                       # the supported operators
+    python -m frontend conformance --json        # the onnx package's test cases, a summary
 
 Exit status: 0 on success, 2 for a model that is malformed or uses unsupported operators
 (the message names them), 1 for any other error.
@@ -35,7 +36,42 @@ def _parser():
     c = sub.add_parser("check", help="load and plan a model without running it")
     c.add_argument("model")
     sub.add_parser("ops", help="list the supported operators")
+    k = sub.add_parser("conformance",
+                       help="run the onnx package's node and pytorch test cases")
+    k.add_argument("--dtype", choices=("bf16", "fp8", "int8"), default="bf16")
+    k.add_argument("--json", action="store_true", help="print the summary as JSON")
+    k.add_argument("--skip", action="append", default=["test_operator_conv"],
+                   help="case names to leave out (default: the 68 M MAC test_operator_conv)")
     return p
+
+
+def _conformance(args):
+    import collections
+    import datetime
+    from frontend import conformance as C
+    groups = {"node": C.node_cases(), "pytorch-converted": C.model_cases("pytorch-converted"),
+              "pytorch-operator": C.model_cases("pytorch-operator")}
+    out = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="minutes"),
+           "dtype": args.dtype, "groups": {}}
+    per_op = collections.defaultdict(collections.Counter)
+    for name, cases in groups.items():
+        cases = [c for c in cases if c.name not in args.skip]
+        print(f"{name}: {len(cases)} cases", file=sys.stderr, flush=True)
+        s = C.summary(cases, dtype=args.dtype)
+        out["groups"][name] = s["counts"]
+        for case, r in s["cases"].items():
+            for op in r["ops"] or ["Constant"]:
+                per_op[op][r["verdict"]] += 1
+            if r["verdict"] == "fail":
+                out.setdefault("failures", {})[case] = r["why"]
+    from frontend import supported_ops
+    out["supported_ops"] = {op: dict(per_op[op]) for op in supported_ops()}
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        for g, c in out["groups"].items():
+            print(f"{g}: {c['pass']} pass, {c['fail']} fail, {c['refused']} refused")
+    return 0 if not out.get("failures") else 1
 
 
 def _inputs(model, specs):
@@ -68,6 +104,8 @@ def main(argv=None):
     if args.cmd == "ops":
         print("\n".join(frontend.supported_ops()))
         return 0
+    if args.cmd == "conformance":
+        return _conformance(args)
     try:
         model = frontend.Model(args.model)
     except (frontend.ModelError, frontend.UnsupportedModel) as e:

@@ -163,6 +163,14 @@ def plan(proto, supported):
                 continue
             constants[n.output[0]] = numpy_helper.to_array(value)
             continue
+        if n.op_type == "ConstantOfShape" and n.input[0] in constants:
+            # Folded at import: a constant whose shape is known.
+            value = node.attrs.get("value")
+            v = (numpy_helper.to_array(value).reshape(()) if value is not None
+                 else np.float32(0))
+            constants[n.output[0]] = np.full(
+                [int(d) for d in np.asarray(constants[n.input[0]]).tolist()], v, v.dtype)
+            continue
         check = supported.get(n.op_type)
         if check is None:
             problems.append((n.op_type, name, "operator not supported"))

@@ -145,8 +145,6 @@ def _conv_pads(node, x_hw, k_hw):
 
 def _check_conv(node, consts):
     at = node.attrs
-    if at.get("group", 1) != 1:
-        return f"group = {at['group']}: only group 1 is supported"
     if any(d != 1 for d in at.get("dilations", [1, 1])):
         return f"dilations = {list(at['dilations'])}: only 1 is supported"
     if len(at.get("kernel_shape", [1, 1])) != 2 or len(at.get("strides", [1, 1])) != 2:
@@ -184,9 +182,18 @@ def _h_conv(ctx, node, x, w, b=None):
     dt = {"bf16": ml_dtypes.bfloat16, "fp8": ml_dtypes.float8_e4m3fn,
           "int8": ml_dtypes.bfloat16}[ctx.dtype]
     kh = w.shape[2]
+    groups = int(node.attrs.get("group", 1))
+    if x.shape[1] % groups or w.shape[0] % groups or w.shape[1] * groups != x.shape[1]:
+        raise ValueError(f"Conv '{node.name}': {x.shape[1]} input channels and weights "
+                         f"{w.shape} do not split into group = {groups}")
+    ci, co = x.shape[1] // groups, w.shape[0] // groups
     outs = []
     for n in range(x.shape[0]):
-        y = _conv_band(ctx, node, xp[n].astype(dt), w.astype(dt), 0, xp.shape[2] - kh + 1)
+        # A grouped convolution is one convolution per group of channels.
+        y = np.concatenate([
+            _conv_band(ctx, node, xp[n, g * ci:(g + 1) * ci].astype(dt),
+                       w[g * co:(g + 1) * co].astype(dt), 0, xp.shape[2] - kh + 1)
+            for g in range(groups)])
         outs.append(y[:, ::strides[0], ::strides[1]])
     y = np.stack(outs)
     if b is not None:
@@ -422,8 +429,78 @@ def _h_concat(ctx, node, *xs):
     return [np.concatenate([np.asarray(x) for x in xs], axis=node.attrs["axis"])]
 
 
-def _h_identity(ctx, node, x):
-    return [np.asarray(x)]
+def _h_identity(ctx, node, x, *rest):
+    """Identity, and Dropout at inference (its optional mask output is all ones)."""
+    x = np.asarray(x)
+    return [x, np.ones(x.shape, bool)] if len(node.outputs) > 1 else [x]
+
+
+def _check_dropout(node, consts):
+    if len(node.inputs) > 2 and node.inputs[2]:
+        t = consts.get(node.inputs[2])
+        if t is None or bool(np.asarray(t).reshape(())):
+            return "training_mode is not supported (inference only)"
+    return None
+
+
+def _h_unsqueeze(ctx, node, x, axes=None):
+    x = np.asarray(x)
+    axes = node.attrs.get("axes") if axes is None else np.asarray(axes).reshape(-1).tolist()
+    out_rank = x.ndim + len(axes)
+    shape = list(x.shape)
+    for a in sorted(int(a) % out_rank for a in axes):
+        shape.insert(a, 1)
+    return [x.reshape(shape)]
+
+
+def _h_constant_of_shape(ctx, node, shape):
+    """A constant tensor: folded by the host at import (no core work)."""
+    from onnx import numpy_helper
+    value = node.attrs.get("value")
+    v = numpy_helper.to_array(value).reshape(()) if value is not None else np.float32(0)
+    return [np.full([int(d) for d in np.asarray(shape).tolist()], v, dtype=v.dtype)]
+
+
+def _h_sum(ctx, node, *xs):
+    y = np.asarray(xs[0], np.float32)
+    for x in xs[1:]:
+        node_add = type(node)("Add", node.name, [], [], {}, node.index)
+        y = _h_binary(ctx, node_add, y, x)[0]
+    return [y]
+
+
+def _check_batchnorm(node, consts):
+    if node.attrs.get("training_mode", 0):
+        return "training_mode = 1 is not supported (inference only)"
+    if len(node.outputs) > 1 and any(node.outputs[1:]):
+        return "only the first output (Y) is supported"
+    for i in (1, 2, 3, 4):
+        if node.inputs[i] not in consts:
+            return f"input {i} ({node.inputs[i]}) must be a constant"
+    return None
+
+
+def _h_batchnorm(ctx, node, x, scale, b, mean, var):
+    """``(x - mean) * scale / sqrt(var + eps) + b`` per channel: the constants are folded by
+    the host into one multiplier and one offset per channel (FP32), applied on the core."""
+    x = _f32(x)
+    eps = np.float32(node.attrs.get("epsilon", 1e-5))
+    a = (np.asarray(scale, np.float32) / np.sqrt(np.asarray(var, np.float32) + eps)).astype(
+        np.float32)
+    c = (np.asarray(b, np.float32) - np.asarray(mean, np.float32) * a).astype(np.float32)
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    am = _f32(np.broadcast_to(a.reshape(shape), x.shape))
+    cm = _f32(np.broadcast_to(c.reshape(shape), x.shape))
+    y = _rowwise(ctx, node, fk.binary, _2d(x), _2d(am), op="multiply")
+    y = _rowwise(ctx, node, fk.binary, y, _2d(cm), op="add")
+    return [y.reshape(x.shape)]
+
+
+def _h_global_average_pool(ctx, node, x):
+    x = _f32(x)
+    F = int(np.prod(x.shape[2:]))
+    y = _rowwise(ctx, node, fk.reduce_rows, _f32(x.reshape(-1, F)), op="add", scale=1.0 / F)
+    return [y.reshape(x.shape[:2] + (1,) * (x.ndim - 2))]
 
 
 # -- INT8 ----------------------------------------------------------------------------------
@@ -558,6 +635,10 @@ HANDLERS = {
     "ReduceMean": (_check_reduce, _h_reduce), "ReduceSum": (_check_reduce, _h_reduce),
     "Transpose": (_ok, _h_transpose), "Reshape": (_ok, _h_reshape),
     "Flatten": (_ok, _h_flatten), "Concat": (_ok, _h_concat), "Identity": (_ok, _h_identity),
+    "Dropout": (_check_dropout, _h_identity), "Unsqueeze": (_ok, _h_unsqueeze),
+    "ConstantOfShape": (_ok, _h_constant_of_shape),
+    "Sum": (_ok, _h_sum), "BatchNormalization": (_check_batchnorm, _h_batchnorm),
+    "GlobalAveragePool": (_ok, _h_global_average_pool),
     "Conv": (_check_conv, _h_conv),
     "MaxPool": (_check_pool, _h_pool), "AveragePool": (_check_pool, _h_pool),
     "QuantizeLinear": (_check_quant, _h_quantize),

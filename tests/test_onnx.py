@@ -62,6 +62,27 @@ def test_onnx_model_case(case):
     assert verdict == "pass", why
 
 
+def test_classic_cnns_import():
+    """The topology-only classic CNNs of onnx/backend/test/data/light import and plan (their
+    run on the reference simulator takes hours: 0.7-20 GMAC each); those with LRN are
+    refused, naming it."""
+    import glob
+    root = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+    verdicts = {}
+    for p in sorted(glob.glob(os.path.join(root, "*.onnx"))):
+        try:
+            frontend.Model(p)
+            verdicts[os.path.basename(p)] = "ok"
+        except frontend.UnsupportedModel as e:
+            verdicts[os.path.basename(p)] = sorted({op for op, _, _ in e.problems})
+    assert verdicts == {
+        "light_bvlc_alexnet.onnx": ["LRN"], "light_densenet121.onnx": "ok",
+        "light_inception_v1.onnx": ["LRN"], "light_inception_v2.onnx": "ok",
+        "light_resnet50.onnx": "ok", "light_shufflenet.onnx": "ok",
+        "light_squeezenet.onnx": "ok", "light_vgg19.onnx": "ok",
+        "light_zfnet512.onnx": ["LRN"]}
+
+
 # -- a small model against onnxruntime -----------------------------------------------------
 
 def _mlp_model(seed=0, K=24, H=20, M=10):
@@ -116,15 +137,16 @@ def test_unsupported_operator_refused_before_anything_runs(monkeypatch):
     monkeypatch.setattr(kernels.Kernel, "run", boom)
     model = _model([helper.make_node("Relu", ["x"], ["a"], name="ok"),
                     helper.make_node("Cos", ["a"], ["b"], name="my_cos"),
-                    helper.make_node("Conv", ["b", "w"], ["y"], name="grouped", group=2)],
-                   [_vi("x", [1, 4, 5, 5]), _vi("w", [4, 2, 3, 3])], [_vi("y", [1, 4, 3, 3])])
+                    helper.make_node("Conv", ["b", "w"], ["y"], name="dilated",
+                                     dilations=[2, 2])],
+                   [_vi("x", [1, 4, 5, 5]), _vi("w", [4, 4, 2, 2])], [_vi("y", [1, 4, 3, 3])])
     with pytest.raises(frontend.UnsupportedModel) as e:
         frontend.Model(model)
     msg = str(e.value)
     assert "Cos (node 'my_cos')" in msg and "operator not supported" in msg
-    assert "Conv (node 'grouped')" in msg and "group = 2" in msg
+    assert "Conv (node 'dilated')" in msg and "dilations = [2, 2]" in msg
     assert "supported operators: " in msg and "MatMul" in msg
-    assert [p[:2] for p in e.value.problems] == [("Cos", "my_cos"), ("Conv", "grouped")]
+    assert [p[:2] for p in e.value.problems] == [("Cos", "my_cos"), ("Conv", "dilated")]
 
 
 def test_float64_refused():
