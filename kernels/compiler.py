@@ -164,11 +164,11 @@ def _needs_wait(p, s, hazard):
     return True
 
 
-def _dependencies(trace):
+def _dependencies(ops):
     """``preds[i]``: list of ``(j, needs_wait)``."""
     live = {"sbuf": [], "psum": [], "dram": []}     # [space] -> [(plo, phi, lo, hi, op, write)]
-    preds = [dict() for _ in trace.ops]
-    for op in trace.ops:
+    preds = [dict() for _ in ops]
+    for op in ops:
         accs = [(a, False) for a in op.reads] + [(a, True) for a in op.writes]
         found = preds[op.index]
         new = []
@@ -200,6 +200,8 @@ def _dependencies(trace):
 
 def _cost(op, cfg):
     a = op.args
+    if op.kind == "block":
+        return sum(_cost(m, cfg) for m in a["ops"])
     if op.engine == "dma":
         total = a["p"] * a["n0"] * a["n1"] * a["dram"].dtype.nbytes
         return 6 + -(-total // 8)
@@ -217,9 +219,7 @@ def _cost(op, cfg):
     return n * (4 if summing else 1) + 54
 
 
-def _schedule(trace, preds):
-    cfg = trace.config
-    ops = trace.ops
+def _schedule(ops, preds, cfg):
     n = len(ops)
     succs = [[] for _ in ops]
     indeg = [0] * n
@@ -278,13 +278,13 @@ def _schedule(trace, preds):
 
 class _Registers:
     """LRU caches of register contents: 4-register DMA descriptor blocks (r1, r5, r9, r13),
-    2-register ACT pairs (r17, r19) and single values (r21..r63)."""
+    2-register ACT pairs (r17, r19) and single values (r21..r55)."""
 
     def __init__(self, out):
         self.out = out
         self.blocks = {4: [[b, None, 0] for b in (1, 5, 9, 13)],
                        2: [[b, None, 0] for b in (17, 19)],
-                       1: [[b, None, 0] for b in range(21, 64)]}
+                       1: [[b, None, 0] for b in range(21, _RS)]}
         self.tick = 0
         self.pinned = set()
 
@@ -376,14 +376,157 @@ def _emit(op, regs, out):
     regs.done()
 
 
+# ---------------------------------------------------------------------------------------------
+# Matmul blocks: runs of matmuls rolled into hardware loops
+# ---------------------------------------------------------------------------------------------
+
+#: Longest run of consecutive matmuls made one block (the scheduler places a block as one
+#: operation, so shorter blocks let DMA and vector work interleave more finely).
+BLOCK_RECORDS = 1024
+
+
+def _group(ops):
+    """Runs of consecutive matmul operations (in trace order) become one ``block`` operation
+    with the union of their accesses; the tensor engine applies them in order."""
+    out, run = [], []
+
+    def flush():
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            reads = [a for m in run for a in m.reads]
+            writes = [a for m in run for a in m.writes]
+            from kernels.lang import Op
+            out.append(Op("tensor", "block", dict(ops=list(run)), reads, writes))
+        run.clear()
+    for op in ops:
+        if op.kind == "matmul":
+            run.append(op)
+            if len(run) == BLOCK_RECORDS:
+                flush()
+        else:
+            flush()
+            out.append(op)
+    flush()
+    for i, op in enumerate(out):
+        op.index = i
+    return out
+
+
+def _fields(op):
+    a = op.args
+    return dict(p=a["dst"].buffer.addr + a["dst"].f0, s=a["stat"].buffer.addr + a["stat"].f0,
+                m=a["mov"].buffer.addr + a["mov"].f0, n=a["n"], k=a["k"], mm=a["m"],
+                fmt=a["fmt"].asm, acc=int(a["accumulate"]))
+
+
+def _affine(recs, keys=("p", "s", "m")):
+    """Constant strides of ``keys`` along ``recs`` (other fields equal), or None."""
+    if not recs:
+        return {k: 0 for k in keys}
+    st = {k: (recs[1][k] - recs[0][k]) if len(recs) > 1 else 0 for k in keys}
+    for i, r in enumerate(recs):
+        for k in keys:
+            if r[k] != recs[0][k] + i * st[k]:
+                return None
+        for k in ("n", "k", "mm", "fmt"):
+            if r[k] != recs[0][k]:
+                return None
+    return st
+
+
+def _roll(recs):
+    """A two-level loop plan for matmul records ``recs``: rows that each start with an
+    overwrite (``accumulate=0``) and continue with ``J-1`` accumulations, the rows' heads
+    affine in the row, the accumulations affine in their position and at a constant offset
+    from their head. None when the records do not have that shape."""
+    L = len(recs)
+    J = next((i for i in range(1, L) if recs[i]["acc"] == 0), L)
+    if L % J or recs[0]["acc"] != 0:
+        return None
+    rows = [recs[i:i + J] for i in range(0, L, J)]
+    if any(r[0]["acc"] != 0 or any(x["acc"] != 1 for x in r[1:]) for r in rows):
+        return None
+    heads = [r[0] for r in rows]
+    outer = _affine(heads)
+    if outer is None or any(x[k] != heads[0][k] for x in recs for k in ("n", "k", "mm", "fmt")):
+        return None
+    inner = None
+    off = {"p": 0, "s": 0, "m": 0}
+    if J > 1:
+        inner = _affine(rows[0][1:])
+        if inner is None:
+            return None
+        off = {k: rows[0][1][k] - rows[0][0][k] for k in ("p", "s", "m")}
+        for r in rows:
+            if _affine(r[1:]) != inner or any(r[1][k] - r[0][k] != off[k] for k in off):
+                return None
+        if inner["p"] != 0 or off["p"] != 0:
+            return None
+    ags = sum(1 for k in ("p", "s", "m") if outer[k] and len(rows) > 1)
+    ags += sum(1 for k in ("s", "m") if inner and inner[k])
+    if ags > 4:
+        return None
+    return dict(I=len(rows), J=J, head=heads[0], outer=outer, inner=inner, off=off)
+
+
+#: Registers a rolled block owns (outside the cached pool): head stationary, moving and PSUM
+#: addresses, the accumulations' stationary and moving addresses, N, the two trip counts.
+_RS, _RM, _RP, _RSI, _RMI, _RN, _RI, _RJ = range(56, 64)
+
+
+def _emit_block(op, regs, out, label):
+    members = op.args["ops"]
+    recs = [_fields(m) for m in members]
+    plan = _roll(recs)
+    if plan is None or len(recs) < 3:
+        for m in members:
+            _emit(m, regs, out)
+        return
+    h, o, i_, off = plan["head"], plan["outer"], plan["inner"], plan["off"]
+    I, J = plan["I"], plan["J"]
+    opts = f"k={h['k']}, m={h['mm']}, fmt={h['fmt']}"
+    out += [f"li r{_RS}, {h['s']:#x}", f"li r{_RM}, {h['m']:#x}", f"li r{_RP}, {h['p']:#x}",
+            f"li r{_RN}, {h['n']:#x}"]
+    ags = []
+    if I > 1:
+        ags += [(r, o[k], 1) for r, k in ((_RS, "s"), (_RM, "m"), (_RP, "p")) if o[k]]
+    if i_ is not None:
+        ags += [(r, i_[k], 2 if I > 1 else 1) for r, k in ((_RSI, "s"), (_RMI, "m")) if i_[k]]
+    for k in range(4):
+        if k < len(ags):
+            r, stride, level = ags[k]
+            rs = regs.get((stride,))
+            out.append(f"ag {k}, r{r}, r{rs}, {level}")
+        else:
+            out.append(f"ag {k}, r0, r0, 0")
+    body = []
+    if J > 1:
+        ros, rom = regs.get((off["s"],)), regs.get((off["m"],))
+        out.append(f"li r{_RJ}, {J - 1}")
+        body += [f"add r{_RSI}, r{_RS}, r{ros}", f"add r{_RMI}, r{_RM}, r{rom}",
+                 f"loop r{_RJ}, {label}i",
+                 f"matmul r{_RP}, r{_RSI}, r{_RMI}, r{_RN}, {opts}, accumulate=1, sem=1, "
+                 f"sem_en=1",
+                 f"{label}i: endloop"]
+    head = [f"matmul r{_RP}, r{_RS}, r{_RM}, r{_RN}, {opts}, accumulate=0, sem=1, sem_en=1"]
+    if I > 1:
+        out += [f"li r{_RI}, {I}", f"loop r{_RI}, {label}o"] + head + body + \
+            [f"{label}o: endloop"]
+    else:
+        out += head + body
+    regs.done()
+
+
 def compile_trace(trace):
     """Compile a :class:`kernels.lang.Trace` into a :class:`Program`."""
     from sim.asm import assemble
     cfg = trace.config
     dram_bytes = _layout_dram(trace)
     _allocate(trace)
-    preds = _dependencies(trace)
-    order, edges = _schedule(trace, preds)
+    ops = _group(trace.ops)
+    preds = _dependencies(ops)
+    order, edges = _schedule(ops, preds, cfg)
     out = []
     regs = _Registers(out)
     pos = {}
@@ -394,7 +537,7 @@ def compile_trace(trace):
         need = {}
         for j, w in edges[op.index]:
             if w:
-                e = trace.ops[j].engine
+                e = ops[j].engine
                 need[e] = max(need.get(e, 0), pos[j] + 1)
         for e in ENGINES:
             if need.get(e, 0) > waited[e]:
@@ -404,9 +547,14 @@ def compile_trace(trace):
                 out.append(f"waiti {SEM[e]}, {need[e]}")
                 waited[e] = need[e]
                 waits += 1
-        _emit(op, regs, out)
-        pos[op.index] = count[op.engine]
-        count[op.engine] += 1
+        if op.kind == "block":
+            _emit_block(op, regs, out, f"B{op.index}")
+            nrec = len(op.args["ops"])
+        else:
+            _emit(op, regs, out)
+            nrec = 1
+        count[op.engine] += nrec
+        pos[op.index] = count[op.engine] - 1
     out.append("halt")
     asm = "\n".join(out) + "\n"
     words = assemble(asm)

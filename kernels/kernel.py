@@ -157,7 +157,7 @@ class Kernel:
         prog = compile_trace(tr)
         image = Image(program=prog.words,
                       readback=[(r.buffer.addr, r.buffer.size) for r in results],
-                      max_cycles=50_000_000)
+                      max_cycles=5_000_000)
         c = Compiled(image=image, program=prog, inputs=tr.inputs,
                      outputs=[r.buffer for r in results], out_shapes=[r.shape for r in results],
                      config=cfg, trace=tr, single=single)
