@@ -476,13 +476,31 @@ _RS, _RM, _RP, _RSI, _RMI, _RN, _RI, _RJ = range(56, 64)
 
 
 def _emit_block(op, regs, out, label):
-    members = op.args["ops"]
+    _emit_records(op.args["ops"], regs, out, label)
+
+
+def _emit_records(members, regs, out, label):
+    """Roll the longest run of whole rows that has the shape of :func:`_roll`, then the rest
+    the same way; a record that starts no such run is emitted as one instruction."""
     recs = [_fields(m) for m in members]
-    plan = _roll(recs)
-    if plan is None or len(recs) < 3:
-        for m in members:
-            _emit(m, regs, out)
-        return
+    starts = [i for i, r in enumerate(recs) if r["acc"] == 0] + [len(recs)]
+    i, part = 0, 0
+    while i < len(recs):
+        plan = None
+        for cut in sorted((c for c in starts if c >= i + 3), reverse=True):
+            plan = _roll(recs[i:cut])
+            if plan is not None:
+                break
+        if plan is None:
+            _emit(members[i], regs, out)
+            i += 1
+            continue
+        _emit_plan(plan, regs, out, f"{label}_{part}")
+        part += 1
+        i = cut
+
+
+def _emit_plan(plan, regs, out, label):
     h, o, i_, off = plan["head"], plan["outer"], plan["inner"], plan["off"]
     I, J = plan["I"], plan["J"]
     opts = f"k={h['k']}, m={h['mm']}, fmt={h['fmt']}"

@@ -27,24 +27,54 @@ def _ktiles(K, P):
 
 
 def load_ktiles(src, name):
-    """``src [K, F]`` (a DRAM view) as SBUF tiles of at most ``rows`` partitions."""
+    """``src [K, F]`` (a DRAM view) as SBUF views of at most ``rows`` partitions (K tiles).
+    The full K tiles come in one DMA record (``[rows, K // rows, F]``, one SBUF tile
+    ``[rows, (K // rows) * F]``); an edge tile in a second one."""
     P = current().config.rows
-    return [kl.load(src[k0:k0 + kk, :], name=f"{name}{i}")
-            for i, (k0, kk) in enumerate(_ktiles(src.shape[0], P))]
+    K, F = src.shape
+    kt = K // P
+    views = []
+    if kt > 1:
+        s0, s1 = src.strides
+        big = kl.load(src.as_strided((P, kt, F), (s0, P * s0, s1)), name=name)
+        views = [big[:, t * F:(t + 1) * F] for t in range(kt)]
+    elif kt == 1:
+        views = [kl.load(src[0:P, :], name=name)]
+    if K % P:
+        views.append(kl.load(src[kt * P:K, :], name=f"{name}_edge"))
+    return views
 
 
 def project(w_tiles, x_tiles, M, epilogue, acc_dtype=kl.fp32):
     """``epilogue(ps, m0, mm)`` for every M tile of ``W.T @ X``: ``w_tiles`` are K tiles
-    ``[kk, M]``, ``x_tiles`` K tiles ``[kk, n]`` (same ``kk``), ``ps`` the PSUM tile
-    ``[mm, n]`` of rows ``m0 .. m0+mm-1``."""
-    C = current().config.cols
+    ``[kk, M]``, ``x_tiles`` K tiles ``[kk, n]`` (same ``kk``), ``ps`` the PSUM view
+    ``[mm, n]`` of rows ``m0 .. m0+mm-1``. All M tiles of the chunk accumulate into one PSUM
+    tile when it fits in half of PSUM (the matmuls then form one block of the compiler,
+    rolled into hardware loops), the epilogues follow."""
+    ps, tiles = project_chunk(w_tiles, x_tiles, M, acc_dtype)
+    for m0, mm, view in tiles:
+        epilogue(view, m0, mm)
+
+
+def project_chunk(w_tiles, x_tiles, M, acc_dtype=kl.fp32):
+    """The matmuls of one chunk: returns ``(ps, [(m0, mm, view), ...])`` where ``ps`` is the
+    PSUM tile ``[cols, MT*n]`` holding every M tile (None when they do not fit in half of
+    PSUM; then each M tile has its own PSUM tile, and the list holds those)."""
+    cfg = current().config
+    C = cfg.cols
     n = x_tiles[0].f
-    for m0 in range(0, M, C):
-        mm = min(C, M - m0)
-        ps = kl.psum_tile((mm, n), acc_dtype, name="ps")
+    mts = [(m0, min(C, M - m0)) for m0 in range(0, M, C)]
+    ps = None
+    if len(mts) * n <= cfg.psum_depth // 2:
+        ps = kl.psum_tile((min(C, M), len(mts) * n), acc_dtype, name="ps")
+    out = []
+    for i, (m0, mm) in enumerate(mts):
+        view = ps[0:mm, i * n:(i + 1) * n] if ps is not None else \
+            kl.psum_tile((mm, n), acc_dtype, name="ps")
         for t, (w, x) in enumerate(zip(w_tiles, x_tiles)):
-            kl.matmul(ps, w[:, m0:m0 + mm], x, accumulate=t > 0)
-        epilogue(ps, m0, mm)
+            kl.matmul(view, w[:, m0:m0 + mm], x, accumulate=t > 0)
+        out.append((m0, mm, view))
+    return ps, out
 
 
 def _check_2d(x, name, what):
@@ -60,17 +90,28 @@ def _gemm_body(w, x, out_dtype, acc_dtype):
     K2, N = x.shape
     if K != K2:
         raise KernelError(f"gemm: w has K = {K} rows (dimension 0), x has {K2}")
+    C = cfg.cols
     out = kl.ndarray((M, N), out_dtype, name="out")
     w_tiles = load_ktiles(w, "w")
-    nc = chunk_size(N, cfg)
+    mt = -(-M // C)
+    nc = chunk_size(N, cfg, limit=max(1, min(128, cfg.psum_depth // (2 * mt))))
     for c0 in range(0, N, nc):
         n = min(nc, N - c0)
         x_tiles = load_ktiles(x[:, c0:c0 + n], "x")
-
-        def store(ps, m0, mm, c0=c0, n=n):
-            o = kl.copy(ps, dtype=out_dtype, name="o")
-            kl.store(out[m0:m0 + mm, c0:c0 + n], o)
-        project(w_tiles, x_tiles, M, store, acc_dtype)
+        ps, tiles = project_chunk(w_tiles, x_tiles, M, acc_dtype)
+        if ps is None:
+            for m0, mm, view in tiles:
+                kl.store(out[m0:m0 + mm, c0:c0 + n], kl.copy(view, dtype=out_dtype, name="o"))
+            continue
+        # One copy of the chunk out of PSUM; the full M tiles in one store ([C, MT, n]).
+        o = kl.copy(ps, dtype=out_dtype, name="o")
+        full = M // C
+        if full:
+            dst = out.as_strided((C, full, n), (N, C * N, 1), c0)
+            kl.store(dst, o[0:C, 0:full * n])
+        if M % C:
+            m0 = full * C
+            kl.store(out[m0:M, c0:c0 + n], o[0:M - m0, full * n:(full + 1) * n])
     return out
 
 
