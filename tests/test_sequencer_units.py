@@ -171,3 +171,115 @@ def test_perf_counters():
                     [want[e, n] for n in ENGINE_COUNTERS], cycle
 
     _run(dut, bench)
+
+
+def test_semaphore_bank_model():
+    """Random engine completions, SEMINCs, SEMSETs and clears against a model: a SEMINC shows
+    two cycles later, a SEMSET's value (given the cycle after) one cycle later with that
+    cycle's increments added, ``now`` shows a pending SEMSET, ``clear`` wins."""
+    from rtl.control.semaphores import SemaphoreBank
+    dut = SemaphoreBank()
+    n, mask = isa.NUM_SEMS, (1 << isa.SEM_VALUE_BITS) - 1
+    rng = random.Random(4)
+
+    async def bench(ctx):
+        value = [0] * n
+        inc_q = 0                 # SEMINC mask registered last cycle
+        set_w = 0                 # SEMSET mask pending this cycle
+        for cycle in range(500):
+            set_value = rng.getrandbits(isa.SEM_VALUE_BITS)
+            now = [set_value if set_w >> i & 1 else value[i] for i in range(n)]
+            ctx.set(dut.set_value, set_value)
+            await ctx.delay(1e-9)
+            assert [ctx.get(dut.value[i]) for i in range(n)] == value, cycle
+            assert [ctx.get(dut.now[i]) for i in range(n)] == now, cycle
+            sel = 1 << rng.randrange(n)
+            inc, set_ = rng.random() < 0.3, rng.random() < 0.2
+            clear = rng.random() < 0.03
+            eng = [(1 << rng.randrange(n)) if rng.random() < 0.5 else 0 for _ in range(3)]
+            for name, v in (("sel", sel), ("inc", inc), ("set", set_), ("clear", clear),
+                            ("inc_dma", eng[0]), ("inc_tensor", eng[1]),
+                            ("inc_vector", eng[2])):
+                ctx.set(getattr(dut, name), v)
+            await ctx.tick()
+            value = [0] * n if clear else [
+                (now[i] + sum(e >> i & 1 for e in eng) + (inc_q >> i & 1)) & mask
+                for i in range(n)]
+            inc_q = sel if inc else 0
+            set_w = sel if set_ else 0
+
+    _run(dut, bench)
+
+
+def test_call_stack_model():
+    """Random CALLs and RETs, each held for 0-2 cycles first (its data strobe repeated without
+    the pointers' move, as a stalled micro-instruction does), and clears, against a list:
+    ``ret`` is the top entry, ``empty``/``full`` the depth's tests."""
+    from rtl.control.call_stack import CallStack
+    dut = CallStack()
+    rng = random.Random(5)
+
+    async def bench(ctx):
+        stack = []
+        for step in range(400):
+            assert ctx.get(dut.depth) == len(stack), step
+            assert ctx.get(dut.empty) == (not stack), step
+            assert ctx.get(dut.full) == (len(stack) == isa.CALL_DEPTH), step
+            if stack:
+                assert ctx.get(dut.ret) == stack[-1], step
+            op = rng.choice(["call", "ret", "clear", "none"])
+            if op == "call" and len(stack) == isa.CALL_DEPTH or op == "ret" and not stack:
+                op = "none"
+            value = rng.getrandbits(32)
+            ctx.set(dut.value, value)
+            ctx.set(dut.clear, op == "clear")
+            for held in range(rng.randrange(3), -1, -1):
+                ctx.set(dut.write, op == "call")
+                ctx.set(dut.read, op == "ret")
+                ctx.set(dut.push, op == "call" and held == 0)
+                ctx.set(dut.pop, op == "ret" and held == 0)
+                await ctx.tick()
+                ctx.set(dut.clear, 0)
+            for name in ("write", "read", "push", "pop"):
+                ctx.set(getattr(dut, name), 0)
+            if op == "call":
+                stack.append(value)
+            elif op == "ret":
+                stack.pop()
+            elif op == "clear":
+                stack = []
+
+    _run(dut, bench)
+
+
+def test_micro_call_stack_model():
+    """Random micro-CALLs, RETs, ENDs and clears against a list."""
+    from rtl.control.micro_stack import MicroCallStack
+    dut = MicroCallStack()
+    rng = random.Random(6)
+    mask = (1 << isa.UADDR_BITS) - 1
+
+    async def bench(ctx):
+        stack = []
+        for cycle in range(600):
+            assert ctx.get(dut.empty) == (not stack), cycle
+            assert ctx.get(dut.full) == (len(stack) == isa.UCALL_DEPTH), cycle
+            if stack:
+                assert ctx.get(dut.top) == stack[-1], cycle
+            op = rng.choice(["push", "pop", "none", "none", "reset", "clear"] if
+                            rng.random() < 0.1 else ["push", "pop", "none"])
+            if op == "push" and len(stack) == isa.UCALL_DEPTH or op == "pop" and not stack:
+                op = "none"
+            value = rng.getrandbits(isa.UADDR_BITS)
+            for name in ("push", "pop", "reset", "clear"):
+                ctx.set(getattr(dut, name), op == name)
+            ctx.set(dut.value, value)
+            await ctx.tick()
+            if op == "push":
+                stack.append(value & mask)
+            elif op == "pop":
+                stack.pop()
+            elif op in ("reset", "clear"):
+                stack = []
+
+    _run(dut, bench)

@@ -19,9 +19,12 @@ from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond,
 from rtl.arith.wide_mux import lut4, pair_mux, wide_mux
 
 from .layouts import record_layout
+from .call_stack import CallStack
 from .engine_queue import EngineQueue
 from .memories import SequencerMemories
+from .micro_stack import MicroCallStack
 from .perf_counters import PerfCounters
+from .semaphores import SemaphoreBank
 
 __all__ = ["Sequencer", "DBG", "YOSYS_HINTS"]
 
@@ -417,10 +420,9 @@ class Sequencer(wiring.Component):
         # ``uctr_nz`` as they are): a ULOOP's redirect, in front of the control store's
         # address, then compares no 16-bit value.
         uctr_nz = Signal()
-        ustack = Array(Signal(isa.UADDR_BITS, name=f"ustack{i}") for i in range(isa.UCALL_DEPTH))
-        usp = Signal(range(isa.UCALL_DEPTH + 1))
-        utop = Signal(range(isa.UCALL_DEPTH), init=isa.UCALL_DEPTH - 1)
-        usp_zero, usp_full = Signal(init=1), Signal()      # usp == 0, usp == UCALL_DEPTH
+        # The micro-call stack (``MicroCallStack``), its registered pointer tests.
+        m.submodules.ucalls = ucalls = MicroCallStack()
+        usp_zero, usp_full = ucalls.empty, ucalls.full      # usp == 0, usp == UCALL_DEPTH
 
         # ---- architectural state ------------------------------------------------------------
         flag_eq, flag_lt, flag_ltu = Signal(), Signal(), Signal()
@@ -431,7 +433,10 @@ class Sequencer(wiring.Component):
         # instruction).
         flags_w = Signal()
         fl_eq, fl_lt, fl_ltu = Signal(), Signal(), Signal()
-        sems = Array(Signal(isa.SEM_VALUE_BITS, name=f"sem{i}") for i in range(isa.NUM_SEMS))
+        # The semaphores (``SemaphoreBank``): ``sems`` are its registers, ``sem_now`` the
+        # values with a pending SEMSET.
+        m.submodules.sems = sem_bank = SemaphoreBank()
+        sems = [sem_bank.value[i] for i in range(isa.NUM_SEMS)]
         ls_start = Array(Signal(32, name=f"loop_start{i}") for i in range(isa.LOOP_DEPTH))
         ls_rem = Array(Signal(32, name=f"loop_rem{i}") for i in range(isa.LOOP_DEPTH))
         rem_top = Signal(32)                  # ls_rem[ltop], kept beside it for LOOP_MORE
@@ -446,14 +451,14 @@ class Sequencer(wiring.Component):
         # The stacks' top indices (pointer - 1, wrapped) are registers kept beside the
         # pointers, so that reading a top entry is a multiplexer without a subtractor.
         ltop = Signal(range(isa.LOOP_DEPTH), init=isa.LOOP_DEPTH - 1)
-        cstack = Array(Signal(32, name=f"call{i}") for i in range(isa.CALL_DEPTH))
-        csp = Signal(range(isa.CALL_DEPTH + 1))
-        ctop = Signal(range(isa.CALL_DEPTH), init=isa.CALL_DEPTH - 1)
-        cret = Signal(32)                     # cstack[ctop]: a RET's return PC
+        # The call stack (``CallStack``): its depth, top entry (a RET's return PC) and
+        # registered pointer tests.
+        m.submodules.calls = calls = CallStack()
+        csp, cret = calls.depth, calls.ret
         # Registered pointer tests (``lsp == 0`` ...), kept beside the pointers, for the
         # stack errors in front of ``adv``.
         lsp_zero, lsp_full = Signal(init=1), Signal()
-        csp_zero, csp_full = Signal(init=1), Signal()
+        csp_zero, csp_full = calls.empty, calls.full
         ag_lvl_oh = [Signal(isa.LOOP_DEPTH, name=f"ag{i}_lvl_oh") for i in range(isa.NUM_AG)]
         ag_tag = [Signal(isa.LOOP_DEPTH, name=f"ag{i}_tag") for i in range(isa.NUM_AG)]
         lsp_oh = Signal(isa.LOOP_DEPTH + 1, init=1)      # one-hot ``lsp``
@@ -481,7 +486,6 @@ class Sequencer(wiring.Component):
         w_rf_en, w_rf_addr, w_rf_data = Signal(), Signal(6), Signal(32)
         ags_w = Signal(isa.NUM_AG)          # ag_stride[j] takes res_q
         agb_w = Signal(isa.NUM_AG)          # ag_base[j] takes res_q
-        sem_w = Signal(isa.NUM_SEMS)        # sems[i] takes res_q[:16]
         push_w = Signal()                   # rem_top and ls_rem[ltop] take res_q
         # A LOOP_STEP's and a LOOP_POP's new top count and ``more`` flags land in W too, from
         # registers loaded every cycle (``top_v``/``top_m``): ``go``
@@ -495,8 +499,7 @@ class Sequencer(wiring.Component):
         lmore_w, lstep_w = Signal(), Signal()
         ag_stride_now = Array(Signal(32, name=f"ag{i}_stride_now") for i in range(isa.NUM_AG))
         ag_base_now = Array(Signal(32, name=f"ag{i}_base_now") for i in range(isa.NUM_AG))
-        sem_now = Array(Signal(isa.SEM_VALUE_BITS, name=f"sem{i}_now")
-                        for i in range(isa.NUM_SEMS))
+        sem_now = Array(sem_bank.now[i] for i in range(isa.NUM_SEMS))
         rem_top_now = Signal(32)
         # T0 and T1 too (``t0_w``/``t1_w``), so that X's result and ``go`` do not reach their
         # 64 data inputs and clock enables.
@@ -507,8 +510,6 @@ class Sequencer(wiring.Component):
                      for j in range(isa.NUM_AG)]
         m.d.comb += [ag_base_now[j].eq(Mux(agb_w[j], res_q, ag_base[j]))
                      for j in range(isa.NUM_AG)]
-        m.d.comb += [sem_now[i].eq(Mux(sem_w[i], res_q[:isa.SEM_VALUE_BITS], sems[i]))
-                     for i in range(isa.NUM_SEMS)]
         m.d.comb += rem_top_now.eq(Mux(push_w, res_q, rem_top))
         err_pc = Signal(32)
 
@@ -960,31 +961,22 @@ class Sequencer(wiring.Component):
         # ``sem_inc``/``sem_set`` are ``adv`` for a SEMINC/SEMSET micro-instruction, which can
         # only stall through its ``seq`` field (a BRANCH on Z/NZ or LOOP_MORE, a ULOOP) and
         # only trap through it (RET, CALL, TRAP): ``seq_gate``. The semaphore index is
-        # ``sem_sel``, one-hot and registered with the instruction. A SEMINC is registered
-        # (``sem_inc_q``, one bit per semaphore) and enters the next cycle's sum as its carry
-        # in, beside the engines' increments: the semaphore shows it two cycles after X
-        # instead of one. X's hold and trap terms then reach 16 flip-flops, not the select of
-        # every semaphore bit. Nothing reads a semaphore in the cycle
+        # ``sem_sel``, one-hot and registered with the instruction. The bank shows a SEMINC
+        # two cycles after X (``SemaphoreBank``), and nothing reads a semaphore in the cycle
         # after a SEMINC: a WAIT compares in its second cycle in X, a SEMRD reads the
         # semaphore of its second cycle (it holds two), the host sees the count a cycle later.
+        # A SEMSET's value is X's result, registered (``res_q``) in the cycle after X.
         sem_inc, sem_set = Signal(), Signal()
         for sig, n in ((sem_inc, "seminc"), (sem_set, "semset")):
             m.d.comb += sig.eq(x_live & seq_gate(n))
-        sem_inc_q = Signal(isa.NUM_SEMS)
-        m.d.sync += sem_inc_q.eq(Mux(sem_inc, sem_sel, 0))
-        for i in range(isa.NUM_SEMS):
-            incs = []
-            for e in _ENGINES:
-                done = getattr(self, _NAMES[e] + "_done")
-                incs.append(done & outstanding[e] & queues[e].sem_head[i])
-            eng_total = Signal(2, name=f"sem{i}_eng_inc")
-            m.d.comb += eng_total.eq(sum(x.as_unsigned() for x in incs))
-            # sem_now + eng_total + sem_inc_q[i], the last as the carry into the low bit
-            ssum = Signal(isa.SEM_VALUE_BITS + 1, name=f"sem{i}_sum")
-            m.d.comb += ssum.eq(Cat(Const(1, 1), sem_now[i]) + Cat(sem_inc_q[i], eng_total))
-            # (a SEMSET's value replaces this sum in the next cycle: ``sem_w``)
-            m.d.sync += sems[i].eq(ssum[1:])
-        m.d.sync += sem_w.eq(Mux(sem_set, sem_sel, 0))
+        m.d.comb += [sem_bank.inc.eq(sem_inc), sem_bank.set.eq(sem_set),
+                     sem_bank.sel.eq(sem_sel),
+                     sem_bank.set_value.eq(res_q[:isa.SEM_VALUE_BITS]),
+                     sem_bank.clear.eq(((state == _S_IDLE) | (state == _S_DONE)) & self.start)]
+        for e in _ENGINES:
+            done = getattr(self, _NAMES[e] + "_done")
+            m.d.comb += getattr(sem_bank, "inc_" + _NAMES[e]).eq(
+                Mux(done & outstanding[e], queues[e].sem_head, 0))
 
         # ---- register file write port -----------------------------------------------------
         clr = Signal(6)
@@ -1036,7 +1028,7 @@ class Sequencer(wiring.Component):
         redirect = Signal()
         x_target = Signal(isa.UADDR_BITS)
         m.d.comb += [
-            x_target.eq(Mux(xd["ret"], ustack[utop], target)),
+            x_target.eq(Mux(xd["ret"], ucalls.top, target)),
             redirect.eq(br_taken | xd["uloop"] & uctr_nz),
         ]
         upc_f_inc = Signal(isa.UADDR_BITS)
@@ -1231,25 +1223,13 @@ class Sequencer(wiring.Component):
                 m.d.sync += npc_fix.eq(1)
             with m.If(xd["dst_uctr"]):
                 m.d.sync += uctr_fix.eq(1)
-            with m.If(xd["call"]):
-                m.d.sync += [ustack[usp].eq(upc_x + 1), usp.eq(usp + 1), utop.eq(usp),
-                             usp_zero.eq(0), usp_full.eq(usp == isa.UCALL_DEPTH - 1)]
-            with m.If(xd["ret"]):
-                m.d.sync += [usp.eq(usp - 1), utop.eq(utop - 1), usp_zero.eq(usp == 1),
-                             usp_full.eq(0)]
             with m.If(xd["uloop"] & uctr_nz):
                 m.d.sync += uctr_fix.eq(0)
             with m.If(xd["end"]):
-                m.d.sync += [state.eq(Mux(xd["halt"], _S_DONE, _S_FETCH)),
-                             usp.eq(0), utop.eq(-1), usp_zero.eq(1), usp_full.eq(0)]
-            with m.If(xd["call_push"]):
-                m.d.sync += cstack[csp[:3]].eq(pc + 1)
-            # ``cret`` (no debug read shows it; START empties the stack) changes on ``go``
-            # with the stack's entries, so the record check is not in its clock enable.
-            with m.If(xd["call_push"]):
-                m.d.sync += cret.eq(pc + 1)
-            with m.If(xd["call_pop"]):
-                m.d.sync += cret.eq(cstack[(ctop - 1)[:3]])
+                m.d.sync += state.eq(Mux(xd["halt"], _S_DONE, _S_FETCH))
+        m.d.comb += [ucalls.push.eq(go & xd["call"]), ucalls.pop.eq(go & xd["ret"]),
+                     ucalls.reset.eq(go & xd["end"]), ucalls.value.eq(upc_x + 1),
+                     ucalls.clear.eq(((state == _S_IDLE) | (state == _S_DONE)) & self.start)]
         m.d.sync += [fl_eq.eq(a == b), fl_lt.eq(a.as_signed() < b.as_signed()),
                      fl_ltu.eq(a < b), flags_w.eq(adv & xd["dst_flags"])]
         with m.If(flags_w):
@@ -1279,6 +1259,14 @@ class Sequencer(wiring.Component):
         with m.If(adv):
             with m.If(xd["end"]):
                 m.d.sync += pc_pend.eq(1)
+        # The call stack's entries and ``cret`` (no debug read shows it; START empties the
+        # stack) change on ``go``, so the record check is not in their clock enables.
+        m.d.comb += [
+            calls.write.eq(go & xd["call_push"]), calls.read.eq(go & xd["call_pop"]),
+            calls.push.eq(adv_pre & xd["call_push"]), calls.pop.eq(adv_pre & xd["call_pop"]),
+            calls.value.eq(pc + 1),
+            calls.clear.eq(((state == _S_IDLE) | (state == _S_DONE)) & self.start),
+        ]
         # The loop and call stacks' pointers change on ``adv_pre``: their micro-instructions'
         # ``special`` is not EMIT, so the record check (``ILLEGAL_FIELD``, EMIT's alone) never
         # traps them and ``adv`` is ``adv_pre`` for them; written so, the check is not in
@@ -1292,12 +1280,6 @@ class Sequencer(wiring.Component):
                 m.d.sync += [lsp.eq(lsp - 1), lsp_oh.eq(lsp_oh >> 1), ltop.eq(ltop - 1),
                              lsp_zero.eq(lsp == 1),
                              lsp_full.eq(0)]
-            with m.If(xd["call_push"]):
-                m.d.sync += [csp.eq(csp + 1), ctop.eq(csp), csp_zero.eq(0),
-                             csp_full.eq(csp == isa.CALL_DEPTH - 1)]
-            with m.If(xd["call_pop"]):
-                m.d.sync += [csp.eq(csp - 1), ctop.eq(ctop - 1),
-                             csp_zero.eq(csp == 1), csp_full.eq(0)]
 
         # The loop stack's entries are written while X holds the micro-instruction, stalled or
         # not (so ``go``, the stall cone, is not in their clock enables): a LOOP_PUSH writes
@@ -1360,14 +1342,10 @@ class Sequencer(wiring.Component):
                     m.d.sync += [state.eq(_S_CLEAR), clr.eq(0), pc.eq(self.start_pc),
                                  err_status.eq(0), err_any.eq(0), err_pc.eq(0), lsp.eq(0),
                                  lsp_oh.eq(1),
-                                 csp.eq(0),
-                                 usp.eq(0), flag_eq.eq(0), flag_lt.eq(0), flag_ltu.eq(0),
-                                 ltop.eq(-1), ctop.eq(-1), utop.eq(-1), usp_zero.eq(1),
-                                 usp_full.eq(0), lsp_zero.eq(1), lsp_full.eq(0),
-                                 csp_zero.eq(1), csp_full.eq(0),
+                                 flag_eq.eq(0), flag_lt.eq(0), flag_ltu.eq(0),
+                                 ltop.eq(-1), lsp_zero.eq(1), lsp_full.eq(0),
                                  t0.eq(0), t1.eq(0), uctr.eq(0),
                                  uctr_nz.eq(0), uctr_fix.eq(0)]
-                    m.d.sync += [s.eq(0) for s in sems]
                     m.d.sync += [ag_stride[i].eq(0) for i in range(isa.NUM_AG)]
                     m.d.sync += [ag_base[i].eq(0) for i in range(isa.NUM_AG)]
                     m.d.sync += [ag_reg[i].eq(0) for i in range(isa.NUM_AG)]
