@@ -371,12 +371,46 @@ if pytest is not None:
     TESTS = ["test_random_stress", "test_every_format", "test_heavy_backpressure",
              "test_back_to_back", "test_reset_midstream"]
 
-    def engine_factory(rows, cols, formats, mul_stages, add_stages):
+    #: The MULT18X18D model that an ECP5 netlist (``ecp5=True`` below) is simulated with.
+    MULT18X18D_MODEL = os.path.join(os.path.dirname(__file__), "..", "fpga", "sim",
+                                    "MULT18X18D.v")
+
+    def engine_factory(rows, cols, formats, mul_stages, add_stages, *, dsp_regs=False,
+                       ecp5=False):
+        """The engine; with ``ecp5`` elaborated as for an ECP5 (``rtl.arith.dsp``: the
+        multipliers' registers in MULT18X18D instances, simulated with
+        :data:`MULT18X18D_MODEL`)."""
         def make():
             from rtl.tensor.engine import TensorEngine
-            return TensorEngine(rows, cols, {Format[f] for f in formats},
-                                mul_stages=mul_stages, add_stages=add_stages)
+            engine = TensorEngine(rows, cols, {Format[f] for f in formats},
+                                  mul_stages=mul_stages, add_stages=add_stages,
+                                  dsp_regs=dsp_regs)
+            return _OnECP5(engine) if ecp5 else engine
         return make
+
+    from amaranth.hdl import Fragment, Module
+    from amaranth.lib import wiring
+
+    class _OnECP5(wiring.Component):
+        """``inner`` (a Component) elaborated for the ECP5 whatever the platform, behind
+        ports of the same names."""
+
+        def __init__(self, inner):
+            self._inner = inner
+            super().__init__(inner.signature)
+
+        def elaborate(self, platform):
+            from rtl.arith.dsp import ECP5_TARGET
+            m = Module()
+            inner = self._inner
+            m.submodules.inner = Fragment.get(inner, ECP5_TARGET)
+            for (_, member, outer), (_, _, value) in zip(self.signature.flatten(self),
+                                                         inner.signature.flatten(inner)):
+                if member.flow == wiring.In:
+                    m.d.comb += value.eq(outer)
+                else:
+                    m.d.comb += outer.eq(value)
+            return m
 
     def config_of(name, **extra):
         rows, cols, formats, ms, as_, _ = CONFIGS[name]
@@ -393,3 +427,20 @@ if pytest is not None:
         run_cocotb(engine_factory(rows, cols, formats, ms, as_), name=f"tensor_{name}",
                    config=cfg, test_module="cocotb_tests.test_tensor", simulator=simulator,
                    testcase=TESTS)
+
+    @pytest.mark.parametrize("simulator", SIMULATORS)
+    @pytest.mark.parametrize("ecp5", [False, True], ids=["fabric", "ecp5"])
+    @pytest.mark.parametrize("mul_stages", [1, 2])
+    def test_tensor_engine_dsp_regs(simulator, ecp5, mul_stages):
+        """8x8 INT8 with ``dsp_regs``: bit-exact and the same latency as without; ``ecp5``
+        simulates the ECP5 netlist (the DSP blocks' input and output registers in the
+        behavioural MULT18X18D, stalls through their clock enables)."""
+        name = f"8x8i_dsp_s{mul_stages}" + ("_ecp5" if ecp5 else "")
+        cfg = {"rows": 8, "cols": 8, "formats": ["INT8"], "mul_stages": mul_stages,
+               "add_stages": 1, "dsp_regs": True, "ecp5": ecp5}
+        if simulator == "icarus":
+            cfg.update(n_instr=8, n_long=200)
+        run_cocotb(engine_factory(8, 8, ["INT8"], mul_stages, 1, dsp_regs=True, ecp5=ecp5),
+                   name=f"tensor_{name}", config=cfg, test_module="cocotb_tests.test_tensor",
+                   simulator=simulator, testcase=TESTS,
+                   extra_sources=[MULT18X18D_MODEL] if ecp5 else ())

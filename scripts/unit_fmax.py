@@ -37,6 +37,7 @@ from amaranth.lib.wiring import Flow
 from fpga.report import parse_nextpnr_log
 from rtl.arith.dsp import ECP5_TARGET
 from scripts.synth import AFTER_READ, yowasp_env
+from sim.dtypes import Format
 
 __all__ = ["RegisteredPorts", "unit_fmax", "unit_depth", "PRESETS", "ROUTERS"]
 
@@ -57,6 +58,13 @@ PRESETS = {
     # core2's array: the DSP multipliers fed from registers.
     "tensor2x2s43": ("rtl.tensor.engine:TensorEngine", {"rows": 2, "cols": 2, "add_stages": 3,
                                                         "mul_stages": 4}),
+    # The 8x8 INT8 engine (docs/tensor.md): the multipliers fed from fabric registers.
+    "tensor8i": ("rtl.tensor.engine:TensorEngine", {"rows": 8, "cols": 8,
+                                                    "formats": (Format.INT8,)}),
+    # The same engine with the PE multipliers' registers inside the DSP blocks (same cycles).
+    "tensor8i_dsp": ("rtl.tensor.engine:TensorEngine", {"rows": 8, "cols": 8,
+                                                        "formats": (Format.INT8,),
+                                                        "dsp_regs": True}),
 }
 
 

@@ -22,8 +22,8 @@ from amaranth.utils import ceil_log2
 
 from sim.config import check_int
 
-from .pe import (MAX_ADD_STAGES, MAX_MUL_STAGES, ProcessingElement, check_formats, row_delay,
-                 weight_width)
+from .pe import (MAX_ADD_STAGES, MAX_MUL_STAGES, ProcessingElement, check_dsp_regs,
+                 check_formats, row_delay, weight_width)
 
 __all__ = ["MAX_DIM", "SystolicArray"]
 
@@ -47,6 +47,9 @@ class SystolicArray(wiring.Component):
         Supported input formats.
     mul_stages, add_stages : int
         Pipeline stages of the multiplier and of the FP32 adder in every PE.
+    dsp_regs : bool
+        INT8-only arrays: every PE's multiplier registers are the DSP block's own
+        (``ProcessingElement``'s ``dsp_regs``); the same values in the same cycles.
 
     Members
     -------
@@ -62,12 +65,13 @@ class SystolicArray(wiring.Component):
         Column sums leaving the bottom row (FP32 or INT32 bits).
     """
 
-    def __init__(self, rows, cols, formats, *, mul_stages=1, add_stages=1):
+    def __init__(self, rows, cols, formats, *, mul_stages=1, add_stages=1, dsp_regs=False):
         self._rows = check_int("rows", rows, 2, MAX_DIM)
         self._cols = check_int("cols", cols, 2, MAX_DIM)
         self._formats = check_formats(formats)
         self._mul_stages = check_int("mul_stages", mul_stages, 0, MAX_MUL_STAGES)
         self._add_stages = check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
+        self._dsp_regs = check_dsp_regs(dsp_regs, self._formats)
         width = weight_width(self._formats)
         super().__init__({
             "en": In(1, init=1),
@@ -85,6 +89,7 @@ class SystolicArray(wiring.Component):
     formats = property(lambda self: self._formats)
     mul_stages = property(lambda self: self._mul_stages)
     add_stages = property(lambda self: self._add_stages)
+    dsp_regs = property(lambda self: self._dsp_regs)
 
     @property
     def row_delay(self):
@@ -103,7 +108,8 @@ class SystolicArray(wiring.Component):
             for c in range(self._cols):
                 p = ProcessingElement(self._formats, mul_stages=self._mul_stages,
                                       add_stages=self._add_stages, top=(r == 0),
-                                      int_bits=min(32, 16 + ceil_log2(r + 1)))
+                                      int_bits=min(32, 16 + ceil_log2(r + 1)),
+                                      dsp_regs=self._dsp_regs)
                 m.submodules[f"pe_r{r}_c{c}"] = pe[r][c] = p
                 m.d.comb += [
                     p.en.eq(self.en),

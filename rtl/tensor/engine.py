@@ -8,7 +8,8 @@ from amaranth.lib.wiring import In, Out
 from sim.config import ENGINE_FORMATS, check_int
 
 from .array import MAX_DIM, SystolicArray
-from .pe import MAX_ADD_STAGES, MAX_MUL_STAGES, check_formats, row_delay, weight_width
+from .pe import (MAX_ADD_STAGES, MAX_MUL_STAGES, check_dsp_regs, check_formats, row_delay,
+                 weight_width)
 
 __all__ = ["stationary_layout", "moving_layout", "result_layout", "TensorEngine"]
 
@@ -68,6 +69,9 @@ class TensorEngine(wiring.Component):
         default all). A tile with another format gives unspecified (but deterministic) sums.
     mul_stages, add_stages : int
         Pipeline stages of the multiplier and FP32 adder in each PE (0 to 3 and 0 to 4).
+    dsp_regs : bool
+        INT8-only engines: the PE multipliers' registers are the DSP blocks' own
+        (:class:`~rtl.tensor.pe.ProcessingElement`); same cycles and values. Default False.
 
     Members
     -------
@@ -80,12 +84,14 @@ class TensorEngine(wiring.Component):
         A beat is in flight in the array.
     """
 
-    def __init__(self, rows, cols, formats=ENGINE_FORMATS, *, mul_stages=1, add_stages=1):
+    def __init__(self, rows, cols, formats=ENGINE_FORMATS, *, mul_stages=1, add_stages=1,
+                 dsp_regs=False):
         self._rows = check_int("rows", rows, 2, MAX_DIM)
         self._cols = check_int("cols", cols, 2, MAX_DIM)
         self._formats = check_formats(formats)
         self._mul_stages = check_int("mul_stages", mul_stages, 0, MAX_MUL_STAGES)
         self._add_stages = check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
+        self._dsp_regs = check_dsp_regs(dsp_regs, self._formats)
         super().__init__({
             "stationary": In(stream.Signature(stationary_layout(rows))),
             "moving": In(stream.Signature(moving_layout(rows))),
@@ -99,6 +105,7 @@ class TensorEngine(wiring.Component):
     formats = property(lambda self: self._formats)
     mul_stages = property(lambda self: self._mul_stages)
     add_stages = property(lambda self: self._add_stages)
+    dsp_regs = property(lambda self: self._dsp_regs)
 
     @property
     def row_delay(self):
@@ -124,7 +131,8 @@ class TensorEngine(wiring.Component):
         D = self.row_delay
         width = weight_width(self._formats)
         m.submodules.array = array = SystolicArray(
-            rows, cols, self._formats, mul_stages=self._mul_stages, add_stages=self._add_stages)
+            rows, cols, self._formats, mul_stages=self._mul_stages, add_stages=self._add_stages,
+            dsp_regs=self._dsp_regs)
 
         # ``en`` and the bank bookkeeping's events below are kept nets: the result's
         # back-pressure (the core's result skid buffer) then reaches the tile registers

@@ -5,12 +5,13 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.arith.common import delay
+from rtl.arith.dsp import registered_product
 from sim import config
 from sim.config import ENGINE_FORMATS
 from sim.dtypes import Format
 
 __all__ = ["ENGINE_FORMATS", "MAX_MUL_STAGES", "MAX_ADD_STAGES", "check_formats",
-           "weight_width", "row_delay", "ProcessingElement"]
+           "check_dsp_regs", "weight_width", "row_delay", "ProcessingElement"]
 
 
 def check_formats(formats):
@@ -28,6 +29,17 @@ def weight_width(formats):
     """Bits kept per stationary/moving element: 8 when every format is 8 bits wide, else 16."""
     return 8 if all(f in (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4)
                     for f in formats) else 16
+
+
+def check_dsp_regs(dsp_regs, formats):
+    """``dsp_regs`` checked: a bool, True only for an INT8-only set of ``formats`` (the FP
+    multipliers place their own registers, ``rtl.arith.fp_mul``)."""
+    if not isinstance(dsp_regs, bool):
+        raise TypeError(f"dsp_regs must be a bool, not {dsp_regs!r}")
+    if dsp_regs and _has_fp(formats):
+        raise ValueError("dsp_regs must be False when formats include a floating-point "
+                         "format (True only for {INT8})")
+    return dsp_regs
 
 
 def _has_fp(formats):
@@ -68,6 +80,14 @@ class ProcessingElement(wiring.Component):
         Pipeline stages of the multiplier (0 to 3) and of the FP32 adder (0 to 4).
     top : bool
         Top row: no ``psum_in``, no adder.
+    dsp_regs : bool
+        INT8-only builds: the multiplier's operand registers are the DSP block's input
+        registers (loaded from ``x_in`` and the weight bank at the edge that loads ``x_reg``)
+        and, when ``mul_stages >= 1``, the first product register is its output register
+        (``rtl.arith.dsp.registered_product``; fabric registers on other platforms). The
+        multiply then runs register to register inside the MULT18X18D, with no routed hop
+        into or out of the block in the same cycle. The same values in the same cycles as
+        without it; default False. Requires ``formats == {INT8}``.
     int_bits : int
         INT8-only builds: width of this PE's partial sum (16 to 32). The array gives row ``r``
         ``16 + ceil(log2(r + 1))`` bits, enough for ``r + 1`` products of at most 2**14 in
@@ -92,13 +112,15 @@ class ProcessingElement(wiring.Component):
         Partial sum (FP32 or INT32 bits), registered.
     """
 
-    def __init__(self, formats, *, mul_stages=1, add_stages=1, top=False, int_bits=32):
+    def __init__(self, formats, *, mul_stages=1, add_stages=1, top=False, int_bits=32,
+                 dsp_regs=False):
         self._formats = check_formats(formats)
         self._mul_stages = config.check_int("mul_stages", mul_stages, 0, MAX_MUL_STAGES)
         self._add_stages = config.check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
         if not isinstance(top, bool):
             raise TypeError(f"top must be a bool, not {top!r}")
         self._top = top
+        self._dsp_regs = check_dsp_regs(dsp_regs, self._formats)
         self._int_bits = config.check_int("int_bits", int_bits, 16, 32)
         self._width = weight_width(self._formats)
         sig = {
@@ -118,6 +140,7 @@ class ProcessingElement(wiring.Component):
     top = property(lambda self: self._top)
     width = property(lambda self: self._width)
     int_bits = property(lambda self: self._int_bits)
+    dsp_regs = property(lambda self: self._dsp_regs)
 
     @property
     def row_delay(self):
@@ -155,8 +178,9 @@ class ProcessingElement(wiring.Component):
         # multiplier's inputs are both flip-flops: the bank mux sits before the register, not
         # between the weights and the DSP block.
         weight = Signal(self._width)
-        with m.If(en):
-            m.d.sync += weight.eq(Mux(self.x_bank_in, w[1], w[0]))
+        if not self._dsp_regs:
+            with m.If(en):
+                m.d.sync += weight.eq(Mux(self.x_bank_in, w[1], w[0]))
 
         # Product, FP32 bits (or INT32 for INT8), valid mul_stages cycles after x.
         product = Signal(32)
@@ -171,10 +195,20 @@ class ProcessingElement(wiring.Component):
             # The registers hold 16 bits (and the partial sums int_bits); the upper bits of
             # the 32-bit ports are sign extension, so they cost no flip-flops.
             p = Signal(signed(16))
-            m.d.comb += p.eq(weight[:8].as_signed() * x[:8].as_signed())
             # (here and below the pipeline registers hold data only, the array tracks
             # validity: they have no reset)
-            p = delay(m, en, p, Sm, "mul", reset_less=True)
+            if self._dsp_regs:
+                # The block's input registers stand for ``weight`` and ``x``: they take the
+                # same values at the same edges.
+                selected = Signal(8)
+                m.d.comb += selected.eq(Mux(self.x_bank_in, w[1], w[0])[:8])
+                m.d.comb += p.eq(registered_product(
+                    m, platform, selected, self.x_in[:8], en, "dsp", out_reg=Sm >= 1,
+                    signed=True))
+                p = delay(m, en, p, max(Sm - 1, 0), "mul", reset_less=True)
+            else:
+                m.d.comb += p.eq(weight[:8].as_signed() * x[:8].as_signed())
+                p = delay(m, en, p, Sm, "mul", reset_less=True)
             if self._top:
                 m.d.comb += self.psum_out.eq(delay(m, en, p, D, "psum", reset_less=True))
                 return m
