@@ -161,7 +161,8 @@ def _needs_wait(p, s, hazard):
         return False
     if p.engine == "vector":
         return hazard == "raw"
-    return True
+    # The DMA takes a record only once the previous one is done (sim/races.py).
+    return False
 
 
 def _dependencies(ops):
@@ -254,15 +255,22 @@ def _schedule(ops, preds, cfg):
                 rt, i = heaps[e][0]
                 q = issued[e]
                 qfree = q[-_MAX_OUTSTANDING] if len(q) >= _MAX_OUTSTANDING else 0
-                key = (max(rt, qfree, t), i)
+                # Ties go to the engine that is free first (an idle DMA takes the next load).
+                key = (max(rt, qfree, t), free[e], i)
                 if best is None or key < best[0]:
                     best = (key, e)
-        (start, i), e = best
+        (start, _, i), e = best
         heapq.heappop(heaps[e])
         t = start + _ISSUE
         begin = max(t, free[e])
-        done[i] = begin + _cost(ops[i], cfg)
+        cost = _cost(ops[i], cfg)
+        done[i] = begin + cost
         free[e] = done[i]
+        if ops[i].kind == "block":
+            # The sequencer issues a block's records as the queue drains: it is free again
+            # when the last records are queued.
+            nrec = len(ops[i].args["ops"])
+            t = max(t, done[i] - cost * min(nrec, _MAX_OUTSTANDING) // nrec)
         issued[e].append(done[i])
         order.append(ops[i])
         for s in succs[i]:
@@ -380,9 +388,10 @@ def _emit(op, regs, out):
 # Matmul blocks: runs of matmuls rolled into hardware loops
 # ---------------------------------------------------------------------------------------------
 
-#: Longest run of consecutive matmuls made one block (the scheduler places a block as one
-#: operation, so shorter blocks let DMA and vector work interleave more finely).
-BLOCK_RECORDS = 1024
+#: Matmuls after which a run is cut into another block at its next overwrite (the scheduler
+#: places a block as one operation and the sequencer is busy issuing it until its last
+#: records are queued, so shorter blocks let DMA and vector work interleave more finely).
+BLOCK_RECORDS = 144
 
 
 def _group(ops):
@@ -401,9 +410,9 @@ def _group(ops):
         run.clear()
     for op in ops:
         if op.kind == "matmul":
-            run.append(op)
-            if len(run) == BLOCK_RECORDS:
+            if len(run) >= BLOCK_RECORDS and not op.args["accumulate"]:
                 flush()
+            run.append(op)
         else:
             flush()
             out.append(op)
