@@ -277,3 +277,9 @@ def test_model_on_rtl_bit_exact_with_refsim():
     for s in rtl.layers:
         assert s.cycles > 0 and 0 <= s.busy("dma") <= 1, s
     assert rtl.layers[0].busy("tensor") > 0
+    # The board path: the same host sequence through a sim.host.SyncHost (here the fast
+    # model's own, standing in for fpga/host_serial.py's UART link; no board in CI).
+    from kernels.backends import _FAST
+    host = _FAST[cfg].host()
+    board = model.run({"x": x}, backend="fpga", config=cfg, host=host)
+    assert np.array_equal(board.outputs["y"].view(np.uint32), ref.outputs["y"].view(np.uint32))
