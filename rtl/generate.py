@@ -19,12 +19,10 @@ import sys
 
 from amaranth.hdl import Value
 
+from sim.config import ENGINE_FORMATS
 from sim.dtypes import Format
 
 __all__ = ["COMPONENTS", "build_component", "describe_ports", "main"]
-
-_TENSOR_FORMATS = (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4, Format.BF16,
-                   Format.FP16)
 
 #: name -> (module, class, one-line description, default constructor arguments). Imported
 #: lazily so that one unit's absence or breakage does not stop the others from being emitted.
@@ -33,9 +31,9 @@ COMPONENTS = {
     "tensor": ("rtl.tensor.engine", "TensorEngine", "weight-stationary systolic array + skew",
                {"rows": 8, "cols": 8}),
     "array": ("rtl.tensor.array", "SystolicArray", "the PE grid alone",
-              {"rows": 8, "cols": 8, "formats": _TENSOR_FORMATS}),
+              {"rows": 8, "cols": 8, "formats": ENGINE_FORMATS}),
     "pe": ("rtl.tensor.pe", "ProcessingElement", "one double-buffered processing element",
-           {"formats": _TENSOR_FORMATS}),
+           {"formats": ENGINE_FORMATS}),
     "psum": ("rtl.tensor.psum", "PSUM", "PSUM accumulator banks", {"cols": 8, "depth": 512}),
     "vector": ("rtl.vector.engine", "VectorEngine", "vector/activation engine with LUT",
                {"lanes": 8}),

@@ -21,14 +21,13 @@ Amaranth nor cocotb.
 
 import numpy as np
 
-from sim import formats
+from sim import config, formats
 from sim.dtypes import Format
 
 __all__ = ["ENGINE_FORMATS", "matmul", "column_sums", "PsumModel", "error_bound", "random_operands"]
 
-#: Input formats the tensor engine accepts.
-ENGINE_FORMATS = (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4,
-                  Format.BF16, Format.FP16)
+#: Input formats the tensor engine accepts (defined in ``sim.config``).
+ENGINE_FORMATS = config.ENGINE_FORMATS
 
 
 def _add(a, b, fmt):
