@@ -24,7 +24,8 @@ stops the running jobs and lists the ones not run) keeps every finished record; 
 ends a sweep the same way after that many seconds.
 
 Prints the summary as ``key: value`` lines, or the whole merged JSON with ``--json``. Exit
-status: 0 every job passed, 1 a job failed, 2 bad arguments, 130 interrupted.
+status: 0 every job passed, 1 a job failed, 2 bad arguments, 130 interrupted (Ctrl-C or
+SIGTERM).
 """
 
 import argparse
@@ -252,7 +253,7 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
     (seconds) ends the sweep the same way once it has run that long (``max_time_reached``):
     a campaign sized by the time it may take.
     """
-    from distributed import Event, __version__, wait
+    from distributed import Event, __version__, as_completed
     from scripts.bench import _machine
     job_inputs = [jobs.check(kind, i) for i in job_inputs]
     workers = workers or os.cpu_count() or 1
@@ -295,25 +296,31 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
         fut = client.submit(run_job, kind, entry["inputs"], timeout, stop_name, pure=False,
                             key=f"{kind}-{index}-{entry['attempts']}-{stop_name[-8:]}")
         pending[fut] = index
+        completed.add(fut)
+
+    def counts():
+        return {s: sum(e["status"] == s for e in entries) for s in ("ok", "failed")}
 
     pending = {}
+    completed = as_completed()
     doc.update(interrupted=False, max_time_s=max_time, max_time_reached=False)
     try:
         for index in range(len(entries)):
             submit(index)
+        finish(force=True)
+        shown = 0.0
         while pending:
             if max_time is not None and time.monotonic() - t0 > max_time:
                 raise _TimeUp
-            try:
-                done, _ = wait(list(pending), timeout=1.0, return_when="FIRST_COMPLETED")
-            except TimeoutError:
-                done = ()
+            done = completed.next_batch(block=False)
             for fut in done:
                 index = pending.pop(fut)
                 entry = entries[index]
                 try:
                     res = fut.result()
-                except Exception as exc:          # the worker died or could not run it
+                except BaseException as exc:      # the worker died, or the task was cancelled
+                    if isinstance(exc, KeyboardInterrupt):
+                        raise
                     res = {"status": "error", "rc": None, "record": None,
                            "log_tail": f"{type(exc).__name__}: {exc}", "wall_s": None,
                            "worker": None}
@@ -326,9 +333,14 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
                 entry["status"] = "ok" if res["status"] == "ok" else "failed"
                 if entry["status"] == "failed":
                     entry.update(rc=res["rc"], outcome=res["status"], log_tail=res["log_tail"])
-            by = finish() if done else {s: sum(e["status"] == s for e in entries)
-                                        for s in ("ok", "failed")}
-            progress.update(by["ok"], by["failed"], _running(client))
+            if done:
+                finish()
+            if done or time.monotonic() - shown >= 1.0:
+                by = counts()
+                progress.update(by["ok"], by["failed"], _running(client))
+                shown = time.monotonic()
+            if not done:
+                time.sleep(0.1)
     except (KeyboardInterrupt, _TimeUp) as exc:
         why = "interrupted" if isinstance(exc, KeyboardInterrupt) else "--max-time reached"
         doc["interrupted" if isinstance(exc, KeyboardInterrupt) else "max_time_reached"] = True
@@ -532,6 +544,12 @@ def main(argv=None):
         return 2
     out = args.out or ROOT / "build" / "sweep" / f"{args.kind}.json"
     import shlex
+    import signal
+
+    def terminate(signum, frame):
+        raise KeyboardInterrupt
+    # A terminated sweep stops its jobs as Ctrl-C does (they run in their own sessions).
+    signal.signal(signal.SIGTERM, terminate)
     line = "python -m scripts.sweep " + shlex.join(sys.argv[1:] if argv is None else argv)
     doc = sweep(args.kind, inputs, address=args.address, workers=args.workers, out=out,
                 retries=args.retries, timeout=args.timeout, quiet=args.quiet,
