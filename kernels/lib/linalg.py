@@ -46,35 +46,32 @@ def load_ktiles(src, name):
 
 
 def project(w_tiles, x_tiles, M, epilogue, acc_dtype=kl.fp32):
-    """``epilogue(ps, m0, mm)`` for every M tile of ``W.T @ X``: ``w_tiles`` are K tiles
-    ``[kk, M]``, ``x_tiles`` K tiles ``[kk, n]`` (same ``kk``), ``ps`` the PSUM view
-    ``[mm, n]`` of rows ``m0 .. m0+mm-1``. All M tiles of the chunk accumulate into one PSUM
-    tile when it fits in half of PSUM (the matmuls then form one block of the compiler,
-    rolled into hardware loops), the epilogues follow."""
-    ps, tiles = project_chunk(w_tiles, x_tiles, M, acc_dtype)
-    for m0, mm, view in tiles:
-        epilogue(view, m0, mm)
+    """``epilogue(ps, m0, mm)`` after the matmuls of every M tile of ``W.T @ X``:
+    ``w_tiles`` are K tiles ``[kk, M]``, ``x_tiles`` K tiles ``[kk, n]`` (same ``kk``), ``ps``
+    the PSUM tile ``[mm, n]`` of rows ``m0 .. m0+mm-1``."""
+    C = current().config.cols
+    n = x_tiles[0].f
+    for m0 in range(0, M, C):
+        mm = min(C, M - m0)
+        ps = kl.psum_tile((mm, n), acc_dtype, name="ps")
+        for t, (w, x) in enumerate(zip(w_tiles, x_tiles)):
+            kl.matmul(ps, w[:, m0:m0 + mm], x, accumulate=t > 0)
+        epilogue(ps, m0, mm)
 
 
 def project_chunk(w_tiles, x_tiles, M, acc_dtype=kl.fp32):
-    """The matmuls of one chunk: returns ``(ps, [(m0, mm, view), ...])`` where ``ps`` is the
-    PSUM tile ``[cols, MT*n]`` holding every M tile (None when they do not fit in half of
-    PSUM; then each M tile has its own PSUM tile, and the list holds those)."""
-    cfg = current().config
-    C = cfg.cols
+    """The matmuls of one chunk into one PSUM tile ``[cols, MT*n]`` holding every M tile
+    (so that they form one run of the compiler, rolled into hardware loops); returns the
+    tile."""
+    C = current().config.cols
     n = x_tiles[0].f
     mts = [(m0, min(C, M - m0)) for m0 in range(0, M, C)]
-    ps = None
-    if len(mts) * n <= cfg.psum_depth // 2:
-        ps = kl.psum_tile((min(C, M), len(mts) * n), acc_dtype, name="ps")
-    out = []
+    ps = kl.psum_tile((min(C, M), len(mts) * n), acc_dtype, name="ps")
     for i, (m0, mm) in enumerate(mts):
-        view = ps[0:mm, i * n:(i + 1) * n] if ps is not None else \
-            kl.psum_tile((mm, n), acc_dtype, name="ps")
+        view = ps[0:mm, i * n:(i + 1) * n]
         for t, (w, x) in enumerate(zip(w_tiles, x_tiles)):
             kl.matmul(view, w[:, m0:m0 + mm], x, accumulate=t > 0)
-        out.append((m0, mm, view))
-    return ps, out
+    return ps
 
 
 def _check_2d(x, name, what):
@@ -94,15 +91,26 @@ def _gemm_body(w, x, out_dtype, acc_dtype):
     out = kl.ndarray((M, N), out_dtype, name="out")
     w_tiles = load_ktiles(w, "w")
     mt = -(-M // C)
-    nc = chunk_size(N, cfg, limit=max(1, min(128, cfg.psum_depth // (2 * mt))))
+    # Long moving streams amortise each matmul's fill. The M tiles of a chunk share one PSUM
+    # tile (one copy, one store, matmuls rolled as one block) when that still leaves 32
+    # columns (or all of N) per matmul with two chunks in PSUM.
+    nc = min(128, cfg.psum_depth // (2 * mt))
+    grouped = mt > 1 and nc >= min(N, 32)
+    if not grouped:
+        nc = chunk_size(N, cfg)
+    # SBUF left by W holds two chunks of X and their outputs.
+    kt = -(-K // cfg.rows)
+    free = cfg.sbuf_depth - kt * M
+    nc = max(1, min(nc, free // (2 * kt + (mt if grouped else 2) + 2)))
     for c0 in range(0, N, nc):
         n = min(nc, N - c0)
         x_tiles = load_ktiles(x[:, c0:c0 + n], "x")
-        ps, tiles = project_chunk(w_tiles, x_tiles, M, acc_dtype)
-        if ps is None:
-            for m0, mm, view in tiles:
-                kl.store(out[m0:m0 + mm, c0:c0 + n], kl.copy(view, dtype=out_dtype, name="o"))
+        if not grouped:
+            def store(ps, m0, mm, c0=c0, n=n):
+                kl.store(out[m0:m0 + mm, c0:c0 + n], kl.copy(ps, dtype=out_dtype, name="o"))
+            project(w_tiles, x_tiles, M, store, acc_dtype)
             continue
+        ps = project_chunk(w_tiles, x_tiles, M, acc_dtype)
         # One copy of the chunk out of PSUM; the full M tiles in one store ([C, MT, n]).
         o = kl.copy(ps, dtype=out_dtype, name="o")
         full = M // C
