@@ -59,14 +59,13 @@ from rtl.arith.dsp import registered_product
 from .burst_queue import BurstQueue
 from .burst_splitter import BurstSplitter
 from .sbuf_write_stage import SbufWriteStage
+from .window_check import WindowCheck, WindowLayout
 
 __all__ = ["DmaRecord", "WindowLayout", "DMA"]
 
 #: The record the sequencer issues (flat, slot 0 in the least significant bits).
 DmaRecord = data.StructLayout({name: width for name, width in DMA_RECORD})
 
-#: One host-programmed address window (``DMA_WIN<i>_*`` registers).
-WindowLayout = data.StructLayout({"base": 32, "limit": 32, "perm": 2})
 
 
 class _Walker(Elaboratable):
@@ -641,61 +640,26 @@ class DMA(wiring.Component):
             m.d.sync += [self.rd_bytes.eq(0), self.wr_bytes.eq(0)]
 
         # ---- control ---------------------------------------------------------------------
-        # The window check of a row with first element address ``a`` (``chk.addr``): its
-        # bytes ``[a + lo_off, a + hi_off]`` (``lo_off = min(span, 0)``, ``hi_off = max(span,
-        # 0) + esize - 1``) must lie in [0, 2**32) and in a window ``[base, limit]``, that is
-        # ``base - lo_off <= a <= limit - hi_off`` (exactly: ``base >= 0`` and ``limit <
-        # 2**32`` make the first condition follow from the second). The two thresholds depend
-        # on the record and the windows, not on the row, so they are formed beforehand and
-        # registered (``win_lo``/``win_hi``; ``win_ok``: the window has the permission and
-        # both thresholds lie in [0, 2**32), else no row can pass), and a row is only compared
-        # with registers: one 32-bit carry chain per compare, not an adder in front of it.
-        # Every cycle, ``win_adj`` (the limit less ``esize - 1``) is registered from
-        # ``esh`` (valid from SUM) and the thresholds from ``span`` (valid from SPAN), so all
-        # are the record's in CHECK; the windows must not change while ``busy`` (the core's
-        # configuration lock), the thresholds following them one to two cycles late.
-        # A row's compare results are registered, the verdict (a few gates) is taken the next
-        # cycle (``row_v``: the registers hold a row; ``row_addr``/``row_last``: its first
-        # element address and whether it is the record's last row). So neither the compares
-        # nor the thresholds are in front of the error report or the state change.
-        need = Signal(2)
-        m.d.comb += need.eq(Mux(c.store, 0b10, 0b01))
-        # A span outside [-2**32, 2**32) fails every row (a row's bytes then reach below 0 or
-        # beyond 2**32 - 1), so the thresholds are formed from the span's low 33 bits
-        # (``base - lo_off`` < 2**33, ``limit - hi_off`` > -2**33: 34 and 36-bit carry
-        # chains, no wide test behind them), and ``span_fits`` says whether that is exact.
-        span33 = Signal(signed(33))
-        span_fits = Signal()
-        m.d.comb += span33.eq(span[:33])
-        m.d.sync += span_fits.eq((span[32:] == 0) | (span[32:] == (1 << (len(span) - 32)) - 1))
-        hits = []
-        for w in range(self._windows):
-            win = self.windows[w]
-            win_adj = Signal(signed(34), name=f"win{w}_adj")    # limit - (esize - 1)
-            win_lo = Signal(32, name=f"win{w}_lo")              # base - lo_off, low bits
-            win_hi = Signal(32, name=f"win{w}_hi")              # limit - hi_off, low bits
-            win_ok = Signal(name=f"win{w}_ok")
-            lo_full = Signal(34, name=f"win{w}_lo_full")        # exact if span_fits
-            hi_full = Signal(signed(36), name=f"win{w}_hi_full")  # exact if span_fits
-            # (The span's sign bit selects, not a 50-bit zero test: the same for a zero span.)
-            m.d.comb += [lo_full.eq(win.base - Mux(span33 < 0, span33, 0)),
-                         hi_full.eq(win_adj - Mux(span33 < 0, 0, span33))]
-            m.d.sync += [
-                win_adj.eq(Cat(win.limit, Const(0, 1)).as_signed() - (esize - 1)),
-                win_lo.eq(lo_full[:32]), win_hi.eq(hi_full[:32]),
-                win_ok.eq((win.perm & need).any() & ~lo_full[32] & ~hi_full[-1]),
-            ]
-            hits.append(span_fits & win_ok & (chk.addr >= win_lo) & (chk.addr <= win_hi))
-        row_hit = Signal(self._windows)          # registered per-window verdicts
+        # The window check (``WindowCheck``): thresholds per window registered from the
+        # record and the windows, a row compared with registers only, the per-window verdicts
+        # registered (``row_hit``). ``esize`` is valid from SUM and ``span`` from SPAN, so
+        # all are the record's in CHECK; the windows must not change while ``busy`` (the
+        # core's configuration lock), the thresholds following them one to two cycles late.
+        # The verdict (a few gates) is taken the cycle after the row's compare (``row_v``: the
+        # registers hold a row; ``row_addr``/``row_last``: its first element address and
+        # whether it is the record's last row), so neither the compares nor the thresholds
+        # are in front of the error report or the state change. It is registered every
+        # cycle (no state decode or hold behind the compares) and only taken with ``row_v``,
+        # in CHECK from its second cycle on, where the previous cycle was CHECK too.
+        m.submodules.win_check = wchk = WindowCheck(self._windows)
+        m.d.comb += [wchk.windows.eq(self.windows), wchk.need.eq(Mux(c.store, 0b10, 0b01)),
+                     wchk.esize.eq(esize), wchk.span.eq(span), wchk.addr.eq(chk.addr)]
+        row_hit = wchk.hit
         row_addr = Signal(32)
         row_last = Signal()
         row_v = Signal()
         row_ok = Signal()
         m.d.comb += row_ok.eq(row_hit.any())
-        # Registered every cycle (no state decode or hold behind the compares): the verdict
-        # is only taken with ``row_v``, in CHECK from its second cycle on, where the previous
-        # cycle was CHECK too.
-        m.d.sync += row_hit.eq(Cat(*hits))
 
         drained = Signal()
         m.d.comb += drained.eq(~a_valid & (outstanding == 0) & ~w_valid)
