@@ -430,7 +430,7 @@ if pytest is not None:
 
     @pytest.mark.parametrize("simulator", SIMULATORS)
     @pytest.mark.parametrize("ecp5", [False, True], ids=["fabric", "ecp5"])
-    @pytest.mark.parametrize("mul_stages", [1, 2])
+    @pytest.mark.parametrize("mul_stages", [0, 1, 2])
     def test_tensor_engine_dsp_regs(simulator, ecp5, mul_stages):
         """8x8 INT8 with ``dsp_regs``: bit-exact and the same latency as without; ``ecp5``
         simulates the ECP5 netlist (the DSP blocks' input and output registers in the
@@ -444,3 +444,46 @@ if pytest is not None:
                    name=f"tensor_{name}", config=cfg, test_module="cocotb_tests.test_tensor",
                    simulator=simulator, testcase=TESTS,
                    extra_sources=[MULT18X18D_MODEL] if ecp5 else ())
+
+    def _unused(component):
+        component._MustUse__silence = True          # only its parameters are read
+        return component
+
+    @pytest.mark.parametrize("mul_stages, out_reg", [(0, "NONE"), (1, "CLK0"), (3, "CLK0")])
+    def test_dsp_regs_netlist(mul_stages, out_reg):
+        """``dsp_regs``: one MULT18X18D per PE on the ECP5, with its output register when
+        there is a product stage for it; none elsewhere; the latency is unchanged."""
+        import re
+        from amaranth.back import verilog
+        from rtl.arith.dsp import ECP5_TARGET
+        from rtl.tensor.engine import TensorEngine
+        make = engine_factory(2, 3, ["INT8"], mul_stages, 1, dsp_regs=True)
+        text = verilog.convert(make(), name="top", platform=ECP5_TARGET)
+        assert text.count("MULT18X18D ") == 6
+        assert set(re.findall(r'REG_OUTPUT_CLK\("(\w+)"\)', text)) == {out_reg}
+        assert "MULT18X18D" not in verilog.convert(make(), name="top")
+        plain = _unused(TensorEngine(2, 3, {Format.INT8}, mul_stages=mul_stages))
+        dsp = _unused(make())
+        assert (dsp.latency, dsp.drain) == (plain.latency, plain.drain)
+
+    def test_dsp_regs_parameter():
+        import gc
+        import warnings
+        from amaranth.hdl import UnusedElaboratable
+        from rtl.tensor.array import SystolicArray
+        from rtl.tensor.engine import TensorEngine
+        from rtl.tensor.pe import ProcessingElement
+        int8, fp = {Format.INT8}, {Format.INT8, Format.BF16}
+        units = ((ProcessingElement, ()), (SystolicArray, (2, 2)), (TensorEngine, (2, 2)))
+        for cls, args in units:
+            assert _unused(cls(*args, int8)).dsp_regs is False
+            assert _unused(cls(*args, int8, dsp_regs=True)).dsp_regs is True
+        with warnings.catch_warnings():      # (the refused components are never elaborated)
+            warnings.simplefilter("ignore", UnusedElaboratable)
+            for cls, args in units:
+                with pytest.raises(TypeError, match=r"^dsp_regs must be a bool, not 1$"):
+                    cls(*args, int8, dsp_regs=1)
+                with pytest.raises(ValueError, match=r"^dsp_regs must be False when formats "
+                                                     r"include a floating-point format"):
+                    cls(*args, fp, dsp_regs=True)
+            gc.collect()
