@@ -36,29 +36,61 @@ async def int_mac_all_pairs(dut):
     cocotb.log.info("int_mac: %d vectors, 0 mismatches", n)
 
 
-def _wrapper(lanes, stages):
+def _wrapper(lanes, stages, dsp_regs=False, ecp5=False):
     from rtl.arith.int_mac import IntMAC
     from rtl.arith.lanes import ArithLanes
-    return ArithLanes(lambda: IntMAC(stages), lanes, inputs={"a": 8, "b": 8, "c": 32},
-                      outputs={"o": 32}, shared={"en": 1})
+    lanes = ArithLanes(lambda: IntMAC(stages, dsp_regs=dsp_regs), lanes,
+                       inputs={"a": 8, "b": 8, "c": 32}, outputs={"o": 32}, shared={"en": 1})
+    if ecp5:
+        from cocotb_tests.test_tensor import _OnECP5
+        return _OnECP5(lanes)
+    return lanes
 
 
 try:
     import pytest
 
     from cocotb_tests.common.runner import SIMULATORS, run_cocotb
+    from cocotb_tests.test_tensor import MULT18X18D_MODEL
 
-    def _test(simulator, stages, en_prob, n_random):
+    def _test(simulator, stages, en_prob, n_random, dsp_regs=False, ecp5=False):
         lanes = LANES[simulator]
         cfg = {"lanes": lanes, "stages": stages, "en_prob": en_prob, "n_random": n_random}
-        run_cocotb(lambda: _wrapper(lanes, stages), name=f"int_mac_l{lanes}_s{stages}",
+        name = f"int_mac_l{lanes}_s{stages}"
+        if dsp_regs:
+            cfg.update(dsp_regs=True, ecp5=ecp5)
+            name += "_dsp" + ("_ecp5" if ecp5 else "")
+        run_cocotb(lambda: _wrapper(lanes, stages, dsp_regs, ecp5), name=name,
                    config=cfg, test_module="cocotb_tests.test_arith_int_mac",
-                   simulator=simulator)
+                   simulator=simulator, extra_sources=[MULT18X18D_MODEL] if ecp5 else ())
 
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_int_mac(simulator):
         """Every INT8 pair plus 40,000 random, 2 stages, en low 30% of cycles."""
         _test(simulator, 2, 0.7, 40_000)
+
+    @pytest.mark.parametrize("simulator", SIMULATORS)
+    @pytest.mark.parametrize("ecp5", [False, True], ids=["fabric", "ecp5"])
+    @pytest.mark.parametrize("stages", [1, 2])
+    def test_int_mac_dsp_regs(simulator, ecp5, stages):
+        """``dsp_regs``: every INT8 pair plus 20,000 random, en low 30% of cycles; ``ecp5``
+        simulates the ECP5 netlist with the behavioural MULT18X18D."""
+        _test(simulator, stages, 0.7, 20_000, dsp_regs=True, ecp5=ecp5)
+
+    def test_int_mac_dsp_regs_parameter():
+        import gc
+        import warnings
+        from amaranth.hdl import UnusedElaboratable
+        from rtl.arith.int_mac import IntMAC
+        with warnings.catch_warnings():      # (the refused units are never elaborated)
+            warnings.simplefilter("ignore", UnusedElaboratable)
+            with pytest.raises(TypeError, match=r"^dsp_regs must be a bool, not 1$"):
+                IntMAC(2, dsp_regs=1)
+            with pytest.raises(ValueError, match=r"^dsp_regs needs stages 1 or 2, not 0"):
+                IntMAC(0, dsp_regs=True)
+            mac = IntMAC(1, dsp_regs=True)
+            assert (mac.dsp_regs, mac.latency) == (True, 1)
+            gc.collect()
 
     @pytest.mark.long
     @pytest.mark.parametrize("stages", [0, 1])

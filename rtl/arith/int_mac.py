@@ -4,7 +4,8 @@ from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.arith.common import Pipe, check_stages
+from rtl.arith.common import Pipe, check_stages, delay
+from rtl.arith.dsp import registered_product
 
 __all__ = ["IntMAC"]
 
@@ -16,11 +17,19 @@ class IntMAC(wiring.Component):
     The 8 x 8 signed product uses one MULT18X18D on ECP5; the 32-bit add is a carry chain.
     ``stages`` 1 registers the output, 2 also the product (and ``c`` beside it).
 
+    With ``dsp_regs`` the registers sit where the DSP block has its own: the first stage
+    registers the operands (the MULT18X18D's input registers, ``c`` beside them in the
+    fabric), the second the product (its output register), and the add follows them
+    combinationally. The same values after the same number of cycles; on an ECP5 the
+    multiply then runs register to register inside the block (``rtl.arith.dsp``).
+
     Parameters
     ----------
     stages : int
         Pipeline registers, 0 to 2; 0 is purely combinational. Latency ``stages`` cycles,
         throughput one per cycle.
+    dsp_regs : bool
+        Registers in the DSP block as above (``stages`` 1 or 2); default False.
 
     Members
     -------
@@ -39,8 +48,14 @@ class IntMAC(wiring.Component):
     MAX_STAGES = 2
     _CUTS = {0: (), 1: (2,), 2: (1, 2)}
 
-    def __init__(self, stages=1):
+    def __init__(self, stages=1, *, dsp_regs=False):
         self._stages = check_stages(stages, self.MAX_STAGES)
+        if not isinstance(dsp_regs, bool):
+            raise TypeError(f"dsp_regs must be a bool, not {dsp_regs!r}")
+        if dsp_regs and self._stages == 0:
+            raise ValueError("dsp_regs needs stages 1 or 2, not 0 (the block's registers "
+                             "are pipeline stages)")
+        self._dsp_regs = dsp_regs
         super().__init__({"a": In(8), "b": In(8), "c": In(32), "en": In(1, init=1),
                           "o": Out(32)})
 
@@ -49,11 +64,21 @@ class IntMAC(wiring.Component):
         return self._stages
 
     @property
+    def dsp_regs(self):
+        return self._dsp_regs
+
+    @property
     def latency(self):
         return self._stages
 
     def elaborate(self, platform):
         m = Module()
+        if self._dsp_regs:
+            prod = registered_product(m, platform, self.a, self.b, self.en, "dsp",
+                                      out_reg=self._stages == 2, signed=True)
+            c = delay(m, self.en, self.c, self._stages, "c", reset_less=True)
+            m.d.comb += self.o.eq(c + prod)     # truncation to 32 bits is the wrap-around
+            return m
         pipe = Pipe(m, self.en, self._CUTS[self._stages])
         prod = Signal(signed(16))
         m.d.comb += prod.eq(self.a.as_signed() * self.b.as_signed())
