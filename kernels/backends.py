@@ -66,10 +66,16 @@ def run_rtl(config, image, *, simulator=None, fast=None):
         core = _FAST.get(config)
         if core is None:
             core = _FAST[config] = fs.FastCore(config)
-        core.record_activity(True)
-        out = core.run_image(image)
-        samples = core.activity()
-        core.record_activity(False)
+        try:
+            core.record_activity(True)
+            out = core.run_image(image)
+            samples = core.activity()
+            core.record_activity(False)
+        except BaseException:
+            # A core left running (a time-out) refuses the next program: start afresh.
+            _FAST.pop(config, None)
+            core.close()
+            raise
         out.backend = "rtl-fast"
         return out, timeline(samples)
     return _run_cocotb(config, image, simulator or "icarus"), None
