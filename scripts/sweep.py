@@ -51,6 +51,11 @@ __all__ = ["parse_seeds", "expand", "command", "run_job", "sweep", "measure", "r
 LOG_TAIL_LINES = 30
 #: Seconds between rewrites of the merged JSON while jobs finish.
 WRITE_EVERY_S = 2.0
+#: Seconds a stopped sweep waits for its running jobs to acknowledge the stop.
+STOP_WAIT_S = 10.0
+#: Jobs running in this process (a local cluster's workers are threads here): killed when the
+#: sweep ends, whatever the state of the cluster.
+_LIVE = set()
 
 
 def parse_seeds(text):
@@ -121,6 +126,7 @@ def run_job(kind, inputs, timeout=None, stop_event=None):
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(argv, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=out,
                                 stderr=err, env=env, start_new_session=True)
+        _LIVE.add(proc)
         try:
             while proc.poll() is None:
                 time.sleep(0.05 if time.monotonic() - start < 1 else 0.2)
@@ -136,6 +142,7 @@ def run_job(kind, inputs, timeout=None, stop_event=None):
                         os.killpg(proc.pid, signal.SIGKILL)
                         proc.wait()
         finally:
+            _LIVE.discard(proc)
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
@@ -253,7 +260,7 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
     (seconds) ends the sweep the same way once it has run that long (``max_time_reached``):
     a campaign sized by the time it may take.
     """
-    from distributed import Event, __version__, as_completed
+    from distributed import Event, __version__, as_completed, wait
     from scripts.bench import _machine
     job_inputs = [jobs.check(kind, i) for i in job_inputs]
     workers = workers or os.cpu_count() or 1
@@ -340,7 +347,7 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
                 progress.update(by["ok"], by["failed"], _running(client))
                 shown = time.monotonic()
             if not done:
-                time.sleep(0.1)
+                time.sleep(0.25)
     except (KeyboardInterrupt, _TimeUp) as exc:
         why = "interrupted" if isinstance(exc, KeyboardInterrupt) else "--max-time reached"
         doc["interrupted" if isinstance(exc, KeyboardInterrupt) else "max_time_reached"] = True
@@ -349,8 +356,10 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
                   file=sys.stderr, flush=True)
         try:
             Event(stop_name, client=client).set()
-            client.cancel(list(pending))
-        except Exception:
+            running = {k for keys in client.processing().values() for k in keys}
+            client.cancel([f for f in pending if f.key not in running])
+            wait([f for f in pending if f.key in running], timeout=STOP_WAIT_S)
+        except BaseException:
             pass
         for entry in entries:
             if entry["status"] == "queued":
@@ -363,7 +372,18 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
             client.close()
             if cluster is not None:
                 cluster.close()
+        _kill_live()
     return doc
+
+
+def _kill_live():
+    """Kill the process groups of the jobs still running in this process."""
+    import signal
+    for proc in list(_LIVE):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def measure(args):
