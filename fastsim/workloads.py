@@ -4,7 +4,9 @@ attention programs of ``cocotb_tests/test_core.py``, the streaming GEMM of
 illegal instruction, a watchdog timeout) and the whole-core random programs of
 :mod:`fastsim.fuzz`.
 
-Each builder takes the ``CoreConfig`` and a seed and returns ``(image, check)``: ``check``
+Every image writes each region it reads back, so it gives the same outcome on a core that ran
+other images before. Each builder takes the ``CoreConfig`` and a seed and returns
+``(image, check)``: ``check``
 is a function of the outcome that raises ``AssertionError`` unless its readback is what the
 workload must produce (the reference simulator's bytes, or for the streaming GEMM its float32
 emulation), or None where only backends are compared.
@@ -156,7 +158,7 @@ def window_violation(config, seed=1):
 def illegal_instruction(config, seed=1):
     """A matmul with k beyond the array: ILLEGAL_INSTRUCTION at its address."""
     text = "li r1, 0\nli r2, 8\nmatmul r1, r1, r1, r2, k=255, m=1, fmt=bf16, accumulate=0\nhalt\n"
-    image = Image(program=assemble(text), readback=[(0, 16)])
+    image = Image(program=assemble(text), memory=[(0, bytes(16))], readback=[(0, 16)])
 
     def check(out):
         if out.error is None or int(out.error.code) != 1 or out.error.address != 2:
@@ -167,7 +169,8 @@ def illegal_instruction(config, seed=1):
 def watchdog_timeout(config, seed=1):
     """An endless loop stopped by the watchdog after 2,000 cycles."""
     text = "li r5, 0x7FFFFFFF\nloop r5, L\nnop\nL: endloop\nhalt\n"
-    image = Image(program=assemble(text), watchdog=2000, readback=[(0, 16)])
+    image = Image(program=assemble(text), watchdog=2000, memory=[(0, bytes(16))],
+                  readback=[(0, 16)])
 
     def check(out):
         if out.error is None or int(out.error.code) != 5:

@@ -1,8 +1,10 @@
 """Benchmark of the whole core on an 8x8 core: the MLP layer, the attention head and a large
 software-pipelined GEMM.
 
-    python -m scripts.bench core [--json] [--quick] [--simulator icarus|verilator]
-                                 (default: Icarus for mlp/attention, Verilator for gemm_stream)
+    python -m scripts.bench core [--json] [--quick] [--simulator fastsim|icarus|verilator]
+                                 (default: fastsim, the Verilator model with a C++ harness,
+                                 where it can be built; else Icarus for mlp/attention and
+                                 Verilator + cocotb for gemm_stream)
                                  [--workloads mlp,attention,gemm_stream]
 
 For each workload: total cycles of the program (``PERF_CYCLES``), the tensor engine's busy
@@ -18,6 +20,10 @@ per cycle (``(PERF_DMA_RD_BYTES + PERF_DMA_WR_BYTES) / PERF_CYCLES``).
   out, W resident in SBUF, X streamed in double-buffered 32-column chunks, PSUM
   double-buffered, DMA / tensor / vector overlapped. It needs a larger core configuration
   (``stream_config``: SBUF 8192 words, PSUM 2048 words per partition, 2048 instructions).
+
+On fastsim a workload is the same program as a ``sim.image.Image`` (``fastsim.workloads``,
+fixed seed 1), checked the same way (refsim for mlp and attention, the float32 emulation for
+gemm_stream), with the activity port recorded every cycle by the harness.
 
 Each workload's engine timeline goes to the results directory (``--out``, default
 ``results/``): ``timeline-<workload>.png`` (one lane per engine, busy / waiting / idle) and
@@ -39,10 +45,11 @@ SHAPES = {
 
 
 def add_arguments(parser):
-    parser.add_argument("--simulator", default=None, choices=("icarus", "verilator"),
-                        help="simulator for every workload (default: Icarus for mlp and "
-                             "attention, Verilator for gemm_stream, whose 480,000 cycles take "
-                             "hours on Icarus)")
+    parser.add_argument("--simulator", default=None,
+                        choices=("fastsim", "icarus", "verilator"),
+                        help="simulator for every workload (default: fastsim where it can be "
+                             "built; else Icarus for mlp and attention, Verilator + cocotb for "
+                             "gemm_stream, whose 480,000 cycles take hours on Icarus)")
     parser.add_argument("--workloads", default="mlp,attention,gemm_stream",
                         help="comma-separated subset of mlp, attention, gemm_stream")
     parser.add_argument("--shape", default="{}",
@@ -84,8 +91,54 @@ def moving_columns(rows, workload, shape):
 
 
 def default_simulator(workload):
-    """Icarus for the small workloads, Verilator for the long streaming GEMM."""
+    """fastsim where it can be built; else Icarus for the small workloads and Verilator +
+    cocotb for the long streaming GEMM."""
+    import fastsim
+    if fastsim.available():
+        return "fastsim"
     return "verilator" if workload == "gemm_stream" else "icarus"
+
+
+FIELDS = ("running", "seq_busy", "dma", "tensor", "vector", "aborting", "seq_wait")
+
+
+def run_fastsim(workload, rows, shape):
+    """The workload on fastsim: a run record like ``scripts.profile.run_workload``'s (the
+    activity samples of the program's cycles, the performance counters, the wall time of the
+    run, the check's verdict)."""
+    import time
+    from fastsim import FastCore, workloads
+    from fastsim.build import build_info
+    from sim.config import CoreConfig
+    cfg = core_config(rows, workload, shape)
+    config = CoreConfig.from_dict(cfg)
+    image, check = workloads.build(workload, config, seed=1, **shape)
+    with FastCore(config) as core:
+        core.record_activity(True)
+        c0, t0 = core.cycle, time.monotonic()
+        out = core.run_image(image)
+        wall = time.monotonic() - t0
+        sim_cycles = core.cycle - c0
+        samples = core.activity()
+        info = build_info(core.exe)
+    check_failed = None
+    try:
+        check(out)
+    except AssertionError as exc:
+        check_failed = str(exc)
+    if out.error is not None and check_failed is None:
+        check_failed = f"the program ended in {out.error}"
+    running = [i for i, x in enumerate(samples) if x & 1]
+    first, last = (running[0], running[-1]) if running else (0, -1)
+    c = out.counters
+    perf = {"cycles_lo": out.cycles & 0xFFFFFFFF, "tensor_busy": c["tensor_busy"],
+            "vector_busy": c["vector_busy"], "dma_busy": c["dma_busy"],
+            "dma_rd_bytes": c["dma_rd_bytes"], "dma_wr_bytes": c["dma_wr_bytes"],
+            "instret": c["instret"], "sem_wait": c["sem_wait"]}
+    return {"workload": workload, "shape": shape, "seed": 1, "fields": FIELDS, "perf": perf,
+            "wall_s": wall, "sim_cycles": sim_cycles, "start": first,
+            "samples": samples[first:last + 1], "check_failed": check_failed, "config": cfg,
+            "simulator": "fastsim", "build_s": info.get("build_s")}
 
 
 def run(args):
@@ -102,7 +155,11 @@ def run(args):
         rec = json.loads(saved.read_text()) if getattr(args, "reuse", False) and \
             saved.exists() else None
         if rec is None or {**SHAPES[rows][workload], **rec.get("shape", {})} != shape:
-            rec = run_workload(workload, rows, sim, shape)
+            rec = run_fastsim(workload, rows, shape) if sim == "fastsim" else \
+                run_workload(workload, rows, sim, shape)
+            if sim == "fastsim":
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                saved.write_text(json.dumps(rec))
         timelines = pathlib.Path(getattr(args, "out", ROOT / "results"))
         timelines.mkdir(parents=True, exist_ok=True)
         plot(rec, timelines / f"timeline-{workload}.png")
@@ -127,6 +184,7 @@ def run(args):
             **({"tensor_busy_per_chunk_window": busy_windows(
                 rec, shape["KT"] * shape["MT"] * shape["NC"])}
                if workload == "gemm_stream" else {}),
+            "sim_cycles_per_s": round(rec.get("sim_cycles", 0) / max(rec["wall_s"], 1e-9)),
             "checked": (f"FAILED: {rec['check_failed']}" if rec.get("check_failed") else
                         "bit-exact vs the float32 emulation (itself bit-exact vs refsim on "
                         "small shapes: tests/test_core_stream.py)" if workload == "gemm_stream"

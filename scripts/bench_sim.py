@@ -28,6 +28,9 @@ def add_arguments(parser):
                         help="comma-separated subset of icarus, verilator, fastsim")
     parser.add_argument("--repeat", type=int, default=50,
                         help="fastsim: runs of the workload timed together (default 50)")
+    parser.add_argument("--cxx-opts", default="",
+                        help="fastsim only: measure build time and cycles/s at each of these "
+                             "C++ optimisation levels, e.g. -O0,-O1,-O2,-Os")
 
 
 def _cocotb(rows, simulator):
@@ -41,14 +44,14 @@ def _cocotb(rows, simulator):
             "total_wall_s_incl_build": round(total, 1)}
 
 
-def _fastsim(rows, repeat):
+def _fastsim(rows, repeat, cxx_opt=None):
     from fastsim import FastCore, workloads
     from fastsim.build import build_info
     from scripts.profile import core_config
     from sim.config import CoreConfig
     cfg = CoreConfig.from_dict(core_config(rows))
     t0 = time.monotonic()
-    with FastCore(cfg) as core:
+    with FastCore(cfg, cxx_opt=cxx_opt) as core:
         startup = time.monotonic() - t0
         image, check = workloads.build("gemm", cfg, seed=1, **SHAPE)
         core.record_activity(True)
@@ -76,6 +79,16 @@ def run(args):
         if p not in ("icarus", "verilator", "fastsim"):
             raise ValueError(f"paths must be a subset of icarus, verilator, fastsim, not {p!r}")
     repeat = int(getattr(args, "repeat", 50))
+    opts = [o for o in str(getattr(args, "cxx_opts", "") or "").split(",") if o]
+    if opts:
+        sweep = {}
+        for rows in rows_list:
+            for opt in opts:
+                r = _fastsim(rows, repeat, opt)
+                sweep[f"{rows}x{rows} {opt}"] = {"build_s": r["build_s"],
+                                                  "cycles_per_s": r["cycles_per_s"]}
+        return {"design": f"NeuronCore (bf16), GEMM K=2 tiles M=2 tiles N={SHAPE['N']}",
+                "fastsim_cxx_opt_sweep": sweep}
     out = {"design": f"NeuronCore (bf16), GEMM K=2 tiles M=2 tiles N={SHAPE['N']}",
            "verilator_cxx_opt": os.environ["VERILATOR_CXX_OPT"], "simulators": {},
            "ratios": {}}
