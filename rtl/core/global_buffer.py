@@ -10,9 +10,9 @@ def global_buffer(m, name, value, platform):
     ECP5 (a DCCA), else ``value`` itself.
 
     nextpnr-ecp5 promotes only clocks to the global networks by itself; a reset or clear that
-    reaches every flip-flop of a unit over general routing was the critical path of whole-core
-    builds (core2: reset flip-flop -> LSR, 17.93 ns, 16.75 of it routing). nextpnr-ice40
-    promotes such nets itself. Combinational: no added latency."""
+    reaches every flip-flop of a unit must not take general routing, so on the ECP5 it goes
+    through a global buffer. nextpnr-ice40 promotes such nets itself. Combinational: no added
+    latency."""
     if getattr(platform, "family", None) != "ecp5":
         return value
     out = Signal(name=f"{name}_global")

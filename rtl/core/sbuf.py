@@ -113,9 +113,8 @@ class SBUF(wiring.Component):
                             m.d.comb += writers[i].ready.eq(~Cat(*ahead).any() if ahead else 1)
             # The pointer moves whenever a writer requests (one is then granted), to the
             # writer after the winner: its clock enable is the OR of the requests, not of the
-            # grants, which wait for the other writers' requests through ``ready`` (core2
-            # 352ab1b seed 1: the DMA's write stage -> ``ready``/grant -> ``turn``'s clock
-            # enable, 6 levels, 10.13 ns routed).
+            # grants, which wait for the other writers' requests through ``ready``: no
+            # writer's ``ready``/grant path reaches ``turn``'s clock enable.
             turn_next = Signal.like(turn)
             for i in range(n):
                 with m.If(grant[i]):

@@ -27,9 +27,9 @@ class ReadStreamer(wiring.Component):
 
     Timing: the read port's word (``rd_data``, with lanes at or above the request's ``parts``
     zeroed) is registered before it is offered on ``o``, so ``o.payload`` comes from
-    flip-flops and a block RAM's output (5.8 ns clock-to-out on the ECP5) reaches only that
-    register (the vector controller's operand stream into the vector engine and its table
-    writes were 11-12 ns paths of core2 without it). The first word of a request is offered
+    flip-flops and a block RAM's output (a slow clock-to-out on the ECP5) reaches only that
+    register, not the consumer's logic (the vector controller's operand stream into the vector
+    engine and its table writes). The first word of a request is offered
     two cycles after the request is taken; then one word per cycle while ``o.ready``.
 
     Without ``skid`` the whole pipeline (read port enable, the word register, ``req.ready``)
@@ -53,8 +53,7 @@ class ReadStreamer(wiring.Component):
     the zeroing of lanes at or above ``parts``) is made after the registers, by per-lane
     select flags registered beside them: an AND-OR of flip-flops per bit in front of ``o``,
     and a block RAM's output reaches its register through nothing but the memory's own read
-    logic. (Choosing in front of one register put PSUM's block RAM -> its read bypass -> the
-    choice -> ``s2`` at 3 routed levels, 10.05 ns routed, core2 f2a5594 seed 1.)
+    logic, never a choice between the memories.
 
     Parameters
     ----------
@@ -125,8 +124,8 @@ class ReadStreamer(wiring.Component):
         a = Signal(self.addr_bits)
         st = Signal(self.addr_bits)
         left = Signal(self.n_bits)
-        # left == 1, kept beside it: its n_bits-wide test was in front of ``req.ready`` and so
-        # of the controllers' queue read enables.
+        # left == 1, kept beside it, so that no n_bits-wide test precedes ``req.ready`` and so
+        # the controllers' queue read enables.
         left_one = Signal()
         parts = Signal(range(lanes + 1))
         s1_valid, s1_last = Signal(), Signal()
@@ -140,14 +139,11 @@ class ReadStreamer(wiring.Component):
         advance = Signal()      # stage 2 loads (from stage 1)
         s1_en = Signal()        # stage 1 loads (the read port is enabled)
         if self.skid:
-            # core2 352ab1b seed 1: vector_cfg.s_valid (the LUT configuration register's
-            # ready) -> the vector controller's ``sa.o.ready`` -> ``advance`` -> ``req.ready``
-            # and the read port's enable -> the clock enables of PSUM's and SBUF's read-address
-            # registers and of the operand queue (a_q's read data, level, r_rdy): 5 LUT levels,
-            # 10.5-11.32 ns routed, 57 end points later than 10 ns; and on through
-            # ``req.ready`` to the controller's ``noout_sent`` (7 levels, 10.80 ns). The skid
-            # register takes stage 2's word whenever it is empty (its payload's enable is the
-            # flag) and is kept on a stall; ``o.ready`` reaches only ``sk_full``'s D input.
+            # ``o.ready`` must not reach ``advance``, ``req.ready``, the read port's enable and
+            # from there the clock enables of PSUM's and SBUF's read-address registers, the
+            # operand queue and the controller's ``noout_sent``. The skid register takes stage 2's
+            # word whenever it is empty (its payload's enable is the flag) and is kept on a stall;
+            # ``o.ready`` reaches only ``sk_full``'s D input.
             sk_full = Signal()
             sk = Signal.like(self.o.payload, reset_less=True)
             sk_full_n = Signal()

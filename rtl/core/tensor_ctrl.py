@@ -241,10 +241,9 @@ class TensorController(wiring.Component):
 
         # The stationary and moving words leave through pipeline registers: SBUF's block RAM
         # output (the issuer's port register) then reaches a register here, not the array's
-        # registers across the chip (block RAM -> mask -> a PE's weight register was
-        # 11.54 ns routed, 6.3 of it the RAM's clock-to-out and the LUT, core2 f8e44b5 seed 1;
-        # block RAM -> the skew registers 11.21 ns, core2 c8bb1a6 seed 3). One cycle more
-        # before a tile's weights and its first column.
+        # registers across the chip (a PE's weight register, the skew registers): the block
+        # RAM's clock-to-out and the mask share no cycle with a route across the array. One
+        # cycle more before a tile's weights and its first column.
         def registered(name, out):
             """The stream an issuer drives into ``out`` through a pipeline register, and
             the register's ``full``."""
@@ -282,9 +281,8 @@ class TensorController(wiring.Component):
         # ``skid_payload``) says which beat its output register loads next: that one, or the
         # beat offered now. With the offered beat's candidates (a command's first beat, a
         # later one), it drives ``psum_wr_next``: PSUM then computes its hazard a cycle ahead
-        # and ``psum_wr.ready`` comes from a flip-flop (it was PSUM's compare of the output
-        # register with its stages, which came back here to the register's clock enables: 6
-        # LUT levels across two units, 10.84 to 11.11 ns routed in core2).
+        # and ``psum_wr.ready`` comes from a flip-flop, so that PSUM's compare of the output
+        # register with its stages does not come back here to the register's clock enables.
         m.submodules.psum_skid = skid = PipelineRegister(tagged)
         inc = skid.i.payload
         # A beat offered to the pipeline register, on one kept net: the register's valid bits

@@ -42,8 +42,7 @@ ACTIVITY_LAYOUT = data.StructLayout({
 UCODE_MAP_BASE = 2048
 
 #: FP32 adder stages of PSUM's read-add-write pipeline (write latency ``1 + PSUM_ADD_STAGES``).
-#: At one, block-RAM output -> whole FP32 add -> register was the critical path of ``core2`` on
-#: the ECP5 (31.03 MHz); PSUM alone (2 x 256) routes at 32.68 MHz with 1 stage, 69.12 with 3.
+#: Three, so that no block-RAM output reaches a register through a whole FP32 add.
 PSUM_ADD_STAGES = 3
 
 class NeuronCore(wiring.Component):
@@ -77,16 +76,14 @@ class NeuronCore(wiring.Component):
         Longest AXI burst of the DMA in beats (power of two, 1 to 256).
     tensor_add_stages : int
         FP32 adder stages of each tensor PE, 1 to 4 (the array's row delay for FP formats).
-        1 by default; 2 routes faster (a 2x2 all-format engine alone on the ECP5: 43.67 ->
-        51.29 MHz) but lengthens the array's drain, so 8x8 tiles of 32 columns no longer
-        stream back to back (the streaming GEMM: 480,822 -> 514,552 cycles). The FPGA
+        1 by default; 2 splits the PE's FP32 add across two registers but lengthens the
+        array's drain, so 8x8 tiles of 32 columns no longer stream back to back. The FPGA
         configuration ``core2`` uses 2.
     tensor_mul_stages : int
         Multiplier stages of each tensor PE, 1 to 4. Adds to the array's latency once (not per
-        row), so tiles still stream back to back; 2 cuts the PE's weight -> multiplier ->
-        product path (a 2x2 all-format engine alone on the ECP5, add stages 2: 51.29 -> 63.01
-        MHz); 4 feeds the DSP multiplier from registers (``FPMultiplier``). 1 by default; the
-        FPGA configuration ``core2`` uses 4.
+        row), so tiles still stream back to back; 2 puts a register between the PE's weight
+        and its product; 4 feeds the DSP multiplier from registers (``FPMultiplier``). 1 by
+        default; the FPGA configuration ``core2`` uses 4.
     engine_domain : bool or None
         How the soft reset (abort) reaches the units it resets. False: they stay in ``sync``
         under a ``ResetInserter``, so each of their registers resets on ``rst | abort``.
@@ -243,10 +240,9 @@ class NeuronCore(wiring.Component):
 
         # Soft reset of everything that must return to idle on an abort (``engine_domain``).
         # Without the engine domain the units stay in ``sync`` under a
-        # ``ResetInserter(aborting)``, so their registers reset on ``rst | aborting``. On an
-        # FPGA that OR was one LUT driving the reset of every such register (12,777 of them in
-        # core2 at f472b21; router2 seed 3's path, aborting -> a vector LUT register's LSR,
-        # 16.94 ns, 15.75 routing). With it the units run in ``engine``: the same clock, no
+        # ``ResetInserter(aborting)``, so their registers reset on ``rst | aborting``: on an
+        # FPGA one LUT then drives the reset of every such register over general routing.
+        # With it the units run in ``engine``: the same clock, no
         # domain reset, reset by one flip-flop (``soft_ff``) that the reset sets and that
         # follows ``aborting`` after it, through a DCCA onto a global network on the ECP5
         # (``soft``; nextpnr-ice40 promotes resets itself).
@@ -286,15 +282,13 @@ class NeuronCore(wiring.Component):
         # The tensor engine's results reach the controller through a skid buffer: the engine's
         # stall (``result.ready``, the clock enable of its whole data path and its
         # ``moving.ready``) then comes from a flip-flop, not from the controller's PSUM write
-        # register through the completion queue. That chain, PSUM write register -> tensor
-        # stall -> moving stream -> MOV issuer's clock enables, was core2's path at 0f4481b
-        # (router2, seed 2: 17.28 ns, 15.34 of it routing).
+        # register through the completion queue, so that no PSUM write register -> tensor
+        # stall -> moving stream -> MOV issuer's clock enable chain crosses the chip.
         res_skid = soft_reset("tensor_result", SkidBuffer(te.result.payload.shape()))
         # The moving stream reaches the engine through a skid buffer too: the MOV issuer's
         # advance (its queue's ``ready`` and its registers' clock enables) then comes from a
         # flip-flop, not from the engine's stall (``valid_d<L-1>``/bank flags -> ``moving.ready``,
-        # placed far from the controller: core2's path at 38ae439, router1 seed 4, 13.73 ns of
-        # which 11.8 routing). The engine sees the same beats in the same cycles.
+        # placed far from the controller). The engine sees the same beats in the same cycles.
         mov_skid = soft_reset("tensor_moving", SkidBuffer(te.moving.payload.shape()))
         # The engine, or a result or moving beat in a skid buffer.
         te_busy = te.busy | res_skid.full | mov_skid.full
@@ -402,10 +396,10 @@ class NeuronCore(wiring.Component):
             with m.If(es[int(bit)]):
                 m.d.comb += seq_code.eq(SEQUENCER_ERROR_MAP[bit.name])
         # The reports reach the status block through a register: its count and first-error
-        # selection then start at flip-flops instead of behind the sources' decodes (the
-        # sequencer's err_status -> code -> count path was 9 routed levels in core2 at
-        # 6476d00). Errors are latched one cycle later; the abort below still reacts to
-        # the reports themselves, and a program's DONE comes at least a cycle after it.
+        # selection then start at flip-flops instead of behind the sources' decodes (such as
+        # the sequencer's err_status -> code). Errors are latched one cycle later; the abort below
+        # still reacts to the reports themselves, and a program's DONE comes at least a cycle after
+        # it.
         rep = Signal(data.ArrayLayout(ErrorReport, 4))
         m.d.sync += status.report.eq(rep)
         m.d.comb += [
@@ -703,9 +697,8 @@ class NeuronCore(wiring.Component):
         """
         # The record is registered out of the sequencer's queue (``vec_rec``) and translated
         # from the register: the queue's LUT-RAM read reaches one register, not the
-        # translation and the controller's command and completion registers (the queue's
-        # read address -> LUT-RAM -> opcode -> translation -> ``cpl_q`` was 12.9 ns routed,
-        # core2 ce3f847 seed 1), and ``ready`` is a flip-flop. One cycle more from EMIT to
+        # translation and the controller's command and completion registers, and ``ready`` is
+        # a flip-flop. One cycle more from EMIT to
         # the controller; a command still issues every other cycle at most (``buf``).
         rec = Signal.like(seq.vector.payload, name="vec_rec")
         rec_valid = Signal(name="vec_rec_valid")

@@ -202,18 +202,14 @@ class VectorController(wiring.Component):
         L = self.cmd_layout
         abits = Shape.cast(L["a_addr"].shape).width
 
-        # A queue entry is the command and its count tests, decided on the way in: from the
-        # heads, ``o_n == 1`` and the other tests were two levels in front of the completion
-        # queue's read enable (core2, 9-10 routed levels from the head to the queue's state).
-        # So are the kind tests (``engine``, ``table``) and the completion classes (``has_out``:
-        # an engine instruction with outputs; ``noout``: one without; ``misc``: a SEED, NOP or
-        # empty TABLE, completed once quiet): one flag of the head each, not a decode of
-        # ``kind`` and the count flags, in front of the read enables. core2 352ab1b seed 2:
-        # cpl_q's head -> e_o.ready (with the SBUF write arbitration) -> last beat -> cpl_q's
-        # read enable -> cpl_q.inner_level's clock enable, 6 levels, 10.56 ns routed (now 5);
-        # and the TABLE start, ``quiet`` & the heads' kinds -> ``a_go`` -> the streamer's request
-        # -> a_q's clock enables (14.4-15.8 ns on the 2 of 8 seeds that placed it across the
-        # chip), 5 levels (now 4).
+        # A queue entry is the command and its count tests, decided on the way in, so that
+        # ``o_n == 1`` and the other tests are flip-flops, not logic in front of the completion
+        # queue's read enable. So are the kind tests (``engine``, ``table``) and the completion
+        # classes (``has_out``: an engine instruction with outputs; ``noout``: one without;
+        # ``misc``: a SEED, NOP or empty TABLE, completed once quiet): one flag of the head each,
+        # not a decode of ``kind`` and the count flags, in front of the read enables (cpl_q's head
+        # -> last beat -> cpl_q's read enable; ``quiet`` & the heads' kinds -> ``a_go`` -> the
+        # streamer's request -> a_q's clock enables).
         E = _entry_layout(L)
         queues = {}
         for qname in ("op", "a", "b", "cpl"):
@@ -297,14 +293,13 @@ class VectorController(wiring.Component):
         # TABLE words go to cfg: even beats are addresses (held), odd beats data.
         # ``cfg_v`` is ``sa.o.valid & tag[2] & phase`` (a data beat on the output), a flip-flop
         # computed from the streamer's lookahead: ``cfg.valid`` comes from it and ``sa.o.ready``
-        # is one multiplexer of flip-flops and the two readys. The decode of the streamer's
-        # stage-2 valid, its tag and ``phase`` was in front of ``cfg.valid`` and so (through the
-        # core's cfg multiplexer) of ``cfg.ready``, ``sa.o.ready``, the streamer's
-        # ``req.ready`` and the operand queue's read enable (core2: a_stream.s2_valid -> a_q
-        # clock enables, 7 levels, 11.32 ns routed). The streamer's skid register then took
+        # is one multiplexer of flip-flops and the two readys, so that no decode of the
+        # streamer's stage-2 valid, its tag and ``phase`` precedes ``cfg.valid`` (and, through
+        # the core's cfg multiplexer, ``cfg.ready``, ``sa.o.ready``, the streamer's ``req.ready``
+        # and the operand queue's read enable). The streamer's skid register keeps
         # ``sa.o.ready`` itself (``cfg.ready``, ``e_a.ready``) out of its enables, ``req.ready``
-        # and so the operand queue's read enable (see ReadStreamer; 5 levels, 11.32 ns routed at
-        # 352ab1b): the readys reach only D inputs of flip-flops (``sk_full``, ``phase``,
+        # and so the operand queue's read enable (see ReadStreamer): the readys reach only D
+        # inputs of flip-flops (``sk_full``, ``phase``,
         # ``cfg_v``, ``table_done``; ``e_a.ready`` also ``noout_sent``). Where no beat is
         # offered ``sa.o.ready`` may be 1: only terms gated by ``o.valid`` read it.
         phase = Signal()
@@ -393,8 +388,7 @@ class VectorController(wiring.Component):
         with m.If(cq.r_rdy & ce.noout & noout_nz & fence & self.e_idle):
             m.d.comb += [fin.eq(ch.sem_en), dec.eq(1), fence_next.eq(0)]
         # A TABLE completes the cycle after its last beat is written: the write's handshake
-        # (the LUT's cfg.ready) stays out of the completion queue's read enable (core2 on the
-        # ECP5, e0c3325: streamer -> LUT cfg write -> completion queue, 19.43 ns). Its entry is
+        # (the LUT's cfg.ready) stays out of the completion queue's read enable. Its entry is
         # still the queue's head then: no other completion takes a TABLE entry with beats.
         m.d.sync += table_done.eq(table_fin)
         with m.If(table_done):
@@ -408,9 +402,9 @@ class VectorController(wiring.Component):
             m.d.comb += fin.eq(ch.sem_en)
             with m.If(~ce.table):
                 m.d.comb += opq.r_en.eq(1)
-            # Registered: the engine's idle flag reached the rounding unit's generators through
-            # this (10 routed levels, core2 b408932); the engine is idle, so a cycle later is
-            # still before any later element reaches the generators.
+            # Registered, so that the engine's idle flag does not reach the rounding unit's
+            # generators through this; the engine is idle, so a cycle later is still before
+            # any later element reaches the generators.
             m.d.sync += [self.seed_load.eq(ch.kind == KIND_SEED), self.seed.eq(ch.scalar)]
 
         m.d.sync += [self.done.eq(fin), self.done_sem.eq(ch.sem)]
@@ -419,10 +413,8 @@ class VectorController(wiring.Component):
         # flags of its head kept in flip-flops (``*_arm``, from the queue's next head and the
         # next values of ``fence``, ``started``, ``left_one``), so that only the engine's and
         # the SBUF's handshake flags, ``e_idle``, ``noout_nz`` and ``table_done`` are live in
-        # front of it and of the head register's clock enable: core2 f2a5594 seed 2, cpl_q's
-        # head -> ``quiet`` (with ``e_idle``, ``fence``, ``table_done``) -> the SEED/NOP term
-        # -> the read enable -> cpl_q's read data clock enables, 6 levels, 10.18 ns routed
-        # (in a synthesized harness with SBUF and PSUM-like memories: 5 -> 4).
+        # front of it and of the head register's clock enable (no decode of cpl_q's head, such
+        # as ``quiet``, precedes them).
         #   m_arm: a SEED, NOP or empty TABLE at the head, no fence (completes once quiet;
         #          ``table_done`` is ORed in, so ``quiet``'s ``~table_done`` is not needed);
         #   n_arm: a command without outputs at the head, fenced (completes once idle and its
@@ -438,8 +430,8 @@ class VectorController(wiring.Component):
         m.d.comb += cq.r_en.eq(table_done | (self.e_idle & (m_arm | (n_arm & noout_nz))) |
                                (o_arm & self.e_o.valid & self.o_sbuf.ready))
         # A command taken at an edge reaches the queues' heads (``r_rdy``) an edge later
-        # (SyncFIFOBuffered): ``busy`` was 0 in between (a command without a semaphore looked
-        # complete before it had started; test_vector_ctrl_random seed 32).
+        # (SyncFIFOBuffered): ``cmd_taken`` keeps ``busy`` high in between, so that a command
+        # without a semaphore never looks complete before it has started.
         cmd_taken = Signal()
         m.d.sync += cmd_taken.eq(self.cmd.valid & self.cmd.ready)
         m.d.comb += self.busy.eq(opq.r_rdy | aq.r_rdy | bq.r_rdy | cq.r_rdy | sa.busy |

@@ -79,9 +79,8 @@ class VectorAlu(wiring.Component):
             mul.b.eq(s),
         ]
         # With a pipeline, the other operations' operands (with their DAZ and NaN flags, and
-        # the op as flags) take the first of its registers and the rest follows it: DAZ, order
-        # key, compare, select and the op switch in one cycle were the ALU's deepest path (10
-        # routed levels on the ECP5).
+        # the op as flags) take the first of its registers and the rest follows it, so that
+        # DAZ, order key, compare, select and the op switch are not one cycle's logic.
         x_ez, s_ez = x[23:31] == 0, s[23:31] == 0        # zero or subnormal: DAZ
         nan = ((x[23:31] == 0xFF) & (x[0:23] != 0)) | ((s[23:31] == 0xFF) & (s[0:23] != 0))
         # The op as flags: which result, and which of >, <, == make a comparison true (its
@@ -116,8 +115,7 @@ class VectorAlu(wiring.Component):
         gt, lt = kx > ks, kx < ks
         if n >= 3:
             # With a third register to spare, the two compare carry chains end in it and the
-            # selection follows: key register -> compare -> select -> register was 10-11
-            # routed levels (core2's engine alone on the ECP5, b408932).
+            # selection follows in the next cycle: no compare and select share a cycle.
             (gt, lt, x, xd, sd, x_ez, nan, f_byp, f_max, f_min, f_cmp, w_gt, w_lt, w_eq,
              on_nan) = (delay(m, self.en, v, 1, f"cmp_{k}", reset_less=True) for k, v in (
                 ("gt", gt), ("lt", lt), ("x", x), ("xd", xd), ("sd", sd), ("x_ez", x_ez),

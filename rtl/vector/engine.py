@@ -44,17 +44,15 @@ class _AccUnit(wiring.Component):
     of ``acc`` are kept here in registers. With
     ``we`` (``acc`` takes ``o`` this cycle) under MAX or MIN they take those of the result (the
     larger or smaller key: the key of the chosen value); otherwise they follow ``acc`` one
-    cycle late. Through the key computed from ``acc`` the loop was 11 routed levels (core2's
-    engine, b408932).
+    cycle late, so that no key computation from ``acc`` is inside the accumulator's loop.
 
     The compare of the keys (``gt``: acc's above y's) is looked up a cycle ahead: ``next_key``
     is the key of the element ``y`` takes at the next edge, compared in this cycle with ``y``'s
     key and with acc's (registered: ``c_prev``, ``c_acc``); whether acc then holds ``y``'s
     value is registered too (``took_y``), and ``gt`` is a multiplexer of those three
     flip-flops. So ``acc`` must have been stable for three cycles before an element under MAX
-    or MIN (the engine's instructions start with a pipeline fill far longer than that). The
-    32-bit compares were in the loop (``y_key`` -> carry chains -> ``acc``, 10.97 ns routed,
-    core2 ec2007b seed 4)."""
+    or MIN (the engine's instructions start with a pipeline fill far longer than that). No
+    32-bit compare is in the loop (``y_key`` -> carry chains -> ``acc``)."""
 
     def __init__(self, stages=0):
         self._stages = stages
@@ -85,12 +83,10 @@ class _AccUnit(wiring.Component):
         either = Mux(a[31] | y[31], sign, 0)
         is_max, is_min = self.op == AccOp.MAX, self.op == AccOp.MIN
         # Only ``gt`` (acc's key above y's) selects, last, between two candidates formed beside
-        # it: a chain of multiplexers after the compares (max/min, NaN, the op, the
-        # reset) was 10 routed levels (b408932), and selects of six inputs (``mm &
-        # Mux(is_max, gt, lt)``) before a three-way multiplexer still 10 (core2, 6476d00:
-        # y_key -> acc). ``gt`` low means y's key above or equal; equal keys are equal DAZ'd
-        # values unless both are zeros (the zero key), so the "not gt" candidate is y's
-        # outcome except when both are zeros, where it is the zeros' tie rule.
+        # it, so that no chain of multiplexers after the compares (max/min, NaN, the op, the
+        # reset) and no select of six inputs precedes ``acc``. ``gt`` low means y's key above or
+        # equal; equal keys are equal DAZ'd values unless both are zeros (the zero key), so the "not
+        # gt" candidate is y's outcome except when both are zeros, where it is the zeros' tie rule.
         mm = Signal()                    # MAX or MIN decides this cycle
         m.d.comb += mm.eq((is_max | is_min) & ~nan & ~self.rst)
         tie = Mux(is_max, both, either)
@@ -278,24 +274,21 @@ class VectorEngine(wiring.Component):
         m.submodules.lut = lut = Lut(lanes, self._depth, deep=self._deep)
         # The LUT takes a cfg beat into a register and its ready is that register's (its
         # address decode, the bank lock and a pending read stay out of the sender): through
-        # a combinational ready the core's TABLE beats ran streamer output -> LUT cfg write ->
-        # the streamer's and the controller's queue enables (core2 on the ECP5, e0c3325:
-        # 19.43 ns, 15.52 routing).
+        # a combinational ready the core's TABLE beats would run streamer output -> LUT cfg
+        # write -> the streamer's and the controller's queue enables in one cycle.
         wiring.connect(m, wiring.flipped(self.cfg), lut.cfg)
         wiring.connect(m, lut.rdata, wiring.flipped(self.rdata))
         m.d.comb += self.error.eq(lut.error)
 
         # -- the pipeline runs free: no clock enable ------------------------------------------
         # Every stage from the input registers to the hold register ``y_h`` moves every cycle.
-        # A pipeline-wide stall (``adv``, a function of the rounding unit and the output
-        # buffer) was the clock enable of every data register, some 3,000 flip-flops per two
-        # lanes: its fan-out was the core's critical path (core2 on the ECP5, ab92919 with
-        # router2: 22.16 ns, 20.22 of it routing). Instead an element enters only when the
+        # No pipeline-wide stall is the clock enable of the data registers (some 3,000
+        # flip-flops per two lanes; such a fan-out crosses the chip). Instead an element enters
+        # only when the
         # result FIFO has room for everything in flight (credits), so nothing downstream can
         # push back into the pipeline.
         # The rounding unit registers its input (stages=2): the FIFO's data is a block RAM's
-        # output, and block RAM -> encoder stage 1 was the path of the first core2 build with
-        # the FIFO (dafe977, seed 2: 20.11 ns).
+        # output, which reaches a register, not the encoder's first stage.
         m.submodules.ru = ru = RoundingUnit(lanes=lanes, n_rand=self._n_rand, stages=2,
                                             encoder_stages=self._ru_encoder_stages(self._deep))
         # A FIFO entry is a rounding-unit beat (its ``i`` payload layout): the values with their
@@ -306,8 +299,8 @@ class VectorEngine(wiring.Component):
             width=beat.size, depth=self.fifo_depth)
         # A register stage between the FIFO and the rounding unit: the FIFO's data is a block
         # RAM's output, and the beat's rounding mode decides whether the lanes' PRNGs advance
-        # (the clock enable of some 200 flip-flops per lane): block RAM -> PRNG enable was the
-        # path of core2 at 90324a7 (router2, seed 2: 17.49 ns, 11.19 of it routing).
+        # (the clock enable of some 200 flip-flops per lane), so no block RAM output reaches
+        # a PRNG's enable.
         m.submodules.ru_in = ru_in = PipelineRegister(beat)
         # The skid buffer keeps o.ready (the SBUF write arbiter's) out of the rounding unit.
         m.submodules.o_skid = skid = SkidBuffer(vec)
@@ -334,8 +327,8 @@ class VectorEngine(wiring.Component):
         raw = Signal()
         dec_fmt_a = Signal(3)
         remaining = Signal(16)
-        # remaining == 0, kept beside it: its 16-bit test was in front of the credit counter
-        # and the input handshakes (11 routed levels from ``remaining``, core2's engine).
+        # remaining == 0, kept beside it, so that no 16-bit test precedes the credit counter
+        # and the input handshakes.
         rem_zero = Signal()
         lane_reg = [Signal(vec, name="lane_reg0"), Signal(vec, name="lane_reg1")]
         acc = Signal(vec)
@@ -379,17 +372,14 @@ class VectorEngine(wiring.Component):
         # With a register after the decoders, ALU 0's scalar operand (the command's immediate,
         # the lane register or the decoded ``b``) is selected in front of it, so that the
         # selection is not in front of the adder's order compare (command register -> source
-        # select -> compare -> swap was 12.3 ns routed, core2 at aefeba6). The lane registers
+        # select -> compare -> swap). The lane registers
         # then load from the decoders' output one cycle earlier (``dec_b_o``), still before
         # the first element is selected.
         for l in range(lanes):
-            # The deep pipeline registers the decoders on both sides. Before: the inputs come
-            # straight from the SBUF/PSUM block RAMs through the controller, and block RAM ->
-            # controller mux -> decoder -> register was the core's critical path (core2 on
-            # the ECP5, 29 ns). After: input register -> decoder (INT32: negate, count, shift,
-            # round) -> operand select -> ALU 0's first step was the next one (30 ns, 035b39f),
-            # and the decoder alone between its two registers after that (ECP5 unit build,
-            # 21.59 ns: INT32 absolute value, count, shift, round), now cut in the middle.
+            # The deep pipeline registers the decoders on both sides and cuts them in the
+            # middle (``DEC_MID``), so that neither block RAM -> controller mux -> decoder nor
+            # decoder -> operand select -> ALU 0's first step is one cycle, and the INT32
+            # decode (absolute value, count, shift, round) is split over two.
             da = m.submodules[f"dec_a{l}"] = FormatDecoder(self._formats, stages=DEC_MID)
             db = m.submodules[f"dec_b{l}"] = FormatDecoder(self._formats, stages=DEC_MID)
             # (the lanes' data registers have no reset: ``p_valid`` says what they hold)
@@ -459,9 +449,8 @@ class VectorEngine(wiring.Component):
         # An instruction's acc_reset loads its op's identity through the units in the cycle
         # after the instruction is taken (``acc_rst`` registered, the op from ``c``): the
         # pipeline is empty then (IDLE follows DRAIN's ``empty``), so no element is accumulated
-        # in that cycle, and the controller's queue head no longer reaches the accumulators
-        # (``op_q`` -> ``acc_reset`` -> the accumulator's input, 11.36 ns routed, core2
-        # ec2007b seed 4).
+        # in that cycle, and the controller's queue head does not reach the accumulators
+        # (``op_q`` -> ``acc_reset`` -> the accumulator's input).
         acc_rst = Signal()
         acc_rst_value = Signal(32)
         with m.Switch(c.acc_op):
@@ -508,10 +497,9 @@ class VectorEngine(wiring.Component):
         # -- instruction sequencing -------------------------------------------------------
         # cmd.ready and busy come from ``idle``, a flip-flop beside the FSM's state that is 1
         # exactly in IDLE: the controller's queue read enables and its completion logic follow
-        # them, and the state's decode in front of them made those paths 9-10 routed levels
-        # (core2, b408932). (Plain assignments, not set inside the FSM: a process that only
-        # reads a never-changing state is not run at time 0 by Icarus in SystemVerilog mode,
-        # which would leave them X.)
+        # them, so no decode of the state precedes them. (Plain assignments, not set inside the FSM:
+        # a process that only reads a never-changing state is not run at time 0 by Icarus in
+        # SystemVerilog mode, which would leave them X.)
         idle = Signal(init=1)
         m.d.sync += acc_rst.eq(0)
         with m.FSM():
@@ -568,9 +556,9 @@ class VectorEngine(wiring.Component):
                      self.busy.eq(~idle | a_skid.full | b_skid.full)]
         # ``idle_q``: ``busy`` of the next cycle can only be 1 if the engine is busy now or
         # takes an instruction or an input beat now (a skid buffer fills only from its input,
-        # ``idle`` falls only on an instruction taken). The input skid buffers' ``full`` went
-        # through the vector controller's completion logic into its queues' clock enables
-        # (11.17 ns routed, core2 ec2007b seed 4).
+        # ``idle`` falls only on an instruction taken). A flip-flop, so that the input skid
+        # buffers' ``full`` does not go through the vector controller's completion logic into
+        # its queues' clock enables.
         m.d.sync += self.idle_q.eq(~(self.busy | self.idle_hold |
                                      (self.cmd.valid & self.cmd.ready) |
                                      (self.a.valid & self.a.ready) |

@@ -63,7 +63,7 @@ def ldexp_ftz(m, y, k, *, en=None, cycles=0, name=None):
     ``cycles`` > 0: the result ``cycles`` enabled cycles later (registers ``{name}_*``, no
     reset), with the exponent sum and the input's special tests registered after the first,
     so that the adder's carry chain is not in front of the range tests and the multiplexer
-    (``s5_y`` -> sum -> tests -> select -> register was 11.11 ns routed, core2 68bfe14)."""
+    (``s5_y`` -> sum -> tests -> select -> register)."""
     e = y[23:31]
     e2 = Signal(signed(12), name=f"{name}_e2" if name else None)
     out = Signal(32, name=f"{name}_out" if name else None)
@@ -107,12 +107,11 @@ def exp2_reduce(m, w, name="x2", cut=None):
     # (``half``) and the last step by ``E[0]`` merged into what follows (the sign ``neg`` and
     # ``frac``'s XOR with it are each a choice between two bits of ``half``). The difference's
     # magnitude ``-frac`` is the shifted copy of ``-sig`` (``-(sig << t) = (-sig) << t``
-    # modulo 2**24), the negation beside the shift, not a 24-bit negation after it. (``w`` ->
-    # ``t`` -> shift -> negation -> ``mag`` was 9 routed levels, 10.32 ns routed in
-    # ``l1_x2_mag_d1``, core2 92d164b seed 1, with the bypass multiplexer in front: see
-    # ``Lut``.) ``half``, ``ones`` (below) and the low mantissa bits' zero test are kept
-    # (``keep``): else yosys merges them into what follows and shares the result with other
-    # tests as chains of LUTs (7-8 levels to the registers, ``scripts.unit_fmax``).
+    # modulo 2**24), the negation beside the shift, not a 24-bit negation after it, so that
+    # no ``w`` -> ``t`` -> shift -> negation chain precedes ``mag`` (with the bypass
+    # multiplexer in front: see ``Lut``). ``half``, ``ones`` (below) and the low mantissa bits' zero
+    # test are kept (``keep``): else yosys merges them into what follows and shares the result with
+    # other tests as long chains of LUTs to the registers.
     def half_shifted(value, name_):
         out = Signal(31, name=f"{name}_{name_}", attrs={"keep": 1})
         m.d.comb += out.eq(Cat(*((Cat(value, Const(0, 7)) << 2 * ((e + 1) % 4))[0:31]
@@ -129,9 +128,8 @@ def exp2_reduce(m, w, name="x2", cut=None):
     frac = x[0:24]
     small = ~ge_const(E, 126)
     # n and -n side by side (-(h + r) = ~h + (1 - r) in 10 bits), not a negation after the
-    # rounding add: 9 routed levels from the pre-scale's output register. The choice between
-    # them (by the sign, and 0 for ``small``) follows the cut: ``w`` -> shift -> rounding add
-    # -> choice was 7 routed levels, 10.05 ns in ``l1_x2_n_d1`` (core2 92d164b seed 1).
+    # rounding add. The choice between them (by the sign, and 0 for ``small``) follows the
+    # cut, so that ``w`` -> shift -> rounding add -> choice is not one cycle.
     x_hi = Cat(x[24:31], Const(0, 3))
     n_pos = Signal(10, name=f"{name}_n_pos")
     n_neg = Signal(10, name=f"{name}_n_neg")
@@ -147,9 +145,9 @@ def exp2_reduce(m, w, name="x2", cut=None):
     # The count is taken per 8-bit group before the cut (a count and an all-zero flag each,
     # from the top); after it the groups' flags shift ``mag`` by 8, 16 or 24 directly while
     # they pick the group's count, which shifts the rest (0..7), and the exponent is a table
-    # of the count, both exponents (``norm[23]`` set or not) beside the shift. As one count
-    # through a leading-zero tree's last two levels, then a 0..23 shift, then ``126 - lz +
-    # ~norm[23]``, that was 9 routed levels to ``s2_v`` (core2, 6476d00).
+    # of the count, both exponents (``norm[23]`` set or not) beside the shift: never one count
+    # through a leading-zero tree, then a 0..23 shift, then ``126 - lz + ~norm[23]`` in front
+    # of ``s2_v``.
     ones = Signal(24, name=f"{name}_ones", attrs={"keep": 1})
     m.d.comb += ones.eq(Mux(E[0], Cat(Const(0, 1), half[0:23]) ^ half[22].replicate(24),
                             half[0:24] ^ half[23].replicate(24)))
@@ -157,8 +155,8 @@ def exp2_reduce(m, w, name="x2", cut=None):
     # ``gq``) and whether it is all ones (``ga``): ``mag`` is a power of two when negative
     # exactly if ``ones`` (``mag - 1``) is such a run, i.e. its first non-zero group is one
     # and the groups below it are all ones. That flag, from the registers, chooses the
-    # exponent instead of ``norm[23]`` after the shift (gz -> shift -> norm[23] -> exponent
-    # -> ``s2_v`` was 10 routed levels, core2).
+    # exponent instead of ``norm[23]`` after the shift (no gz -> shift -> norm[23] ->
+    # exponent chain in front of ``s2_v``).
     gz, gc, gq, ga = [], [], [], []
     for i, lo in enumerate((16, 8, 0)):
         grp = ones[lo:lo + 8]
@@ -173,10 +171,9 @@ def exp2_reduce(m, w, name="x2", cut=None):
     is_zero = Signal(name=f"{name}_frac_zero")
     # ``frac`` is zero when the significand's low ``24 - t`` bits are (for t = 0 the hidden
     # bit is there): tests of the mantissa's low bits beside the shift, picked by ``t``'s
-    # three bits (``E[0:3]``), not a 24-bit test after the shifter (core2, 6476d00:
-    # z -> x2_zero 10 routed levels). The low 17 bits are common to every ``t`` > 0: one test
-    # of them beside the choice among the tests of the six above (``w`` -> 23-bit tests ->
-    # choice was 7 levels, ``l1_x2_zero_d1``, core2 92d164b).
+    # three bits (``E[0:3]``), not a 24-bit test after the shifter. The low 17 bits are
+    # common to every ``t`` > 0: one test of them beside the choice among the tests of the six
+    # above, not 23-bit tests in front of the choice.
     low17_zero = Signal(name=f"{name}_low17_zero", attrs={"keep": 1})
     m.d.comb += low17_zero.eq(M[0:17] == 0)
     top_zero = [Const(0, 1)] + [M[17:24 - k] == 0 for k in range(1, 7)] + [Const(1, 1)]
@@ -250,7 +247,7 @@ def segment_offset(m, v, in_range, low_bits, name="dx", cut=None):
     lz, is_zero = leading_zeros(m, r, f"{name}_lz")
     # The tests of ``v`` alone are taken beside the count, and the flush test is a comparison
     # of the registers beside ``e2``, not a test of ``e2`` after its subtraction (v -> e2 ->
-    # e2 <= 0 -> dx: 9 routed levels from the cut's registers, vector engine alone).
+    # e2 <= 0 -> dx).
     nan = Signal(name=f"{name}_nan")
     m.d.comb += nan.eq((v[23:31] == 0xFF) & ((v[0:23] != 0) | in_range))
     v_zero = Signal(name=f"{name}_v_zero")
@@ -292,10 +289,8 @@ class _Mulz(wiring.Component):
 
     def elaborate(self, platform):
         # The annihilation is one of the multiplier's step-1 special cases, so ``o`` is the
-        # multiplier's output register itself. (As a multiplexer after it, on a zero flag
-        # delayed beside the product, it was one level more in front of the FP32 adder that
-        # takes the product: the flag -> the adder's alignment shift, 6 levels, 10.38 ns routed
-        # in ``l0_a2``, core2 92d164b seed 1, and about 80 end points later than 9 ns there.)
+        # multiplier's output register itself, not a multiplexer after it: no zero flag is a
+        # level in front of the FP32 adder that takes the product (its alignment shift).
         m = Module()
         m.submodules.mul = mul = LaneMultiplier(logic_bits=6, stages=self._stages,
                                                 zero_a_annihilates=True)
@@ -426,10 +421,9 @@ class Lut(wiring.Component):
         # (``coef_read``; a synchronous Amaranth read port keeps its read-before-write
         # promise): otherwise it emulates read-before-write across the block RAM's two ports
         # with a delayed write and a bypass (a registered address compare and a multiplexer
-        # after every read port's output), one more level after the block RAM's ~5.5 ns
-        # clock-to-out on the cfg read (``coef`` -> ``rdata__payload``, 4 levels, ~9.5 ns
-        # routed for 10 + 18 end points, core2 92d164b seeds 1 / 2) and the lanes' address ->
-        # compare (``base_d1`` -> ``coef.*_DOB13``, 8 levels, 9.00 ns, seed 1).
+        # after every read port's output), one more level after the block RAM's slow
+        # clock-to-out on the cfg read (``coef`` -> ``rdata__payload``) and after the lanes'
+        # address -> compare (``base_d1`` -> ``coef``).
         m.submodules.coef = coef = Memory(shape=96, depth=2 * depth, init=[],
                                           attrs={"no_rw_check": 1})
 
@@ -468,8 +462,8 @@ class Lut(wiring.Component):
         # A beat is taken into a register with its address decoded (``q_*``) and carried out
         # from there the next cycle: the bank-lock check, the RAM write enables, the header
         # and counter writes and the read multiplexer start from flip-flops, and ``cfg.ready``
-        # is one (low while a beat waits). The stream from the cfg port through the address
-        # decode to the descriptor RAM's write enables was 10 routed levels (core2, b408932).
+        # is one (low while a beat waits): no path runs from the cfg port through the address
+        # decode to the descriptor RAM's write enables.
         p = self.cfg.payload
         a = p.addr
         region = a[12:14]
@@ -509,18 +503,14 @@ class Lut(wiring.Component):
         rd_sel = Signal(2)          # the coefficient word 0..2 to return, 3: ``rd_value``
         rd_value = Signal(32)
         take = Signal()
-        # The read's word is registered once more (``out``) before ``rdata``: the coefficient
-        # RAM's block RAMs (5.8 ns clock-to-out) -> their output multiplexer -> the word
-        # select -> the core's window register was 4 levels, 10.62 ns routed (core2 352ab1b
-        # seed 1). ``s1_free``: the read stage may move on (``out`` empty or taken).
+        # The read's word is registered once more (``out``) before ``rdata``, so that the
+        # coefficient RAM's block RAMs (a slow clock-to-out) -> their output multiplexer -> the
+        # word select do not precede the core's window register. ``s1_free``: the read stage
+        # may move on (``out`` empty or taken).
         # ``out`` is one 4-way multiplexer of the three words and ``rd_value`` on a registered
         # select (``rd_sel``: a LUT and a PFUMX after the block RAM), and has no reset
-        # (``out_valid`` has), so its enable can only be the flip-flops' clock enable. As a
-        # word select on ``rd_word`` and then a choice on ``rd_coef``, after yosys's collision
-        # bypass (see ``coef``) and with the enable as a LUT in front of the flip-flops (they
-        # had no clock enable in core2's netlist), that was 4 levels, ~9.5 ns routed for 10 +
-        # 18 end points of ``rdata__payload``, core2 92d164b seeds 1 / 2 (the block RAM's
-        # clock-to-out is ~5.5 ns of it).
+        # (``out_valid`` has), so its enable can only be the flip-flops' clock enable, not a
+        # LUT in front of them.
         out_valid = Signal()
         out = Signal(32, reset_less=True)
         s1_free = Signal()
@@ -541,10 +531,9 @@ class Lut(wiring.Component):
         cfg_coef = coef_read(Cat(entry[0:abits], bank_a), ~rd_valid | s1_free, "cfg_coef")
         # A coefficient write reaches the block RAM one cycle after it is taken, from registers
         # (``wr_*``), so that the RAM's write enable does not wait for the bank-lock check and
-        # the read stage's ``rdata.ready`` (8 levels in front of the RAM's enable). Nothing
+        # the read stage's ``rdata.ready`` in front of the RAM's enable. Nothing
         # reads the word meanwhile: the next cfg beat is carried out two cycles after it at
         # the earliest, and a lane reads a written bank only once ``lock`` allows the write.
-        # (Before ``no_rw_check``, yosys delayed the write in the same way.)
         wr_en = Signal(3)
         wr_addr = Signal(abits + 1, reset_less=True)
         wr_data = Signal(32, reset_less=True)
@@ -552,9 +541,8 @@ class Lut(wiring.Component):
                      wr_addr.eq(Cat(entry[0:abits], bank_a)), wr_data.eq(p.data)]
         m.d.comb += [coef_wp.en.eq(wr_en), coef_wp.addr.eq(wr_addr),
                      coef_wp.data.eq(Cat(wr_data, wr_data, wr_data))]
-        # A descriptor write likewise, from ``desc_we``, ``desc_wa`` and ``wr_data``: with the
-        # header registers' enables cut from ``take`` (below), yosys put ``take`` 8 levels in
-        # front of the descriptor LUT-RAMs' 80 write enables (``scripts.unit_fmax``, vector1).
+        # A descriptor write likewise, from ``desc_we``, ``desc_wa`` and ``wr_data``, so that
+        # ``take`` is not in front of the descriptor LUT-RAMs' 80 write enables.
         # The lanes read a descriptor later than the header (see the header's ``hdr_we``).
         desc_we = Signal()
         desc_wa = Signal(7, reset_less=True)
@@ -585,18 +573,16 @@ class Lut(wiring.Component):
                     m.d.sync += error.eq(0)
         # A header write lands one cycle after it is taken, from registers like a coefficient
         # word (``hdr_we``, one per header register, and ``wr_data``): the header registers'
-        # clock enables are flip-flops, not ``take`` (the engine's ``c.lut`` -> ``lock`` ->
-        # ``take`` -> the clock enables of ~150 header flip-flops was 5 levels, 10.95 ns routed,
-        # core2 4329c0e seed 4). Nothing reads the register meanwhile: the next cfg beat is
-        # carried out two cycles after it at the earliest, and the lanes read a bank's header
-        # for an instruction's elements only, after ``lock`` has held back writes to it: the
-        # engine raises ``lock`` the cycle after it takes an instruction, and the header's
-        # copies (``pre_q``, ``s1_mode``, ...) take the first element's header two cycles
-        # after it at the earliest (the short pipeline; 13 cycles later still when deep).
-        # ``hdr_we`` is ``take`` of a header write, written per bank: ``hsel`` is set only for
-        # a header address of that bank, so such a beat is never ``bad`` and is ``blocked``
-        # exactly when ``lock`` is high and ``bank`` is that bank (no compare with the beat's
-        # bank bit).
+        # clock enables are flip-flops, not ``take`` (no ``c.lut`` -> ``lock`` -> ``take`` path
+        # reaches the clock enables of ~150 header flip-flops). Nothing reads the register
+        # meanwhile: the next cfg beat is carried out two cycles after it at the earliest, and the
+        # lanes read a bank's header for an instruction's elements only, after ``lock`` has held
+        # back writes to it: the engine raises ``lock`` the cycle after it takes an instruction, and
+        # the header's copies (``pre_q``, ``s1_mode``, ...) take the first element's header two
+        # cycles after it at the earliest (the short pipeline; 13 cycles later still when deep).
+        # ``hdr_we`` is ``take`` of a header write, written per bank: ``hsel`` is set only for a
+        # header address of that bank, so such a beat is never ``bad`` and is ``blocked`` exactly
+        # when ``lock`` is high and ``bank`` is that bank (no compare with the beat's bank bit).
         hdr_we = [{reg: Signal(name=f"hdr_we_b{bank}_{reg.name.lower()}") for reg in Hdr}
                   for bank in range(2)]
         for bank in range(2):
@@ -607,9 +593,8 @@ class Lut(wiring.Component):
                 with m.If(hdr_we[bank][reg]):
                     m.d.sync += sig.eq(wr_data)
         # A counter's clear without the bank-lock check and the bad-address test of ``take``:
-        # a status write is never blocked, and a write to a counter is never bad. (Through
-        # them, the cfg register -> lock check -> clear -> counter was 6 levels, 9.14 ns routed
-        # in ``overs``, core2 92d164b seed 2.)
+        # a status write is never blocked, and a write to a counter is never bad, so no lock
+        # check precedes a counter's clear.
         for reg, ctr in counters.items():
             with m.If(q_valid & ~(rd_valid & ~s1_free) & p.write & ssel[reg]):
                 m.d.sync += ctr.eq(0)
@@ -660,16 +645,14 @@ class Lut(wiring.Component):
             m.d.sync += [sig.eq(mode == rmode) for rmode, sig in s1_is.items()]
             m.d.sync += s1_sq.eq((mode == RangeMode.RSQRT) | (mode == RangeMode.SQRT) |
                                  (mode == RangeMode.LOG))
-        # The finish's choice by mode, from registers for the same reason (the bank select
-        # and the header's mode -> the 32-bit select of every lane's result was 11.18 ns
-        # routed, core2 68bfe14 seed 3): the scaled value (EXP2, RSQRT, SQRT, RECIP; RECIP's
-        # sign flipped), LOG's sum, or the value itself.
+        # The finish's choice by mode, from registers for the same reason (no bank select and
+        # header's mode in front of the 32-bit select of every lane's result): the scaled value
+        # (EXP2, RSQRT, SQRT, RECIP; RECIP's sign flipped), LOG's sum, or the value itself.
         fin_scaled, fin_recip, fin_log = Signal(), Signal(), Signal()
         # The pre-scale and LOG's scale likewise: the multipliers' operands (their special
         # tests and the DSP blocks' input registers) start from registers, not from the bank
         # select across the chip and the header multiplexer (``bank`` -> ``post`` -> the
-        # multiplier's special test was 12.39 ns routed, 4.24 of it the bank's route, core2
-        # b0acae7 seed 3).
+        # multiplier's special test).
         pre_q, post_q = Signal(32, init=ONE_F32), Signal(32)
         with m.If(en):
             m.d.sync += [
@@ -680,15 +663,14 @@ class Lut(wiring.Component):
         # Likewise the bank and the segment bounds of the elements in stage 2, taken with them
         # from stage 1: the binade ``vE - e_lo`` and the descriptor read address then start
         # from flip-flops, not from the engine's bank register through the header multiplexer
-        # (bank -> e_lo -> binade -> descriptor -> K -> shift was 10 routed levels, core2).
+        # (no bank -> e_lo -> binade -> descriptor -> K -> shift chain).
         # Like the mode, they cannot differ from the ones at the element's stage: the engine
         # changes ``bank`` only with the pipeline empty and holds ``lock`` while a table
         # instruction runs, so no header of ``bank`` changes with an element in flight.
         # The segment's upper bounds ``e_lo + nb_*`` (9 bits) are summed per bank from the
         # header registers and chosen by the bank like the rest: stage 2's ``beyond`` is then
         # one comparison of ``vE`` with a register, not ``vE - e_lo`` and then ``b >= nb``
-        # (two carry chains in series: ``s2_v`` -> ``region`` was 6 routed levels, 10.08 ns
-        # routed in ``l1_region_d1``, core2 92d164b seed 2).
+        # (two carry chains in series between ``s2_v`` and ``region``).
         s2_bank = Signal()
         s2_e_lo = Signal(8)
         s2_hi_neg = Signal(9)
@@ -731,9 +713,8 @@ class Lut(wiring.Component):
             # a bypassed element's ``v``, ``n`` and class are never used (it is special in
             # stage 2, with ``s1_w`` as its value), and for every other element the two are
             # equal, so ``s1_w`` is the register of ``pre_mul.o`` wherever it is read after
-            # the cut. (With the bypass multiplexer in front, ``byp``/``z`` -> ``w_pre`` ->
-            # shift -> negation -> ``mag`` was 9 routed levels, 10.32 ns routed in
-            # ``l1_x2_mag_d1``, 15 + 4 end points later than 9 ns, core2 92d164b seed 1.)
+            # the cut, and the bypass multiplexer is not in front of the shift and negation
+            # that lead to ``mag``.
             v_exp, n = exp2_reduce(m, pre_mul.o, f"l{lane}_x2",
                                    cut=lambda x, nm: s1_w if x is pre_mul.o else
                                    delay(m, en, x, 1, nm, reset_less=True))
@@ -741,9 +722,8 @@ class Lut(wiring.Component):
             # The special results by mode (NaN, Inf, zero and range-limit inputs): the pre-scaled
             # value's class is registered with ``s1_w`` (beside EXP2's fixed-point shift), and
             # the choice by mode is made in stage 1 from those flags and the registered mode,
-            # for the s2 registers. (Classifying and choosing in one cycle, the multiplier's
-            # output -> 23-bit compare -> choice by mode -> ``pre_sval`` was 12.9 ns routed,
-            # core2 036e5c1 seed 1.)
+            # for the s2 registers: the multiplier's output -> 23-bit compare -> choice by mode
+            # is not one cycle.
             E, M = pre_mul.o[23:31], pre_mul.o[0:23]
             e_ones, m_nz = E == 0xFF, M != 0
             nan = D(e_ones & m_nz, 1, "pre_nan")
@@ -762,8 +742,7 @@ class Lut(wiring.Component):
             # Every such value is a sign, an exponent of all ones or zeros and NaN's quiet bit
             # (the rest zero), and ``sval`` matters only where ``special`` holds, so each of the
             # three is an AND-OR of the mode flags and the class flags, not a choice by the
-            # mode's code and then by the conditions (``s1_mode`` -> ``s2_sval`` was 7 routed
-            # levels, 8 end points later than 9 ns, core2 92d164b seed 1).
+            # mode's code and then by the conditions (``s1_mode`` -> ``s2_sval``).
             m_exp2, m_recip, m_rsqrt, m_sqrt, m_log = (s1_is[r] for r in (
                 RangeMode.EXP2, RangeMode.RECIP, RangeMode.RSQRT, RangeMode.SQRT,
                 RangeMode.LOG))
@@ -794,8 +773,8 @@ class Lut(wiring.Component):
                 with m.Case(int(RangeMode.EXP2)):
                     m.d.comb += k.eq(n)
                 # (``-e`` and ``-(e >> 1)`` as one subtraction of ``E`` each, beside ``e``:
-                # 127 - E and (128 - E) >> 1, not a negation after ``E - 127``; s1_w -> e ->
-                # -e -> ``s2_k`` was 11.5 ns routed, core2 473aaa6 seed 1)
+                # 127 - E and (128 - E) >> 1, not a negation after ``E - 127`` in front of
+                # ``s2_k``)
                 with m.Case(int(RangeMode.RECIP)):
                     m.d.comb += [v_oth.eq(Cat(M, Const(127, 8), Const(0, 1))),
                                  k.eq(Const(127, signed(10)) - E)]
@@ -833,15 +812,13 @@ class Lut(wiring.Component):
             # With BIN the binade's descriptor address and the segment flags are registered
             # before the descriptor read: the subtraction ``vE - e_lo`` is then not in front
             # of the LUT-RAM and the shift by its ``K`` (``s2_v`` -> binade -> descriptor ->
-            # ``mtop`` was 12.25 ns routed, 9.21 of it routing: core2 d732995 seed 3, the
-            # critical path). The element's counted region is taken before it.
+            # ``mtop``). The element's counted region is taken before it.
             # The segment's K is read before that register, from its own LUT-RAM (``desc_k``):
             # the two binades ``b[4]`` may choose, with the subtraction's low four bits and
             # the registered sign and bank, each registered, and ``b[4]``'s register chooses
             # between them. The LUT-RAM's row multiplexer (eight rows of 16 entries) is then
             # not in front of the shift by K (the descriptor's address register -> LUT-RAM ->
-            # row multiplexer -> shift -> ``mtop`` was 8 levels, 9.27 ns routed in
-            # ``l0_mtop_d1``, core2 92d164b seed 1), and the carry into ``b[4]`` is not in
+            # row multiplexer -> shift -> ``mtop``), and the carry into ``b[4]`` is not in
             # front of the LUT-RAM's output.
             desc_addr = D(Cat(b[0:5], vs, s2_bank), BIN, "desc_addr")
             k_half = []
@@ -894,8 +871,7 @@ class Lut(wiring.Component):
             # (A NaN ``v`` is not counted either, but needs no test of its own: ``v`` is NaN
             # only for a NaN ``w``, which is special (EXP2's ``v`` beyond its range limit is
             # not used; RECIP's, RSQRT's, SQRT's and LOG's have a finite exponent), so
-            # ``s2_special`` covers it. Its 23-bit test of ``s2_v`` was in front of
-            # ``region``: 6 routed levels, 10.08 ns routed, core2 92d164b seed 2.)
+            # ``s2_special`` covers it, and no 23-bit test of ``s2_v`` precedes ``region``.)
             m.d.comb += region.eq(Mux(s2_special | ~s2_count, 0,
                                       Mux(beyond, Mux(vs, 2, 3), 1)))
             # Registered before the counters' adders (one cycle late: a counter read or write
@@ -930,10 +906,9 @@ class Lut(wiring.Component):
                 m.d.sync += [s4[n_].eq(D(s3[n_], MUL + ADD, f"s3_{n_}")) for n_ in s3
                              if n_ != "e"]
             # ``e`` is converted to FP32 before its s4 register, not after it in front of the
-            # log term's multiplier (9 routed levels); when deep, its sign and magnitude are
-            # registered one cycle before (in place of ``e``'s last delay register), so that
-            # the negation and the normalisation are not in one cycle (``s3_e_d7`` -> ``s4_ef``
-            # was 7-8 levels in core2 92d164b, 9 in ``scripts.unit_fmax``).
+            # log term's multiplier; when deep, its sign and magnitude are registered one cycle
+            # before (in place of ``e``'s last delay register), so that the negation and the
+            # normalisation are not in one cycle (``s3_e_d7`` -> ``s4_ef``).
             s4_ef = S(32, "s4_ef")
             wait = MUL + ADD
             with m.If(en):
@@ -948,8 +923,7 @@ class Lut(wiring.Component):
                          a2.a.eq(D(s4_c0, MUL, "s4_c0")), a2.b.eq(m2.o), a2.en.eq(en)]
             # e * POST: e is in [-127, 128], so int_to_f32 (9 bits) leaves the low 15 bits of
             # the significand zero and the product is 9 x 24 bits: 9 x 18 in one MULT18X18D,
-            # 9 x 6 in logic. (All 24 bits in logic, a nine-row adder tree between two
-            # registers, was 12.55 ns routed in core2 at bf26a8b seed 1.)
+            # 9 x 6 in logic, not a nine-row adder tree between two registers.
             e_f = s4_ef
             lmul = sub("lmul", LaneMultiplier(a_bits=9, logic_bits=6, stages=MUL))
             m.d.comb += [lmul.a.eq(e_f), lmul.b.eq(post_q), lmul.en.eq(en)]

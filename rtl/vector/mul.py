@@ -88,9 +88,8 @@ class LaneMultiplier(FP32Multiplier):
     def _pre_partials(self, m, sig_a, sig_b):
         """The logic part's rows summed in pairs in step 1 (``lo{g}``: rows ``2g`` and ``2g +
         1``, at shift ``2g``), so that step 2 adds three partial sums instead of six rows:
-        two levels of carry chains per step instead of three in step 2 (the LUT's
-        ``s1_sig_b`` -> six-row sum -> partial-product register was 12.45 ns routed, core2
-        ed86098 seed 1). Step 1's unpacking is a few gates beside them."""
+        two levels of carry chains per step instead of three in step 2, so that no six-row sum
+        precedes the partial-product register. Step 1's unpacking is a few gates beside them."""
         na, nl = self._a_bits, self._logic_bits
         x, y = sig_a[24 - na:24], sig_b[0:nl]
         return {f"lo{g}": shift_add(m, x, y[2 * g:2 * g + 2], f"lo_pair{g}")
