@@ -224,7 +224,7 @@ def _running(client):
 def _connect(address, workers):
     """(client, cluster or None, seconds): a Client of the cluster at ``address``, or of a new
     local cluster of ``workers`` single-threaded workers in this process (each job is a child
-    process, so threads suffice)."""
+    process, so threads suffice); their HTTP servers listen on the loopback interface only."""
     import logging
     from distributed import Client, LocalCluster
     start = time.monotonic()
@@ -232,7 +232,9 @@ def _connect(address, workers):
         client, cluster = Client(address, timeout="30s"), None
     else:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
-                               dashboard_address=None, silence_logs=logging.ERROR)
+                               dashboard_address="127.0.0.1:0",
+                               worker_dashboard_address="127.0.0.1:0",
+                               silence_logs=logging.ERROR)
         client = Client(cluster)
     return client, cluster, time.monotonic() - start
 
