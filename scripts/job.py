@@ -13,8 +13,9 @@ executes the same thing.
 Kinds:
 
 ``fuzz``
-    With the fast backend (``fastsim.fuzz.run(config, seed, count)``) when it is importable
-    (``--backend auto``, or ``fastsim`` to insist on it); otherwise (or ``--backend refsim``)
+    With the fast backend (``fastsim.fuzz.run(config, seed, count)``) when it is importable and
+    Verilator is there (``--backend auto``, or ``fastsim`` to insist on it); otherwise (or
+    ``--backend refsim``)
     random programs (``cocotb_tests.test_sequencer_progs.random_program``, program
     seeds ``seed * 100000 + i``) on the reference simulator (``sim/refsim.py``) against the
     microcode's cycle model (``sim/cycles.py``): registers, semaphores, flags, error, PC,
@@ -71,10 +72,13 @@ def _fuzz(seed, config="core4", count=200, length=40, backend="auto"):
     fast_fuzz = None
     if backend != "refsim":
         try:
+            import fastsim
             from fastsim import fuzz as fast_fuzz
         except ImportError:
             if backend == "fastsim":
                 raise
+        if fast_fuzz is not None and backend == "auto" and not fastsim.available():
+            fast_fuzz = None
     if fast_fuzz is not None:
         result = dict(fast_fuzz.run(cfg, seed, count))
         return {"backend": "fastsim", **result}, not result.get("mismatches")
