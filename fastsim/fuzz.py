@@ -160,6 +160,8 @@ def run(config, seed, count, *, core=None, max_cycles=200_000):
     own = core is None
     if own:
         core = FastCore(config)
+    else:
+        core.reset()          # the same start whatever the core ran before (SBUF: scrubbed)
     t0 = time.monotonic()
     c0 = core.cycle
     rec = {"config": config.to_dict(), "seed": seed, "count": count, "compared_memory": 0,
