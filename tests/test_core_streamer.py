@@ -283,5 +283,9 @@ def test_streamer_alt_port_data_reaches_registers_only():
 def test_streamer_alt_lanes_checked():
     with pytest.raises(TypeError, match="alt_lanes must be an integer, not '2'"):
         ReadStreamer(LANES, ABITS, NBITS, alt_lanes="2")
-    with pytest.raises(ValueError, match=r"alt_lanes must be between 0 and lanes \(3\), not 4"):
+    with pytest.raises(ValueError, match="alt_lanes must be an integer from 0 to 3, not 4"):
         ReadStreamer(LANES, ABITS, NBITS, alt_lanes=4)
+    with pytest.raises(ValueError, match="n_bits must be an integer from 1 to 32, not 0"):
+        ReadStreamer(LANES, ABITS, 0)
+    with pytest.raises(TypeError, match="skid must be a bool, not 1"):
+        ReadStreamer(LANES, ABITS, NBITS, skid=1)

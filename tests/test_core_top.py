@@ -5,9 +5,11 @@ import json
 import pytest
 
 from rtl.core.sbuf import SBUF
+from rtl.core.status import ErrorStatus
 from rtl.core.tensor_ctrl import TensorController
 from rtl.core.top import NeuronCore
 from rtl.core.vector_ctrl import VectorController
+from rtl.core.watchdog import Watchdog
 from sim.dtypes import Format
 
 
@@ -67,10 +69,17 @@ def test_core_defaults_square():
     (lambda: SBUF(0, 16), "partitions must be an integer from 1 to 1024, not 0"),
     (lambda: SBUF(4, 12), "depth must be a power of two from 2 to 1048576, not 12"),
     (lambda: SBUF(4, 16, read_ports=("a", "a")), "read_ports must be a sequence of distinct"),
-    (lambda: TensorController(0, 4, 16, 16), "rows must be a positive integer, not 0"),
-    (lambda: TensorController(4, 4, 16, 16, data_width=40), "data_width must be from 1 to 32"),
+    (lambda: TensorController(0, 4, 16, 16), "rows must be an integer from 1 to 1024, not 0"),
+    (lambda: TensorController(4, 4, 16, 16, data_width=40),
+     "data_width must be an integer from 1 to 32, not 40"),
+    (lambda: TensorController(4, 4, 16, 16, done_delay=-1),
+     "done_delay must be an integer from 0 to 64, not -1"),
     (lambda: TensorController(4, 4, 16, 15), "psum_depth must be a power of two"),
-    (lambda: VectorController(4, 8, 16, 16, 8), "cols must be at most lanes (4), not 8"),
+    (lambda: VectorController(4, 8, 16, 16, 8), "cols must be an integer from 1 to 4, not 8"),
+    (lambda: VectorController(4, 4, 16, 16, 8, queue_depth=0),
+     "queue_depth must be an integer from 1 to 16, not 0"),
+    (lambda: ErrorStatus(sources=0), "sources must be an integer from 1 to 16, not 0"),
+    (lambda: Watchdog(True), "width must be an integer, not True"),
 ])
 def test_unit_parameter_errors(make, msg):
     with pytest.raises((TypeError, ValueError)) as info:

@@ -66,14 +66,16 @@ def test_bench_run_quick():
 def test_engine_parameter_checks():
     from rtl.vector.engine import VectorEngine
     from rtl.vector.lut import Lut
-    with pytest.raises(TypeError, match="lanes must be a positive integer, not '4'"):
+    with pytest.raises(TypeError, match="lanes must be an integer, not '4'"):
         VectorEngine(lanes="4")
-    with pytest.raises(ValueError, match="lanes must be a positive integer up to 128, not 0"):
+    with pytest.raises(ValueError, match="lanes must be an integer from 1 to 128, not 0"):
         VectorEngine(lanes=0)
     with pytest.raises(ValueError, match="depth must be a power of two from 8 to 1024, not 100"):
         VectorEngine(lanes=4, depth=100)
-    with pytest.raises(TypeError, match="depth must be a power of two from 8 to 1024, not 8.0"):
+    with pytest.raises(TypeError, match="depth must be an integer, not 8.0"):
         Lut(lanes=4, depth=8.0)
+    with pytest.raises(ValueError, match="n_rand must be an integer from 1 to 32, not 0"):
+        VectorEngine(lanes=4, n_rand=0)
     assert VectorEngine(lanes=4, depth=64).depth == 64
     assert Lut(lanes=2).lanes == 2
 

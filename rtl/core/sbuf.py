@@ -15,9 +15,9 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.bus.mem_ports import PartitionReadSignature, PartitionWriteSignature
-from sim.config import check_pow2
+from sim.config import check_int, check_pow2
 
-__all__ = ["SBUFReadSignature", "SBUFWriteSignature", "SBUF", "check_pow2"]
+__all__ = ["SBUFReadSignature", "SBUFWriteSignature", "SBUF"]
 
 #: An SBUF read port (requester's view): ``rtl.bus.mem_ports.PartitionReadSignature``.
 SBUFReadSignature = PartitionReadSignature
@@ -61,10 +61,7 @@ class SBUF(wiring.Component):
     def __init__(self, partitions, depth, *,
                  read_ports=("dma", "tensor_stat", "tensor_mov", "vector_a", "vector_b"),
                  write_ports=("dma", "vector"), init=None):
-        if not isinstance(partitions, int) or isinstance(partitions, bool):
-            raise TypeError(f"partitions must be an integer, not {partitions!r}")
-        if not 1 <= partitions <= 1024:
-            raise ValueError(f"partitions must be an integer from 1 to 1024, not {partitions}")
+        check_int("partitions", partitions, 1, 1024)
         check_pow2("depth", depth, 2, 1 << 20)
         for kind, names in (("read_ports", read_ports), ("write_ports", write_ports)):
             if (not isinstance(names, (tuple, list)) or

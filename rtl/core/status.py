@@ -8,6 +8,7 @@ from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from sim.config import check_int
 from sim.errors import ERROR_CODE_BITS
 from sim.memmap import STATUS_BUSY, STATUS_DONE, STATUS_ERROR, STATUS_IRQ, IRQ_DONE, IRQ_ERROR
 
@@ -63,10 +64,7 @@ class ErrorStatus(wiring.Component):
     """
 
     def __init__(self, sources=4):
-        if not isinstance(sources, int) or isinstance(sources, bool):
-            raise TypeError(f"sources must be an integer, not {sources!r}")
-        if not 1 <= sources <= 16:
-            raise ValueError(f"sources must be an integer from 1 to 16, not {sources}")
+        check_int("sources", sources, 1, 16)
         self._sources = sources
         super().__init__({
             "report": In(data.ArrayLayout(ErrorReport, sources)),

@@ -6,6 +6,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from sim.config import check_int
+
 __all__ = ["ReadStreamer", "read_request_layout"]
 
 
@@ -92,10 +94,14 @@ class ReadStreamer(wiring.Component):
 
     def __init__(self, lanes, addr_bits, n_bits, data_width=32, tag_bits=1, *, skid=False,
                  alt_lanes=0):
-        if not isinstance(alt_lanes, int) or isinstance(alt_lanes, bool):
-            raise TypeError(f"alt_lanes must be an integer, not {alt_lanes!r}")
-        if not 0 <= alt_lanes <= lanes:
-            raise ValueError(f"alt_lanes must be between 0 and lanes ({lanes}), not {alt_lanes}")
+        check_int("lanes", lanes, 1, 1024)
+        check_int("addr_bits", addr_bits, 1, 32)
+        check_int("n_bits", n_bits, 1, 32)
+        check_int("data_width", data_width, 1, 32)
+        check_int("tag_bits", tag_bits, 1, 8)
+        if not isinstance(skid, bool):
+            raise TypeError(f"skid must be a bool, not {skid!r}")
+        check_int("alt_lanes", alt_lanes, 0, lanes)
         self.lanes, self.addr_bits, self.n_bits, self.data_width = (lanes, addr_bits, n_bits,
                                                                      data_width)
         self.tag_bits = tag_bits

@@ -13,8 +13,9 @@ from amaranth.utils import ceil_log2
 
 from rtl.bus.pipeline_register import PipelineRegister
 from rtl.tensor.psum import psum_next_layout
+from sim.config import check_int, check_pow2
 
-from .sbuf import SBUFReadSignature, check_pow2
+from .sbuf import SBUFReadSignature
 
 __all__ = ["tensor_cmd_layout", "psum_write_layout", "TensorController"]
 
@@ -122,17 +123,13 @@ class TensorController(wiring.Component):
 
     def __init__(self, rows, cols, sbuf_depth, psum_depth, *, data_width=16, n_bits=16,
                  sem_bits=4, queue_depth=2, done_delay=0):
-        for name, v in (("rows", rows), ("cols", cols), ("data_width", data_width),
-                        ("n_bits", n_bits), ("sem_bits", sem_bits),
-                        ("queue_depth", queue_depth)):
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise TypeError(f"{name} must be an integer, not {v!r}")
-            if v < 1:
-                raise ValueError(f"{name} must be a positive integer, not {v}")
-        if not isinstance(done_delay, int) or done_delay < 0:
-            raise ValueError(f"done_delay must be a non-negative integer, not {done_delay!r}")
-        if data_width > 32:
-            raise ValueError(f"data_width must be from 1 to 32, not {data_width}")
+        check_int("rows", rows, 1, 1024)
+        check_int("cols", cols, 1, 1024)
+        check_int("data_width", data_width, 1, 32)
+        check_int("n_bits", n_bits, 1, 32)
+        check_int("sem_bits", sem_bits, 1, 16)
+        check_int("queue_depth", queue_depth, 1, 16)
+        check_int("done_delay", done_delay, 0, 64)
         check_pow2("sbuf_depth", sbuf_depth, 2, 1 << 20)
         check_pow2("psum_depth", psum_depth, 2, 1 << 20)
         self.rows, self.cols = rows, cols

@@ -11,8 +11,9 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from rtl.tensor.psum import PSUMReadSignature
+from sim.config import check_int, check_pow2
 
-from .sbuf import SBUFReadSignature, SBUFWriteSignature, check_pow2
+from .sbuf import SBUFReadSignature, SBUFWriteSignature
 from .streamer import ReadStreamer
 
 __all__ = ["vector_cmd_layout", "PSUMReadSignature", "VectorController", "KIND_ENGINE",
@@ -157,14 +158,11 @@ class VectorController(wiring.Component):
 
     def __init__(self, lanes, cols, sbuf_depth, psum_depth, engine_cmd_layout, *, n_bits=16,
                  sem_bits=4, queue_depth=2):
-        for name, v in (("lanes", lanes), ("cols", cols), ("n_bits", n_bits),
-                        ("sem_bits", sem_bits), ("queue_depth", queue_depth)):
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise TypeError(f"{name} must be an integer, not {v!r}")
-            if v < 1:
-                raise ValueError(f"{name} must be a positive integer, not {v}")
-        if cols > lanes:
-            raise ValueError(f"cols must be at most lanes ({lanes}), not {cols}")
+        check_int("lanes", lanes, 1, 1024)
+        check_int("cols", cols, 1, lanes)
+        check_int("n_bits", n_bits, 1, 32)
+        check_int("sem_bits", sem_bits, 1, 16)
+        check_int("queue_depth", queue_depth, 1, 16)
         check_pow2("sbuf_depth", sbuf_depth, 2, 1 << 20)
         check_pow2("psum_depth", psum_depth, 2, 1 << 20)
         self.lanes, self.cols = lanes, cols

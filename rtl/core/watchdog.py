@@ -4,6 +4,8 @@ from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from sim.config import check_int
+
 __all__ = ["Watchdog"]
 
 
@@ -42,10 +44,7 @@ class Watchdog(wiring.Component):
     """
 
     def __init__(self, width=32):
-        if not isinstance(width, int) or isinstance(width, bool):
-            raise TypeError(f"width must be an integer, not {width!r}")
-        if not 1 <= width <= 64:
-            raise ValueError(f"width must be an integer from 1 to 64, not {width}")
+        check_int("width", width, 1, 64)
         self._width = width
         super().__init__({
             "limit": In(width), "start": In(1), "running": In(1), "clear": In(1),

@@ -14,7 +14,8 @@ from rtl.round.rounding_unit import RoundingUnit
 from rtl.vector.alu import VectorAlu
 from rtl.vector.lut import CFG_LAYOUT, Lut, check_depth, check_lanes
 from sim.dtypes import CANONICAL_NAN_F32, Format
-from sim.rounding import RAW_MODE
+from sim.config import check_int
+from sim.rounding import MAX_N_RAND, RAW_MODE
 from sim.vector import CMD_FIELDS, AccOp, AluOp, Src, acc_identity
 
 __all__ = ["VectorEngine", "CMD_LAYOUT"]
@@ -204,7 +205,7 @@ class VectorEngine(wiring.Component):
             raise TypeError(f"deep must be a bool, not {deep!r}")
         self._deep = deep
         self._formats = tuple(formats)
-        self._n_rand = n_rand
+        self._n_rand = check_int("n_rand", n_rand, 1, MAX_N_RAND)
         vec = data.ArrayLayout(32, lanes)
         super().__init__({
             "cmd": In(stream.Signature(CMD_LAYOUT)),

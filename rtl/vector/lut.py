@@ -10,6 +10,7 @@ from rtl.arith.common import delay, ge_const, leading_zeros
 from rtl.arith.fp32_add import FP32Adder
 from rtl.arith.fp32_mul import FP32Multiplier
 from rtl.vector.mul import LaneMultiplier
+from sim.config import check_int, check_pow2
 from sim.dtypes import CANONICAL_NAN_F32
 from sim.vector import (CFG_ADDR_BITS, CFG_BANK_BIT, DESC_BASE_BITS, ENTRY_OVER, ENTRY_UNDER,
                         MAX_BINADES, ONE_F32, Hdr, RangeMode, Status)
@@ -21,20 +22,18 @@ __all__ = ["Lut", "CFG_LAYOUT", "check_lanes", "check_depth", "int_to_f32", "lde
 CFG_LAYOUT = data.StructLayout({"addr": CFG_ADDR_BITS, "data": 32, "write": 1})
 
 
+#: The most lanes of a ``Lut`` or a ``VectorEngine``.
+MAX_LANES = 128
+
+
 def check_lanes(lanes):
-    if isinstance(lanes, bool) or not isinstance(lanes, int):
-        raise TypeError(f"lanes must be a positive integer, not {lanes!r}")
-    if not 1 <= lanes <= 128:
-        raise ValueError(f"lanes must be a positive integer up to 128, not {lanes}")
-    return lanes
+    """``sim.config.check_int("lanes", lanes, 1, MAX_LANES)``."""
+    return check_int("lanes", lanes, 1, MAX_LANES)
 
 
 def check_depth(depth):
-    if isinstance(depth, bool) or not isinstance(depth, int):
-        raise TypeError(f"depth must be a power of two from 8 to 1024, not {depth!r}")
-    if not 8 <= depth <= 1024 or depth & (depth - 1):
-        raise ValueError(f"depth must be a power of two from 8 to 1024, not {depth}")
-    return depth
+    """``sim.config.check_pow2("depth", depth, 8, 1024)``: entries per LUT bank."""
+    return check_pow2("depth", depth, 8, 1024)
 
 
 def int_to_f32(m, value, width, cut=None):

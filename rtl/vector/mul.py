@@ -4,6 +4,7 @@ product goes to DSP blocks (``sim.formats.fp32_mul``, bit-exact)."""
 from amaranth.hdl import Mux, Signal
 
 from rtl.arith.fp32_mul import FP32Multiplier, split_products, sum_shifted
+from sim.config import check_int
 
 __all__ = ["LaneMultiplier", "shift_add"]
 
@@ -66,13 +67,8 @@ class LaneMultiplier(FP32Multiplier):
     """
 
     def __init__(self, *, a_bits=24, logic_bits=0, stages=0, zero_a_annihilates=False):
-        for name, value in (("a_bits", a_bits), ("logic_bits", logic_bits)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an integer, not {value!r}")
-        if not 1 <= a_bits <= 24:
-            raise ValueError(f"a_bits must be an integer from 1 to 24, not {a_bits}")
-        if not 0 <= logic_bits <= 24:
-            raise ValueError(f"logic_bits must be an integer from 0 to 24, not {logic_bits}")
+        check_int("a_bits", a_bits, 1, 24)
+        check_int("logic_bits", logic_bits, 0, 24)
         self._a_bits = a_bits
         self._logic_bits = logic_bits
         super().__init__(stages, zero_a_annihilates=zero_a_annihilates)
