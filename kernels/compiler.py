@@ -169,7 +169,18 @@ def _dependencies(ops):
     """``preds[i]``: list of ``(j, needs_wait)``."""
     live = {"sbuf": [], "psum": [], "dram": []}     # [space] -> [(plo, phi, lo, hi, op, write)]
     preds = [dict() for _ in ops]
+    last_dma = fence = None
     for op in ops:
+        # A TABLE_LD is fenced from the DMA: it waits for every earlier DMA record and every
+        # later one waits for it (a DMA write during a TABLE read of SBUF stops the core).
+        if op.kind == "table_ld" and last_dma is not None:
+            preds[op.index][last_dma.index] = True
+        if op.engine == "dma":
+            if fence is not None:
+                preds[op.index][fence.index] = True
+            last_dma = op
+        elif op.kind == "table_ld":
+            fence = op
         accs = [(a, False) for a in op.reads] + [(a, True) for a in op.writes]
         found = preds[op.index]
         new = []
