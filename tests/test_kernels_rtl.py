@@ -17,7 +17,7 @@ from kernels.lib import (attention, conv2d, gemm, gemm_int8, gemm_tn, layernorm,
                          linear_int8, mlp, rmsnorm, softmax)
 from sim.config import CoreConfig
 
-pytestmark = pytest.mark.skipif(fast_backend() is None, reason="fastsim not available")
+_NO_FAST = pytest.mark.skipif(fast_backend() is None, reason="fastsim not available")
 
 BF = ml_dtypes.bfloat16
 CFG = CoreConfig.preset("core4").replace(pmem_depth=1024)
@@ -49,6 +49,7 @@ def _cases():
 RTL_HANGS = {"softmax": "ACT reciprocal on exp's row sums never completes on the RTL"}
 
 
+@_NO_FAST
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
     reason=RTL_HANGS[n], strict=False)) if n in RTL_HANGS else n for n in _cases()])
 def test_library_kernel_on_rtl(name):
@@ -60,6 +61,7 @@ def test_library_kernel_on_rtl(name):
         assert np.array_equal(got.view(np.uint8), exp.view(np.uint8)), name
 
 
+@_NO_FAST
 @pytest.mark.xfail(reason="ACT through the 64-entry gelu table never completes on the RTL",
                    strict=False)
 def test_gelu_on_rtl():
@@ -76,3 +78,16 @@ def test_gelu_on_rtl():
     c = k.compile(x, config=CFG)
     out, _ = run_rtl(CFG, dataclasses.replace(c.image_for(x), max_cycles=100_000))
     assert np.array_equal(c.outputs_from(out)[0], k(x, config=CFG))
+
+
+@pytest.mark.long
+def test_cocotb_fallback_icarus():
+    """The RTL backend's cocotb path (``kernels/cocotb_image.py`` on Icarus) runs the same
+    image bit-exactly (minutes: it builds the core for Icarus)."""
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((8, 4)).astype(BF)
+    x = rng.standard_normal((8, 8)).astype(BF)
+    ref = gemm_tn(w, x, config=CFG)
+    run = gemm_tn.run(w, x, backend="rtl", config=CFG, simulator="icarus")
+    assert run.outcome.backend == "rtl-icarus" and run.cycles > 0
+    assert np.array_equal(run.outputs[0].view(np.uint32), ref.view(np.uint32))
