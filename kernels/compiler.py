@@ -25,7 +25,6 @@
 """
 
 import heapq
-import math
 
 from kernels.lang import KernelError
 
@@ -603,8 +602,3 @@ def compile_trace(trace):
     bufs = [b for b in trace.buffers if b.space == "dram"]
     return Program(asm, words, order, bufs, dram_bytes, count, waits)
 
-
-def roofline(counts_macs, dram_bytes, cfg, bus_bytes=8):
-    """Cycles a kernel needs at least: ``max(MACs / (rows*cols), bytes / bus_bytes)``."""
-    return max(math.ceil(counts_macs / (cfg.rows * cfg.cols)), math.ceil(dram_bytes /
-                                                                          bus_bytes))

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from kernels.dtypes import DType, as_dtype, fp32, int32
+from kernels.dtypes import as_dtype, fp32, int32
 
 __all__ = ["KernelError", "DRAMTensor", "Tile", "Buffer", "Op", "Trace", "current",
            "ndarray", "constant", "sbuf_tile", "psum_tile", "load", "store", "matmul",
@@ -778,6 +778,3 @@ def transpose(a, out=None, name="tr"):
     store(tmp, a)
     return load(tmp.T, out=out, name=name)
 
-
-def _check_dtype(x):
-    return isinstance(x, DType)
