@@ -142,7 +142,9 @@ def run(config, seed, count, *, core=None, max_cycles=200_000):
     count : int
         Programs to run.
     core : fastsim.FastCore, optional
-        An open core of ``config`` to use (default: one is opened and closed here).
+        An open core of ``config`` to use (default: one is opened and closed here). It must
+        not have run other images: some state survives reset that the reference runs
+        assume to be zero (``docs/simulation.md``, Fuzz).
 
     Returns
     -------
