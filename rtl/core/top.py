@@ -21,7 +21,9 @@ from sim.memmap import (CTRL_ABORT, CTRL_CLEAR, CTRL_CLEAR_COUNTERS, build_memor
 from .global_buffer import global_buffer
 from .sbuf import SBUF
 from .tensor_ctrl import TensorController
-from .vector_ctrl import (KIND_ENGINE, KIND_NOP, KIND_SEED, KIND_TABLE, VectorController)
+from .tensor_record import TensorRecordAdapter
+from .vector_ctrl import VectorController
+from .vector_record import VectorRecordAdapter
 
 __all__ = ["NeuronCore", "ACTIVITY_LAYOUT", "UCODE_MAP_BASE", "PSUM_ADD_STAGES"]
 
@@ -232,7 +234,6 @@ class NeuronCore(wiring.Component):
         from rtl.tensor.engine import TensorEngine
         from rtl.tensor.psum import PSUM
         from rtl.vector.engine import CMD_LAYOUT, VectorEngine
-        from sim.vector import AccOp, AluOp, Src
 
         m = Module()
         P, C = self._rows, self._cols
@@ -324,19 +325,10 @@ class NeuronCore(wiring.Component):
             psum.wr_int.eq(tctrl.psum_wr_int),
             psum.wr_next.eq(tctrl.psum_wr_next),
         ]
-        trec = seq.tensor.payload
-        tc = tctrl.cmd.payload
-        m.d.comb += [
-            tctrl.cmd.valid.eq(seq.tensor.valid),
-            seq.tensor.ready.eq(tctrl.cmd.ready),
-            tc.fmt.eq(trec.fmt), tc.k.eq(trec.k), tc.m.eq(trec.m), tc.n.eq(trec.n),
-            tc.stat_addr.eq(trec.stat_addr), tc.stat_stride.eq(trec.stat_stride),
-            tc.mov_addr.eq(trec.mov_addr), tc.mov_stride.eq(trec.mov_stride),
-            tc.psum_addr.eq(trec.psum_addr), tc.accumulate.eq(trec.accumulate),
-            tc.sem.eq(trec.sem),
-            tc.sem_en.eq(1),        # the sequencer wants one done pulse per record
-            seq.tensor_done.eq(tctrl.done),
-        ]
+        trec = m.submodules.tensor_record = TensorRecordAdapter(tctrl.cmd_layout)
+        wiring.connect(m, seq.tensor, trec.rec)
+        wiring.connect(m, trec.cmd, tctrl.cmd)
+        m.d.comb += seq.tensor_done.eq(tctrl.done)
 
         # ---- vector path ------------------------------------------------------------------
         wiring.connect(m, vctrl.e_cmd, ve.cmd)
@@ -352,7 +344,10 @@ class NeuronCore(wiring.Component):
             psum.rd.addr.eq(vctrl.a_psum.addr),
             psum.rd.en.eq(vctrl.a_psum.en),
         ]
-        self._vector_adapter(m, seq, vctrl, CMD_LAYOUT, AccOp, AluOp, Src)
+        # VECTOR records become the controller's commands in the vector path's adapter.
+        vrec = m.submodules.vector_record = VectorRecordAdapter(P, vctrl.cmd_layout, CMD_LAYOUT)
+        wiring.connect(m, seq.vector, vrec.rec)
+        wiring.connect(m, vrec.cmd, vctrl.cmd)
         m.d.comb += seq.vector_done.eq(vctrl.done)
         self._record_check(m, seq)
 
@@ -685,95 +680,4 @@ class NeuronCore(wiring.Component):
             counts = {s_: len(t) for s_, t in terms_of(Const(0, width)).items()}
             m.d.comb += getattr(seq, name + "_illegal").eq(
                 bad({s_: [held[s_][i] for i in range(n)] for s_, n in counts.items()}))
-
-    def _vector_adapter(self, m, seq, vctrl, cmd_layout, AccOp, AluOp, Src):
-        """VECTOR records (``sim.isa.VECTOR_RECORD``) to controller commands, as
-        ``sim/refsim.py`` executes them on the engine model. ACC_RD becomes two commands:
-        read the accumulators out, then reset them to +0.
-
-        The translation is written into a one-entry command register (sync domain): a
-        combinational translation would drive some command bits with constants only, which
-        Icarus never evaluates (``always @*`` without sensitivities stays X).
-        """
-        # The record is registered out of the sequencer's queue (``vec_rec``) and translated
-        # from the register: the queue's LUT-RAM read reaches one register, not the
-        # translation and the controller's command and completion registers, and ``ready`` is
-        # a flip-flop. One cycle more from EMIT to
-        # the controller; a command still issues every other cycle at most (``buf``).
-        rec = Signal.like(seq.vector.payload, name="vec_rec")
-        rec_valid = Signal(name="vec_rec_valid")
-        r = rec
-        buf = Signal(vctrl.cmd.payload.shape(), name="vec_cmd")
-        buf_valid = Signal(name="vec_cmd_valid")
-        c = buf
-        e = data.View(cmd_layout, c.op)
-        second = Signal()
-        op = r.op
-        # Invalid records never get here (``_record_check`` traps them at EMIT).
-        acc_rd = op == isa.VecOp.ACC_RD
-        take = Signal()
-        m.d.comb += [
-            vctrl.cmd.valid.eq(buf_valid),
-            vctrl.cmd.payload.eq(buf),
-            take.eq(rec_valid & ~buf_valid),
-            seq.vector.ready.eq(~rec_valid),
-        ]
-        with m.If(seq.vector.valid & seq.vector.ready):
-            m.d.sync += [rec.eq(seq.vector.payload), rec_valid.eq(1)]
-        with m.If(take & (~acc_rd | second)):
-            m.d.sync += rec_valid.eq(0)
-        with m.If(vctrl.cmd.valid & vctrl.cmd.ready):
-            m.d.sync += buf_valid.eq(0)
-        with m.If(take):
-            m.d.sync += buf_valid.eq(1)
-            with m.If(acc_rd):
-                m.d.sync += second.eq(~second)
-            m.d.sync += [
-                c.eq(0),
-                c.kind.eq(KIND_ENGINE), c.scalar.eq(r.scalar),
-                c.n.eq(r.n), c.a_psum.eq(r.a_space), c.a_addr.eq(r.a_addr), c.a_stride.eq(1),
-                c.b_en.eq(0), c.b_addr.eq(r.b_addr), c.b_stride.eq(1),
-                c.o_n.eq(r.n), c.o_addr.eq(r.dst_addr), c.o_stride.eq(1),
-                c.parts.eq(self._rows), c.sem.eq(r.sem), c.sem_en.eq(1),
-                e.fmt_a.eq(r.in_fmt), e.fmt_b.eq(r.in_fmt), e.fmt_o.eq(r.out_fmt),
-                e.rmode.eq(r.rnd), e.count.eq(r.n), e.emit.eq(1),
-            ]
-            with m.Switch(op):
-                with m.Case(isa.VecOp.ACT):
-                    m.d.sync += [e.op0.eq(AluOp.MUL), e.imm0.eq(r.scalar),
-                                 e.op1.eq(AluOp.ADD), e.imm1.eq(r.bias),
-                                 e.lut.eq(~r.func[1]), e.bank.eq(r.func[0]),
-                                 e.acc_op.eq(Mux(r.acc, AccOp.SUM, AccOp.NONE))]
-                with m.Case(isa.VecOp.TT):
-                    m.d.sync += [e.op0.eq(r.alu), e.src0.eq(Src.TENSOR), c.b_en.eq(1)]
-                with m.Case(isa.VecOp.TS):
-                    m.d.sync += [e.op0.eq(r.alu), e.imm0.eq(r.scalar)]
-                with m.Case(isa.VecOp.COPY):
-                    pass
-                with m.Case(isa.VecOp.REDUCE):
-                    m.d.sync += [e.emit.eq(0), e.acc_reset.eq(1), e.emit_acc.eq(1),
-                                 c.o_n.eq(1)]
-                    with m.Switch(r.alu):
-                        with m.Case(isa.VecAlu.ADD):
-                            m.d.sync += e.acc_op.eq(AccOp.SUM)
-                        with m.Case(isa.VecAlu.MAX):
-                            m.d.sync += e.acc_op.eq(AccOp.MAX)
-                        with m.Case(isa.VecAlu.MIN):
-                            m.d.sync += e.acc_op.eq(AccOp.MIN)
-                        with m.Default():
-                            m.d.sync += [c.kind.eq(KIND_NOP), c.n.eq(0), c.o_n.eq(0)]
-                with m.Case(isa.VecOp.TABLE):
-                    m.d.sync += [c.kind.eq(KIND_TABLE), c.n.eq(r.n << 1), c.a_psum.eq(0),
-                                 c.o_n.eq(0), c.parts.eq(1)]
-                with m.Case(isa.VecOp.SEED):
-                    m.d.sync += [c.kind.eq(KIND_SEED), c.n.eq(0), c.o_n.eq(0)]
-                with m.Case(isa.VecOp.ACC_RD):
-                    with m.If(~second):
-                        m.d.sync += [e.emit.eq(0), e.count.eq(0), e.emit_acc.eq(1),
-                                     c.n.eq(0), c.o_n.eq(1), c.sem_en.eq(0)]
-                    with m.Else():
-                        m.d.sync += [e.emit.eq(0), e.count.eq(0), e.acc_op.eq(AccOp.SUM),
-                                     e.acc_reset.eq(1), c.n.eq(0), c.o_n.eq(0)]
-                with m.Default():
-                    m.d.sync += [c.kind.eq(KIND_NOP), c.n.eq(0), c.o_n.eq(0)]
 
