@@ -74,6 +74,37 @@ def project_chunk(w_tiles, x_tiles, M, acc_dtype=kl.fp32):
     return ps
 
 
+class _Columns:
+    """A K tile of W held as several SBUF tiles of whole column groups: ``t[:, m0:m1]`` is the
+    view of the group holding those columns."""
+
+    def __init__(self, groups):
+        self.groups = groups           # [(g0, g1, view [kk, g1 - g0])]
+
+    def __getitem__(self, idx):
+        _, cols = idx
+        for g0, g1, view in self.groups:
+            if g0 <= cols.start and cols.stop <= g1:
+                return view[:, cols.start - g0:cols.stop - g0]
+        raise KernelError(f"columns {cols.start}:{cols.stop} span two column groups of W")
+
+
+def _column_groups(w, mt):
+    """``w [K, M]`` as K tiles of :class:`_Columns`, in groups of whole M tiles that make one
+    block of the compiler (``kernels.compiler.BLOCK_RECORDS`` matmuls per chunk)."""
+    from kernels.compiler import BLOCK_RECORDS
+    cfg = current().config
+    K, M = w.shape
+    kt = -(-K // cfg.rows)
+    per = max(1, min(mt, BLOCK_RECORDS // kt))          # M tiles per group
+    tiles = [[] for _ in range(kt)]
+    for g0 in range(0, M, per * cfg.cols):
+        g1 = min(M, g0 + per * cfg.cols)
+        for t, view in enumerate(load_ktiles(w[:, g0:g1], "w")):
+            tiles[t].append((g0, g1, view))
+    return [_Columns(g) for g in tiles]
+
+
 def _check_2d(x, name, what):
     if x.ndim != 2:
         raise KernelError(f"{what}: tensor '{name}' must be 2-D, not shape {x.shape}")
@@ -89,7 +120,6 @@ def _gemm_body(w, x, out_dtype, acc_dtype):
         raise KernelError(f"gemm: w has K = {K} rows (dimension 0), x has {K2}")
     C = cfg.cols
     out = kl.ndarray((M, N), out_dtype, name="out")
-    w_tiles = load_ktiles(w, "w")
     mt = -(-M // C)
     # Long moving streams amortise each matmul's fill. The M tiles of a chunk share one PSUM
     # tile (one copy, one store, matmuls rolled as one block) when that still leaves 32
@@ -102,9 +132,13 @@ def _gemm_body(w, x, out_dtype, acc_dtype):
     kt = -(-K // cfg.rows)
     free = cfg.sbuf_depth - kt * M
     nc = max(1, min(nc, free // (2 * kt + (mt if grouped else 2) + 2)))
+    # The first chunk of X is loaded before W, and W in column groups of whole blocks, so the
+    # array starts once the first group is in while the rest of W streams.
+    first = load_ktiles(x[:, 0:min(nc, N)], "x")
+    w_tiles = _column_groups(w, mt) if grouped else load_ktiles(w, "w")
     for c0 in range(0, N, nc):
         n = min(nc, N - c0)
-        x_tiles = load_ktiles(x[:, c0:c0 + n], "x")
+        x_tiles = first if c0 == 0 else load_ktiles(x[:, c0:c0 + n], "x")
         if not grouped:
             def store(ps, m0, mm, c0=c0, n=n):
                 kl.store(out[m0:m0 + mm, c0:c0 + n], kl.copy(ps, dtype=out_dtype, name="o"))
