@@ -363,6 +363,7 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
             wait([f for f in pending if f.key in running], timeout=STOP_WAIT_S)
         except BaseException:
             pass
+        _kill_live()
         for entry in entries:
             if entry["status"] == "queued":
                 entry["status"] = "not_run"
@@ -370,11 +371,11 @@ def sweep(kind, job_inputs, *, address=None, workers=None, out=None, retries=1, 
         by = finish(force=True)
         progress.update(by["ok"], by["failed"], 0, final=True,
                         stopped=doc["interrupted"] or doc["max_time_reached"])
+        _kill_live()                      # before closing: a local worker waits for its jobs
         if own:
             client.close()
             if cluster is not None:
                 cluster.close()
-        _kill_live()
     return doc
 
 
