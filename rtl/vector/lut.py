@@ -9,6 +9,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.arith.common import delay, ge_const, leading_zeros
 from rtl.arith.fp32_add import FP32Adder
 from rtl.arith.fp32_mul import FP32Multiplier
+from rtl.vector.lut_header import LutHeader
 from rtl.vector.mul import LaneMultiplier
 from sim.config import check_int, check_pow2
 from sim.dtypes import CANONICAL_NAN_F32
@@ -616,12 +617,20 @@ class Lut(wiring.Component):
             m.d.sync += [rd_sel.eq(Mux(coef_ok, word, 3)), rd_value.eq(rd_next)]
 
         # -- the active bank's header -------------------------------------------------------
-        mode = Signal(3)
-        e_lo = Signal(8)
-        pre = Signal(32)
-        post = Signal(32)
-        for sig, reg in ((mode, Hdr.MODE), (e_lo, Hdr.E_LO), (pre, Hdr.PRE), (post, Hdr.POST)):
-            m.d.comb += sig.eq(Mux(self.bank, hdr[1][reg], hdr[0][reg]))
+        # Registered beside stages 1 and 2 (``LutHeader``): the stages' choices by mode, the
+        # multipliers' operands, the binade and the descriptor address start from registers.
+        m.submodules.header = hs = LutHeader()
+        for bank in range(2):
+            for reg, field in ((Hdr.MODE, "mode"), (Hdr.E_LO, "e_lo"), (Hdr.NB_NEG, "nb_neg"),
+                               (Hdr.NB_POS, "nb_pos"), (Hdr.PRE, "pre"), (Hdr.POST, "post")):
+                m.d.comb += getattr(hs.banks[bank], field).eq(hdr[bank][reg])
+        m.d.comb += [hs.bank.eq(self.bank), hs.en.eq(self.en)]
+        s1_mode, s1_sq = hs.s1_mode, hs.s1_sq
+        s1_is = {r: getattr(hs.s1_is, r.name.lower()) for r in RangeMode if r != RangeMode.NONE}
+        s1_exp2 = s1_is[RangeMode.EXP2]
+        fin_scaled, fin_recip, fin_log = hs.fin_scaled, hs.fin_recip, hs.fin_log
+        pre_q, post_q = hs.pre_q, hs.post_q
+        s2_bank, s2_e_lo, s2_hi_neg, s2_hi_pos = hs.s2_bank, hs.s2_e_lo, hs.s2_hi_neg, hs.s2_hi_pos
 
         en = self.en
         PRE, MUL, ADD, IDX, DX, BIN = self._STAGES[self._deep]
@@ -631,54 +640,6 @@ class Lut(wiring.Component):
         with m.If(en):
             m.d.sync += [s1_count.eq(delay(m, en, self.count & ~self.bypass, PRE, "count")),
                          s2_count.eq(s1_count)]
-        # The range mode of the elements in stage 1, taken with them: the stage's choices by
-        # mode then start from a register, not from the bank select and the header.
-        # Beside it one flag per mode (``s1_sq``: RSQRT, SQRT or LOG) for the special values.
-        s1_mode = Signal(3)
-        s1_is = {rmode: Signal(name=f"s1_{rmode.name.lower()}") for rmode in RangeMode
-                 if rmode != RangeMode.NONE}
-        s1_sq = Signal()
-        s1_exp2 = s1_is[RangeMode.EXP2]
-        with m.If(en):
-            m.d.sync += [s1_mode.eq(mode)]
-            m.d.sync += [sig.eq(mode == rmode) for rmode, sig in s1_is.items()]
-            m.d.sync += s1_sq.eq((mode == RangeMode.RSQRT) | (mode == RangeMode.SQRT) |
-                                 (mode == RangeMode.LOG))
-        # The finish's choice by mode, from registers for the same reason (no bank select and
-        # header's mode in front of the 32-bit select of every lane's result): the scaled value
-        # (EXP2, RSQRT, SQRT, RECIP; RECIP's sign flipped), LOG's sum, or the value itself.
-        fin_scaled, fin_recip, fin_log = Signal(), Signal(), Signal()
-        # The pre-scale and LOG's scale likewise: the multipliers' operands (their special
-        # tests and the DSP blocks' input registers) start from registers, not from the bank
-        # select across the chip and the header multiplexer (``bank`` -> ``post`` -> the
-        # multiplier's special test).
-        pre_q, post_q = Signal(32, init=ONE_F32), Signal(32)
-        with m.If(en):
-            m.d.sync += [
-                fin_scaled.eq((mode == RangeMode.EXP2) | (mode == RangeMode.RSQRT) |
-                              (mode == RangeMode.SQRT) | (mode == RangeMode.RECIP)),
-                fin_recip.eq(mode == RangeMode.RECIP), fin_log.eq(mode == RangeMode.LOG),
-                pre_q.eq(pre), post_q.eq(post)]
-        # Likewise the bank and the segment bounds of the elements in stage 2, taken with them
-        # from stage 1: the binade ``vE - e_lo`` and the descriptor read address then start
-        # from flip-flops, not from the engine's bank register through the header multiplexer
-        # (no bank -> e_lo -> binade -> descriptor -> K -> shift chain).
-        # Like the mode, they cannot differ from the ones at the element's stage: the engine
-        # changes ``bank`` only with the pipeline empty and holds ``lock`` while a table
-        # instruction runs, so no header of ``bank`` changes with an element in flight.
-        # The segment's upper bounds ``e_lo + nb_*`` (9 bits) are summed per bank from the
-        # header registers and chosen by the bank like the rest: stage 2's ``beyond`` is then
-        # one comparison of ``vE`` with a register, not ``vE - e_lo`` and then ``b >= nb``
-        # (two carry chains in series between ``s2_v`` and ``region``).
-        s2_bank = Signal()
-        s2_e_lo = Signal(8)
-        s2_hi_neg = Signal(9)
-        s2_hi_pos = Signal(9)
-        hi = {key: Mux(self.bank, hdr[1][Hdr.E_LO] + hdr[1][key], hdr[0][Hdr.E_LO] + hdr[0][key])
-              for key in (Hdr.NB_NEG, Hdr.NB_POS)}
-        with m.If(en):
-            m.d.sync += [s2_bank.eq(self.bank), s2_e_lo.eq(e_lo),
-                         s2_hi_neg.eq(hi[Hdr.NB_NEG]), s2_hi_pos.eq(hi[Hdr.NB_POS])]
         regions = []
 
         for lane in range(lanes):
