@@ -250,12 +250,19 @@ class VectorController(wiring.Component):
         oh, oe = head(opq)
         fence = Signal()
         fence_next = Signal()           # (for the completion arms below)
+        table_done = Signal()            # the last TABLE beat was written, a cycle ago
         m.d.comb += [self.e_cmd.valid.eq(opq.r_rdy & ~fence & oe.engine),
                      self.e_cmd.payload.eq(oh.op)]
         with m.If(oe.engine):
             m.d.comb += opq.r_en.eq(self.e_cmd.ready & ~fence)
         with m.Elif(oe.table):
-            m.d.comb += opq.r_en.eq(1)
+            # A TABLE leaves the op queue when it completes (its last beat handed on a cycle
+            # ago, ``table_done``; an empty one below, once quiet), so no later instruction
+            # reaches the engine and raises the LUT's bank ``lock`` while TABLE beats are still
+            # on their way to the LUT: such a beat would be blocked behind the lock (the TABLE
+            # stream and the instruction's own operands behind it stalled: the core stays
+            # busy), or written after the instruction has read the entry.
+            m.d.comb += opq.r_en.eq(table_done)
         m.d.comb += fence_next.eq(fence)
         with m.If(self.e_cmd.valid & self.e_cmd.ready & oe.o_n_zero):
             m.d.comb += fence_next.eq(1)
@@ -264,7 +271,6 @@ class VectorController(wiring.Component):
         ch, ce = head(cq)
         # Every earlier command has completed and the engine has nothing in flight.
         quiet = Signal()
-        table_done = Signal()            # the last TABLE beat was written, a cycle ago
         m.d.comb += quiet.eq(cq.r_rdy & self.e_idle & ~fence & ~table_done)
 
         # Operand a: SBUF or PSUM through one streamer (tag bits: PSUM, no output, table).
@@ -393,13 +399,9 @@ class VectorController(wiring.Component):
             m.d.comb += fin.eq(ch.sem_en)
         m.d.sync += self.seed_load.eq(0)
         with m.If(quiet & ce.misc):
-            # The op queue's head is this command too (all earlier ones have been issued), but
-            # for a TABLE, whose op entry leaves the op queue by itself (above): this must not
-            # hold that pop, or the entry would stay and the next SEED/NOP completion pop it
-            # instead of its own (an empty TABLE deadlocked the controller).
-            m.d.comb += fin.eq(ch.sem_en)
-            with m.If(~ce.table):
-                m.d.comb += opq.r_en.eq(1)
+            # The op queue's head is this command too (all earlier ones have been issued and
+            # a TABLE's entry stays until it completes): its completion pops it.
+            m.d.comb += [fin.eq(ch.sem_en), opq.r_en.eq(1)]
             # Registered, so that the engine's idle flag does not reach the rounding unit's
             # generators through this; the engine is idle, so a cycle later is still before
             # any later element reaches the generators.
