@@ -13,7 +13,8 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.common.clock import reset, start_clock
-from cocotb_tests.test_tensor import (Instr, _cfg, _seed, drive_moving,
+from cocotb_tests.common.tb import random_seed as _seed
+from cocotb_tests.test_tensor import (Instr, _cfg, drive_moving,
                                       drive_stationary)
 from sim.dtypes import Format
 from sim.tensor import PsumModel, column_sums, random_operands
