@@ -63,7 +63,7 @@ class SbufWriteStage(wiring.Component):
         m = Module()
         P = self._partitions
         w_word = data.StructLayout({"addr": len(self.addr), "part": len(self.part), "elem": 32})
-        m.submodules.w_stage = wq_mem = memory.Memory(shape=w_word, depth=2, init=[])
+        m.submodules.words = wq_mem = memory.Memory(shape=w_word, depth=2, init=[])
         wq_w, wq_r = wq_mem.write_port(), wq_mem.read_port(domain="comb")
         wq_ne, wq_full = self.nonempty, self.full
         wq_pop = Signal()         # SBUF takes the head
