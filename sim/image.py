@@ -19,7 +19,7 @@ This module imports neither Amaranth nor cocotb.
 
 import dataclasses
 
-from sim.host import AcceleratorError, Host, SyncHost
+from sim.host import AcceleratorError, Host, SyncHost, _run_sync
 
 __all__ = ["Image", "Outcome", "run_host", "run_host_async", "run_refsim"]
 
@@ -128,13 +128,7 @@ def run_host(host, image):
         host = host._host
     if not isinstance(host, Host):
         raise TypeError(f"host must be a sim.host.SyncHost, not {type(host).__name__}")
-    coro = run_host_async(host, image)
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        return stop.value
-    coro.close()
-    raise RuntimeError("run_host: the transport suspended; use run_host_async")
+    return _run_sync(run_host_async(host, image))
 
 
 def run_refsim(config, image, **kwargs):
