@@ -54,12 +54,12 @@ MAX_OUTSTANDING = 8
 #: ``(name, width)`` from bit 0 upwards. ``imm`` is a full 32-bit immediate (no sign extension
 #: needed: it is already 32 bits; the assembler accepts negative values as two's complement).
 INSTR_FIELDS = [
-    ("op", 8),     # [7:0]
-    ("rd", 6),     # [13:8]
-    ("rs1", 6),    # [19:14]
-    ("rs2", 6),    # [25:20]
-    ("rs3", 6),    # [31:26]
-    ("imm", 32),   # [63:32]
+    ("op", 8),     # opcode (Opcode); 0xF0-0xFF free for run-time microcode
+    ("rd", 6),     # destination / descriptor register
+    ("rs1", 6),    # source register 1
+    ("rs2", 6),    # source register 2
+    ("rs3", 6),    # source register 3
+    ("imm", 32),   # 32-bit immediate, branch target (absolute PC), or an option layout
 ]
 
 
@@ -176,16 +176,16 @@ class VecAlu(enum.IntEnum):
 class ErrorBit(enum.IntEnum):
     """Bits of the sequencer's error status register (sticky until reset/start). Any set bit
     stops the sequencer with ``done`` and ``error`` high; ``err_pc`` holds the faulting PC."""
-    ILLEGAL_OPCODE = 0
-    CALL_OVERFLOW = 1
-    CALL_UNDERFLOW = 2
-    LOOP_OVERFLOW = 3
-    LOOP_UNDERFLOW = 4
-    UCALL_OVERFLOW = 5
-    UCALL_UNDERFLOW = 6
-    PC_RANGE = 7
-    DEADLOCK = 8
-    MICRO_TRAP = 9
+    ILLEGAL_OPCODE = 0    # an opcode with no microroutine (opcode-map entry not valid)
+    CALL_OVERFLOW = 1     # CALL with CALL_DEPTH return addresses stacked
+    CALL_UNDERFLOW = 2    # RET with an empty call stack
+    LOOP_OVERFLOW = 3     # LOOP with LOOP_DEPTH loops open
+    LOOP_UNDERFLOW = 4    # ENDLOOP with no loop open
+    UCALL_OVERFLOW = 5    # micro CALL with UCALL_DEPTH micro return addresses stacked
+    UCALL_UNDERFLOW = 6   # micro RET with an empty micro return stack
+    PC_RANGE = 7          # fetch beyond the program memory
+    DEADLOCK = 8          # WAIT below its value with no record outstanding on any engine
+    MICRO_TRAP = 9        # a microroutine executed TRAP
     ILLEGAL_FIELD = 10    # a TENSOR/VECTOR record the core's engines cannot run (see
                           # tensor_record_error / vector_record_error); raised at its EMIT
 

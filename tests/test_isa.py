@@ -104,3 +104,25 @@ def test_record_errors():
     assert "b_space" in isa.vector_record_error({**v, "b_space": 1})
     assert isa.vector_record_error({**v, "op": isa.VecOp.TABLE, "alu": 15, "rnd": 3}) is None
     assert "op must be" in isa.vector_record_error({**v, "op": 8})
+
+
+def test_isa_doc_tables_up_to_date():
+    """docs/isa.md's encoding tables are generated from sim/isa.py."""
+    from scripts.gen_isa import main
+    assert main(["--check"]) == 0, "run python -m scripts.gen_isa"
+
+
+def test_isa_doc_tables_follow_the_layouts():
+    """A field renamed in a layout changes the generated table (the tables are not copies)."""
+    from scripts import gen_isa
+    text = gen_isa.DOC.read_text()
+    saved = isa.INSTR_FIELDS[1]
+    isa.INSTR_FIELDS[1] = ("rdx", 6)
+    try:
+        assert "`rdx`" in gen_isa.render(text)
+    finally:
+        isa.INSTR_FIELDS[1] = saved
+    with pytest.raises(ValueError, match="unknown generated block 'nope'"):
+        gen_isa.render(text + "\n<!-- generated: nope -->\n<!-- end generated -->\n")
+    with pytest.raises(ValueError, match="no '<!-- end generated -->'"):
+        gen_isa.render(text + "\n<!-- generated: opcodes -->\n")
