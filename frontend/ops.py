@@ -571,9 +571,14 @@ def _h_dequantize(ctx, node, x, scale, zp=None):
 
 
 def _split8(v):
-    """``v`` (int32, |v| <= 255) as ``hi + lo`` with both in INT8's range."""
-    lo = np.clip(v, -128, 127)
-    return [p.astype(np.int8) for p in (lo, v - lo) if np.any(p)] or [lo.astype(np.int8)]
+    """``v`` (int32, |v| <= 383) as a sum of INT8 parts: the first saturates ``v`` to INT8, each
+    next one saturates what is left (255 = 127 + 127 + 1); parts that are zero are left out."""
+    parts, rest = [], np.asarray(v, np.int32)
+    while not parts or np.any(rest):
+        p = np.clip(rest, -128, 127)
+        parts.append(p.astype(np.int8))
+        rest = rest - p
+    return [p for p in parts if np.any(p)] or parts[:1]
 
 
 def _h_qlinearmatmul(ctx, node, a, sa, za, b, sb, zb, sy, zy):
