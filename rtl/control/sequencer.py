@@ -13,15 +13,17 @@ from amaranth.utils import ceil_log2
 
 from sim import isa
 from sim.config import check_int, check_pow2
-from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond, UDst, USeq,
-                     USpecial, USrc)
+from sim.isa import AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UCond, USrc
 
 from rtl.arith.wide_mux import lut4, pair_mux, wide_mux
 
+from .alu import MicroAlu
 from .layouts import record_layout
 from .call_stack import CallStack
 from .engine_queue import EngineQueue
 from .memories import SequencerMemories
+from .micro_decode import (ENGINES, HOLD_TERMS, NAMES, SEQ_TERMS, TRAP_TERMS, MicroDecoder,
+                           field)
 from .micro_stack import MicroCallStack
 from .perf_counters import PerfCounters
 from .semaphores import SemaphoreBank
@@ -62,72 +64,11 @@ DBG = {
 # MAP, EXEC and DONE each own a bit of the state register (``in_map`` and ``in_exec`` are a
 # flip-flop each, so that no compare of ``state`` is in front of the control store's address).
 _S_IDLE, _S_CLEAR, _S_FETCH, _S_DECODE, _S_MAP, _S_EXEC, _S_DONE = 0, 1, 2, 3, 4, 8, 16
-_ENGINES = (Engine.DMA, Engine.TENSOR, Engine.VECTOR)
-_NAMES = {Engine.DMA: "dma", Engine.TENSOR: "tensor", Engine.VECTOR: "vector"}
+_ENGINES, _NAMES = ENGINES, NAMES
 # Operand sources read from the register file.
 _REG_SRCS = (USrc.RD, USrc.RS1, USrc.RS2, USrc.RS3, USrc.RD1, USrc.RD2, USrc.RD3, USrc.RS2P1,
              USrc.AGREG)
-# What holds X's micro-instruction (a stall) and what traps it (an error bit): each term is a
-# flag decoded from the micro-word (``decode`` in ``Sequencer.elaborate``) and a condition of
-# registered state, bound in ``elaborate`` under the same key. The stall, the errors of X and
-# the register file's write kill are all built from these two lists, so they cannot disagree.
-_HOLD_TERMS = tuple("emit_" + _NAMES[e] for e in _ENGINES) + ("wait", "zbranch", "barrier",
-                                                             "uloop", "br_loop_more", "semrd",
-                                                             "loop_step", "br_flags")
-# The micro-instructions whose special can neither hold nor trap, so that only their ``seq``
-# field decides whether they go (``seq_gate``): SEMINC, SEMSET, AG_SET, AG_SNAP, and EMIT
-# (whose queue space and record check enter beside the gate).
-_SEQ_GATED = ("seminc", "semset", "ag_set", "ag_snap") + tuple("emit_" + _NAMES[e]
-                                                              for e in _ENGINES)
-# The ``seq``-field terms that can hold or trap them (``*_plain`` is the micro-word without
-# any of them and without TRAP); each is paired with the registered condition under which it
-# lets the micro-instruction go (``seq_gate``).
-_SEQ_TERMS = ("zbranch", "ret", "call", "uloop", "br_loop_more", "br_flags")
-_TRAP_TERMS = (
-    (ErrorBit.LOOP_OVERFLOW, "loop_push"),
-    (ErrorBit.LOOP_UNDERFLOW, "loop_top"),      # LOOP_STEP or LOOP_POP
-    (ErrorBit.CALL_OVERFLOW, "call_push"),
-    (ErrorBit.CALL_UNDERFLOW, "call_pop"),
-    (ErrorBit.UCALL_OVERFLOW, "call"),
-    (ErrorBit.UCALL_UNDERFLOW, "ret"),
-    (ErrorBit.MICRO_TRAP, "trap"),
-    (ErrorBit.DEADLOCK, "wait"),
-    (ErrorBit.ILLEGAL_FIELD, "emit_tensor"),
-    (ErrorBit.ILLEGAL_FIELD, "emit_vector"),
-)
-
-
-def _log_shift(m, name, value, amount, *, left, fill=None):
-    """``value`` (32 bits) shifted left or right by ``amount`` (5 bits), as three levels of
-    multiplexers: by ``amount[0:2]`` (0..3), ``amount[2:4]`` (0, 4, 8, 12), ``amount[4]``
-    (0, 16), each a 4:1 (the last 2:1) multiplexer per bit and a signal of its own
-    (``{name}0``..``{name}2``, the last returned). A right shift fills with ``fill`` (1 bit,
-    0 by default).
-
-    Bit-identical to ``(value << amount)[:32]`` and ``Cat(value, fill.replicate(32)) >>
-    amount``, with three LUT levels instead of the five levels of 2:1 multiplexers yosys
-    builds for those (the ALU is on the sequencer's deepest paths, ``x_prev`` -> ALU -> the
-    registers and semaphores). Separate left and right shifters: folding the left shift into
-    the right one by bit reversal puts a multiplexer in front of the shifter."""
-    fill = Const(0) if fill is None else fill
-
-    def shifted(v, n):
-        if left:
-            return Cat(Const(0, n), v[:32 - n])
-        return Cat(v[n:], fill.replicate(n))
-
-    cur = value
-    for lvl, (lo, hi) in enumerate(((0, 2), (2, 4), (4, 5))):
-        sel = amount[lo:hi]
-        ways = [shifted(cur, j << lo) for j in range(1 << (hi - lo))]
-        nxt = Signal(32, name=f"{name}{lvl}")
-        if len(ways) == 4:
-            m.d.comb += nxt.eq(Mux(sel[1], Mux(sel[0], ways[3], ways[2]),
-                                   Mux(sel[0], ways[1], ways[0])))
-        else:
-            m.d.comb += nxt.eq(Mux(sel[0], ways[1], ways[0]))
-        cur = nxt
-    return cur
+_HOLD_TERMS, _TRAP_TERMS, _SEQ_TERMS = HOLD_TERMS, TRAP_TERMS, SEQ_TERMS
 
 
 class Sequencer(wiring.Component):
@@ -316,7 +257,6 @@ class Sequencer(wiring.Component):
         # generator state it writes). The register after the block RAM keeps its
         # clock-to-output delay out of the operand read (F's output only selects R's register
         # indices into registers, ``a_idx_q``/``b_idx_q``).
-        mo = isa.field_offsets(isa.MICRO_FIELDS)
         uword_f = mems.ucode_data[:64]
         jump_f = mems.ucode_data[64]    # the jump bit of ``uword_f``, stored with it
         uword_r = Signal(64)
@@ -326,10 +266,6 @@ class Sequencer(wiring.Component):
         upc_r = Signal(isa.UADDR_BITS)
         upc_x = Signal(isa.UADDR_BITS)
 
-        def field(word, name):
-            lo, w = mo[name]
-            return word[lo:lo + w]
-
         def uf(name):
             return field(uword_x, name)
 
@@ -338,78 +274,14 @@ class Sequencer(wiring.Component):
         k = const[:2]
         a_sel_r, b_sel_r = field(uword_r, "a"), field(uword_r, "b")
 
-        # X's micro-word decoded one stage early: R decodes ``uword_r`` and the flags load
-        # with ``uword_x`` (so ``xd[n]`` is always the decode of ``uword_x``). The stall,
-        # error and advance cones then start from single flip-flops instead of 3- and 4-bit
-        # field compares.
-        def decode(word):
-            seq_w, special_w = field(word, "seq"), field(word, "special")
-            dst_w, eng_w, cond_w = field(word, "dst"), field(word, "eng"), field(word, "cond")
-            alu_w = field(word, "alu")
-            d = {}
-            for v in UAlu:
-                d["alu_" + v.name.lower()] = alu_w == v
-            d["alu_arith"] = d["alu_add"] | d["alu_sub"]
-            d["alu_neg"] = d["alu_sub"] | d["alu_slt"] | d["alu_sltu"]    # a + ~b + 1
-            d["alu_rsh"] = d["alu_shr"] | d["alu_sra"]
-            # AND/OR/XOR/PASSA/PASSB as a truth table over (a[i], b[i]), index 2*a[i] + b[i]
-            tt = {UAlu.AND: 0b1000, UAlu.OR: 0b1110, UAlu.XOR: 0b0110, UAlu.PASSA: 0b1100,
-                  UAlu.PASSB: 0b1010}
-            for j in range(4):
-                d[f"alu_tt{j}"] = Cat(*[d["alu_" + op.name.lower()] for op, t in tt.items()
-                                       if t >> j & 1]).any()
-            for n, v in (("end", USeq.END), ("call", USeq.CALL), ("ret", USeq.RET),
-                         ("branch", USeq.BRANCH), ("uloop", USeq.ULOOP), ("trap", USeq.TRAP)):
-                d[n] = seq_w == v
-            for v in USpecial:
-                if v != USpecial.NONE:
-                    d[v.name.lower()] = special_w == v
-            for v in UDst:
-                if v != UDst.NONE:
-                    d["dst_" + v.name.lower()] = dst_w == v
-            for e in _ENGINES:
-                d["emit_" + _NAMES[e]] = d["emit"] & (eng_w == e)
-                d["slot_" + _NAMES[e]] = ~d["emit"] & d["dst_slot"] & (eng_w == e)
-            for e, slots in isa.CHECKED_SLOTS.items():      # a write of a checked slot
-                d["slot_chk_" + _NAMES[e]] = d["slot_" + _NAMES[e]] & Cat(
-                    *[field(word, "slot") == s_ for s_ in slots]).any()
-            d["zbranch"] = d["branch"] & ((cond_w == UCond.Z) | (cond_w == UCond.NZ))
-            d["br_flags"] = d["branch"] & Cat(*[cond_w == c for c in isa.FLAG_CONDS]).any()
-            for v in UCond:     # a BRANCH on each condition
-                d["br_" + v.name.lower()] = d["branch"] & (cond_w == v)
-            d["br_always"] = d["br_always"] | d["ret"]      # redirects unconditionally
-            d["dst_t01"] = d["dst_t0"] | d["dst_t1"]
-            # npc_next is X's result (a JMP's target, a CALL's) rather than a stack's value
-            d["npc_res"] = ((d["dst_npc"] | d["call_push"]) & ~d["loop_step"] &
-                            ~d["call_pop"])
-            d["wr_rd"] = d["dst_rd"] | ~d["dst_agreg"] & d["semrd"]
-            d["wr_sem"] = d["semrd"] & ~d["dst_rd"] & ~d["dst_agreg"]   # SEMRD writes rd
-            d["fwd_sem"] = d["wr_sem"] & ~d["dst_t01"]                  # ... and forwards it
-            d["loop_top"] = d["loop_step"] | d["loop_pop"]   # reads the loop stack's top
-            # The flags of ``_HOLD_TERMS``/``_TRAP_TERMS`` again for writing micro-instructions
-            # only (``wk_*``, flip-flops of their own: see the register file's write port).
-            writes = d["dst_rd"] | d["dst_agreg"] | d["semrd"]
-            for n in dict.fromkeys(_HOLD_TERMS + tuple(n for _, n in _TRAP_TERMS)):
-                d["wk_" + n] = writes & d[n]
-            # An AGREG write and an AG_SNAP per generator ``k`` (one-hot)
-            for j in range(isa.NUM_AG):
-                k_j = field(word, "const")[:2] == j
-                d[f"dst_agreg_k{j}"] = d["dst_agreg"] & k_j
-                d[f"ag_snap_k{j}"] = d["ag_snap"] & k_j
-            # ``_SEQ_GATED`` by the ``seq`` terms that can hold or trap them (a BRANCH on Z/NZ
-            # holds, as do a ULOOP and a BRANCH on LOOP_MORE after the write of what they
-            # test, a RET or CALL may trap on the micro-stack, a TRAP traps): whether they go
-            # is one sum of products of these and registered flags (``seq_gate``).
-            for n in _SEQ_GATED:
-                d[n + "_plain"] = d[n] & ~d["trap"]
-                for c in _SEQ_TERMS:
-                    d[n + "_plain"] = d[n + "_plain"] & ~d[c]
-                for c in _SEQ_TERMS:
-                    d[f"{n}_{c}"] = d[n] & d[c]
-            return d
-
-        r_dec = decode(uword_r)
-        xd = {n: Signal(name=f"x_{n}") for n in r_dec}
+        # X's micro-word decoded one stage early (``MicroDecoder``): R decodes ``uword_r`` and
+        # the flags load with ``uword_x`` (so ``xd[n]`` is always the decode of ``uword_x``).
+        # The stall, error and advance cones then start from single flip-flops instead of 3-
+        # and 4-bit field compares.
+        m.submodules.decoder = decoder = MicroDecoder()
+        m.d.comb += decoder.word.eq(uword_r)
+        r_dec = decoder.r
+        xd = {n: decoder.x[n] for n in decoder.x.shape().members}
         const_r = field(uword_r, "const")
         k_r = const_r[:2]
         uctr = Signal(16)
@@ -658,61 +530,18 @@ class Sequencer(wiring.Component):
         forwarded(b_sel_r, b_idx_q, b_rd_eq_q, b_hit)
         m.d.comb += [a.eq(Mux(a_fw, x_prev, a_q)), b.eq(Mux(b_fw, x_prev, b_q))]
 
-        res = Signal(32)
-        x_fwd = Signal(32)
-        sh = b[:5]
-        # The ALU as an AND-OR of its op classes under one-hot selects decoded a stage early
-        # (no 12-way multiplexer on the 4-bit field behind the adder and the shifters). One
-        # carry chain computes ADD, SUB, SLT and SLTU: a + (b ^ neg) + neg, the carry in
-        # entering through a constant low bit.
-        neg = xd["alu_neg"]
-        # ``b ^ neg`` is registered beside ``b_q`` and ``x_prev`` (``b_qn``, ``x_prev_n``, from
-        # R's decode of ``neg``): the carry chain's operand is then one multiplexer of
-        # flip-flops, not the multiplexer and an XOR after it.
-        b_n = Signal(32)
-        m.d.comb += b_n.eq(Mux(b_fw, x_prev_n, b_qn))
-        sum_c = Signal(34)
-        m.d.comb += sum_c.eq(Cat(Const(1, 1), a) + Cat(neg, b_n))
-        diff, carry = sum_c[1:33], sum_c[33]
-        # The shifters: three levels of 4:1 multiplexers each (``_log_shift``).
-        sra_fill = Signal()
-        m.d.comb += sra_fill.eq(xd["alu_sra"] & a[31])
-        lsh = _log_shift(m, "alu_lsh", a, sh, left=True)
-        rsh = _log_shift(m, "alu_rsh", a, sh, left=False, fill=sra_fill)
-
-        tt = [xd[f"alu_tt{j}"] for j in range(4)]
-        logic = Cat(*[Mux(a[i], Mux(b[i], tt[3], tt[2]), Mux(b[i], tt[1], tt[0]))
-                      for i in range(32)])
-
-        def sel(flag, value):
-            return Mux(flag, value, 0)
-
-        # The result in two parts: the terms that do not wait for the carry chain (the logic
-        # ops, the shifters, SLT's sign-decided case), and after the chain one OR per bit
-        # with them (two levels for bit 0). ``keep`` holds the boundary for synthesis, which
-        # otherwise puts four to five LUT levels between the chain and ``x_prev``.
-        # ``alu_out(flag)`` is ``Mux(flag, sem_cur, res)``
-        # written the same way (the forwarded value and the register file's write), and
-        # ``alu_out(flag, inv)`` the same XOR ``inv`` (``x_prev_n``): the ALU's op decode is
-        # one-hot, so the chain's terms and the early ones are never both set and the OR is
-        # an XOR, which takes ``inv`` into the early part.
-        ab_sign = a[31] ^ b[31]
-        res_early = Signal(32)
-        m.d.comb += res_early.eq(logic | sel(xd["alu_shl"], lsh) | sel(xd["alu_rsh"], rsh) |
-                                 (xd["alu_slt"] & ab_sign & a[31]))
-
-        def alu_out(name, flag=None, inv=None):
-            early = Signal(32, name=f"{name}_early", attrs={"keep": 1})
-            out = Signal(32, name=name)
-            g = ~flag if flag is not None else Const(1)
-            value = res_early if flag is None else Mux(flag, sem_cur, res_early)
-            m.d.comb += early.eq(value if inv is None else value ^ inv.replicate(32))
-            m.d.comb += out.eq((sel(xd["alu_arith"] & g, diff) |
-                                (xd["alu_slt"] & g & ~ab_sign & diff[31] |
-                                 xd["alu_sltu"] & g & ~carry)) ^ early)
-            return out
-
-        m.d.comb += res.eq(alu_out("alu_res"))
+        # The ALU (``MicroAlu``): one carry chain for ADD, SUB, SLT and SLTU, ``b ^ neg``
+        # registered beside ``b_q`` and ``x_prev`` (``b_qn``, ``x_prev_n``, from R's decode of
+        # ``neg``), so the chain's operand is one multiplexer of flip-flops.
+        m.submodules.alu = alu = MicroAlu()
+        res, x_fwd = alu.res, alu.fwd
+        m.d.comb += [alu.a.eq(a), alu.b.eq(b), alu.b_n.eq(Mux(b_fw, x_prev_n, b_qn)),
+                     alu.alu_tt.eq(Cat(*[xd[f"alu_tt{j}"] for j in range(4)])),
+                     alu.wr_sem.eq(xd["wr_sem"]),
+                     alu.fwd_sem.eq(xd["fwd_sem"]), alu.neg_next.eq(r_dec["alu_neg"])]
+        m.d.comb += [getattr(alu, n).eq(xd[n]) for n in ("alu_arith", "alu_neg", "alu_slt",
+                                                         "alu_sltu", "alu_shl", "alu_rsh",
+                                                         "alu_sra")]
 
         loop_more = Signal()
         # No zero test of X's result is in X's cycle: every one is made on ``res_q`` (the
@@ -825,6 +654,7 @@ class Sequencer(wiring.Component):
         # the 16-way multiplexer are not in front of the ALU's result multiplexer.
         sem_cur = Signal(16)
         m.d.sync += sem_cur.eq(sem_now[sem_idx])
+        m.d.comb += alu.sem_cur.eq(sem_cur)
 
         # ---- stall, errors, advance -------------------------------------------------------
         stall = Signal()
@@ -992,7 +822,7 @@ class Sequencer(wiring.Component):
             *[xd["wk_" + n] & trap_when[b, n] for b, n in _TRAP_TERMS]).any())
         m.d.comb += [
             wr_addr.eq(Mux(xd["dst_agreg"], ag_reg[k], rd)),
-            wr_data.eq(alu_out("alu_wr", xd["wr_sem"])),
+            wr_data.eq(alu.wr_data),
             # (per generator, under one-hot selects decoded a stage early)
             wr_en.eq(xd["wr_rd"] & rd_nz |
                      Cat(*[xd[f"dst_agreg_k{j}"] & ag_hit_ok[j]
@@ -1006,8 +836,6 @@ class Sequencer(wiring.Component):
             m.d.comb += [mems.rf_wr_addr.eq(w_rf_addr), mems.rf_wr_data.eq(w_rf_data),
                          mems.rf_wr_en.eq(w_rf_en)]
         m.d.comb += self.slot_data.eq(res_q)
-        # The value X forwards: its register-file write, or its T0/T1 write (``res``).
-        m.d.comb += x_fwd.eq(alu_out("alu_fwd", xd["fwd_sem"]))
 
         # ``ls_more``/``rem_more`` of a stepped count (``rem_top - 1 > 1``, that is
         # ``rem_top`` neither 1 nor 2; 0 wraps to 2**32 - 1); a pushed count's are
@@ -1136,13 +964,12 @@ class Sequencer(wiring.Component):
         # goes, whether or not R has one for it (``xv`` says): their clock enable is
         # ``~xv | go``, without R's state, the redirect and the hold terms of ``x_take``.
         # Nothing reads them while ``xv`` is low (everything in X is gated by ``x_live``).
+        m.d.comb += decoder.load.eq(~xv | go)
         with m.If(~xv | go):
             m.d.sync += [uword_x.eq(uword_r), upc_x.eq(upc_r), a_q.eq(a_rd), b_q.eq(b_rd),
                          a_fw.eq(a_hit), b_fw.eq(b_hit), x_prev.eq(x_fwd)]
             neg_r = r_dec["alu_neg"].replicate(32)
-            m.d.sync += [b_qn.eq(b_rd ^ neg_r),
-                         x_prev_n.eq(alu_out("alu_fwd_n", xd["fwd_sem"], r_dec["alu_neg"]))]
-            m.d.sync += [xd[n].eq(r_dec[n]) for n in xd]
+            m.d.sync += [b_qn.eq(b_rd ^ neg_r), x_prev_n.eq(alu.fwd_n)]
         with m.If(x_take):
             m.d.sync += xv.eq(1)
         with m.Elif(go):
@@ -1230,8 +1057,8 @@ class Sequencer(wiring.Component):
         m.d.comb += [ucalls.push.eq(go & xd["call"]), ucalls.pop.eq(go & xd["ret"]),
                      ucalls.reset.eq(go & xd["end"]), ucalls.value.eq(upc_x + 1),
                      ucalls.clear.eq(((state == _S_IDLE) | (state == _S_DONE)) & self.start)]
-        m.d.sync += [fl_eq.eq(a == b), fl_lt.eq(a.as_signed() < b.as_signed()),
-                     fl_ltu.eq(a < b), flags_w.eq(adv & xd["dst_flags"])]
+        m.d.sync += [fl_eq.eq(alu.eq), fl_lt.eq(alu.lt), fl_ltu.eq(alu.ltu),
+                     flags_w.eq(adv & xd["dst_flags"])]
         with m.If(flags_w):
             m.d.sync += [flag_eq.eq(fl_eq), flag_lt.eq(fl_lt), flag_ltu.eq(fl_ltu)]
         # An AG_SET or AG_SNAP goes by its ``seq`` field alone (``seq_gate``, like a SEMINC),
