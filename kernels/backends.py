@@ -153,3 +153,104 @@ def run_fpga(config, image, *, host=None):
     out = run_host(host, image)
     out.backend = "fpga"
     return out
+
+
+class BridgeLoopback:
+    """A serial port (pyserial's ``write``/``read``) in front of the board's UART bridge
+    protocol (``docs/fpga.md``, ``fpga/host_serial.py``) served by a fast core: the bytes
+    ``SerialTransport`` writes are parsed into READ32 / WRITE32 / PING frames, executed on the
+    core's AXI4-Lite port (addresses below ``0x10000``) or its external memory (from
+    ``RAM_WINDOW``; anything else answers DECERR), and answered with the bridge's reply bytes.
+    The core runs ``clocks_per_byte`` cycles per byte on the line (both directions), so time
+    passes while the host polls, as on a board.
+
+    Parameters
+    ----------
+    core : fastsim.FastCore
+    clocks_per_byte : int
+        Core cycles per byte on the line (10 bits; 160 is about 3 Mbaud at 50 MHz).
+    rx_depth : int
+        The bridge's receive buffer: more unanswered command bytes is an ``OverflowError``
+        (the line has no flow control, so the host must never send more).
+    """
+
+    def __init__(self, core, *, clocks_per_byte=160, rx_depth=64):
+        from sim.config import check_int
+        check_int("clocks_per_byte", clocks_per_byte, 1, 1 << 20)
+        check_int("rx_depth", rx_depth, 9, 1 << 16)
+        self.core, self.clocks_per_byte, self.rx_depth = core, clocks_per_byte, rx_depth
+        self.pending, self.replies = bytearray(), bytearray()
+        self.bytes_in = self.bytes_out = 0
+
+    def write(self, data):
+        self.pending += data
+        self.bytes_in += len(data)
+        if len(self.pending) > self.rx_depth:
+            raise OverflowError(f"{len(self.pending)} unanswered command bytes overflow the "
+                                f"bridge's {self.rx_depth}-byte receive buffer")
+        return len(data)
+
+    def read(self, n):
+        while len(self.replies) < n and self._execute_one():
+            pass
+        out, self.replies = bytes(self.replies[:n]), self.replies[n:]
+        self.bytes_out += len(out)
+        return out
+
+    def _access(self, write, addr, value=0):
+        from fpga.host_serial import RAM_WINDOW
+        from sim.host import BusError
+        try:
+            if addr >= RAM_WINDOW:
+                if write:
+                    self.core.memory.write(addr - RAM_WINDOW, value.to_bytes(4, "little"))
+                    return 0, 0
+                return 0, int.from_bytes(self.core.memory.read(addr - RAM_WINDOW, 4),
+                                         "little")
+            if addr >= 0x10000:
+                return 3, 0
+            if write:
+                self.core.transport.write32(addr, value)
+                return 0, 0
+            return 0, self.core.transport.read32(addr)
+        except BusError as e:
+            return e.resp, 0
+
+    def _execute_one(self):
+        import struct
+        from fpga import host_serial as hs
+        if not self.pending:
+            return False
+        cmd = self.pending[0]
+        need = {hs.CMD_READ: 5, hs.CMD_WRITE: 9}.get(cmd, 1)
+        if len(self.pending) < need:
+            return False
+        frame, self.pending = bytes(self.pending[:need]), self.pending[need:]
+        if cmd == hs.CMD_READ:
+            resp, value = self._access(False, struct.unpack("<I", frame[1:5])[0])
+            reply = struct.pack("<BI", hs.REPLY_READ | resp, value)
+        elif cmd == hs.CMD_WRITE:
+            addr, value = struct.unpack("<II", frame[1:9])
+            reply = bytes([hs.REPLY_WRITE | self._access(True, addr, value)[0]])
+        elif cmd == hs.CMD_PING:
+            reply = bytes([hs.REPLY_PING | 1])
+        else:                              # the bridge drops a byte that starts no frame
+            return True
+        self.core.run((len(frame) + len(reply)) * self.clocks_per_byte)
+        self.replies += reply
+        return True
+
+
+def loopback_host(config, **options):
+    """A ``sim.host.SyncHost`` that drives a fast core of ``config`` through the board's
+    serial protocol, byte by byte (``fpga/host_serial.py`` ``SerialTransport`` and
+    ``BoardMemory`` over a :class:`BridgeLoopback`): the ``fpga`` backend without a board.
+    ``options`` go to :class:`BridgeLoopback`. Close it with ``host.port.core.close()``."""
+    import fastsim
+    from fpga.host_serial import BoardMemory, SerialTransport
+    from sim.host import SyncHost
+    port = BridgeLoopback(fastsim.FastCore(config), **options)
+    link = SerialTransport(port)
+    host = SyncHost(link, memory=BoardMemory(link))
+    host.port = port
+    return host
