@@ -24,8 +24,8 @@ from frontend.graph import ModelError, UnsupportedModel, load, plan
 from frontend import tolerance
 from frontend.ops import HANDLERS, SUPPORTED
 
-__all__ = ["default_config", "Model", "Result", "LayerStats", "ModelError", "UnsupportedModel", "SUPPORTED",
-           "DTYPES", "BACKENDS", "supported_ops"]
+__all__ = ["default_config", "Model", "Result", "LayerStats", "ModelError", "UnsupportedModel",
+           "SUPPORTED", "DTYPES", "BACKENDS", "supported_ops"]
 
 #: Tensor-engine input formats of a run (``--dtype``).
 DTYPES = ("bf16", "fp8", "int8")
@@ -49,7 +49,10 @@ def supported_ops():
 @dataclasses.dataclass
 class LayerStats:
     """One node's cost: ``kernels`` launched, ``cycles`` (None on the reference simulator,
-    which has no clock) and the engines' busy cycles summed over its kernels."""
+    which has no clock, unless the run asks for the cycle model) and the engines' busy cycles
+    summed over its kernels; ``macs`` and ``dma_bytes`` of its kernels' programs and
+    ``roofline_cycles``, the sum over its kernels of ``max(MACs / (rows cols), DMA bytes /
+    bus bytes per cycle)``."""
 
     name: str
     op: str
@@ -59,6 +62,9 @@ class LayerStats:
     vector_busy: int = 0
     dma_busy: int = 0
     seconds: float = 0.0
+    macs: int = 0
+    dma_bytes: int = 0
+    roofline_cycles: int = 0
 
     def busy(self, engine):
         """Fraction of the node's cycles ``engine`` (tensor, vector, dma) was busy."""
@@ -81,6 +87,10 @@ class Result:
         c = [s.cycles for s in self.layers if s.cycles is not None]
         return sum(c) if c else None
 
+    def total(self, field):
+        """``field`` of :class:`LayerStats` summed over the layers."""
+        return sum(getattr(s, field) or 0 for s in self.layers)
+
     def table(self):
         """The per-layer report as text."""
         lines = [f"{'node':<28} {'op':<18} {'kernels':>7} {'cycles':>10} {'tensor':>7} "
@@ -97,13 +107,40 @@ class Result:
         return "\n".join(lines)
 
 
+#: The cycle model's figures per compiled kernel: ``{id: (compiled, cycles, counters)}``.
+_CYCLES = {}
+
+
+def _program_stats(compiled):
+    """``(MACs, DMA bytes)`` of a compiled kernel's program (as ``kernels.bench`` counts)."""
+    from kernels.bench import _stats
+    return _stats(compiled)
+
+
+def _model_cycles(compiled):
+    """Cycles and busy counters of ``compiled`` on the cycle model of the sequencer and
+    engines (``sim/cycles.py``), computed once per compiled kernel."""
+    hit = _CYCLES.get(id(compiled))
+    if hit is None or hit[0] is not compiled:
+        from sim.cycles import EngineCost, MicroSim
+        from sim.isa import Engine
+        cfg = compiled.config
+        ms = MicroSim(compiled.image.program, pmem_depth=cfg.pmem_depth,
+                      cost=EngineCost(rows=cfg.rows, cols=cfg.cols)).run()
+        counters = {f"{e}_busy": ms.perf[getattr(Engine, e.upper())]["busy"]
+                    for e in ("tensor", "vector", "dma")}
+        hit = _CYCLES[id(compiled)] = (compiled, ms.cycle, counters)
+    return hit[1], hit[2]
+
+
 class _Context:
     """What a handler sees: the run's options and :meth:`call` to launch a kernel."""
 
-    def __init__(self, backend, dtype, config, constants, options):
+    def __init__(self, backend, dtype, config, constants, options, cycle_model=False):
         self.backend, self.dtype, self.config = backend, dtype, config
         self.constants = constants
         self.options = options
+        self.cycle_model = cycle_model
         self.stats = None
 
     def call(self, node, kern, *arrays, **params):
@@ -111,9 +148,18 @@ class _Context:
                        config=self.config, **params, **self.options)
         s = self.stats
         s.kernels += 1
-        if run.cycles is not None:
-            s.cycles = (s.cycles or 0) + run.cycles
-            c = run.counters
+        macs, nbytes = _program_stats(run.compiled)
+        cfg = run.compiled.config
+        bus = getattr(cfg, "dma_data_width", 32) // 8
+        s.macs += macs
+        s.dma_bytes += nbytes
+        s.roofline_cycles += max(-(-macs // (cfg.rows * cfg.cols)), -(-nbytes // bus))
+        cycles, counters = run.cycles, run.counters
+        if cycles is None and self.cycle_model:
+            cycles, counters = _model_cycles(run.compiled)
+        if cycles is not None:
+            s.cycles = (s.cycles or 0) + cycles
+            c = counters or {}
             s.tensor_busy += c.get("tensor_busy", 0)
             s.vector_busy += c.get("vector_busy", 0)
             s.dma_busy += c.get("dma_busy", 0)
@@ -142,7 +188,7 @@ class Model:
         return list(self.plan.outputs)
 
     def run(self, inputs, *, backend="refsim", dtype="bf16", config=None, progress=None,
-            **options):
+            cycle_model=False, **options):
         """Run the graph; returns a :class:`Result`.
 
         Parameters
@@ -158,6 +204,9 @@ class Model:
             The core (default: ``kernels.default_config()``).
         progress : file or None
             Where a line per node is written (``sys.stderr`` from the command line).
+        cycle_model : bool
+            On the reference simulator (no clock), take each kernel's cycles and engine busy
+            counts from the cycle model (``sim/cycles.py``).
         """
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -176,7 +225,8 @@ class Model:
             config = default_config()
         values = dict(self.plan.constants)
         values.update({k: np.asarray(v) for k, v in inputs.items()})
-        ctx = _Context(backend, dtype, config, self.plan.constants, options)
+        ctx = _Context(backend, dtype, config, self.plan.constants, options,
+                       cycle_model=cycle_model and backend == "refsim")
         layers = []
         total = len(self.plan.nodes)
         for i, node in enumerate(self.plan.nodes):

@@ -17,7 +17,8 @@ import warnings
 
 import numpy as np
 
-__all__ = ["Case", "node_cases", "model_cases", "run_case", "summary"]
+__all__ = ["Case", "node_cases", "model_cases", "run_case", "summary", "meets_onnx_tolerance",
+           "ONNX_RTOL", "ONNX_ATOL"]
 
 
 @dataclasses.dataclass
@@ -70,8 +71,27 @@ def _ops(case):
     return [n.op_type for n in case.model.graph.node if n.op_type != "Constant"]
 
 
-def run_case(case, *, backend="refsim", dtype="bf16", config=None, **options):
-    """``("refused", reason)``, ``("fail", message)`` or ``("pass", None)``."""
+#: The ONNX backend test runner's default tolerance (``onnx.backend.test.runner``): what an
+#: FP32 backend meets.
+ONNX_RTOL, ONNX_ATOL = 1e-3, 1e-7
+
+
+def meets_onnx_tolerance(got, expected):
+    """Whether ``got`` is within the ONNX backend tests' own FP32 tolerance of ``expected``
+    (integers: equal)."""
+    got, exp = np.asarray(got), np.asarray(expected)
+    if got.shape != exp.shape:
+        return False
+    if exp.dtype.kind in "iub":
+        return bool(np.array_equal(got, exp))
+    return bool(np.allclose(got.astype(np.float64), exp.astype(np.float64), rtol=ONNX_RTOL,
+                            atol=ONNX_ATOL, equal_nan=True))
+
+
+def run_case(case, *, backend="refsim", dtype="bf16", config=None, record=None, **options):
+    """``("refused", reason)``, ``("fail", message)`` or ``("pass", None)``; with a dict
+    ``record``, ``record["onnx_tolerance"]`` says whether every output also met the ONNX
+    tests' FP32 tolerance (:data:`ONNX_RTOL`, :data:`ONNX_ATOL`)."""
     import frontend
     try:
         model = frontend.Model(case.model)
@@ -79,6 +99,7 @@ def run_case(case, *, backend="refsim", dtype="bf16", config=None, **options):
         return "refused", "; ".join(f"{op}: {why}" for op, _, why in e.problems)
     except frontend.ModelError as e:
         return "refused", f"malformed: {e}"
+    strict = True
     for k, (ins, outs) in enumerate(case.data_sets):
         feed = dict(zip(model.inputs, ins))
         result = model.run(feed, backend=backend, dtype=dtype, config=config, **options)
@@ -96,6 +117,9 @@ def run_case(case, *, backend="refsim", dtype="bf16", config=None, **options):
                 dtype=dtype, attrs=node.attrs if node is not None else {})
             if why is not None:
                 return "fail", f"data set {k}, output {name}: {why}"
+            strict = strict and meets_onnx_tolerance(result.outputs[name], exp)
+    if record is not None:
+        record["onnx_tolerance"] = strict
     return "pass", None
 
 
@@ -103,11 +127,12 @@ def summary(cases, **kwargs):
     """Run ``cases``; a JSON-able dict with counts and, per case, the verdict."""
     per = {}
     for c in cases:
+        rec = {}
         try:
-            verdict, why = run_case(c, **kwargs)
+            verdict, why = run_case(c, record=rec, **kwargs)
         except Exception as e:      # a crash is a failure with its message, not an abort
             verdict, why = "fail", f"{type(e).__name__}: {e}"
-        per[c.name] = {"verdict": verdict, "why": why, "ops": sorted(set(_ops(c)))}
+        per[c.name] = {"verdict": verdict, "why": why, "ops": sorted(set(_ops(c))), **rec}
     counts = {v: sum(1 for r in per.values() if r["verdict"] == v)
               for v in ("pass", "fail", "refused")}
     return {"counts": counts, "cases": per}

@@ -113,7 +113,8 @@ def check_close(op, got, expected, *, inputs=(), dtype="bf16", attrs=None):
     if np.any(bad):
         i = np.unravel_index(int(np.argmax(np.where(bad, np.abs(g - e) - bound, -np.inf))),
                              e.shape)
-        return (f"{op}: got {g[i]!r}, expected {e[i]!r} at {i} (bound {float(np.broadcast_to(bound, e.shape)[i]):.3g})")
+        b = float(np.broadcast_to(bound, e.shape)[i])
+        return f"{op}: got {g[i]!r}, expected {e[i]!r} at {i} (bound {b:.3g})"
     return None
 
 

@@ -1,0 +1,122 @@
+"""Benchmark of real models through the ONNX importer (``frontend.models``, ``docs/onnx.md``).
+
+    python -m scripts.bench models [--json] [--quick] [--backends refsim,rtl]
+                                   [--models digits,encoder,cnn] [--dtypes bf16,fp8,int8]
+
+For each model, backend and tensor format: the largest error against onnxruntime (FP32) and
+its bound (``frontend.models.tolerance``), the digits MLP's accuracy on the 450 test images
+(``--quick``: the first 64), cycles, the tensor engine's busy fraction and the roofline
+fraction (``max(MACs / (rows cols), DMA bytes / bus bytes per cycle)`` summed over the
+kernels, over the cycles). The digits MLP in INT8 is its QLinearMatMul form (onnxruntime's
+static quantization), also compared with onnxruntime running that INT8 model.
+
+``rtl`` is the fast Verilator backend (``fastsim``) of the importer's core
+(``frontend.default_config()``); its outputs are compared bit for bit with the reference
+simulator's. ``refsim`` has no clock: its cycles and busy counts are the cycle model's
+(``sim/cycles.py``: serial engines with estimated costs).
+"""
+
+import time
+
+import numpy as np
+
+#: Digits test images per run with ``--quick``.
+QUICK_DIGITS = 64
+
+
+def add_arguments(parser):
+    parser.add_argument("--backends", default="refsim,rtl",
+                        help="comma-separated: refsim, rtl (default both)")
+    parser.add_argument("--models", default="digits,encoder,cnn")
+    parser.add_argument("--dtypes", default="bf16,fp8,int8")
+
+
+def _cases(names, quick):
+    """``(name, dtype-independent data)``: model(s), input feed, reference, bound inputs."""
+    from frontend import models as M
+    out = {}
+    if "digits" in names:
+        d = M.digits()
+        x = d.x_test[:QUICK_DIGITS] if quick else d.x_test
+        ref = M.reference(d.model, {"X": x}, extra=["add_result1"])
+        q = M.quantize_int8(d.model, d.x_train[:200])
+        out["digits"] = dict(
+            what="scikit-learn MLPClassifier 64-32-10 (ReLU) on the digits test split, "
+                 "exported with skl2onnx; INT8: onnxruntime static quantization (QOperator)",
+            model=d.model, int8=q, feed={"X": x}, output="probabilities",
+            ref=ref["probabilities"], scale=float(np.max(np.abs(ref["add_result1"]))),
+            ref_int8=M.reference(q, {"X": x})["probabilities"], digits=d, images=len(x))
+    for kind, what in (("encoder", "transformer encoder block: seq 8, d_model 16, 2 heads, "
+                                   "d_ff 32, GELU, post-norm (onnx.helper, seed 0)"),
+                       ("cnn", "CNN 1x12x12, batch 2: Conv 8, Relu, MaxPool, Conv 16, Relu, "
+                               "MaxPool, Flatten, Gemm 10 (onnx.helper, seed 0)")):
+        if kind in names:
+            model, x = getattr(M, kind)()
+            ref = M.reference(model, {"x": x})["y"]
+            out[kind] = dict(what=what, model=model, feed={"x": x}, output="y", ref=ref,
+                             scale=float(np.max(np.abs(ref))))
+    return out
+
+
+def _one(name, case, backend, dtype, config):
+    import frontend
+    from frontend import models as M
+    int8_model = name == "digits" and dtype == "int8"
+    model = frontend.Model(case["int8"] if int8_model else case["model"])
+    t0 = time.time()
+    res = model.run(case["feed"], backend=backend, dtype="bf16" if int8_model else dtype,
+                    config=config, cycle_model=True, races=False)
+    y = res.outputs[case["output"]]
+    err = float(np.max(np.abs(y.astype(np.float64) - case["ref"])))
+    bound = M.tolerance(name, dtype, case["scale"], softmax=name == "digits")
+    cycles = res.cycles
+    rec = {"max_error": err, "tolerance": bound, "within": err <= bound,
+           "cycles": cycles, "cycles_source": "rtl" if backend == "rtl" else "cycle model",
+           "tensor_busy": round(res.total("tensor_busy") / cycles, 4) if cycles else None,
+           "roofline_cycles": res.total("roofline_cycles"),
+           "roofline_fraction": round(res.total("roofline_cycles") / cycles, 4)
+           if cycles else None,
+           "macs": res.total("macs"), "dma_bytes": res.total("dma_bytes"),
+           "kernels": res.total("kernels"), "seconds": round(time.time() - t0, 1)}
+    if name == "digits":
+        rec["accuracy"] = case["digits"].accuracy(y)
+        if int8_model:
+            rec["model"] = "QLinearMatMul"
+            rec["max_error_vs_onnxruntime_int8"] = float(np.max(np.abs(y - case["ref_int8"])))
+    return rec, y
+
+
+def run(args):
+    import sys
+    import frontend
+    from kernels.backends import fast_backend
+    backends = args.backends.split(",")
+    names = args.models.split(",")
+    dtypes = args.dtypes.split(",")
+    config = frontend.default_config()
+    if "rtl" in backends and fast_backend() is None:
+        print("models: fastsim is not available; rtl left out", file=sys.stderr)
+        backends = [b for b in backends if b != "rtl"]
+    cases = _cases(names, args.quick)
+    out = {"config": config.to_dict(), "backends": backends, "models": {}}
+    for name, case in cases.items():
+        rec = {"what": case["what"]}
+        if name == "digits":
+            rec["test_images"] = case["images"]
+            rec["accuracy_fp32_onnxruntime"] = case["digits"].accuracy(case["ref"])
+            rec["accuracy_fp32_sklearn_all_450"] = case["digits"].sklearn_accuracy
+            rec["accuracy_int8_onnxruntime"] = case["digits"].accuracy(case["ref_int8"])
+        outputs = {}
+        for backend in backends:
+            rec[backend] = {}
+            for dtype in dtypes:
+                print(f"models: {name} {backend} {dtype} ...", file=sys.stderr, flush=True)
+                r, y = _one(name, case, backend, dtype, config)
+                if backend == "rtl" and dtype in outputs:
+                    r["bit_exact_with_refsim"] = bool(np.array_equal(
+                        np.asarray(y).view(np.uint8), np.asarray(outputs[dtype]).view(np.uint8)))
+                outputs.setdefault(dtype, y)
+                rec[backend][dtype] = r
+                print(f"models: {name} {backend} {dtype}: {r}", file=sys.stderr, flush=True)
+        out["models"][name] = rec
+    return out
