@@ -13,6 +13,7 @@ import numpy as np
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
+from cocotb_tests.common.streams import StreamSource
 from cocotb_tests.common.tb import pack_lanes, random_seed
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
@@ -68,26 +69,13 @@ class Tb:
 
     async def write_group(self, rnd, rng, addr, n, acc, is_int, mode, idle_p):
         """``n`` beats at ``addr..addr+n-1``; returns the number of cycles ready was low."""
-        dut = self.dut
         vals = np.stack([_values(rng, self.cols, is_int, mode) for _ in range(n)], axis=1)
+        src = StreamSource(self.dut, "wr", rng=rnd, idle_p=idle_p)
         for i in range(n):
-            while rnd.random() < idle_p:
-                dut.wr__valid.value = 0
-                await RisingEdge(dut.clk)
-                self.cycles += 1
             a = (addr + i) % self.depth
-            dut.wr__payload.value = self.payload(vals[:, i], a, acc, i == n - 1)
-            dut.wr_int.value = int(is_int)
-            dut.wr__valid.value = 1
-            while True:
-                await ReadOnly()
-                done = bool(dut.wr__ready.value)
-                await RisingEdge(dut.clk)
-                self.cycles += 1
-                if done:
-                    break
-                self.stalls += 1
-        dut.wr__valid.value = 0
+            await src.send(self.payload(vals[:, i], a, acc, i == n - 1), wr_int=int(is_int))
+        self.cycles += src.cycles
+        self.stalls += src.stall_cycles
         self.model.write(addr, vals, acc, Format.INT32 if is_int else Format.FP32)
         self.beats += n
 

@@ -8,6 +8,7 @@ from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.common import stream_stage
 from cocotb_tests.common.clock import reset, start_clock
+from cocotb_tests.common.streams import StreamMonitor
 from rtl.bus.skid import SkidBuffer
 
 WIDTH = 24
@@ -67,6 +68,40 @@ async def test_stall_then_release(dut):
     await RisingEdge(dut.clk)
     await ReadOnly()
     assert int(dut.o__payload.value) == 0x222 and dut.i__ready.value == 1
+
+
+@cocotb.test()
+async def test_stream_monitor_sees_violations(dut):
+    """The shared StreamMonitor (cocotb_tests/common/streams.py) reports a source that changes
+    its payload or drops valid before the beat is taken, and nothing on a stable stream."""
+    start_clock(dut)
+    dut.i__valid.value = 0
+    dut.o__ready.value = 0
+    await reset(dut)
+    dut.i__valid.value = 1
+    dut.i__payload.value = 0x111
+    await RisingEdge(dut.clk)                  # 0x111 into the skid: i.ready low from now on
+    mon_i, mon_o = StreamMonitor(dut, "i"), StreamMonitor(dut, "o")
+    dut.i__payload.value = 0x222
+    for _ in range(3):
+        await RisingEdge(dut.clk)
+    dut.i__payload.value = 0x333              # changed while waiting: a violation
+    await RisingEdge(dut.clk)
+    dut.i__valid.value = 0                    # dropped before it was taken: a violation
+    for _ in range(2):
+        await RisingEdge(dut.clk)
+    mon_i.stop()
+    mon_o.stop()
+    mon_o.check()                              # o held 0x111 the whole time
+    assert mon_o.beats == 0
+    try:
+        mon_i.check()
+    except AssertionError as exc:
+        text = str(exc)
+    else:
+        raise AssertionError("the monitor missed both violations")
+    assert "payload changed from 0x222 to 0x333" in text, text
+    assert "valid dropped before the beat 0x333 was taken" in text, text
 
 
 try:

@@ -19,7 +19,8 @@ import numpy as np
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from cocotb_tests.common.tb import pack_lanes, random_seed
+from cocotb_tests.common.streams import StreamMonitor, StreamSink, StreamSource
+from cocotb_tests.common.tb import pack_lanes, random_seed, unpack_lanes
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
 from sim.dtypes import Format
@@ -83,67 +84,42 @@ def make_program(rng, cfg, count, n_max=64, reuse_p=0.2):
 
 
 async def drive_stationary(dut, cfg, prog, rnd, idle_p):
+    """The stationary columns of every instruction that loads a tile, with random idles."""
     rows = cfg["rows"]
+    src = StreamSource(dut, "stationary", rng=rnd, idle_p=idle_p)
     for ins in prog:
         if ins.reuse:
             continue
         for m in range(ins.M):
-            while rnd.random() < idle_p:
-                dut.stationary__valid.value = 0
-                await RisingEdge(dut.clk)
             col = [int(ins.st[k, m]) if k < ins.K else 0 for k in range(rows)]
-            dut.stationary__payload.value = (pack_lanes(col, LANE) | (int(ins.fmt) << (LANE * rows))
-                                             | (int(m == ins.M - 1) << (LANE * rows + 3)))
-            dut.stationary__valid.value = 1
-            while True:
-                await ReadOnly()
-                done = bool(dut.stationary__ready.value)
-                await RisingEdge(dut.clk)
-                if done:
-                    break
-    dut.stationary__valid.value = 0
+            await src.send(pack_lanes(col, LANE) | (int(ins.fmt) << (LANE * rows))
+                           | (int(m == ins.M - 1) << (LANE * rows + 3)))
 
 
 async def drive_moving(dut, cfg, prog, rnd, idle_p):
+    """The moving columns of every instruction (``moving_keep`` with the last beat of a group
+    whose tile the next instruction reuses), with random idles."""
     rows = cfg["rows"]
+    src = StreamSource(dut, "moving", rng=rnd, idle_p=idle_p)
     for ins in prog:
         for n in range(ins.N):
-            while rnd.random() < idle_p:
-                dut.moving__valid.value = 0
-                await RisingEdge(dut.clk)
             col = [int(ins.mv[k, n]) if k < ins.K else 0 for k in range(rows)]
             last = n == ins.N - 1
-            dut.moving__payload.value = pack_lanes(col, LANE) | (int(last) << (LANE * rows))
-            dut.moving_keep.value = int(last and ins.keep)
-            dut.moving__valid.value = 1
-            while True:
-                await ReadOnly()
-                done = bool(dut.moving__ready.value)
-                await RisingEdge(dut.clk)
-                if done:
-                    break
-    dut.moving__valid.value = 0
+            await src.send(pack_lanes(col, LANE) | (int(last) << (LANE * rows)),
+                           moving_keep=int(last and ins.keep))
     dut.moving_keep.value = 0
 
 
 async def monitor_result(dut, cfg, total, rnd, ready_p, out, times=None):
-    """Collect ``total`` result beats as (lanes, last); ``times`` gets the cycle of each."""
+    """Collect ``total`` result beats as (lanes, last) with random back-pressure, checking
+    the stream protocol; ``times`` gets the cycle of each."""
     cols = cfg["cols"]
-    cycle = 0
-    while len(out) < total:
-        dut.result__ready.value = int(rnd.random() < ready_p)
-        await ReadOnly()
-        if dut.result__valid.value and dut.result__ready.value:
-            v = dut.result__payload.value.to_unsigned()
-            out.append(([(v >> (32 * c)) & 0xFFFFFFFF for c in range(cols)],
-                        (v >> (32 * cols)) & 1))
-            if times is not None:
-                times.append(cycle)
-        await RisingEdge(dut.clk)
-        cycle += 1
-        if cycle > 200_000 + 50 * total:
-            raise AssertionError(f"timeout: {len(out)} of {total} result beats")
-    dut.result__ready.value = 0
+    monitor = StreamMonitor(dut, "result")
+    sink = StreamSink(dut, "result", rng=rnd, ready_p=ready_p)
+    beats = await sink.collect(total, times=times)
+    monitor.stop()
+    monitor.check()
+    out.extend((unpack_lanes(v, 32, cols), (v >> (32 * cols)) & 1) for v in beats)
 
 
 def check(cfg, prog, got, seed):
