@@ -19,13 +19,16 @@ from rtl.arith.wide_mux import lut4, pair_mux, wide_mux
 
 from .alu import MicroAlu
 from .layouts import record_layout
+from .addr_gens import AddressGenerators
 from .call_stack import CallStack
 from .engine_queue import EngineQueue
+from .loop_stack import LoopStack
 from .memories import SequencerMemories
 from .micro_decode import (ENGINES, HOLD_TERMS, NAMES, SEQ_TERMS, TRAP_TERMS, MicroDecoder,
                            field)
 from .micro_stack import MicroCallStack
 from .perf_counters import PerfCounters
+from .record_builder import RecordBuilder
 from .semaphores import SemaphoreBank
 
 __all__ = ["Sequencer", "DBG", "YOSYS_HINTS"]
@@ -226,6 +229,8 @@ class Sequencer(wiring.Component):
         # copies ``npc`` in the next cycle (FETCH or DONE), so X's result does not reach
         # ``pc``. ``pc_now`` is the PC as the architecture has it (what every reader sees).
         pc_pend = Signal()
+        start_clear = Signal()      # START: clear the architectural state
+        m.d.comb += start_clear.eq(((state == _S_IDLE) | (state == _S_DONE)) & self.start)
         pc_now = Signal(32)
         m.d.comb += pc_now.eq(Mux(pc_pend, npc_now, pc))
         m.d.sync += pc_pend.eq(0)
@@ -309,40 +314,20 @@ class Sequencer(wiring.Component):
         # values with a pending SEMSET.
         m.submodules.sems = sem_bank = SemaphoreBank()
         sems = [sem_bank.value[i] for i in range(isa.NUM_SEMS)]
-        ls_start = Array(Signal(32, name=f"loop_start{i}") for i in range(isa.LOOP_DEPTH))
-        ls_rem = Array(Signal(32, name=f"loop_rem{i}") for i in range(isa.LOOP_DEPTH))
-        rem_top = Signal(32)                  # ls_rem[ltop], kept beside it for LOOP_MORE
-        # ``ls_rem[i] > 1`` and ``rem_top > 1`` as registered flags kept beside them, each
-        # split in two halves (``[1:16].any()``, ``[16:32].any()``): LOOP_MORE is then an OR of
-        # two flip-flops in front of the control-store address instead of a 31-bit reduction
-        # of ``rem_top``, and X's result
-        # reaches the flags through a 15/16-bit reduction, not a 31-bit one.
-        ls_more = Array(Signal(2, name=f"loop_more{i}") for i in range(isa.LOOP_DEPTH))
-        rem_more = Signal(2)                  # ls_more[ltop]
-        lsp = Signal(range(isa.LOOP_DEPTH + 1))
-        # The stacks' top indices (pointer - 1, wrapped) are registers kept beside the
-        # pointers, so that reading a top entry is a multiplexer without a subtractor.
-        ltop = Signal(range(isa.LOOP_DEPTH), init=isa.LOOP_DEPTH - 1)
+        # The loop stack (``LoopStack``): its pointer tests and LOOP_MORE are flip-flops kept
+        # beside the pointers and the top count.
+        m.submodules.loops = loops = LoopStack()
+        lsp, lsp_oh, lsp_zero, lsp_full = loops.depth, loops.level_oh, loops.empty, loops.full
+        lmore_w, lstep_w = loops.more_pending, loops.step_pending
         # The call stack (``CallStack``): its depth, top entry (a RET's return PC) and
         # registered pointer tests.
         m.submodules.calls = calls = CallStack()
         csp, cret = calls.depth, calls.ret
-        # Registered pointer tests (``lsp == 0`` ...), kept beside the pointers, for the
-        # stack errors in front of ``adv``.
-        lsp_zero, lsp_full = Signal(init=1), Signal()
         csp_zero, csp_full = calls.empty, calls.full
-        ag_lvl_oh = [Signal(isa.LOOP_DEPTH, name=f"ag{i}_lvl_oh") for i in range(isa.NUM_AG)]
-        ag_tag = [Signal(isa.LOOP_DEPTH, name=f"ag{i}_tag") for i in range(isa.NUM_AG)]
-        lsp_oh = Signal(isa.LOOP_DEPTH + 1, init=1)      # one-hot ``lsp``
-        ag_reg = Array(Signal(6, name=f"ag{i}_reg") for i in range(isa.NUM_AG))
-        ag_stride = Array(Signal(32, name=f"ag{i}_stride") for i in range(isa.NUM_AG))
-        # Registered compares of the generators' registers, kept beside them for the
-        # forwarding test of an AGREG operand: ``ag_rd_eq[j]`` is ``ag_reg[j] == rd``,
-        # ``ag_pair_eq[i, j]`` (i < j) is ``ag_reg[i] == ag_reg[j]``.
-        ag_rd_eq = [Signal(name=f"ag{i}_rd_eq") for i in range(isa.NUM_AG)]
-        ag_pair_eq = {(i, j): Signal(name=f"ag{i}_ag{j}_eq", init=1)
-                      for i in range(isa.NUM_AG) for j in range(i + 1, isa.NUM_AG)}
-        ag_base = Array(Signal(32, name=f"ag{i}_base") for i in range(isa.NUM_AG))
+        # The address generators (``AddressGenerators``), with registered compares of their
+        # registers for the forwarding test of an AGREG operand.
+        m.submodules.ags = ags = AddressGenerators()
+        ag_reg, ag_rd_eq, ag_hit_ok = ags.reg, ags.rd_eq, ags.hit_ok
         t0 = Signal(32)
         t1 = Signal(32)
         err_status = Signal(16)
@@ -356,33 +341,12 @@ class Sequencer(wiring.Component):
         # multiplexer and clock enable (semaphores, slots, generators, register file). No cycle
         # changes: every value is where the architecture expects it, one multiplexer later.
         w_rf_en, w_rf_addr, w_rf_data = Signal(), Signal(6), Signal(32)
-        ags_w = Signal(isa.NUM_AG)          # ag_stride[j] takes res_q
-        agb_w = Signal(isa.NUM_AG)          # ag_base[j] takes res_q
-        push_w = Signal()                   # rem_top and ls_rem[ltop] take res_q
-        # A LOOP_STEP's and a LOOP_POP's new top count and ``more`` flags land in W too, from
-        # registers loaded every cycle (``top_v``/``top_m``): ``go``
-        # (the stall cone) reaches two flags, not the 34 enables of ``rem_top``/``rem_more``.
-        # Their readers in that cycle hold instead (no bypass in front of LOOP_MORE and the
-        # control store's address): a BRANCH on LOOP_MORE (``lmore_w``: after a LOOP_PUSH,
-        # LOOP_STEP or LOOP_POP, i.e. ``push_w | lstep_w`` kept as one flip-flop for the hold
-        # terms) and a LOOP_STEP (``lstep_w``: after a LOOP_STEP or LOOP_POP, whose W write
-        # it also enables; a pushed count it reads through ``rem_top_now``). The shipped
-        # routines end with their LOOP_STEP/LOOP_POP, so they never pay it.
-        lmore_w, lstep_w = Signal(), Signal()
-        ag_stride_now = Array(Signal(32, name=f"ag{i}_stride_now") for i in range(isa.NUM_AG))
-        ag_base_now = Array(Signal(32, name=f"ag{i}_base_now") for i in range(isa.NUM_AG))
         sem_now = Array(sem_bank.now[i] for i in range(isa.NUM_SEMS))
-        rem_top_now = Signal(32)
         # T0 and T1 too (``t0_w``/``t1_w``), so that X's result and ``go`` do not reach their
         # 64 data inputs and clock enables.
         t0_w, t1_w = Signal(), Signal()
         t0_now, t1_now = Signal(32), Signal(32)
         m.d.comb += [t0_now.eq(Mux(t0_w, res_q, t0)), t1_now.eq(Mux(t1_w, res_q, t1))]
-        m.d.comb += [ag_stride_now[j].eq(Mux(ags_w[j], res_q, ag_stride[j]))
-                     for j in range(isa.NUM_AG)]
-        m.d.comb += [ag_base_now[j].eq(Mux(agb_w[j], res_q, ag_base[j]))
-                     for j in range(isa.NUM_AG)]
-        m.d.comb += rem_top_now.eq(Mux(push_w, res_q, rem_top))
         err_pc = Signal(32)
 
         # ---- operand selection ------------------------------------------------------------
@@ -438,13 +402,10 @@ class Sequencer(wiring.Component):
                 with m.Case(USrc.T1):
                     m.d.comb += other.eq(t1_now)
                 with m.Case(USrc.AGSTRIDE):
-                    m.d.comb += other.eq(ag_stride_now[k_r])
+                    m.d.comb += other.eq(ags.stride[k_r])
                 with m.Case(USrc.AGBASE):
-                    m.d.comb += other.eq(ag_base_now[k_r])
+                    m.d.comb += other.eq(ags.base[k_r])
             m.d.comb += val.eq(Mux(reg_q, Mux(w_hit, w_rf_data, rf_data), other))
-
-        def ag_same(i, j):      # ``ag_reg[i] == ag_reg[j]``
-            return Const(1) if i == j else ag_pair_eq[min(i, j), max(i, j)]
 
         def forwarded(sel, idx_q, rd_eq_q, hit):
             # R's operand is what X writes this cycle (register file, T0 or T1).
@@ -454,11 +415,11 @@ class Sequencer(wiring.Component):
                     # and the generator's tests per generator under X's one-hot ``k``. The
                     # index compares come from registers where they can: ``rd_eq_q``
                     # (``idx_q == rd``, registered with ``idx_q``) and, for an AGREG operand
-                    # (the index is ``ag_reg[k_r]``), ``ag_rd_eq`` and ``ag_pair_eq``.
+                    # (the index is ``ag_reg[k_r]``), ``ag_rd_eq`` and ``ags.same``.
                     is_agr = sel == USrc.AGREG
                     rd_eq = Mux(is_agr, Cat(*[kr_oh[i] & ag_rd_eq[i]
                                               for i in range(isa.NUM_AG)]).any(), rd_eq_q)
-                    ag_eq = [Mux(is_agr, Cat(*[kr_oh[i] & ag_same(i, j)
+                    ag_eq = [Mux(is_agr, Cat(*[kr_oh[i] & ags.same(i, j)
                                                for i in range(isa.NUM_AG)]).any(),
                                  ag_reg[j] == idx_q) for j in range(isa.NUM_AG)]
                     m.d.comb += hit.eq(xv & (
@@ -470,17 +431,9 @@ class Sequencer(wiring.Component):
                 with m.Case(USrc.T1):
                     m.d.comb += hit.eq(xv & xd["dst_t1"])
 
-        # Per generator: its level is the current loop level and its register is not r0 (a
-        # generator write, AGREG as destination, takes effect then).
-        # As AND/OR terms of one-hot registers kept beside the level and the register:
-        # ``ag_lvl_oh`` (bit v - 1: level v, 1..LOOP_DEPTH; the other levels never match),
-        # ``ag_tag`` (the same, zero while the register is r0) and ``lsp_oh``.
-        ag_lvl_ok = [Signal(name=f"ag{j}_lvl_ok") for j in range(isa.NUM_AG)]
-        m.d.comb += [ag_lvl_ok[j].eq((ag_lvl_oh[j] & lsp_oh[1:]).any())
-                     for j in range(isa.NUM_AG)]
-        ag_hit_ok = Array(Signal(name=f"ag{j}_hit_ok") for j in range(isa.NUM_AG))
-        m.d.comb += [ag_hit_ok[j].eq((ag_tag[j] & lsp_oh[1:]).any())
-                     for j in range(isa.NUM_AG)]
+        # ``ag_hit_ok[j]``: generator j's level is the current loop level and its register
+        # is not r0 (a generator write, AGREG as destination, takes effect then).
+        m.d.comb += ags.level_oh.eq(lsp_oh[1:])
         a_idx, b_idx = Signal(6), Signal(6)
         a_rd, b_rd = Signal(32), Signal(32)      # R's operands, as the register file has them
         a_hit, b_hit = Signal(), Signal()        # ... or X's result of this cycle instead
@@ -514,13 +467,12 @@ class Sequencer(wiring.Component):
         ag_idx_r = Signal(6)
         a_agr_q, b_agr_q = Signal(), Signal()
         a_reg_q, b_reg_q = Signal(), Signal()    # R's operand is a register source
-        ag_set_x = Signal(isa.NUM_AG)            # X's AG_SET writes ``ag_reg[j]`` (when it goes)
-        m.d.comb += ag_set_x.eq(Mux(xv & xd["ag_set"], Const(1, isa.NUM_AG) << imm[:2], 0))
-        ag_eff = Array(Signal(6, name=f"ag{j}_eff") for j in range(isa.NUM_AG))
-        m.d.comb += [ag_eff[j].eq(Mux(ag_set_x[j], rd, ag_reg[j])) for j in range(isa.NUM_AG)]
+        ag_set_x = ags.set_oh                    # X's AG_SET writes ``ag_reg[j]`` (when it goes)
+        m.d.comb += [ags.set_x.eq(xv & xd["ag_set"]), ags.index.eq(imm[:2]), ags.rd.eq(rd)]
         # ``ag_eff[k]`` for F's ``k``: a 4-way multiplexer behind the control store, one ECP5
         # slice per bit (``wide_mux``; synthesis alone makes four LUT4 levels)
-        ag_idx_f = wide_mux(m, platform, field(uword_f, "const")[:2], list(ag_eff), "ag_idx_f")
+        ag_idx_f = wide_mux(m, platform, field(uword_f, "const")[:2],
+                            [ags.eff[j] for j in range(isa.NUM_AG)], "ag_idx_f")
         m.d.comb += [a_idx.eq(Mux(a_agr_q, ag_idx_r, a_idx_q)),
                      b_idx.eq(Mux(b_agr_q, ag_idx_r, b_idx_q))]
         m.d.comb += [mems.rf_a_addr.eq(a_idx), mems.rf_b_addr.eq(b_idx)]
@@ -543,7 +495,6 @@ class Sequencer(wiring.Component):
                                                          "alu_sltu", "alu_shl", "alu_rsh",
                                                          "alu_sra")]
 
-        loop_more = Signal()
         # No zero test of X's result is in X's cycle: every one is made on ``res_q`` (the
         # result registered) and registered again, so the ALU's carry chain reaches one
         # register. Its readers wait:
@@ -551,19 +502,15 @@ class Sequencer(wiring.Component):
         #   two cycles in X always hold (``zb_seen``, ``zb_go``), X's operands held;
         # * ``uctr_nz`` (``uctr != 0``) takes ``res_q[:16] != 0`` in W after X writes UCTR
         #   (``uctr_fix``), and a ULOOP in X holds while ``uctr_fix`` is set;
-        # * a LOOP_PUSH writes its count's ``more`` flags (``push_more``) in W (``push_w``),
-        #   and a BRANCH on LOOP_MORE in X holds while ``push_w`` is set.
+        # * a LOOP_PUSH writes its count's ``more`` flags in W (``LoopStack``), and a BRANCH
+        #   on LOOP_MORE in X holds then (``lmore_w``).
         # So a ULOOP and a LOOP_MORE are a multiplexer of registered flags in front of the
         # control store's address, as before.
         res_zero = Signal()
         m.d.sync += res_zero.eq(res_q == 0)
         with m.If(uctr_fix):
             m.d.sync += uctr_nz.eq(res_q[:16] != 0)
-        # LOOP_MORE: the top loop's ``more`` flags (``ls_more``/``rem_more``: the count's bits
-        # 1..15 and 16..31 tested apart, see above).
-        push_more = Signal(2)
-        m.d.comb += [push_more.eq(Cat(res_q[1:16] != 0, res_q[16:32] != 0)),
-                     loop_more.eq(~lsp_zero & rem_more.any())]
+        loop_more = loops.more      # an OR of flip-flops
         # A taken BRANCH or a RET: a sum of products of conditions decoded a stage early
         # (``br_*``, RET folded into ``br_always``) and registered flags.
         br_taken = Signal()
@@ -574,76 +521,36 @@ class Sequencer(wiring.Component):
             (UCond.LOOP_MORE, loop_more))]).any())
 
         # ---- engine queues ----------------------------------------------------------------
-        # Record slots: ``rec_raw`` holds what was written, ``wr`` which slots were written
-        # since the last EMIT to that engine; the record is ``rec_raw`` masked by ``wr``. An
-        # EMIT then clears only ``wr`` (a few flip-flops) instead of every slot, and a slot
-        # write does not wait for ``go``: X's result is a function of its registered operands,
-        # so a stalled micro-instruction rewrites the same value (see the effects below).
-        rec, rec_raw, wr, rec_terms, rec_w = {}, {}, {}, {}, {}
-        # The record and completion FIFOs (``EngineQueue``); ``can_emit`` and ``outstanding``
-        # are their registered flags.
-        queues, can_emit = {}, {}
-        # The record check's verdict on the record an EMIT of that engine in X pushes, low
-        # while its check is pending: one LUT of flip-flops (``ill_x``, below).
-        ill_x = {Engine.DMA: Const(0)}
-        ill_src = {}
+        # Each engine's record under construction (``RecordBuilder``: its slots, the slots
+        # written since the last EMIT, the record check's registered terms and verdict) and
+        # its record and completion FIFOs (``EngineQueue``; ``can_emit`` and ``outstanding``
+        # are their registered flags).
+        builders, queues, can_emit = {}, {}, {}
         outstanding = Signal(3)   # one bit per engine: a record issued and not completed
         for e in _ENGINES:
-            nslots = isa.RECORD_SLOTS[e]
-            rec_raw[e] = [Signal(32, name=f"rec_{_NAMES[e]}{s}") for s in range(nslots)]
-            wr[e] = Signal(nslots, name=f"rec_{_NAMES[e]}_wr")
-            rec[e] = [Signal(32, name=f"rec_{_NAMES[e]}{s}_v") for s in range(nslots)]
-            rec_w[e] = Signal(nslots, name=f"rec_{_NAMES[e]}_pend")    # W: takes res_q
-            m.d.comb += [rec[e][s].eq(Mux(wr[e][s], Mux(rec_w[e][s], res_q, rec_raw[e][s]), 0))
-                         for s in range(nslots)]
+            name = _NAMES[e]
+            bu = builders[e] = RecordBuilder(
+                e, check_terms=None if e == Engine.DMA else self._check_terms)
+            m.submodules[f"record_{name}"] = bu
+            m.d.comb += [bu.clear.eq(start_clear), bu.write.eq(xd["slot_" + name]),
+                         bu.emit.eq(xd["emit_" + name]), bu.slot.eq(slot), bu.res_q.eq(res_q)]
+            if e != Engine.DMA:
+                m.d.comb += [bu.write_chk.eq(xd["slot_chk_" + name]),
+                             bu.slot_terms.eq(getattr(self, name + "_slot_terms")),
+                             bu.blank_terms.eq(getattr(self, name + "_blank_terms")),
+                             getattr(self, name + "_terms").eq(bu.terms),
+                             bu.illegal.eq(getattr(self, name + "_illegal"))]
             qu = queues[e] = EngineQueue(e, depth=self._queue_depth,
                                          max_outstanding=self._max_outstanding)
-            m.submodules[f"queue_{_NAMES[e]}"] = qu
-            wiring.connect(m, qu.o, wiring.flipped(getattr(self, _NAMES[e])))
-            m.d.comb += [qu.record.eq(Cat(*rec[e])),
-                         qu.done.eq(getattr(self, _NAMES[e] + "_done")),
+            m.submodules[f"queue_{name}"] = qu
+            wiring.connect(m, qu.o, wiring.flipped(getattr(self, name)))
+            m.d.comb += [qu.record.eq(bu.record), qu.done.eq(getattr(self, name + "_done")),
                          outstanding[e].eq(qu.outstanding)]
             can_emit[e] = qu.can_emit
-            if e != Engine.DMA:
-                # The record check's terms, registered beside each slot (``rec_terms``) from
-                # the core's terms of the value written: the check at EMIT starts from these
-                # flip-flops rather than from the slots through the field compares.
-                rec_terms[e] = [Signal(self._check_terms, name=f"rec_{_NAMES[e]}{s}_terms")
-                                for s in range(nslots)]
-                # The core's verdict is registered (``ill_q``, below): ``*_terms`` show the
-                # record as it will be in the next cycle if no EMIT of this engine goes (a
-                # slot's terms pending in W, ``rec_w``, as they register at the edge). An EMIT
-                # that goes clears ``wr``: the next cycle's record is then blank, and its
-                # verdict ``blank_bad`` (the blank terms are constants; loaded while no checked
-                # slot is written). A slot write in X sets ``wr`` too, but an EMIT in the next
-                # cycle (W) holds and is not trapped (its check is pending). So the core's
-                # verdict reaches two flip-flops, not the queue's write enable and the error
-                # and advance cones.
-                out_terms = getattr(self, _NAMES[e] + "_terms")
-                blank = getattr(self, _NAMES[e] + "_blank_terms")
-                slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
-                m.d.comb += [out_terms[s].eq(Mux(wr[e][s], Mux(rec_w[e][s], slot_terms[s],
-                                                               rec_terms[e][s]), blank[s]))
-                             for s in range(nslots)]
-                illegal_in = getattr(self, _NAMES[e] + "_illegal")
-                blank_bad = Signal(name=f"{_NAMES[e]}_blank_bad")
-                chk_wr = Cat(*[wr[e][s] for s in isa.CHECKED_SLOTS[e]]).any()
-                with m.If(~chk_wr):
-                    m.d.sync += blank_bad.eq(illegal_in)
-                # ``ill_x``: ``blank_bad`` while no checked slot is written (after an EMIT that
-                # went, as ``wr`` was cleared; otherwise the record is blank and ``ill_q``
-                # agrees), else ``ill_q``; one LUT4 of flip-flops. (A single flip-flop choosing
-                # ``blank_bad`` on an EMIT that goes put ``go``, the stall cone, in front of
-                # it.)
-                ill_q = Signal(name=f"{_NAMES[e]}_ill_q")
-                ill_x[e] = Signal(name=f"{_NAMES[e]}_ill_x")
-                m.d.comb += ill_x[e].eq(Mux(chk_wr, ill_q, blank_bad))
-                ill_src[e] = (illegal_in, ill_q)
-
-        # A write of a slot the EMIT check reads, pending in W (its terms are not registered
-        # yet): an EMIT of that engine holds this cycle and is not trapped by the check.
-        chk_pend = {e: Cat(*[rec_w[e][s] for s in isa.CHECKED_SLOTS.get(e, ())]).any()
-                    for e in _ENGINES}
+        # The record check's verdict on the record an EMIT in X pushes, low while a write of
+        # a slot it reads is pending in W (``chk_pend``: the EMIT holds that cycle).
+        ill_x = {e: builders[e].ill for e in _ENGINES}
+        chk_pend = {e: builders[e].chk_pend for e in _ENGINES}
 
         sem_idx = imm[:4]
         # ``sem_idx`` one-hot, registered as the instruction loads (MAP).
@@ -802,7 +709,7 @@ class Sequencer(wiring.Component):
         m.d.comb += [sem_bank.inc.eq(sem_inc), sem_bank.set.eq(sem_set),
                      sem_bank.sel.eq(sem_sel),
                      sem_bank.set_value.eq(res_q[:isa.SEM_VALUE_BITS]),
-                     sem_bank.clear.eq(((state == _S_IDLE) | (state == _S_DONE)) & self.start)]
+                     sem_bank.clear.eq(start_clear)]
         for e in _ENGINES:
             done = getattr(self, _NAMES[e] + "_done")
             m.d.comb += getattr(sem_bank, "inc_" + _NAMES[e]).eq(
@@ -837,16 +744,10 @@ class Sequencer(wiring.Component):
                          mems.rf_wr_en.eq(w_rf_en)]
         m.d.comb += self.slot_data.eq(res_q)
 
-        # ``ls_more``/``rem_more`` of a stepped count (``rem_top - 1 > 1``, that is
-        # ``rem_top`` neither 1 nor 2; 0 wraps to 2**32 - 1); a pushed count's are
-        # ``push_more``.
-        step_more = Signal(2)
-        m.d.comb += step_more.eq(Cat(~((rem_top_now == 1) | (rem_top_now == 2)), 0))
-
         # ---- next macro PC ----------------------------------------------------------------
         npc_next = Signal(32)
         # X's result enters last, behind a select decoded a stage early.
-        m.d.comb += npc_next.eq(Mux(xd["loop_step"], ls_start[ltop],
+        m.d.comb += npc_next.eq(Mux(xd["loop_step"], loops.start,
                                     Mux(xd["call_pop"], cret, npc_now)))
 
         # ---- micro next address -----------------------------------------------------------
@@ -976,42 +877,11 @@ class Sequencer(wiring.Component):
             m.d.sync += xv.eq(0)
 
         # ---- effects of an advancing micro-instruction --------------------------------------
-        # A slot write is enabled by X's decoded micro-word alone (no stall term: the wide
-        # enable fan-out stays out of the stall cone; rewriting while stalled is idempotent, and
-        # a trapping micro-instruction's write is never seen: START clears ``wr``). An EMIT
-        # that goes clears the engine's ``wr``.
-        # The slot's word itself lands in W (``rec_w``, set on ``go``: ``res_q`` loads then).
+        # A slot write is enabled by X's decoded micro-word alone (``x_live``: no stall term,
+        # rewriting while stalled is idempotent) and its word lands in W; an EMIT that goes
+        # clears the written-slot bits (``RecordBuilder``).
         for e in _ENGINES:
-            m.d.sync += rec_w[e].eq(0)
-            for s, sig in enumerate(rec_raw[e]):
-                with m.If(rec_w[e][s]):
-                    m.d.sync += sig.eq(res_q)
-            with m.If(go & xd["emit_" + _NAMES[e]]):
-                m.d.sync += wr[e].eq(0)
-            with m.If(go & xd["slot_" + _NAMES[e]]):
-                for s in range(len(rec_raw[e])):
-                    with m.If(slot == s):
-                        m.d.sync += rec_w[e][s].eq(1)
-            with m.If(x_live & xd["slot_" + _NAMES[e]]):
-                for s, sig in enumerate(rec_raw[e]):
-                    with m.If(slot == s):
-                        m.d.sync += wr[e][s].eq(1)
-            if e in ill_src:
-                # ``ill_q``: the core's verdict on ``*_terms`` (the record of the next cycle
-                # unless an EMIT goes, when ``ill_x`` takes ``blank_bad``), low if X writes a
-                # checked slot (the next cycle is its W: the check is pending, and ``chk_pend``
-                # holds an EMIT then; the write sets ``wr``, so ``ill_x`` is ``ill_q``). An
-                # EMIT's trap and push read one LUT of flip-flops. (After START it is right
-                # from CLEAR's second cycle on, long before an EMIT.)
-                illegal_in, ill_q = ill_src[e]
-                m.d.sync += ill_q.eq(~(x_live & xd["slot_chk_" + _NAMES[e]]) & illegal_in)
-            # The slot's check terms land with its word in W, from ``slot_data`` = ``res_q``:
-            # X's ALU reaches one register, not the core's term logic.
-            if e in rec_terms:
-                slot_terms = getattr(self, _NAMES[e] + "_slot_terms")
-                for s in range(len(rec_raw[e])):
-                    with m.If(rec_w[e][s]):
-                        m.d.sync += rec_terms[e][s].eq(slot_terms[s])
+            m.d.comb += [builders[e].x_live.eq(x_live), builders[e].go.eq(go)]
         # An EMIT pushes on ``adv``, written out for an EMIT: it can only stall for queue
         # space or through its ``seq`` field, and only trap through it or its record.
         # So the queues' write enables do not wait for the whole stall and error cones.
@@ -1027,20 +897,11 @@ class Sequencer(wiring.Component):
         # the sequencer stops. The architectural state (PC, flags, loop and call depths,
         # registers, semaphores) changes on ``adv``. So the error terms stay out of the first
         # group's cones, and the state machine leaves EXEC on ``go`` (an error overrides it).
-        m.d.sync += [ags_w.eq(0), agb_w.eq(0), push_w.eq(go & xd["loop_push"]),
-                     t0_w.eq(go & xd["dst_t0"]), t1_w.eq(go & xd["dst_t1"])]
+        m.d.sync += [t0_w.eq(go & xd["dst_t0"]), t1_w.eq(go & xd["dst_t1"])]
         with m.If(t0_w):
             m.d.sync += t0.eq(res_q)
         with m.If(t1_w):
             m.d.sync += t1.eq(res_q)
-        for j in range(isa.NUM_AG):
-            with m.If(ags_w[j]):
-                m.d.sync += ag_stride[j].eq(res_q)
-            with m.If(agb_w[j]):
-                m.d.sync += ag_base[j].eq(res_q)
-        with m.If(push_w):      # (before LOOP_STEP's and LOOP_POP's writes, which win)
-            m.d.sync += [rem_top.eq(res_q), ls_rem[ltop].eq(res_q), rem_more.eq(push_more),
-                         ls_more[ltop].eq(push_more)]
         # ``res_q`` loads every cycle (no clock enable): its readers read it only in the
         # cycle after X's micro-instruction went, or while it holds (a BRANCH on Z/NZ).
         m.d.sync += res_q.eq(res)
@@ -1056,7 +917,7 @@ class Sequencer(wiring.Component):
                 m.d.sync += state.eq(Mux(xd["halt"], _S_DONE, _S_FETCH))
         m.d.comb += [ucalls.push.eq(go & xd["call"]), ucalls.pop.eq(go & xd["ret"]),
                      ucalls.reset.eq(go & xd["end"]), ucalls.value.eq(upc_x + 1),
-                     ucalls.clear.eq(((state == _S_IDLE) | (state == _S_DONE)) & self.start)]
+                     ucalls.clear.eq(start_clear)]
         m.d.sync += [fl_eq.eq(alu.eq), fl_lt.eq(alu.lt), fl_ltu.eq(alu.ltu),
                      flags_w.eq(adv & xd["dst_flags"])]
         with m.If(flags_w):
@@ -1066,23 +927,10 @@ class Sequencer(wiring.Component):
         ag_set_go, ag_snap_go = Signal(), Signal()
         m.d.comb += [ag_set_go.eq(x_live & seq_gate("ag_set")),
                      ag_snap_go.eq(x_live & seq_gate("ag_snap"))]
-        with m.If(ag_set_go):
-            ks = imm[:2]
-            for j in range(isa.NUM_AG):
-                with m.If(ks == j):
-                    m.d.sync += ag_rd_eq[j].eq(1)
-                    m.d.sync += [ag_pair_eq[min(i, j), max(i, j)].eq(ag_rd_eq[i])
-                                 for i in range(isa.NUM_AG) if i != j]
-            m.d.sync += [ag_reg[ks].eq(rd),
-                         ags_w.eq(Const(1, isa.NUM_AG) << ks)]
-            lvl_oh = Cat(*[imm[8:11] == v for v in range(1, isa.LOOP_DEPTH + 1)])
-            for j in range(isa.NUM_AG):
-                with m.If(ks == j):
-                    m.d.sync += [ag_lvl_oh[j].eq(lvl_oh),
-                                 ag_tag[j].eq(Mux(rd_nz, lvl_oh, 0))]
-        for j in range(isa.NUM_AG):
-            with m.If(ag_snap_go & xd[f"ag_snap_k{j}"] & ag_lvl_ok[j]):
-                m.d.sync += agb_w[j].eq(1)
+        m.d.comb += [ags.set_go.eq(ag_set_go), ags.snap_go.eq(ag_snap_go),
+                     ags.snap_k.eq(Cat(*[xd[f"ag_snap_k{j}"] for j in range(isa.NUM_AG)])),
+                     ags.level.eq(imm[8:11]), ags.res_q.eq(res_q), ags.rd_nz.eq(rd_nz),
+                     ags.clear.eq(start_clear), ags.load.eq(state == _S_MAP)]
         with m.If(adv):
             with m.If(xd["end"]):
                 m.d.sync += pc_pend.eq(1)
@@ -1092,43 +940,18 @@ class Sequencer(wiring.Component):
             calls.write.eq(go & xd["call_push"]), calls.read.eq(go & xd["call_pop"]),
             calls.push.eq(adv_pre & xd["call_push"]), calls.pop.eq(adv_pre & xd["call_pop"]),
             calls.value.eq(pc + 1),
-            calls.clear.eq(((state == _S_IDLE) | (state == _S_DONE)) & self.start),
+            calls.clear.eq(start_clear),
         ]
         # The loop and call stacks' pointers change on ``adv_pre``: their micro-instructions'
         # ``special`` is not EMIT, so the record check (``ILLEGAL_FIELD``, EMIT's alone) never
         # traps them and ``adv`` is ``adv_pre`` for them; written so, the check is not in
         # these registers' cones (``lsp``, ``csp``, ``ltop``).
-        with m.If(adv_pre):
-            with m.If(xd["loop_push"]):
-                m.d.sync += [lsp.eq(lsp + 1), lsp_oh.eq(lsp_oh << 1), ltop.eq(lsp),
-                             lsp_zero.eq(0),
-                             lsp_full.eq(lsp == isa.LOOP_DEPTH - 1)]
-            with m.If(xd["loop_pop"]):
-                m.d.sync += [lsp.eq(lsp - 1), lsp_oh.eq(lsp_oh >> 1), ltop.eq(ltop - 1),
-                             lsp_zero.eq(lsp == 1),
-                             lsp_full.eq(0)]
-
-        # The loop stack's entries are written while X holds the micro-instruction, stalled or
-        # not (so ``go``, the stall cone, is not in their clock enables): a LOOP_PUSH writes
-        # the free entry ``lsp``, which nothing reads until a push writes it again; a
-        # LOOP_STEP writes entry ``ltop`` from ``rem_top``, which changes only in the cycle
-        # after a LOOP_PUSH, LOOP_STEP or LOOP_POP went (W; a LOOP_STEP holds in that cycle)
-        # and is read instead of that entry while it is the top. A stalled micro-instruction
-        # rewrites the same values; a trapping one stops the sequencer, and START empties
-        # the stack.
-        with m.If(x_live & xd["loop_push"]):
-            m.d.sync += ls_start[lsp[:2]].eq(pc + 1)
-        with m.If(x_live & xd["loop_step"]):
-            m.d.sync += [ls_rem[ltop].eq(rem_top_now - 1), ls_more[ltop].eq(step_more)]
-        # (a pushed, stepped or popped count and its ``more`` flags land in W: ``push_w``,
-        # ``lstep_w``; X's LOOP_STEP or LOOP_POP picks the value, a flag decoded a stage early)
-        top_v, top_m = Signal(32), Signal(2)
-        m.d.sync += [top_v.eq(Mux(xd["loop_step"], rem_top_now - 1, ls_rem[(ltop - 1)[:2]])),
-                     top_m.eq(Mux(xd["loop_step"], step_more, ls_more[(ltop - 1)[:2]])),
-                     lstep_w.eq(go & xd["loop_top"]),
-                     lmore_w.eq(go & (xd["loop_push"] | xd["loop_top"]))]
-        with m.If(lstep_w):
-            m.d.sync += [rem_top.eq(top_v), rem_more.eq(top_m)]
+        # The loop stack's pointers change on ``adv_pre`` (``LoopStack``), its entries while X
+        # holds the micro-instruction, its top count in W.
+        m.d.comb += [loops.x_live.eq(x_live), loops.go.eq(go), loops.adv_pre.eq(adv_pre),
+                     loops.push.eq(xd["loop_push"]), loops.step.eq(xd["loop_step"]),
+                     loops.pop.eq(xd["loop_pop"]), loops.top.eq(xd["loop_top"]),
+                     loops.pc.eq(pc), loops.res_q.eq(res_q), loops.clear.eq(start_clear)]
         # A ULOOP's decrement lands in W as well (``uloop_w``; ``uctr_fix`` is cleared on
         # ``go``): a taken ULOOP redirects, so the next micro-instruction reaches X two
         # cycles later, after the write; an untaken one does not decrement.
@@ -1140,7 +963,7 @@ class Sequencer(wiring.Component):
         # ---- performance counters ---------------------------------------------------------
         m.submodules.perf = perf = PerfCounters()
         m.d.comb += [
-            perf.clear.eq(((state == _S_IDLE) | (state == _S_DONE)) & self.start),
+            perf.clear.eq(start_clear),
             perf.running.eq((state == _S_FETCH) | (state == _S_DECODE) | (state == _S_MAP) |
                             in_exec),
             perf.retire.eq(adv & xd["end"]),
@@ -1167,21 +990,10 @@ class Sequencer(wiring.Component):
             with m.Case(_S_IDLE, _S_DONE):
                 with m.If(self.start):
                     m.d.sync += [state.eq(_S_CLEAR), clr.eq(0), pc.eq(self.start_pc),
-                                 err_status.eq(0), err_any.eq(0), err_pc.eq(0), lsp.eq(0),
-                                 lsp_oh.eq(1),
+                                 err_status.eq(0), err_any.eq(0), err_pc.eq(0),
                                  flag_eq.eq(0), flag_lt.eq(0), flag_ltu.eq(0),
-                                 ltop.eq(-1), lsp_zero.eq(1), lsp_full.eq(0),
                                  t0.eq(0), t1.eq(0), uctr.eq(0),
                                  uctr_nz.eq(0), uctr_fix.eq(0)]
-                    m.d.sync += [ag_stride[i].eq(0) for i in range(isa.NUM_AG)]
-                    m.d.sync += [ag_base[i].eq(0) for i in range(isa.NUM_AG)]
-                    m.d.sync += [ag_reg[i].eq(0) for i in range(isa.NUM_AG)]
-                    m.d.sync += [ag_rd_eq[i].eq(~rd_nz) for i in range(isa.NUM_AG)]
-                    m.d.sync += [v.eq(1) for v in ag_pair_eq.values()]
-                    m.d.sync += [ag_lvl_oh[i].eq(0) for i in range(isa.NUM_AG)]
-                    m.d.sync += [ag_tag[i].eq(0) for i in range(isa.NUM_AG)]
-                    for e in _ENGINES:
-                        m.d.sync += wr[e].eq(0)
             with m.Case(_S_CLEAR):
                 m.d.sync += clr.eq(clr + 1)
                 with m.If(clr == isa.NUM_REGS - 1):
@@ -1199,7 +1011,6 @@ class Sequencer(wiring.Component):
                                              (rs2 + 1)[:6] == rd))
                 m.d.sync += [rd_p[i].eq(rd + i + 1) for i in range(3)]
                 m.d.sync += [rd_p[3].eq(rs2 + 1), rd_nz.eq(rd != 0)]
-                m.d.sync += [ag_rd_eq[i].eq(ag_reg[i] == rd) for i in range(isa.NUM_AG)]
                 m.d.sync += sem_sel.eq(Const(1, isa.NUM_SEMS) << imm[:4])
         # An error stops the sequencer (last, so that it overrides the state machine: ``fault``
         # enters the state's multiplexer last). It cannot happen in IDLE, DONE, CLEAR, FETCH
