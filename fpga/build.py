@@ -43,6 +43,8 @@ import subprocess
 import sys
 import time
 
+from sim.config import parse_seeds as _parse_seeds
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BUILD_ROOT = ROOT / "build" / "fpga"
 BOARDS = ("ulx3s", "icebreaker")
@@ -148,21 +150,12 @@ def _options(freq, baud, seed, router="router1", seeds=None, placer=None, tmg_ri
 
 
 def parse_seeds(text):
-    """``"1,2,5"`` or ``"1-4"`` (or both: ``"1-3,7"``) -> a tuple of distinct positive seeds."""
-    seeds = []
+    """``"1,2,5"`` or ``"1-4"`` (or both: ``"1-3,7"``) -> a tuple of distinct seeds >= 1;
+    ``BuildError`` naming ``--seeds`` otherwise (``sim.config.parse_seeds``)."""
     try:
-        for part in str(text).split(","):
-            lo, _, hi = part.strip().partition("-")
-            lo, hi = int(lo), int(hi or lo)
-            if lo < 1 or hi < lo:
-                raise ValueError
-            seeds.extend(range(lo, hi + 1))
-    except ValueError:
-        seeds = []
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise BuildError(f"--seeds must be distinct positive integers, as a list (1,2,5) or a "
-                         f"range (1-4), not {text!r}")
-    return tuple(seeds)
+        return _parse_seeds(text, name="--seeds", lo=1)
+    except ValueError as exc:
+        raise BuildError(str(exc)) from None
 
 
 #: nextpnr options that name a file nextpnr writes: a sweep moves them into ``seed<N>/``.

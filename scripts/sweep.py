@@ -42,6 +42,7 @@ import time
 import uuid
 
 from scripts import job as jobs
+from sim.config import parse_seeds
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -56,24 +57,6 @@ STOP_WAIT_S = 10.0
 #: Jobs running in this process (a local cluster's workers are threads here): killed when the
 #: sweep ends, whatever the state of the cluster.
 _LIVE = set()
-
-
-def parse_seeds(text):
-    """``"0-99"``, ``"1,2,5"`` or both (``"1-3,7"``) -> a tuple of distinct seeds >= 0."""
-    seeds = []
-    try:
-        for part in str(text).split(","):
-            lo, _, hi = part.strip().partition("-")
-            lo, hi = int(lo), int(hi or lo)
-            if lo < 0 or hi < lo:
-                raise ValueError
-            seeds.extend(range(lo, hi + 1))
-    except ValueError:
-        seeds = []
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct integers >= 0, as a list (1,2,5) or a range "
-                         f"(0-99), not {text!r}")
-    return tuple(seeds)
 
 
 def expand(kind, seeds, params=None):

@@ -18,7 +18,7 @@ import dataclasses
 from sim.dtypes import Format
 
 __all__ = ["CoreConfig", "ENGINE_FORMATS", "PRESETS", "check_int", "check_pow2",
-           "check_formats"]
+           "check_formats", "parse_seeds"]
 
 #: Tensor-engine input formats a core can be built with (the accumulator is FP32 or INT32).
 ENGINE_FORMATS = (Format.INT8, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4, Format.BF16,
@@ -41,6 +41,25 @@ def check_pow2(name, value, lo, hi):
     if value < lo or value > hi or value & (value - 1):
         raise ValueError(f"{name} must be a power of two from {lo} to {hi}, not {value}")
     return value
+
+
+def parse_seeds(text, *, name="seeds", lo=0):
+    """``"1,2,5"``, ``"0-99"`` or both (``"1-3,7"``) -> a tuple of distinct integers
+    ``>= lo``, or ``ValueError`` naming ``name`` and the accepted forms."""
+    seeds = []
+    try:
+        for part in str(text).split(","):
+            first, _, last = part.strip().partition("-")
+            first, last = int(first), int(last or first)
+            if first < lo or last < first:
+                raise ValueError
+            seeds.extend(range(first, last + 1))
+    except ValueError:
+        seeds = []
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"{name} must be distinct integers >= {lo}, as a list (1,2,5) or a "
+                         f"range ({lo}-{lo + 3}), not {text!r}")
+    return tuple(seeds)
 
 
 def check_formats(value, *, names=True):

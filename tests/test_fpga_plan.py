@@ -214,7 +214,7 @@ def test_parse_seeds():
     assert fbuild.parse_seeds("1-4") == (1, 2, 3, 4)
     assert fbuild.parse_seeds(" 1-3, 7") == (1, 2, 3, 7)
     for bad in ("", "0", "a", "1,1", "3-1", "1-2,2", "-1", "1.5"):
-        with pytest.raises(fbuild.BuildError, match="--seeds must be distinct positive"):
+        with pytest.raises(fbuild.BuildError, match="--seeds must be distinct integers >= 1"):
             fbuild.parse_seeds(bad)
 
 
@@ -261,9 +261,8 @@ def test_best_seed():
 
 def test_sweep_cli_errors(capsys):
     assert fbuild.main(["ulx3s", "--config", "demo", "--seeds", "1,x"]) == 2
-    assert capsys.readouterr().err.strip() == ("error: --seeds must be distinct positive "
-                                               "integers, as a list (1,2,5) or a range (1-4), "
-                                               "not '1,x'")
+    assert capsys.readouterr().err.strip() == ("error: --seeds must be distinct integers >= 1, "
+                                               "as a list (1,2,5) or a range (1-4), not '1,x'")
     assert fbuild.main(["ulx3s", "--config", "demo", "--seeds", "1-2", "--jobs", "0"]) == 2
     assert "--jobs must be a positive integer, not 0" in capsys.readouterr().err
     assert fbuild.main(["ulx3s", "--config", "demo", "--seeds", "1-2",
