@@ -111,6 +111,9 @@ class CoreConfig:
         DMA address windows, 1 to 8.
     max_burst : int
         Longest AXI burst of the DMA in beats, a power of two from 1 to 256.
+    dma_data_width : int
+        The DMA's AXI4 data width in bits, a power of two from 32 to 512 (bus bytes per
+        cycle = ``dma_data_width // 8``).
     tensor_add_stages, tensor_mul_stages : int
         Pipeline stages of each tensor PE's FP32 adder and multiplier, 1 to 4.
     """
@@ -125,6 +128,7 @@ class CoreConfig:
     pmem_depth: int = 256
     dma_windows: int = 4
     max_burst: int = 16
+    dma_data_width: int = 32
     tensor_add_stages: int = 1
     tensor_mul_stages: int = 1
 
@@ -141,6 +145,7 @@ class CoreConfig:
         check_pow2("pmem_depth", self.pmem_depth, 16, 2048)
         check_int("dma_windows", self.dma_windows, 1, 8)
         check_pow2("max_burst", self.max_burst, 1, 256)
+        check_pow2("dma_data_width", self.dma_data_width, 32, 512)
         check_int("tensor_add_stages", self.tensor_add_stages, 1, 4)
         check_int("tensor_mul_stages", self.tensor_mul_stages, 1, 4)
 
@@ -184,7 +189,8 @@ class CoreConfig:
         fm = "".join(f"{int(f)}" for f in self.formats)
         return (f"r{self.rows}c{self.cols}-s{self.sbuf_depth}-p{self.psum_depth}-f{fm}"
                 f"-l{self.lut_entries}-n{self.n_rand}-m{self.pmem_depth}-w{self.dma_windows}"
-                f"-b{self.max_burst}-t{self.tensor_add_stages}{self.tensor_mul_stages}")
+                f"-b{self.max_burst}-t{self.tensor_add_stages}{self.tensor_mul_stages}"
+                + (f"-d{self.dma_data_width}" if self.dma_data_width != 32 else ""))
 
     def refsim(self, program, **kwargs):
         """A ``sim.refsim.RefSim`` of ``program`` with this geometry, these formats and

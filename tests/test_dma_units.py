@@ -22,7 +22,8 @@ def bursts_of(addr, nbytes, *, beat_bytes, max_burst):
     return out
 
 
-@pytest.mark.parametrize("data_width, max_burst", [(32, 16), (32, 1), (64, 256), (128, 4)])
+@pytest.mark.parametrize("data_width, max_burst", [(32, 16), (32, 1), (64, 256), (128, 4),
+                                                      (256, 64), (512, 32)])
 def test_burst_splitter_matches_model(data_width, max_burst):
     dut = BurstSplitter(data_width=data_width, max_burst=max_burst)
     bw = data_width // 8
@@ -70,10 +71,14 @@ def test_burst_splitter_matches_model(data_width, max_burst):
 
 
 def test_burst_splitter_parameters():
-    with pytest.raises(ValueError, match="data_width must be 32, 64 or 128, not 16"):
+    with pytest.raises(ValueError,
+                       match="data_width must be a power of two from 32 to 512, not 16"):
         BurstSplitter(data_width=16)
     with pytest.raises(ValueError, match="max_burst must be a power of two from 1 to 256, not 3"):
         BurstSplitter(max_burst=3)
+    # A burst is at most half a 4 KiB page.
+    with pytest.raises(ValueError, match="max_burst must be a power of two from 1 to 32, not 64"):
+        BurstSplitter(data_width=512, max_burst=64)
 
 
 def test_sbuf_write_stage_order_and_backpressure():
@@ -207,3 +212,81 @@ def test_window_check_matches_model():
     sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
+
+
+def chunks_of(base, s0, s1, n0, n1, count, esh, bw):
+    """The model of ``ColumnWalker``: ``(addr, p_off, n, sidx, beat_end, last)`` per chunk."""
+    es = 1 << esh
+    out = []
+    rows_contig = s0 == count * es
+    for i in range(n1):
+        for j in range(n0):
+            col = (base + i * s1 + j * s0) & 0xFFFFFFFF
+            p = 0
+            while p < count:
+                a = (col + p * es) & 0xFFFFFFFF
+                room = (bw - a % bw) // es
+                n = min(room, count - p)
+                col_end = p + n == count
+                last = col_end and i == n1 - 1 and j == n0 - 1
+                beat_end = (not col_end or room == n or not rows_contig or j == n0 - 1)
+                out.append((a, p, n, i * n0 + j, beat_end, last))
+                p += n
+    return out
+
+
+@pytest.mark.parametrize("data_width", [64, 512])
+def test_column_walker_matches_model(data_width):
+    from rtl.dma.column_walker import ColumnWalker
+    dut = ColumnWalker(data_width=data_width)
+    bw = data_width // 8
+    rng = random.Random(data_width)
+
+    async def bench(ctx):
+        for walk in range(25):
+            esh = rng.randrange(3)
+            es = 1 << esh
+            count = rng.choice([1, 3, 8, 16, rng.randrange(1, 256)])
+            n0, n1 = rng.randrange(1, 5), rng.randrange(1, 4)
+            s0 = rng.choice([count * es, count * es + es * rng.randrange(9), 0]) & 0xFFFFFFFF
+            s1 = rng.choice([n0 * s0, rng.getrandbits(20) * es]) & 0xFFFFFFFF
+            base = rng.getrandbits(32) & ~(es - 1)
+            for sig, v in ((dut.base, base), (dut.s0, s0), (dut.s1, s1), (dut.n0, n0),
+                           (dut.n1, n1), (dut.count, count), (dut.esh, esh),
+                           (dut.rows_contig, s0 == count * es)):
+                ctx.set(sig, v)
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            want = chunks_of(base, s0, s1, n0, n1, count, esh, bw)
+            for k, chunk in enumerate(want):
+                assert not ctx.get(dut.done), (walk, k)
+                got = tuple(ctx.get(x) for x in (dut.addr, dut.p_off, dut.n, dut.sidx,
+                                                  dut.beat_end, dut.last))
+                assert got == chunk, (walk, k, got, chunk)
+                ctx.set(dut.step, 1)
+                await ctx.tick()
+                ctx.set(dut.step, 0)
+            assert ctx.get(dut.done), walk
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_dma_width_parameters():
+    from rtl.dma.dma import DMA
+    from sim.config import CoreConfig
+    with pytest.raises(ValueError,
+                       match="data_width must be a power of two from 32 to 512, not 1024"):
+        DMA(partitions=4, sbuf_depth=64, data_width=1024)
+    with pytest.raises(ValueError,
+                       match="dma_data_width must be a power of two from 32 to 512, not 48"):
+        CoreConfig(dma_data_width=48)
+    with pytest.raises(TypeError, match="dma_data_width must be an integer, not '64'"):
+        CoreConfig(dma_data_width="64")
+    cfg = CoreConfig(dma_data_width=256)
+    assert CoreConfig.from_dict(cfg.to_dict()) == cfg and cfg.name.endswith("-d256")
+    assert CoreConfig().name == CoreConfig(dma_data_width=32).name
+    assert DMA(partitions=4, sbuf_depth=64, data_width=512, max_burst=256).burst_beats == 32

@@ -9,13 +9,15 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["AXI4LiteSignature", "AXI4Signature", "RESP_OKAY", "RESP_EXOKAY", "RESP_SLVERR",
-           "RESP_DECERR", "BURST_INCR"]
+           "RESP_DECERR", "BURST_INCR", "AXI4_DATA_WIDTHS"]
 
 RESP_OKAY = 0
 RESP_EXOKAY = 1
 RESP_SLVERR = 2
 RESP_DECERR = 3
 BURST_INCR = 1
+#: The data widths of :class:`AXI4Signature`.
+AXI4_DATA_WIDTHS = (32, 64, 128, 256, 512, 1024)
 
 
 def _check_width(name, value, allowed):
@@ -59,14 +61,14 @@ class AXI4Signature(wiring.Signature):
     addr_width : int
         Address bits, 1 to 64.
     data_width : int
-        32, 64, 128 or 256.
+        A power of two from 32 to 1024 (AXI4's widths from 32 bits up).
     id_width : int
         ID bits, 1 to 16.
     """
 
     def __init__(self, *, addr_width, data_width, id_width=1):
         _check_width("addr_width", addr_width, range(1, 65))
-        _check_width("data_width", data_width, (32, 64, 128, 256))
+        _check_width("data_width", data_width, AXI4_DATA_WIDTHS)
         _check_width("id_width", id_width, range(1, 17))
         self.addr_width = addr_width
         self.data_width = data_width

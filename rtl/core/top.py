@@ -76,6 +76,8 @@ class NeuronCore(wiring.Component):
         DMA address windows, 1 to 8.
     max_burst : int
         Longest AXI burst of the DMA in beats (power of two, 1 to 256).
+    dma_data_width : int
+        The DMA's AXI4 data width in bits, a power of two from 32 to 512 (``docs/dma.md``).
     tensor_add_stages : int
         FP32 adder stages of each tensor PE, 1 to 4 (the array's row delay for FP formats).
         1 by default; 2 splits the PE's FP32 add across two registers but lengthens the
@@ -102,7 +104,7 @@ class NeuronCore(wiring.Component):
     -------
     axil : In(AXI4LiteSignature(addr_width=16, data_width=32))
         Host port: registers and windows of ``sim.memmap.build_memory_map(dma_windows)``.
-    axi : Out(AXI4Signature(addr_width=32, data_width=32, id_width=1))
+    axi : Out(AXI4Signature(addr_width=32, data_width=dma_data_width, id_width=1))
         DMA master to external memory.
     irq : Out(1)
         Interrupt (level): DONE and/or ERROR per ``IRQ_ENABLE``.
@@ -117,8 +119,8 @@ class NeuronCore(wiring.Component):
 
     def __init__(self, rows=4, cols=None, *, partitions=None, lanes=None, sbuf_depth=256,
                  psum_depth=64, formats=ENGINE_FORMATS, lut_entries=64, n_rand=8,
-                 pmem_depth=256, dma_windows=4, max_burst=16, tensor_add_stages=1,
-                 tensor_mul_stages=1, engine_domain=None):
+                 pmem_depth=256, dma_windows=4, max_burst=16, dma_data_width=32,
+                 tensor_add_stages=1, tensor_mul_stages=1, engine_domain=None):
         # The checks and their wording are sim.config's (CoreConfig checks the same ranges).
         check_int("rows", rows, 2, 128)
         cols = rows if cols is None else cols
@@ -136,6 +138,7 @@ class NeuronCore(wiring.Component):
         check_pow2("pmem_depth", pmem_depth, 16, 2048)
         check_int("dma_windows", dma_windows, 1, 8)
         check_pow2("max_burst", max_burst, 1, 256)
+        self._dma_data_width = check_pow2("dma_data_width", dma_data_width, 32, 512)
         check_int("tensor_add_stages", tensor_add_stages, 1, 4)
         self._tensor_add_stages = tensor_add_stages
         check_int("tensor_mul_stages", tensor_mul_stages, 1, 4)
@@ -153,7 +156,7 @@ class NeuronCore(wiring.Component):
         from rtl.bus.axi import AXI4LiteSignature, AXI4Signature
         super().__init__({
             "axil": In(AXI4LiteSignature(addr_width=self._mm.addr_width, data_width=32)),
-            "axi": Out(AXI4Signature(addr_width=32, data_width=32, id_width=1)),
+            "axi": Out(AXI4Signature(addr_width=32, data_width=dma_data_width, id_width=1)),
             "irq": Out(1),
             "activity": Out(ACTIVITY_LAYOUT),
         })
@@ -184,6 +187,7 @@ class NeuronCore(wiring.Component):
     n_rand = property(lambda self: self._n_rand)
     pmem_depth = property(lambda self: self._pmem_depth)
     dma_windows = property(lambda self: self._dma_windows)
+    dma_data_width = property(lambda self: self._dma_data_width)
     memory_map = property(lambda self: self._mm)
 
     def config(self):
@@ -193,7 +197,7 @@ class NeuronCore(wiring.Component):
                 "formats": [f.name.lower() for f in self._formats],
                 "lut_entries": self._lut_entries, "n_rand": self._n_rand,
                 "pmem_depth": self._pmem_depth, "dma_windows": self._dma_windows,
-                "max_burst": self._max_burst,
+                "max_burst": self._max_burst, "dma_data_width": self._dma_data_width,
                 "tensor_add_stages": self._tensor_add_stages,
                 "tensor_mul_stages": self._tensor_mul_stages,
                 "engine_domain": self._engine_domain}
@@ -268,6 +272,7 @@ class NeuronCore(wiring.Component):
         seq = soft_reset("seq", Sequencer(pmem_depth=self._pmem_depth,
                                           check_terms=self._RECORD_TERMS))
         dma = m.submodules.dma = DMA(partitions=P, sbuf_depth=self._sbuf_depth,
+                                     data_width=self._dma_data_width,
                                      max_burst=self._max_burst, windows=self._dma_windows)
         sbuf = m.submodules.sbuf = SBUF(P, self._sbuf_depth)
         te = soft_reset("tensor", TensorEngine(P, C, self._formats,

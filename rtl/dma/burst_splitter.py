@@ -4,7 +4,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from sim.config import check_pow2
+from sim.config import check_int, check_pow2
 
 __all__ = ["BurstSplitter"]
 
@@ -28,15 +28,18 @@ class BurstSplitter(wiring.Component):
     Parameters
     ----------
     data_width : int
-        Bytes per beat times 8: 32, 64 or 128.
+        Bytes per beat times 8: a power of two from 32 to 512.
     max_burst : int
-        Beats per burst at most, a power of two from 1 to 256.
+        Beats per burst at most, a power of two from 1 to ``min(256, 16384 // data_width)``
+        (at most half a 4 KiB page, so that a page holds more beats than a burst).
+    seg_bits : int
+        Width of ``seg_bytes``, 19 to 32.
 
     Members
     -------
     seg_addr : In(32)
         The segment's first byte address.
-    seg_bytes : In(19)
+    seg_bytes : In(seg_bits)
         The segment's length in bytes, at least 1.
     seg_last : In(1)
         The segment is the record's last (copied to ``last`` by ``load``).
@@ -56,13 +59,12 @@ class BurstSplitter(wiring.Component):
         The loaded segment is the record's last.
     """
 
-    def __init__(self, *, data_width=32, max_burst=16):
-        if data_width not in (32, 64, 128):
-            raise ValueError(f"data_width must be 32, 64 or 128, not {data_width!r}")
-        self._data_width = data_width
-        self._max_burst = check_pow2("max_burst", max_burst, 1, 256)
+    def __init__(self, *, data_width=32, max_burst=16, seg_bits=19):
+        self._data_width = check_pow2("data_width", data_width, 32, 512)
+        self._max_burst = check_pow2("max_burst", max_burst, 1, min(256, 16384 // data_width))
+        self._seg_bits = check_int("seg_bits", seg_bits, 19, 32)
         super().__init__({
-            "seg_addr": In(32), "seg_bytes": In(19), "seg_last": In(1),
+            "seg_addr": In(32), "seg_bytes": In(seg_bits), "seg_last": In(1),
             "load": In(1), "issue": In(1),
             "cur": Out(32), "length": Out(8), "single": Out(1), "end": Out(1), "last": Out(1),
         })
@@ -80,9 +82,10 @@ class BurstSplitter(wiring.Component):
         # Segment state: the next beat-aligned byte address, the beats left in the segment L
         # (kept as L - 1), the beats to the next 4 KiB boundary T (1 .. K), L - T - 1.
         iss_cur = Signal(32)
-        iss_left1 = Signal(20 - bsh)             # L - 1
+        sb = self._seg_bits
+        iss_left1 = Signal(sb + 1 - bsh)         # L - 1
         iss_to4k = Signal(14 - bsh)              # T
-        iss_diff1 = Signal(signed(21 - bsh))     # L - T - 1: its sign is L <= T
+        iss_diff1 = Signal(signed(sb + 2 - bsh))  # L - T - 1: its sign is L <= T
         # The next burst is min(L, max_burst, T) beats, one of three cases, kept in flags
         # beside the counts and updated a burst ahead (lookahead), so that the issue reads
         # flip-flops instead of compares: ``iss_by4k`` (T < L and T < max_burst: T beats, to

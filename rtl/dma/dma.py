@@ -58,6 +58,7 @@ from rtl.arith.dsp import registered_product
 
 from .burst_queue import BurstQueue
 from .burst_splitter import BurstSplitter
+from .column_walker import ColumnWalker
 from .sbuf_write_stage import SbufWriteStage
 from .window_check import WindowCheck, WindowLayout
 
@@ -171,6 +172,28 @@ class _Walker(Elaboratable):
         return m
 
 
+def _lanes(beat, esh, n):
+    """The first ``n`` elements of ``beat`` (bytes, element size ``1 << esh``), each
+    zero-extended to a 32-bit word, as one ``32 * n``-bit value."""
+    cands = []
+    for sh in range(3):
+        e = 8 << sh
+        cands.append(Cat(*[Cat(beat[e * k:e * k + e], Const(0, 32 - e)) if e * (k + 1) <= len(beat)
+                           else Const(0, 32) for k in range(n)]))
+    return Mux(esh == 0, cands[0], Mux(esh == 1, cands[1], cands[2]))
+
+
+def _pack(words, esh, nbytes):
+    """The 32-bit ``words`` truncated to the element size ``1 << esh`` and packed, as an
+    ``8 * nbytes``-bit value (the inverse of :func:`_lanes`)."""
+    n = len(words) // 32
+    cands = []
+    for sh in range(3):
+        e = 8 << sh
+        cands.append(Cat(*[words[32 * k:32 * k + e] for k in range(min(n, 8 * nbytes // e))]))
+    return Mux(esh == 0, cands[0], Mux(esh == 1, cands[1], cands[2]))[:8 * nbytes]
+
+
 class DMA(wiring.Component):
     """AXI4 DMA between external memory and SBUF with address-window protection.
 
@@ -181,9 +204,11 @@ class DMA(wiring.Component):
     sbuf_depth : int
         Words per SBUF partition (power of two, 2 to 65536).
     data_width : int
-        AXI data width: 32 or 64.
+        AXI data width in bits, a power of two from 32 to 512.
     max_burst : int
-        Longest burst in beats, a power of two from 1 to 256.
+        Longest burst in beats, a power of two from 1 to 256. Bursts are at most
+        ``burst_beats = min(max_burst, 16384 // data_width)`` beats (2 KiB at 128 bits and
+        wider), so that a 4 KiB page holds more beats than a burst.
     max_outstanding : int
         Bursts in flight at most, 1 to 16.
     windows : int
@@ -227,10 +252,7 @@ class DMA(wiring.Component):
                  max_outstanding=4, windows=4):
         check_int("partitions", partitions, 1, 256)
         check_pow2("sbuf_depth", sbuf_depth, 2, 1 << 16)
-        if not isinstance(data_width, int) or isinstance(data_width, bool):
-            raise TypeError(f"data_width must be an integer, not {data_width!r}")
-        if data_width not in (32, 64):
-            raise ValueError(f"data_width must be 32 or 64, not {data_width}")
+        check_pow2("data_width", data_width, 32, 512)
         check_pow2("max_burst", max_burst, 1, 256)
         check_int("max_outstanding", max_outstanding, 1, 16)
         check_int("windows", windows, 1, 8)
@@ -262,6 +284,7 @@ class DMA(wiring.Component):
     sbuf_depth = property(lambda self: self._sbuf_depth)
     data_width = property(lambda self: self._data_width)
     max_burst = property(lambda self: self._max_burst)
+    burst_beats = property(lambda self: min(self._max_burst, 16384 // self._data_width))
     max_outstanding = property(lambda self: self._max_outstanding)
     n_windows = property(lambda self: self._windows)
 
@@ -282,6 +305,12 @@ class DMA(wiring.Component):
         esh = Signal(2)                          # ... registered in SETUP
         esize = Signal(3)
         contiguous = Signal()                    # registered in SETUP
+        # The across-partitions path (``docs/dma.md``), built for buses wider than 32 bits:
+        # ``ilv``: the record's partitions are consecutive in external memory (registered in
+        # SETUP; a constant 0 in a 32-bit build); ``rows_contig``: so are its columns.
+        wide = self._data_width > 32
+        ilv = Signal()
+        rows_contig = Signal()
         span = Signal(signed(50))                # (n0-1)*ext_stride0, signed
         # ``c.n0 - 1`` (17 bits: -1 for n0 = 0), registered with the record, so that SETUP's
         # multiply does not start behind a subtractor's carry chain.
@@ -345,12 +374,40 @@ class DMA(wiring.Component):
         m.submodules.elw = elw
         for w in (chk, iss, elw):
             m.d.comb += [w.base.eq(c.ext_addr), w.ps.eq(c.ext_part_stride),
-                         w.si.eq(c.ext_stride1), w.np.eq(c.part_count), w.ni.eq(c.n1)]
+                         w.si.eq(c.ext_stride1), w.ni.eq(c.n1)]
+        # Across partitions, a segment is a row (``rows_contig``) or a column.
+        # Across partitions with ``ext_stride0 >= 0`` the rows of one ``i`` (one per
+        # partition, each ``esize`` after the last) first pass the window check as one range
+        # (``union``): if every union lies in a window so does every row, and the transfer
+        # starts after ``n1`` checks instead of ``part_count * n1``; if one does not, the rows
+        # are checked one by one (``union_off``), so the verdict and the error reported are
+        # those of the row check.
+        union = Signal()
+        union_off = Signal()
+        if wide:
+            m.d.comb += union.eq(ilv & ~span[-1] & ~union_off)
         m.d.comb += [
+            chk.np.eq(Mux(union, 1, c.part_count)), elw.np.eq(c.part_count),
+            iss.np.eq(Mux(ilv, 1, c.part_count)),
             chk.nj.eq(1), chk.sj.eq(0), chk.start.eq(chk_hold), chk.step.eq(1),
-            iss.nj.eq(Mux(contiguous, 1, c.n0)), iss.sj.eq(c.ext_stride0),
+            iss.nj.eq(Mux(Mux(ilv, rows_contig, contiguous), 1, c.n0)),
+            iss.sj.eq(c.ext_stride0),
             elw.nj.eq(c.n0), elw.sj.eq(c.ext_stride0),
         ]
+        # The chunks of an across-partitions record (a column's elements in one beat).
+        if wide:
+            m.submodules.cols = cw = ColumnWalker(data_width=self._data_width)
+            m.d.comb += [cw.base.eq(c.ext_addr), cw.s0.eq(c.ext_stride0),
+                         cw.s1.eq(c.ext_stride1), cw.n0.eq(c.n0), cw.n1.eq(c.n1),
+                         cw.count.eq(c.part_count), cw.esh.eq(esh),
+                         cw.rows_contig.eq(rows_contig)]
+        # Whether the walk is over, and the step of the walker in use.
+        el_done = Signal()
+        el_step = Signal()
+        m.d.comb += [el_done.eq(Mux(ilv, cw.done, elw.done) if wide else elw.done),
+                     elw.step.eq(el_step & ~ilv)]
+        if wide:
+            m.d.comb += cw.step.eq(el_step & ilv)
 
         # ---- burst issuer (AR for loads, AW for stores) --------------------------------
         outstanding = Signal(range(self._max_outstanding + 1))
@@ -366,10 +423,11 @@ class DMA(wiring.Component):
         # loaded, two loads are at least two cycles apart (the segment's first burst is issued
         # between) and the first comes at least three cycles after the walker's start in
         # SPAN, so at a load they are the walker's segment's.
-        MB = self._max_burst
-        seg_bytes = Signal(19)                   # bytes per segment (registered in SPAN)
+        MB = self.burst_beats
+        seg_bits = 27 if wide else 19            # a row across partitions: n0 * 255 * 4 bytes
+        seg_bytes = Signal(seg_bits)             # bytes per segment (registered in SPAN)
         m.submodules.bursts = bursts = BurstSplitter(data_width=self._data_width,
-                                                     max_burst=MB)
+                                                     max_burst=MB, seg_bits=seg_bits)
         m.d.comb += [bursts.seg_addr.eq(iss.addr), bursts.seg_bytes.eq(seg_bytes),
                      bursts.seg_last.eq(iss.last), bursts.load.eq(iss_load)]
 
@@ -444,10 +502,16 @@ class DMA(wiring.Component):
         # walker's next position (lookahead), as it is in front of rready and the R/W beat
         # decisions.
         last_in_beat = Signal()
-        m.d.comb += e_off.eq(elw.addr[:bsh])
         with m.If(elw.update):
             m.d.sync += last_in_beat.eq(((elw.next_addr[:bsh] + esize)[:bsh] == 0) |
                                         ~contiguous | elw.next_last_j)
+        # ``lib``: the element (or chunk) is the last taken from its beat.
+        lib = Signal()
+        if wide:
+            m.d.comb += [e_off.eq(Mux(ilv, cw.off, elw.addr[:bsh])),
+                         lib.eq(Mux(ilv, cw.beat_end, last_in_beat))]
+        else:
+            m.d.comb += [e_off.eq(elw.addr[:bsh]), lib.eq(last_in_beat)]
         shifted = Signal(8 * bw)
         elem = Signal(32)
         m.d.comb += shifted.eq(buf >> (e_off << 3))
@@ -466,7 +530,7 @@ class DMA(wiring.Component):
         # registers and ``sbuf_w.ready`` only reaches the stage's pointers and level flags;
         # its ``full`` in front of ``consume`` and ``rready`` is a flip-flop.
         m.submodules.w_stage = wstage = SbufWriteStage(partitions=P,
-                                                       depth=self._sbuf_depth)
+                                                       depth=self._sbuf_depth, lanes=wide)
         wiring.connect(m, wstage.sbuf_w, wiring.flipped(self.sbuf_w))
         wq_ne, wq_full = wstage.nonempty, wstage.full
         m.d.comb += [consume.eq(load & buf_valid & ~err & ~wq_full), wstage.put.eq(consume)]
@@ -479,7 +543,7 @@ class DMA(wiring.Component):
         # its level's enables, whatever the subordinate's ``rvalid``/``rlast`` timing).
         r_take = Signal()
         m.d.comb += [
-            axi.rready.eq(load & (~buf_valid | (~wq_full & last_in_beat))),
+            axi.rready.eq(load & (~buf_valid | (~wq_full & lib))),
             r_take.eq(axi.rvalid & axi.rready),
         ]
         # The element's partition, below P (SETUP checked part_start + part_count <= P), so
@@ -487,14 +551,30 @@ class DMA(wiring.Component):
         part = Signal(pbits)
         m.d.comb += part.eq((c.part_start + elw.p)[:pbits])
         sbuf_addr = Signal(depth_bits)
-        m.d.comb += sbuf_addr.eq((c.sbuf_addr + elw.sidx)[:depth_bits])
+        sidx = Mux(ilv, cw.sidx, elw.sidx) if wide else elw.sidx
+        m.d.comb += sbuf_addr.eq((c.sbuf_addr + sidx)[:depth_bits])
+        # Bytes of the element or chunk.
+        nbytes = Mux(ilv, cw.n << esh, esize) if wide else esize
         # A write the SBUF refuses stays at the stage's head and the stage fills (consume
         # stops, the element stays in buf and R is not taken: rready stays 0).
-        m.d.comb += [wstage.addr.eq(sbuf_addr), wstage.part.eq(part), wstage.elem.eq(elem)]
+        m.d.comb += wstage.addr.eq(sbuf_addr)
+        if wide:
+            # A chunk's elements to the partitions from ``part_start + p_off`` on.
+            pbase = Signal(pbits)
+            m.d.comb += pbase.eq((c.part_start + cw.p_off)[:pbits])
+            lanes = _lanes(shifted, esh, min(P, bw))
+            m.d.comb += [
+                wstage.mask.eq(Mux(ilv, ((Const(1) << cw.n) - 1) << pbase,
+                                   Cat(*[part == p for p in range(P)]))),
+                wstage.data.as_value().eq(Mux(ilv, lanes << Cat(Const(0, 5), pbase),
+                                              elem.replicate(P))),
+            ]
+        else:
+            m.d.comb += [wstage.part.eq(part), wstage.elem.eq(elem)]
         with m.If(consume):
-            m.d.comb += elw.step.eq(1)
-            m.d.sync += self.rd_bytes.eq(self.rd_bytes + esize)
-            with m.If(last_in_beat):
+            m.d.comb += el_step.eq(1)
+            m.d.sync += self.rd_bytes.eq(self.rd_bytes + nbytes)
+            with m.If(lib):
                 m.d.sync += buf_valid.eq(0)
         with m.If(r_take):
             m.d.sync += [buf.eq(axi.rdata), buf_valid.eq(~err)]
@@ -580,11 +660,28 @@ class DMA(wiring.Component):
         d_len, d_single = d_fifo.head.len, d_fifo.head.single
         w_last = Signal()
         m.d.comb += w_last.eq(Mux(w_first, d_single, w_rem_zero))
+        if wide:
+            # A chunk of the column read: the words of partitions ``s2_base`` on, packed at
+            # the element size from byte ``s2_off`` of the beat.
+            s1_base, s2_base = Signal(pbits), Signal(pbits)
+            s1_n, s2_n = Signal.like(cw.n), Signal.like(cw.n)
+            s1_off, s2_off = Signal(bsh), Signal(bsh)
+            s2_words = Signal(32 * P, reset_less=True)
+            words = (s2_words >> Cat(Const(0, 5), s2_base))[:32 * min(P, bw)]
+            bmask = Signal(bw)
+            m.d.comb += bmask.eq((Const(1) << (s2_n << esh)) - 1)
+            packed = _pack(words, esh, bw) & Cat(*[b.replicate(8) for b in bmask])
+            ilv_data = (packed << Cat(Const(0, 3), s2_off))[:8 * bw]
+            ilv_strb = (bmask << s2_off)[:bw]
+            pk_data, pk_strb = Mux(ilv, ilv_data, s2_data), Mux(ilv, ilv_strb, s2_strb)
+            pk_bytes = Mux(ilv, s2_n << esh, esize)
+        else:
+            pk_data, pk_strb, pk_bytes = s2_data, s2_strb, esize
         with m.If(pk_take):
-            m.d.sync += self.wr_bytes.eq(self.wr_bytes + esize)
+            m.d.sync += self.wr_bytes.eq(self.wr_bytes + pk_bytes)
             with m.If(s2_beat_end):
-                m.d.comb += [w_out.w_en.eq(1), w_new.data.eq(acc | s2_data),
-                             w_new.strb.eq(acc_strb | s2_strb), w_new.last.eq(w_last)]
+                m.d.comb += [w_out.w_en.eq(1), w_new.data.eq(acc | pk_data),
+                             w_new.strb.eq(acc_strb | pk_strb), w_new.last.eq(w_last)]
                 m.d.sync += [acc.eq(0), acc_strb.eq(0)]
                 with m.If(w_last):
                     m.d.sync += w_first.eq(1)
@@ -594,19 +691,24 @@ class DMA(wiring.Component):
                                  w_rem.eq(Mux(w_first, d_len, w_rem) - 1),
                                  w_rem_zero.eq(Mux(w_first, d_len, w_rem) == 1)]
             with m.Else():
-                m.d.sync += [acc.eq(acc | s2_data), acc_strb.eq(acc_strb | s2_strb)]
+                m.d.sync += [acc.eq(acc | pk_data), acc_strb.eq(acc_strb | pk_strb)]
         adv2 = Signal()
         m.d.comb += adv2.eq(~s2_valid | pk_take)
         rd_go = Signal()
-        m.d.comb += rd_go.eq(st & ~elw.done & (~s1_valid | adv2))
+        m.d.comb += rd_go.eq(st & ~el_done & (~s1_valid | adv2))
         m.d.comb += [self.sbuf_r.en.eq(rd_go), self.sbuf_r.addr.eq(sbuf_addr)]
         with m.If(adv2):
             m.d.sync += [s2_valid.eq(s1_valid), s2_word.eq(s1_word),
                          s2_beat_end.eq(s1_beat_end), s2_strb.eq(s1_strb), s1_valid.eq(0)]
             m.d.sync += [s2_sel[j].eq(s1_sel[j]) for j in range(bw)]
+            if wide:
+                m.d.sync += [s2_base.eq(s1_base), s2_n.eq(s1_n), s2_off.eq(s1_off),
+                             s2_words.eq(self.sbuf_r.data.as_value())]
         with m.If(rd_go):
-            m.d.comb += elw.step.eq(1)
-            m.d.sync += [s1_valid.eq(1), s1_part.eq(part), s1_beat_end.eq(last_in_beat)]
+            m.d.comb += el_step.eq(1)
+            m.d.sync += [s1_valid.eq(1), s1_part.eq(part), s1_beat_end.eq(lib)]
+            if wide:
+                m.d.sync += [s1_base.eq(pbase), s1_n.eq(cw.n), s1_off.eq(cw.off)]
             sel_next = [Cat(*[(e_off == j - i) & (i < esize) for i in range(min(4, j + 1))])
                         for j in range(bw)]
             m.d.sync += [s1_sel[j].eq(sel_next[j]) for j in range(bw)]
@@ -653,7 +755,8 @@ class DMA(wiring.Component):
         # in CHECK from its second cycle on, where the previous cycle was CHECK too.
         m.submodules.win_check = wchk = WindowCheck(self._windows)
         m.d.comb += [wchk.windows.eq(self.windows), wchk.need.eq(Mux(c.store, 0b10, 0b01)),
-                     wchk.esize.eq(esize), wchk.span.eq(span), wchk.addr.eq(chk.addr)]
+                     wchk.esize.eq(esize), wchk.addr.eq(chk.addr),
+                     wchk.span.eq(Mux(union, span + ((c.part_count - 1) << esh), span))]
         row_hit = wchk.hit
         row_addr = Signal(32)
         row_last = Signal()
@@ -688,8 +791,21 @@ class DMA(wiring.Component):
                         align_mask).any()),
                     s_part_end.eq(c.part_start + c.part_count),
                     s_part_over.eq(c.part_start + c.part_count > P),
-                    row_v.eq(0),
+                    row_v.eq(0), union_off.eq(0),
                 ]
+                if wide:
+                    # Across partitions the elements move in another order (columns): only
+                    # where no two of them share a destination (the order is then unseen).
+                    # Loads: the SBUF words differ (n0*n1 <= depth). Stores: columns and
+                    # rows ascend without overlap (strides below 2**16, so no wrap).
+                    col = c.part_count << fmt_esh
+                    s0, s1 = c.ext_stride0, c.ext_stride1
+                    st_ok = ((s0[16:] == 0) & (s0 >= col) &
+                             ((c.n1 == 1) | ((s1[16:] == 0) & (s1 >= c.n0 * s0[:16]))))
+                    ld_ok = c.n0 * c.n1 <= self._sbuf_depth
+                    m.d.sync += [ilv.eq((c.ext_part_stride == (1 << fmt_esh)) &
+                                        Mux(c.store, st_ok, ld_ok)),
+                                 rows_contig.eq(s0 == col)]
                 # The window check's walker is loaded here to SPAN (``chk_hold``), whether or
                 # not the record goes on, so that no verdict is in front of its clock enables.
                 with m.If(stopping):
@@ -709,6 +825,10 @@ class DMA(wiring.Component):
                     seg_bytes.eq(Mux(contiguous, c.n0 << esh, esize)),
                     chk_hold.eq(0),
                 ]
+                if wide:
+                    col_bytes = c.part_count << esh
+                    with m.If(ilv):
+                        m.d.sync += seg_bytes.eq(Mux(rows_contig, col_bytes * c.n0, col_bytes))
                 with m.If(stopping):
                     m.next = "IDLE"
                 with m.Elif(s_empty):
@@ -724,6 +844,8 @@ class DMA(wiring.Component):
                 # and iss_load is 0 outside RUN, an earlier record's stale one being cleared in
                 # IDLE).
                 m.d.comb += [iss.start.eq(1), elw.start.eq(1)]
+                if wide:
+                    m.d.comb += cw.start.eq(1)
                 m.d.sync += [buf_valid.eq(0), s1_valid.eq(0), s2_valid.eq(0), acc.eq(0),
                              acc_strb.eq(0),
                              w_first.eq(1), r_beat.eq(0)]
@@ -737,6 +859,10 @@ class DMA(wiring.Component):
                 ]
                 with m.If(stopping):
                     m.next = "IDLE"
+                with m.Elif(row_v & ~row_ok & union):
+                    # Back to SPAN with the walker held: the rows one by one.
+                    m.d.sync += [union_off.eq(1), chk_hold.eq(1), row_v.eq(0)]
+                    m.next = "SPAN"
                 with m.Elif(row_v & ~row_ok):
                     m.d.comb += report.eq(1)      # DMA_WINDOW
                     m.next = "IDLE"
@@ -747,7 +873,7 @@ class DMA(wiring.Component):
             with m.State("RUN"):
                 m.d.comb += self.busy.eq(1)
                 finished = Signal()
-                m.d.comb += finished.eq(~iss_run & drained & elw.done &
+                m.d.comb += finished.eq(~iss_run & drained & el_done &
                                         Mux(c.store, ~s1_valid & ~s2_valid,
                                             ~buf_valid & ~wq_ne))
                 with m.If(stopping):

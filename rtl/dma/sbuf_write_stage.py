@@ -16,7 +16,9 @@ class SbufWriteStage(wiring.Component):
     ``put`` (only while ``~full``) enters one 32-bit element for one partition at one word
     address; the head element is the write request on ``sbuf_w`` (``mask`` one-hot, the
     element on every partition's data), held until the port's ``ready`` takes it. One element
-    per cycle, one cycle from ``put`` to the request.
+    per cycle, one cycle from ``put`` to the request. With ``lanes`` an entry is a whole write
+    (``mask`` and a word per partition) instead: any set of partitions at one address per
+    cycle.
 
     The request (address, mask, data) comes from registers and never from ``sbuf_w.ready``,
     as the port requires. The level is two flip-flops, ``nonempty`` (the request) and ``full``
@@ -30,6 +32,9 @@ class SbufWriteStage(wiring.Component):
         SBUF partitions, 1 to 256.
     depth : int
         Words per partition, a power of two from 2 to 65536.
+    lanes : bool
+        Entries are whole writes (``mask``, ``data``) rather than one element (``part``,
+        ``elem``).
 
     Members
     -------
@@ -37,7 +42,13 @@ class SbufWriteStage(wiring.Component):
         Enter ``addr``, ``part``, ``elem``; must be low while ``full``.
     addr : In(range(depth))
     part : In(range(partitions))
+        Without ``lanes``.
     elem : In(32)
+        Without ``lanes``.
+    mask : In(partitions)
+        With ``lanes``: the partitions written.
+    data : In(ArrayLayout(32, partitions))
+        With ``lanes``: a word per partition.
     full : Out(1)
         Two elements wait.
     nonempty : Out(1)
@@ -45,14 +56,19 @@ class SbufWriteStage(wiring.Component):
     sbuf_w : Out(PartitionWriteSignature(partitions, depth))
     """
 
-    def __init__(self, *, partitions, depth):
+    def __init__(self, *, partitions, depth, lanes=False):
         self._partitions = check_int("partitions", partitions, 1, 256)
         self._depth = check_pow2("depth", depth, 2, 1 << 16)
         depth_bits = (depth - 1).bit_length()
         pbits = max(1, (partitions - 1).bit_length())
+        self._lanes = bool(lanes)
+        members = {"put": In(1), "addr": In(depth_bits)}
+        if self._lanes:
+            members.update({"mask": In(partitions), "data": In(data.ArrayLayout(32, partitions))})
+        else:
+            members.update({"part": In(pbits), "elem": In(32)})
         super().__init__({
-            "put": In(1), "addr": In(depth_bits), "part": In(pbits), "elem": In(32),
-            "full": Out(1), "nonempty": Out(1),
+            **members, "full": Out(1), "nonempty": Out(1),
             "sbuf_w": Out(PartitionWriteSignature(partitions, depth)),
         })
 
@@ -62,7 +78,12 @@ class SbufWriteStage(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         P = self._partitions
-        w_word = data.StructLayout({"addr": len(self.addr), "part": len(self.part), "elem": 32})
+        if self._lanes:
+            w_word = data.StructLayout({"addr": len(self.addr), "mask": P,
+                                        "data": data.ArrayLayout(32, P)})
+        else:
+            w_word = data.StructLayout({"addr": len(self.addr), "part": len(self.part),
+                                        "elem": 32})
         m.submodules.words = wq_mem = memory.Memory(shape=w_word, depth=2, init=[])
         wq_w, wq_r = wq_mem.write_port(), wq_mem.read_port(domain="comb")
         wq_ne, wq_full = self.nonempty, self.full
@@ -75,15 +96,21 @@ class SbufWriteStage(wiring.Component):
             m.d.sync += wq_wp.eq(~wq_wp)
         with m.If(wq_pop):
             m.d.sync += wq_rp.eq(~wq_rp)
-        wq_addr, wq_part, wq_elem = wq_r.data.addr, wq_r.data.part, wq_r.data.elem
         m.d.comb += [
             wq_w.en.eq(self.put), wq_w.addr.eq(wq_wp), wq_r.addr.eq(wq_rp),
-            wq_w.data.addr.eq(self.addr), wq_w.data.part.eq(self.part),
-            wq_w.data.elem.eq(self.elem),
+            wq_w.data.addr.eq(self.addr),
             # A refused write stays at the head and the FIFO fills.
-            self.sbuf_w.addr.eq(wq_addr),
-            self.sbuf_w.mask.eq(Mux(wq_ne, Cat(*[wq_part == p for p in range(P)]), 0)),
+            self.sbuf_w.addr.eq(wq_r.data.addr),
         ]
-        for p in range(P):
-            m.d.comb += self.sbuf_w.data[p].eq(wq_elem)
+        if self._lanes:
+            m.d.comb += [wq_w.data.mask.eq(self.mask), wq_w.data.data.eq(self.data),
+                         self.sbuf_w.mask.eq(Mux(wq_ne, wq_r.data.mask, 0)),
+                         self.sbuf_w.data.eq(wq_r.data.data)]
+        else:
+            wq_part, wq_elem = wq_r.data.part, wq_r.data.elem
+            m.d.comb += [wq_w.data.part.eq(self.part), wq_w.data.elem.eq(self.elem),
+                         self.sbuf_w.mask.eq(Mux(wq_ne, Cat(*[wq_part == p for p in range(P)]),
+                                                 0))]
+            for p in range(P):
+                m.d.comb += self.sbuf_w.data[p].eq(wq_elem)
         return m
