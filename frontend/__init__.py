@@ -136,15 +136,18 @@ def _model_cycles(compiled):
 class _Context:
     """What a handler sees: the run's options and :meth:`call` to launch a kernel."""
 
-    def __init__(self, backend, dtype, config, constants, options, cycle_model=False):
+    def __init__(self, backend, dtype, config, constants, options, cycle_model=False,
+                 op_backends=None):
         self.backend, self.dtype, self.config = backend, dtype, config
+        self.op_backends = dict(op_backends or {})
         self.constants = constants
         self.options = options
         self.cycle_model = cycle_model
         self.stats = None
 
     def call(self, node, kern, *arrays, **params):
-        run = kern.run(*[np.ascontiguousarray(a) for a in arrays], backend=self.backend,
+        backend = self.op_backends.get(node.op, self.backend)
+        run = kern.run(*[np.ascontiguousarray(a) for a in arrays], backend=backend,
                        config=self.config, **params, **self.options)
         s = self.stats
         s.kernels += 1
@@ -155,7 +158,7 @@ class _Context:
         s.dma_bytes += nbytes
         s.roofline_cycles += max(-(-macs // (cfg.rows * cfg.cols)), -(-nbytes // bus))
         cycles, counters = run.cycles, run.counters
-        if cycles is None and self.cycle_model:
+        if backend == "refsim" and self.cycle_model:
             cycles, counters = _model_cycles(run.compiled)
         if cycles is not None:
             s.cycles = (s.cycles or 0) + cycles
@@ -188,7 +191,7 @@ class Model:
         return list(self.plan.outputs)
 
     def run(self, inputs, *, backend="refsim", dtype="bf16", config=None, progress=None,
-            cycle_model=False, **options):
+            cycle_model=False, op_backends=None, **options):
         """Run the graph; returns a :class:`Result`.
 
         Parameters
@@ -207,6 +210,10 @@ class Model:
         cycle_model : bool
             On the reference simulator (no clock), take each kernel's cycles and engine busy
             counts from the cycle model (``sim/cycles.py``).
+        op_backends : dict, optional
+            ``{op_type: backend}``: where that operator's kernels run instead (the RTL is
+            bit-exact with the reference simulator, so ``{"Conv": "rtl"}`` gives the
+            reference simulator's result for a model whose convolutions it is too slow for).
         """
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -225,8 +232,12 @@ class Model:
             config = default_config()
         values = dict(self.plan.constants)
         values.update({k: np.asarray(v) for k, v in inputs.items()})
+        for op, b in (op_backends or {}).items():
+            if b not in BACKENDS:
+                raise ValueError(f"op_backends[{op!r}] must be one of {', '.join(BACKENDS)}, "
+                                 f"not {b!r}")
         ctx = _Context(backend, dtype, config, self.plan.constants, options,
-                       cycle_model=cycle_model and backend == "refsim")
+                       cycle_model=cycle_model, op_backends=op_backends)
         layers = []
         total = len(self.plan.nodes)
         for i, node in enumerate(self.plan.nodes):

@@ -17,8 +17,8 @@ import numpy as np
 
 from frontend import tolerance as T
 
-__all__ = ["Digits", "digits", "quantize_int8", "encoder", "cnn", "reference", "tolerance",
-           "MODELS"]
+__all__ = ["Digits", "digits", "digits_export", "quantize_int8", "encoder", "cnn", "squeezenet",
+           "reference", "tolerance", "MODELS"]
 
 #: Seed of every model's weights and data.
 SEED = 0
@@ -224,6 +224,30 @@ def cnn(batch=2, channels=1, size=12, classes=10, seed=SEED):
         opset=17)
     x = rng.random((batch, channels, size, size)).astype(np.float32)
     return model, x
+
+
+def squeezenet():
+    """The topology-only SqueezeNet of ``onnx/backend/test/data/light`` (its weights are
+    ConstantOfShape tensors), the input the ONNX backend test runner gives it (``arange(n) /
+    n`` in the input's shape) and its expected output: ``(model, feed, expected)``."""
+    import os
+    import onnx
+    from onnx import numpy_helper
+    root = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+    model = onnx.load(os.path.join(root, "light_squeezenet.onnx"))
+    inits = {t.name for t in model.graph.initializer}
+    feed = {}
+    for v in model.graph.input:
+        if v.name in inits:
+            continue
+        shape = tuple(d.dim_value if d.HasField("dim_value") else 1
+                      for d in v.type.tensor_type.shape.dim)
+        n = int(np.prod(shape))
+        feed[v.name] = (np.arange(n).reshape(shape) / n).astype(np.float32)
+    t = onnx.TensorProto()
+    with open(os.path.join(root, "light_squeezenet_output_0.pb"), "rb") as f:
+        t.ParseFromString(f.read())
+    return model, feed, numpy_helper.to_array(t)
 
 
 def reference(model, inputs, extra=()):

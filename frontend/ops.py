@@ -77,16 +77,60 @@ def _quant_sym(x):
     return np.clip(np.rint(x / scale), -127, 127).astype(np.int8), scale
 
 
+#: Words of SBUF per partition a GEMM launch's stationary operand may take (the rest holds
+#: the moving chunks and their outputs).
+GEMM_SBUF_SHARE = 0.5
+
+
+def _blocked(ctx, launch, w, x):
+    """``launch(w [K, M], x [K, N])`` (a ``W.T @ X`` kernel call) in launches that fit the
+    core: the stationary ``M`` in blocks whose K tiles take at most :data:`GEMM_SBUF_SHARE`
+    of SBUF, then halves of ``M`` or ``N`` while a launch exceeds a memory or program memory.
+    Each output element is one launch's in-order accumulation over all of ``K``."""
+    cfg = ctx.config
+    K, M = w.shape
+    kt = -(-K // cfg.rows)
+    mb = max(cfg.cols, int(cfg.sbuf_depth * GEMM_SBUF_SHARE) // kt // cfg.cols * cfg.cols)
+    if M > mb:
+        return np.concatenate([_blocked(ctx, launch, w[:, m0:m0 + mb], x)
+                               for m0 in range(0, M, mb)], axis=0)
+    try:
+        return launch(w, x)
+    except kl.KernelError as e:
+        if not any(k in str(e) for k in ("sbuf_depth", "psum_depth", "pmem_depth")):
+            raise
+        N = x.shape[1]
+        if M > cfg.cols and (M >= N or N <= 1):
+            h = -(-M // 2 // cfg.cols) * cfg.cols
+            return np.concatenate([_blocked(ctx, launch, w[:, :h], x),
+                                   _blocked(ctx, launch, w[:, h:], x)], axis=0)
+        if N <= 1:
+            raise
+        h = N // 2
+        return np.concatenate([_blocked(ctx, launch, w, x[:, :h]),
+                               _blocked(ctx, launch, w, x[:, h:])], axis=1)
+
+
+def _int8_launch(ctx, node):
+    def launch(w, x):
+        return ctx.call(node, lib.gemm_int8, np.ascontiguousarray(w), np.ascontiguousarray(x))
+    return launch
+
+
 def _matmul2(ctx, node, a, b):
     """``a [M, K] @ b [K, N]`` in FP32 with the run's tensor format."""
     a, b = _f32(a), _f32(b)
     if ctx.dtype == "int8":
         qa, sa = _quant_sym(a)
         qb, sb = _quant_sym(b)
-        acc = ctx.call(node, lib.gemm_int8, np.ascontiguousarray(qa.T), qb)
-        return ctx.call(node, fk.scalar, acc, op="multiply", value=sa * sb)
+        acc = _blocked(ctx, _int8_launch(ctx, node), qa.T, qb)
+        return _rowwise(ctx, node, fk.scalar, acc, op="multiply", value=sa * sb)
     dt = {"bf16": ml_dtypes.bfloat16, "fp8": ml_dtypes.float8_e4m3fn}[ctx.dtype]
-    return ctx.call(node, lib.gemm, a.astype(dt), b.astype(dt))
+
+    def launch(w, x):
+        # a's rows are loaded transposed by the DMA (lib.gemm).
+        return ctx.call(node, lib.gemm, np.ascontiguousarray(w.T), np.ascontiguousarray(x))
+    return _blocked(ctx, launch, a.astype(dt).T, b.astype(dt))
 
 
 def _matmul(ctx, node, a, b):
@@ -154,22 +198,42 @@ def _check_conv(node, consts):
 
 def _conv_band(ctx, node, x, w, y0, ny):
     """Output rows ``y0 .. y0+ny-1`` of the stride-1 convolution of ``x [C, H, W]``: one
-    kernel launch, or two halves when its program would not fit program memory."""
+    kernel launch, or halves of the filters (when their K tiles overflow SBUF or PSUM) or of
+    the rows (when the program would not fit program memory)."""
     kh = w.shape[2]
+    C = ctx.config.cols
     try:
         return ctx.call(node, lib.conv2d, np.ascontiguousarray(x[:, y0:y0 + ny + kh - 1]), w)
     except kl.KernelError as e:
-        if "pmem_depth" not in str(e):
+        memory = any(k in str(e) for k in ("sbuf_depth", "psum_depth"))
+        if not memory and "pmem_depth" not in str(e):
             raise
-        if ny == 1:
+        if (memory and w.shape[0] > C) or ny == 1:
             if w.shape[0] == 1:
                 raise
-            h = w.shape[0] // 2
+            h = max(C, w.shape[0] // 2 // C * C) if w.shape[0] > C else w.shape[0] // 2
             return np.concatenate([_conv_band(ctx, node, x, w[:h], y0, ny),
                                    _conv_band(ctx, node, x, w[h:], y0, ny)])
     h = ny // 2
     return np.concatenate([_conv_band(ctx, node, x, w, y0, h),
                            _conv_band(ctx, node, x, w, y0 + h, ny - h)], axis=1)
+
+
+def _conv_strided(ctx, node, x, w, strides):
+    """A strided convolution of ``x [C, H, W]`` (padded) as one GEMM: the host gathers each
+    output's window into a column (im2col, a strided DMA pattern per window),
+    ``w [O, C, kh, kw]`` flattened is the stationary operand; only the kept outputs are
+    computed."""
+    O, _, kh, kw = w.shape
+    win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))
+    win = win[:, ::strides[0], ::strides[1]]
+    OH, OW = win.shape[1:3]
+    cols = np.ascontiguousarray(win.transpose(0, 3, 4, 1, 2).reshape(-1, OH * OW))
+    wcol = np.ascontiguousarray(w.reshape(O, -1).T)
+
+    def launch(wb, xb):
+        return ctx.call(node, lib.gemm_tn, np.ascontiguousarray(wb), np.ascontiguousarray(xb))
+    return _blocked(ctx, launch, wcol, cols).reshape(O, OH, OW)
 
 
 def _h_conv(ctx, node, x, w, b=None):
@@ -190,11 +254,17 @@ def _h_conv(ctx, node, x, w, b=None):
     outs = []
     for n in range(x.shape[0]):
         # A grouped convolution is one convolution per group of channels.
-        y = np.concatenate([
-            _conv_band(ctx, node, xp[n, g * ci:(g + 1) * ci].astype(dt),
-                       w[g * co:(g + 1) * co].astype(dt), 0, xp.shape[2] - kh + 1)
-            for g in range(groups)])
-        outs.append(y[:, ::strides[0], ::strides[1]])
+        if strides[0] > 1 or strides[1] > 1:
+            y = np.concatenate([
+                _conv_strided(ctx, node, xp[n, g * ci:(g + 1) * ci].astype(dt),
+                              w[g * co:(g + 1) * co].astype(dt), strides)
+                for g in range(groups)])
+        else:
+            y = np.concatenate([
+                _conv_band(ctx, node, xp[n, g * ci:(g + 1) * ci].astype(dt),
+                           w[g * co:(g + 1) * co].astype(dt), 0, xp.shape[2] - kh + 1)
+                for g in range(groups)])
+        outs.append(y)
     y = np.stack(outs)
     if b is not None:
         bb = _f32(np.broadcast_to(np.asarray(b, np.float32)[None, :, None, None], y.shape))
@@ -597,7 +667,7 @@ def _h_qlinearmatmul(ctx, node, a, sa, za, b, sb, zb, sy, zy):
     # products the tensor engine accumulates exactly in INT32.
     for pa in _split8(ai):
         for pb in _split8(bi):
-            part = ctx.call(node, lib.gemm_int8, np.ascontiguousarray(pa.T), pb)
+            part = _blocked(ctx, _int8_launch(ctx, node), pa.T, pb)
             acc = part if acc is None else (acc.astype(np.int64) + part).astype(np.int32)
     scale = float(np.asarray(sa).reshape(())) * float(np.asarray(sb).reshape(())) / \
         float(np.asarray(sy).reshape(()))
