@@ -20,8 +20,8 @@ from cocotb_tests.common.config import dut_config
 from sim.dtypes import Format, RoundMode
 from sim.lut import TableSpec, compile_table
 from sim.tables import SHIPPED
-from sim.vector import (AccOp, AluOp, Hdr, Src, Status, VectorEngineModel,
-                        coef_addr, desc_addr, hdr_addr, pack_cmd, status_addr, unpack_cmd)
+from sim.vector import (AccOp, AluOp, Hdr, Src, Status, VectorEngineModel, coef_addr,
+                        desc_addr, element_cycles, hdr_addr, pack_cmd, status_addr, unpack_cmd)
 
 F32_EDGES = [
     0x00000000, 0x80000000, 0x3F800000, 0xBF800000, 0x3F000000, 0x40000000, 0x00000001,
@@ -244,6 +244,11 @@ PERIOD_NS = 10
 THROUGH_LATENCY = {False: 1 + 2 + 6 + 1 + 2 + 1 + 2 + 1, True: 1 + 13 + 30 + 1 + 2 + 1 + 5 + 1}
 #: Extra cycles per element of a summing instruction (the accumulate adder's registers).
 ACC_WAIT = {False: 0, True: 3}
+
+
+def subs_of(cfg):
+    """Sub-beats per element beat of the configuration (``VectorEngine.subs``: lanes // units)."""
+    return cfg["lanes"] // (cfg.get("units") or cfg["lanes"])
 
 
 @cocotb.test()
@@ -560,9 +565,12 @@ async def test_back_pressure_extremes(dut):
     # A summed element is followed by acc_wait empty cycles for the accumulate adder (3 deep,
     # none short); the accumulator read-out enters after them, or two cycles after the last
     # element (the FSM's step from BODY to EMIT), whichever is later.
+    # With fewer units than lanes an element takes ``subs`` cycles (``element_cycles``), and the
+    # read-out waits for the last element's last sub-beat to be accumulated.
     deep = tb.cfg["deep"]
-    last = 31 * (1 + ACC_WAIT[deep])
-    emit_at = last + max(2, 1 + ACC_WAIT[deep])
+    subs, wait = subs_of(tb.cfg), ACC_WAIT[deep]
+    last = 31 * element_cycles(subs, wait, AccOp.SUM)
+    emit_at = last + max(subs + 1, 1 + wait, subs + wait - 1)
     assert tb.cycles == emit_at + THROUGH_LATENCY[deep], tb.cycles
 
 
@@ -574,8 +582,9 @@ async def test_output_blocked(dut):
     tb = await setup(dut, idle=0.0, stall=0.0)
     deep = tb.cfg["deep"]
     from rtl.vector.engine import VectorEngine
-    depth = VectorEngine(lanes=tb.lanes, depth=tb.depth, deep=deep).fifo_depth
-    hold = 4 * depth + 100
+    depth = VectorEngine(lanes=tb.lanes, depth=tb.depth, deep=deep,
+                         units=tb.cfg.get("units")).fifo_depth
+    hold = 4 * depth * subs_of(tb.cfg) + 100
     taken = []
 
     async def count_a():
@@ -679,6 +688,17 @@ if pytest is not None:
         run_cocotb(lambda: VectorEngine(lanes=config["lanes"], depth=config["depth"], deep=deep),
                    name="vector_engine", config=config, test_module="cocotb_tests.test_vector",
                    simulator=simulator)
+
+    # The compact engine (one evaluation unit for the four lanes, and two), both pipelines, on
+    # Icarus.
+    @pytest.mark.parametrize("deep,units", [(True, 1), (False, 1), (True, 2)])
+    def test_vector_engine_compact(deep, units):
+        from rtl.vector.engine import VectorEngine
+        config = dict(CONFIG, deep=deep, units=units)
+        run_cocotb(lambda: VectorEngine(lanes=config["lanes"], depth=config["depth"], deep=deep,
+                                        units=units),
+                   name="vector_engine", config=config, test_module="cocotb_tests.test_vector",
+                   simulator="icarus")
 
     @pytest.mark.long
     @pytest.mark.parametrize("simulator", SIMULATORS)

@@ -41,6 +41,7 @@ from sim import isa, microcode
 from sim.dtypes import STORAGE_BITS, Format
 from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond, UDst, USeq,
                      USpecial, USrc)
+from sim.vector import AccOp, element_cycles
 
 __all__ = ["EngineCost", "MicroSim", "RecordTiming"]
 
@@ -66,6 +67,11 @@ class EngineCost:
     #: (ACT with ``acc=1``, REDUCE ADD), which wait for the pipelined accumulate adder.
     vector_pipeline: int = 54
     vector_acc_wait: int = 3
+    #: Cycles an element beat takes to enter the vector engine's evaluation units (``lanes //
+    #: units`` of ``VectorEngine``; 1: a unit per lane): per element, ``sim.vector.
+    #: element_cycles``; the last beat is taken ``vector_subs - 1`` cycles after its first
+    #: sub-beat entered.
+    vector_subs: int = 1
 
     def __call__(self, engine, r):
         if engine == Engine.DMA:
@@ -83,7 +89,12 @@ class EngineCost:
             return 1 + self.vector_pipeline
         summing = (r["op"] == isa.VecOp.ACT and r["acc"]) or \
             (r["op"] == isa.VecOp.REDUCE and r["alu"] == isa.VecAlu.ADD)
-        return n * (1 + (self.vector_acc_wait if summing else 0)) + self.vector_pipeline
+        if self.vector_subs == 1:
+            return n * (1 + (self.vector_acc_wait if summing else 0)) + self.vector_pipeline
+        accumulating = (r["op"] == isa.VecOp.ACT and r["acc"]) or r["op"] == isa.VecOp.REDUCE
+        per = element_cycles(self.vector_subs, self.vector_acc_wait,
+                             AccOp.SUM if accumulating else AccOp.NONE)
+        return n * per + self.vector_pipeline + self.vector_subs - 1
 
 
 @dataclass

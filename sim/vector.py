@@ -43,7 +43,7 @@ __all__ = [
     "CFG_HDR", "CFG_STATUS", "Hdr", "Status", "MAX_BINADES", "DESC_BASE_BITS", "DESC_K_BITS",
     "MAX_K", "ENTRY_CENTER", "ENTRY_UNDER", "ENTRY_OVER", "coef_addr", "desc_addr", "hdr_addr",
     "status_addr", "pack_desc", "alu", "acc_update", "acc_identity", "mulz", "ldexp_ftz",
-    "LutState", "lut_eval", "VectorEngineModel", "ONE_F32", "raw_copy",
+    "LutState", "lut_eval", "VectorEngineModel", "ONE_F32", "raw_copy", "element_cycles",
 ]
 
 ONE_F32 = 0x3F800000
@@ -455,6 +455,20 @@ def lut_eval(z, st):
 
 
 # -- the engine ---------------------------------------------------------------------------
+
+def element_cycles(subs, acc_wait, acc_op):
+    """Cycles per element beat of a vector instruction when nothing stalls.
+
+    ``subs`` is ``lanes // units`` of ``rtl.vector.engine.VectorEngine`` (1: a unit per
+    lane), ``acc_wait`` its accumulate adder's stages (3 deep, 0 short). With a unit per lane
+    an element enters every cycle, a summed one every ``1 + acc_wait`` (the adder's loop);
+    with fewer units a beat takes ``subs`` cycles, and an accumulating one (SUM, MAX, MIN: the
+    shared unit's loop) at least ``1 + acc_wait``."""
+    acc_op = AccOp(int(acc_op))
+    if subs == 1:
+        return 1 + acc_wait if acc_op == AccOp.SUM else 1
+    return subs if acc_op == AccOp.NONE else max(subs, 1 + acc_wait)
+
 
 class VectorEngineModel:
     """Golden model of ``rtl.vector.engine.VectorEngine``.

@@ -36,6 +36,9 @@ class VectorAlu(wiring.Component):
     stages : int
         Pipeline registers, 0 (combinational) to 4: those of the adder and the multiplier; the
         other operations' results wait beside them. Throughput one operation per cycle.
+    mul : bool
+        Build the multiplier (4 MULT18X18D). Without it MUL gives +0, as codes 13..15 do: for
+        users that never issue MUL (an accumulator: ADD, MAX, MIN, BYPASS).
 
     Members
     -------
@@ -51,8 +54,11 @@ class VectorAlu(wiring.Component):
 
     MAX_STAGES = 4
 
-    def __init__(self, stages=0):
+    def __init__(self, stages=0, *, mul=True):
         self._stages = check_stages(stages, self.MAX_STAGES)
+        if not isinstance(mul, bool):
+            raise TypeError(f"mul must be a bool, not {mul!r}")
+        self._mul = mul
         super().__init__({"op": In(4), "x": In(32), "s": In(32), "en": In(1, init=1),
                           "o": Out(32)})
 
@@ -66,8 +72,10 @@ class VectorAlu(wiring.Component):
         op, x, s = self.op, self.x, self.s
         n = self._stages
         m.submodules.add = add = FP32Adder(stages=n)
-        m.submodules.mul = mul = FP32Multiplier(stages=n)
-        m.d.comb += [add.en.eq(self.en), mul.en.eq(self.en)]
+        m.d.comb += add.en.eq(self.en)
+        if self._mul:
+            m.submodules.mul = mul = FP32Multiplier(stages=n)
+            m.d.comb += [mul.en.eq(self.en), mul.a.eq(x), mul.b.eq(s)]
         sign = Const(0x80000000, 32)
         # SUB is x + (-s) and RSUB (-x) + s: the adder is commutative (``sim.formats.fp32_add``
         # sums exactly and rounds once), so the op flips only the sign bits and the operands
@@ -75,8 +83,6 @@ class VectorAlu(wiring.Component):
         m.d.comb += [
             add.a.eq(Cat(x[:31], x[31] ^ (op == AluOp.RSUB))),
             add.b.eq(Cat(s[:31], s[31] ^ (op == AluOp.SUB))),
-            mul.a.eq(x),
-            mul.b.eq(s),
         ]
         # With a pipeline, the other operations' operands (with their DAZ and NaN flags, and
         # the op as flags) take the first of its registers and the rest follows it, so that
@@ -145,9 +151,11 @@ class VectorAlu(wiring.Component):
         with m.Else():
             m.d.comb += other.eq(0)
         unit = Signal(2)           # 0 other, 1 adder, 2 multiplier
+        is_mul = (op == AluOp.MUL) if self._mul else Const(0, 1)
         m.d.comb += unit.eq(Mux((op == AluOp.ADD) | (op == AluOp.SUB) | (op == AluOp.RSUB), 1,
-                                Mux(op == AluOp.MUL, 2, 0)))
+                                Mux(is_mul, 2, 0)))
         unit = delay(m, self.en, unit, n, "unit", reset_less=True)
         other = delay(m, self.en, other, max(n - 1 - (n >= 3), 0), "other", reset_less=True)
-        m.d.comb += self.o.eq(Mux(unit == 1, add.o, Mux(unit == 2, mul.o, other)))
+        mul_o = mul.o if self._mul else Const(0, 32)
+        m.d.comb += self.o.eq(Mux(unit == 1, add.o, Mux(unit == 2, mul_o, other)))
         return m

@@ -1,5 +1,7 @@
 """The vector/activation engine (``docs/vector.md``; golden model ``sim.vector``)."""
 
+import contextlib
+
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.utils import ceil_log2
 from amaranth.lib import data, fifo, stream, wiring
@@ -12,11 +14,12 @@ from rtl.bus.pipeline_register import PipelineRegister
 from rtl.bus.skid import SkidBuffer
 from rtl.round.rounding_unit import RoundingUnit
 from rtl.vector.alu import VectorAlu
+from rtl.vector.interleaved_acc import InterleavedAcc
 from rtl.vector.lut import CFG_LAYOUT, Lut, check_depth, check_lanes
 from sim.dtypes import CANONICAL_NAN_F32, Format
 from sim.config import check_int
 from sim.rounding import MAX_N_RAND, RAW_MODE
-from sim.vector import CMD_FIELDS, AccOp, AluOp, Src, acc_identity
+from sim.vector import CMD_FIELDS, AccOp, AluOp, Src, acc_identity, element_cycles
 
 __all__ = ["VectorEngine", "CMD_LAYOUT"]
 
@@ -168,6 +171,13 @@ class VectorEngine(wiring.Component):
         Pipeline the decoders, the ALUs' FP32 units and the LUT (``Lut(deep=True)``) for clock
         speed; ``False`` keeps the short pipeline (each ALU and each LUT step in one cycle).
         Results are identical; only ``latency`` differs.
+    units : int or None
+        Evaluation units: decoders, ALUs, LUT pipelines and accumulate adders (``None``: one
+        per lane). Fewer units (a divisor of ``lanes``) make a compact engine: an element
+        beat of ``lanes`` elements passes through the units in ``lanes // units`` consecutive
+        cycles (sub-beat ``j`` carries lanes ``j * units + u``), the accumulators are
+        ``InterleavedAcc``, and an instruction takes an element every ``element_cycles(acc_op)``
+        cycles (``sim.vector.element_cycles``). Results are identical.
 
     Members
     -------
@@ -198,12 +208,19 @@ class VectorEngine(wiring.Component):
         cycle after they end, as ``busy``'s terms do.
     """
 
-    def __init__(self, lanes, depth=512, formats=tuple(Format), n_rand=16, *, deep=True):
+    def __init__(self, lanes, depth=512, formats=tuple(Format), n_rand=16, *, deep=True,
+                 units=None):
         self._lanes = check_lanes(lanes)
         self._depth = check_depth(depth)
         if not isinstance(deep, bool):
             raise TypeError(f"deep must be a bool, not {deep!r}")
         self._deep = deep
+        if units is None:
+            units = lanes
+        check_int("units", units, 1, lanes)
+        if lanes % units:
+            raise ValueError(f"units must be a divisor of lanes ({lanes}), not {units}")
+        self._units = units
         self._formats = tuple(formats)
         self._n_rand = check_int("n_rand", n_rand, 1, MAX_N_RAND)
         vec = data.ArrayLayout(32, lanes)
@@ -234,6 +251,20 @@ class VectorEngine(wiring.Component):
     def deep(self):
         return self._deep
 
+    @property
+    def units(self):
+        return self._units
+
+    @property
+    def subs(self):
+        """Cycles an element beat spends entering the units (``lanes // units``)."""
+        return self._lanes // self._units
+
+    def element_cycles(self, acc_op=AccOp.NONE):
+        """Cycles per element beat of an instruction with ``acc_op`` when nothing stalls
+        (``sim.vector.element_cycles``)."""
+        return element_cycles(self.subs, self.acc_wait, acc_op)
+
     @staticmethod
     def _front(deep):
         """Register stages before the LUT: (registers of the decoders, ALU stages) and their
@@ -244,7 +275,9 @@ class VectorEngine(wiring.Component):
 
     @property
     def acc_wait(self):
-        """Extra cycles per element of a summing instruction (the accumulate adder's stages)."""
+        """The accumulate adder's stages: extra cycles per element of a summing instruction with
+        a unit per lane; with fewer units, an accumulating instruction (any ``acc_op`` but
+        NONE) takes an element every ``acc_wait + 1`` cycles at the most."""
         return 3 if self._deep else 0
 
     @staticmethod
@@ -256,7 +289,8 @@ class VectorEngine(wiring.Component):
         """Entries of the result FIFO between the pipeline and the rounding unit: a power of
         two above an element's round trip (taken, through the pipeline and the FIFO, its
         credit back), so that credits never throttle a stream the output takes at full rate."""
-        return 1 << ceil_log2(self._front(self._deep)[2] + Lut.latency_of(self._deep) + 8)
+        return 1 << ceil_log2(self._front(self._deep)[2] + Lut.latency_of(self._deep) + 8 +
+                              self.subs - 1)
 
     @property
     def latency(self):
@@ -266,13 +300,102 @@ class VectorEngine(wiring.Component):
         return (self._front(self._deep)[2] + Lut.latency_of(self._deep) + 1 + 2 + 1 + 2 +
                 self._ru_encoder_stages(self._deep))
 
+    def _lane_accs(self, m, y, y_valid, y_emit, acc_op, summing_cmd):
+        """A unit per lane: the hold register ``y_h`` and an ``_AccUnit`` per lane. Returns
+        ``y_h``, its valid and read-out flags, the accumulators, their pending flag, the
+        reset pulse and value (driven by the caller's sequencing)."""
+        lanes, ACC = self._lanes, self.acc_wait
+        vec = data.ArrayLayout(32, lanes)
+        acc = Signal(vec)
+        lut_y = y
+        y_h = Signal(vec)
+        yh_key = Signal(vec)             # DAZ'd value, key, DAZ and NaN flags of y_h (_AccUnit)
+        yh_daz = Signal(vec)
+        yh_ez = Signal(lanes)
+        yh_nan = Signal(lanes)
+        yh_valid = Signal()
+        yh_emit = Signal()
+        m.d.sync += [yh_valid.eq(y_valid), yh_emit.eq(y_emit)]
+        next_key = Signal(vec)           # the key ``yh_key`` takes with the next element
+        next_ez = [lut_y[l][23:31] == 0 for l in range(lanes)]
+        m.d.comb += [next_key[l].eq(_order_key(lut_y[l], next_ez[l])) for l in range(lanes)]
+        with m.If(y_valid):
+            m.d.sync += y_h.eq(lut_y)
+            for l in range(lanes):
+                yl, ez = lut_y[l], next_ez[l]
+                m.d.sync += [yh_key[l].eq(next_key[l]), yh_ez[l].eq(ez),
+                             yh_daz[l].eq(Mux(ez, yl & 0x80000000, yl)),
+                             yh_nan[l].eq((yl[23:31] == 0xFF) & (yl[0:23] != 0))]
+        elem = yh_valid & ~yh_emit
+        if ACC:
+            acc_we = Signal()
+            pend = [Signal(name=f"acc_pend{i}") for i in range(ACC)]
+            m.d.sync += pend[0].eq(elem & summing_cmd)
+            for i in range(1, ACC):
+                m.d.sync += pend[i].eq(pend[i - 1])
+            m.d.comb += acc_we.eq(Mux(summing_cmd, pend[-1], elem))
+            acc_pending = Cat(*pend).any()
+        else:
+            acc_we = elem
+            acc_pending = Const(0)
+        # An instruction's acc_reset loads its op's identity through the units in the cycle
+        # after the instruction is taken (``acc_rst`` registered, the op from ``c``): the
+        # pipeline is empty then (IDLE follows DRAIN's ``empty``), so no element is accumulated
+        # in that cycle, and the controller's queue head does not reach the accumulators
+        # (``op_q`` -> ``acc_reset`` -> the accumulator's input).
+        acc_rst = Signal()
+        acc_rst_value = Signal(32)
+        with m.Switch(acc_op):
+            for op in AccOp:
+                with m.Case(int(op)):
+                    m.d.comb += acc_rst_value.eq(acc_identity(op))
+        for l in range(lanes):
+            au = m.submodules[f"acc{l}"] = _AccUnit(ACC)
+            m.d.comb += [au.op.eq(acc_op), au.acc.eq(acc[l]), au.y.eq(y_h[l]),
+                         au.y_daz.eq(yh_daz[l]),
+                         au.y_key.eq(yh_key[l]), au.next_key.eq(next_key[l]),
+                         au.y_ez.eq(yh_ez[l]), au.y_nan.eq(yh_nan[l]),
+                         au.we.eq(acc_we), au.rst.eq(acc_rst), au.rst_value.eq(acc_rst_value)]
+            with m.If(acc_we | acc_rst):
+                m.d.sync += acc[l].eq(au.o)
+        return y_h, yh_valid, yh_emit, acc, acc_pending, acc_rst, acc_rst_value
+
+    def _assemble(self, m, y, y_valid, y_emit, y_sub, acc_op):
+        """Fewer units than lanes: the sub-beats leaving the LUT (``y``, sub-beat ``y_sub``)
+        are accumulated as they come (``InterleavedAcc``) and gathered into the element's
+        hold register ``y_h``; the first ``G - 1`` wait in ``y_col``. ``yh_valid`` is the
+        element complete (or the read-out). Returns what ``_lane_accs`` returns."""
+        lanes, units, G, ACC = self._lanes, self._units, self.subs, self.acc_wait
+        y_h = Signal(data.ArrayLayout(32, lanes))
+        y_col = Signal(data.ArrayLayout(32, lanes - units))
+        yh_valid = Signal()
+        yh_emit = Signal()
+        last = y_sub == G - 1
+        m.d.sync += [yh_valid.eq(y_valid & (y_emit | last)), yh_emit.eq(y_emit)]
+        for j in range(G - 1):
+            with m.If(y_valid & (y_sub == j)):
+                m.d.sync += [y_col[j * units + u].eq(y[u]) for u in range(units)]
+        with m.If(y_valid & last):
+            m.d.sync += y_h.eq(Cat(y_col, y))
+        acc_rst = Signal()
+        acc_rst_value = Signal(32)
+        with m.Switch(acc_op):
+            for op in AccOp:
+                with m.Case(int(op)):
+                    m.d.comb += acc_rst_value.eq(acc_identity(op))
+        m.submodules.acc = acc = InterleavedAcc(lanes, units, ACC)
+        m.d.comb += [acc.op.eq(acc_op), acc.valid.eq(y_valid & ~y_emit), acc.sub.eq(y_sub),
+                     acc.y.eq(y), acc.rst.eq(acc_rst), acc.rst_value.eq(acc_rst_value)]
+        return y_h, yh_valid, yh_emit, acc.acc, acc.busy, acc_rst, acc_rst_value
+
     def elaborate(self, platform):
         m = Module()
-        lanes = self._lanes
+        lanes, units, G = self._lanes, self._units, self.subs
         vec = data.ArrayLayout(32, lanes)
+        uvec = data.ArrayLayout(32, units)
         DEC, ALU, FRONT = self._front(self._deep)
 
-        m.submodules.lut = lut = Lut(lanes, self._depth, deep=self._deep)
+        m.submodules.lut = lut = Lut(units, self._depth, deep=self._deep)
         # The LUT takes a cfg beat into a register and its ready is that register's (its
         # address decode, the bank lock and a pending read stay out of the sender): through
         # a combinational ready the core's TABLE beats would run streamer output -> LUT cfg
@@ -332,7 +455,6 @@ class VectorEngine(wiring.Component):
         # and the input handshakes.
         rem_zero = Signal()
         lane_reg = [Signal(vec, name="lane_reg0"), Signal(vec, name="lane_reg1")]
-        acc = Signal(vec)
         run = Const(1)                   # the pipeline's (constant) enable
 
         # -- pipeline valid/kind bits: the stages before the LUT, the LUT's --------------------
@@ -340,8 +462,33 @@ class VectorEngine(wiring.Component):
         p_valid = [Signal(name=f"p{i}_valid") for i in range(FRONT + lat)]
         p_emit = [Signal(name=f"p{i}_emit") for i in range(FRONT + lat)]  # 1: acc read-out
         a1_valid, a1_emit = p_valid[FRONT - 1], p_emit[FRONT - 1]
-        inject = Signal()
+        inject = Signal()                # an element (all lanes) or the acc read-out enters
         inject_emit = Signal()
+        # With fewer units than lanes an element enters as ``G`` sub-beats in consecutive
+        # cycles (``inject`` with the first): ``sub`` is the sub-beat entering (the lanes
+        # ``sub * units + u``) and ``p_sub`` follows it down the pipeline, taken every cycle,
+        # so that ``sub_at(k)`` is the sub-beat of the stage ``k`` cycles after its entry.
+        inject_sub = inject
+        sub = Const(0, 1)
+        p_sub = []
+        if G > 1:
+            inject_sub = Signal()
+            sub = Signal(range(G))
+            p_sub = [Signal(range(G), name=f"p{i}_sub") for i in range(FRONT + lat)]
+            m.d.sync += [p_sub[0].eq(sub)] + [p_sub[i].eq(p_sub[i - 1])
+                                              for i in range(1, FRONT + lat)]
+
+        def sub_at(k):
+            return sub if k == 0 else p_sub[k - 1]
+
+        def lane_of(vector, j, u):
+            return vector[j * units + u]
+
+        def pick(vector, u, k):
+            """Unit ``u``'s word of a lanes-wide ``vector`` for the sub-beat ``sub_at(k)``."""
+            if G == 1:
+                return vector[u]
+            return Cat(*(lane_of(vector, j, u) for j in range(G))).word_select(sub_at(k), 32)
 
         # Credits: ``fifo_depth`` minus the elements in flight (injected, not yet through the hold
         # register) minus the FIFO's content. An element may enter only with a credit left,
@@ -352,7 +499,8 @@ class VectorEngine(wiring.Component):
         # adder (free-running, ``acc_wait`` stages) sees its operands stable that long.
         ACC = self.acc_wait
         gap = Signal(range(ACC + 1))
-        summing_cmd = c.acc_op == AccOp.SUM
+        # (with fewer units every accumulating instruction: the shared unit's loop)
+        summing_cmd = (c.acc_op == AccOp.SUM) if G == 1 else (c.acc_op != AccOp.NONE)
         can_inject = Signal()
         m.d.comb += can_inject.eq((credits != 0) & (gap == 0))
         if ACC:
@@ -362,10 +510,10 @@ class VectorEngine(wiring.Component):
                 m.d.sync += gap.eq(gap - 1)
 
         # -- decode and ALU 0 ---------------------------------------------------------------
-        a0_y = Signal(vec, reset_less=True)
-        a0_t = Signal(vec, reset_less=True)
-        a1_y = Signal(vec, reset_less=True)
-        dec_b_o = Signal(vec)
+        a0_y = Signal(uvec, reset_less=True)
+        a0_t = Signal(uvec, reset_less=True)
+        a1_y = Signal(uvec, reset_less=True)
+        dec_b_o = Signal(uvec)
         need_b = (c.src0 == Src.TENSOR) | (c.src1 == Src.TENSOR)
         DEC_IN = DEC // 3                 # registers before the decoders, inside, after them
         DEC_MID = DEC // 3
@@ -376,7 +524,7 @@ class VectorEngine(wiring.Component):
         # select -> compare -> swap). The lane registers
         # then load from the decoders' output one cycle earlier (``dec_b_o``), still before
         # the first element is selected.
-        for l in range(lanes):
+        for l in range(units):
             # The deep pipeline registers the decoders on both sides and cuts them in the
             # middle (``DEC_MID``), so that neither block RAM -> controller mux -> decoder nor
             # decoder -> operand select -> ALU 0's first step is one cycle, and the INT32
@@ -384,7 +532,8 @@ class VectorEngine(wiring.Component):
             da = m.submodules[f"dec_a{l}"] = FormatDecoder(self._formats, stages=DEC_MID)
             db = m.submodules[f"dec_b{l}"] = FormatDecoder(self._formats, stages=DEC_MID)
             # (the lanes' data registers have no reset: ``p_valid`` says what they hold)
-            data_in = [delay(m, run, x.payload[l], DEC_IN, f"in_{n}{l}", reset_less=True)
+            data_in = [delay(m, run, pick(x.payload, l, 0), DEC_IN, f"in_{n}{l}",
+                             reset_less=True)
                        for n, x in (("a", a_in), ("b", b_in))]
             m.d.comb += [da.a.eq(data_in[0]), da.fmt.eq(dec_fmt_a), da.en.eq(run),
                          db.a.eq(data_in[1]),
@@ -394,16 +543,18 @@ class VectorEngine(wiring.Component):
             dec_b = db.o if DEC_OUT else xb
             m.d.comb += dec_b_o[l].eq(dec_b)
             alu0 = m.submodules[f"alu0_{l}"] = VectorAlu(ALU)
-            s0 = Mux(c.src0 == Src.IMM, c.imm0, Mux(c.src0 == Src.LANE, lane_reg[0][l], dec_b))
+            s0 = Mux(c.src0 == Src.IMM, c.imm0,
+                     Mux(c.src0 == Src.LANE, pick(lane_reg[0], l, DEC - DEC_OUT), dec_b))
             s0 = delay(m, run, s0, DEC_OUT, f"s0_{l}", reset_less=True)
             m.d.comb += [alu0.op.eq(c.op0), alu0.x.eq(xa), alu0.s.eq(s0), alu0.en.eq(run)]
             alu1 = m.submodules[f"alu1_{l}"] = VectorAlu(ALU)
-            s1 = Mux(c.src1 == Src.IMM, c.imm1, Mux(c.src1 == Src.LANE, lane_reg[1][l], a0_t[l]))
+            s1 = Mux(c.src1 == Src.IMM, c.imm1,
+                     Mux(c.src1 == Src.LANE, pick(lane_reg[1], l, DEC + ALU + 1), a0_t[l]))
             m.d.comb += [alu1.op.eq(c.op1), alu1.x.eq(a0_y[l]), alu1.s.eq(s1), alu1.en.eq(run)]
             m.d.sync += [a0_y[l].eq(alu0.o),
                          a0_t[l].eq(delay(m, run, xb, ALU, f"b{l}", reset_less=True)),
                          a1_y[l].eq(alu1.o)]
-        m.d.sync += [p_valid[0].eq(inject), p_emit[0].eq(inject_emit)]
+        m.d.sync += [p_valid[0].eq(inject_sub), p_emit[0].eq(inject_emit)]
         for i in range(1, FRONT + lat):
             m.d.sync += [p_valid[i].eq(p_valid[i - 1]), p_emit[i].eq(p_emit[i - 1])]
 
@@ -417,62 +568,18 @@ class VectorEngine(wiring.Component):
         # least ``acc_wait + 1`` cycles later in a summing instruction), which the
         # accumulate adder reads with ``acc``; ``acc`` takes the sum ``acc_wait`` cycles later.
         y_valid, y_emit = p_valid[-1], p_emit[-1]
-        y_h = Signal(vec)
-        yh_key = Signal(vec)             # DAZ'd value, key, DAZ and NaN flags of y_h (_AccUnit)
-        yh_daz = Signal(vec)
-        yh_ez = Signal(lanes)
-        yh_nan = Signal(lanes)
-        yh_valid = Signal()
-        yh_emit = Signal()
-        m.d.sync += [yh_valid.eq(y_valid), yh_emit.eq(y_emit)]
-        next_key = Signal(vec)           # the key ``yh_key`` takes with the next element
-        next_ez = [lut.y[l][23:31] == 0 for l in range(lanes)]
-        m.d.comb += [next_key[l].eq(_order_key(lut.y[l], next_ez[l])) for l in range(lanes)]
-        with m.If(y_valid):
-            m.d.sync += y_h.eq(lut.y)
-            for l in range(lanes):
-                yl, ez = lut.y[l], next_ez[l]
-                m.d.sync += [yh_key[l].eq(next_key[l]), yh_ez[l].eq(ez),
-                             yh_daz[l].eq(Mux(ez, yl & 0x80000000, yl)),
-                             yh_nan[l].eq((yl[23:31] == 0xFF) & (yl[0:23] != 0))]
-        elem = yh_valid & ~yh_emit
-        if ACC:
-            acc_we = Signal()
-            pend = [Signal(name=f"acc_pend{i}") for i in range(ACC)]
-            m.d.sync += pend[0].eq(elem & summing_cmd)
-            for i in range(1, ACC):
-                m.d.sync += pend[i].eq(pend[i - 1])
-            m.d.comb += acc_we.eq(Mux(summing_cmd, pend[-1], elem))
-            acc_pending = Cat(*pend).any()
+        if G == 1:
+            y_h, yh_valid, yh_emit, acc_vec, acc_pending, acc_rst, acc_rst_value = \
+                self._lane_accs(m, lut.y, y_valid, y_emit, c.acc_op, summing_cmd)
         else:
-            acc_we = elem
-            acc_pending = Const(0)
-        # An instruction's acc_reset loads its op's identity through the units in the cycle
-        # after the instruction is taken (``acc_rst`` registered, the op from ``c``): the
-        # pipeline is empty then (IDLE follows DRAIN's ``empty``), so no element is accumulated
-        # in that cycle, and the controller's queue head does not reach the accumulators
-        # (``op_q`` -> ``acc_reset`` -> the accumulator's input).
-        acc_rst = Signal()
-        acc_rst_value = Signal(32)
-        with m.Switch(c.acc_op):
-            for op in AccOp:
-                with m.Case(int(op)):
-                    m.d.comb += acc_rst_value.eq(acc_identity(op))
-        for l in range(lanes):
-            au = m.submodules[f"acc{l}"] = _AccUnit(ACC)
-            m.d.comb += [au.op.eq(c.acc_op), au.acc.eq(acc[l]), au.y.eq(y_h[l]),
-                         au.y_daz.eq(yh_daz[l]),
-                         au.y_key.eq(yh_key[l]), au.next_key.eq(next_key[l]),
-                         au.y_ez.eq(yh_ez[l]), au.y_nan.eq(yh_nan[l]),
-                         au.we.eq(acc_we), au.rst.eq(acc_rst), au.rst_value.eq(acc_rst_value)]
-            with m.If(acc_we | acc_rst):
-                m.d.sync += acc[l].eq(au.o)
+            y_h, yh_valid, yh_emit, acc_vec, acc_pending, acc_rst, acc_rst_value = \
+                self._assemble(m, lut.y, y_valid, y_emit, p_sub[-1], c.acc_op)
         out = yh_valid & (yh_emit | c.emit)
         w_beat = Signal(beat)
         # A raw copy's elements leave the rounding unit unchanged (FP32, RAW_MODE); its
         # accumulator beat is encoded as any other.
         el_raw = raw & ~yh_emit
-        m.d.comb += [w_beat.data.eq(Mux(yh_emit, acc, y_h)),
+        m.d.comb += [w_beat.data.eq(Mux(yh_emit, acc_vec, y_h)),
                      w_beat.fmt.eq(Mux(el_raw, Format.FP32, c.fmt_o)),
                      w_beat.mode.eq(Mux(el_raw, RAW_MODE, c.rmode)),
                      ofifo.w_en.eq(out), ofifo.w_data.eq(w_beat)]
@@ -490,10 +597,17 @@ class VectorEngine(wiring.Component):
         # (the registers before and inside them), before the first element of BODY is
         # selected in front of the register after them (DEC - DEC_OUT cycles after it is
         # taken, one cycle later at the earliest).
+        # With fewer units the beat is decoded in ``G`` sub-beats, each into its lanes.
         take_lane = [Signal(name="take_lane0"), Signal(name="take_lane1")]
         for i in range(2):
-            with m.If(delay(m, 1, take_lane[i], DEC - DEC_OUT, f"take_lane{i}")):
-                m.d.sync += lane_reg[i].eq(dec_b_o)
+            take = delay(m, 1, take_lane[i], DEC - DEC_OUT, f"take_lane{i}")
+            if G == 1:
+                with m.If(take):
+                    m.d.sync += lane_reg[i].eq(dec_b_o)
+                continue
+            for j in range(G):
+                with m.If(take & (sub_at(DEC - DEC_OUT) == j)):
+                    m.d.sync += [lane_of(lane_reg[i], j, u).eq(dec_b_o[u]) for u in range(units)]
 
         # -- instruction sequencing -------------------------------------------------------
         # cmd.ready and busy come from ``idle``, a flip-flop beside the FSM's state that is 1
@@ -501,6 +615,25 @@ class VectorEngine(wiring.Component):
         # them, so no decode of the state precedes them. (Plain assignments, not set inside the FSM:
         # a process that only reads a never-changing state is not run at time 0 by Icarus in
         # SystemVerilog mode, which would leave them X.)
+        # The sub-beat counter steps with each sub-beat entering (or decoded, in PRO0/PRO1)
+        # and returns to 0 after the last, which takes the input beat.
+        last_sub = (sub == G - 1) if G > 1 else Const(1, 1)
+
+        def if_last():
+            return m.If(last_sub) if G > 1 else contextlib.nullcontext()
+
+        def step_sub():
+            if G > 1:
+                m.d.sync += sub.eq(Mux(last_sub, 0, sub + 1))
+        # With fewer units, the read-out waits until the last element's last sub-beat is in
+        # its accumulator: it reaches the accumulators' output at least ``G - 1 + ACC`` cycles
+        # after that element entered (``emit_wait`` is loaded then).
+        emit_wait = Signal(range(G + ACC + 1))
+        if G > 1:
+            with m.If(inject & summing_cmd):
+                m.d.sync += emit_wait.eq(G + ACC - 2)
+            with m.Elif(emit_wait != 0):
+                m.d.sync += emit_wait.eq(emit_wait - 1)
         idle = Signal(init=1)
         m.d.sync += acc_rst.eq(0)
         with m.FSM():
@@ -520,32 +653,61 @@ class VectorEngine(wiring.Component):
                     with m.Else():
                         m.next = "BODY"
             with m.State("PRO0"):
-                m.d.comb += [b_in.ready.eq(1), take_lane[0].eq(b_in.valid)]
+                m.d.comb += [b_in.ready.eq(last_sub if G > 1 else 1),
+                             take_lane[0].eq(b_in.valid)]
                 with m.If(b_in.valid):
-                    with m.If(c.src1 == Src.LANE):
-                        m.next = "PRO1"
-                    with m.Else():
-                        m.next = "BODY"
+                    step_sub()
+                    with if_last():
+                        with m.If(c.src1 == Src.LANE):
+                            m.next = "PRO1"
+                        with m.Else():
+                            m.next = "BODY"
             with m.State("PRO1"):
-                m.d.comb += [b_in.ready.eq(1), take_lane[1].eq(b_in.valid)]
+                m.d.comb += [b_in.ready.eq(last_sub if G > 1 else 1),
+                             take_lane[1].eq(b_in.valid)]
                 with m.If(b_in.valid):
-                    m.next = "BODY"
+                    step_sub()
+                    with if_last():
+                        m.next = "BODY"
             with m.State("BODY"):
-                with m.If(rem_zero):
+                def finish():
                     with m.If(c.emit_acc):
                         m.next = "EMIT"
                     with m.Else():
                         m.next = "DRAIN"
-                with m.Else():
+
+                def take():
                     b_ok = b_in.valid | ~need_b
-                    m.d.comb += [a_in.ready.eq(can_inject & b_ok),
-                                 b_in.ready.eq(can_inject & a_in.valid & need_b)]
+                    if G == 1:
+                        m.d.comb += [a_in.ready.eq(can_inject & b_ok),
+                                     b_in.ready.eq(can_inject & a_in.valid & need_b)]
                     with m.If(can_inject & a_in.valid & b_ok):
                         m.d.comb += inject.eq(1)
                         m.d.sync += [remaining.eq(remaining - 1), rem_zero.eq(remaining == 1)]
+                        if G > 1:
+                            m.d.comb += inject_sub.eq(1)
+                            step_sub()
+                if G == 1:
+                    with m.If(rem_zero):
+                        finish()
+                    with m.Else():
+                        take()
+                else:
+                    # An element's sub-beats after its first enter unconditionally (the first
+                    # took the credit); its input beats are taken with the last.
+                    with m.If(sub != 0):
+                        m.d.comb += [inject_sub.eq(1), a_in.ready.eq(last_sub),
+                                     b_in.ready.eq(last_sub & need_b)]
+                        step_sub()
+                    with m.Elif(rem_zero):
+                        finish()
+                    with m.Else():
+                        take()
             with m.State("EMIT"):
-                with m.If(can_inject):
+                with m.If(can_inject if G == 1 else can_inject & (emit_wait == 0)):
                     m.d.comb += [inject.eq(1), inject_emit.eq(1)]
+                    if G > 1:
+                        m.d.comb += inject_sub.eq(1)
                     m.next = "DRAIN"
             with m.State("DRAIN"):
                 with m.If(empty):
