@@ -19,11 +19,12 @@ race check finds no unordered pair of records (the result then does not depend o
 timing), the whole fuzz region. (An error aborts the records in flight, so what they wrote
 depends on timing.)
 
-SBUF and PSUM keep their contents from one program to the next, so each reference run starts
-from the previous one's final SBUF and PSUM. After a program whose final state depends on
-timing (a race, an error that aborted records in flight, a hang) a scrub program zeroes SBUF
-(a DMA load from a zero region) and PSUM (a matmul of those zeros) on the core, and the next
-reference run starts from zeros again.
+SBUF, PSUM and the external memory keep their contents from one program to the next (START
+and reset clear neither), so each reference run starts from the previous one's final SBUF and
+PSUM. Before the first program, and after a program whose final state depends on timing (a
+race, an error that aborted records in flight, a hang), the scrub image (:func:`scrub_image`)
+zeroes SBUF (a DMA load of the zeros it writes to external memory at :data:`ZEROS`) and PSUM
+(a matmul of those zeros) on the core, and the next reference run starts from zeros again.
 
 :func:`run` is a pure function of its arguments (a JSON-able record), so a sweep can split a
 long fuzz into (seed, count) jobs.
@@ -41,11 +42,12 @@ from sim.errors import SEQUENCER_ERROR_MAP, ErrorCode
 from sim.image import Image
 from sim.isa import ErrorBit
 
-__all__ = ["run", "core_program", "REGION"]
+__all__ = ["run", "core_program", "scrub_program", "scrub_image", "REGION", "ZEROS"]
 
 #: External memory the programs use: (base, bytes); filled with random bytes per program.
 REGION = (0x0, 0x4000)
-#: A region no program writes: the scrub program loads its zeros into SBUF.
+#: External memory no fuzz program touches: the scrub image writes zeros there (other images
+#: may have left data) and loads them into SBUF.
 ZEROS = 0x10000
 _ENGINE = re.compile(r"^\s*(dma_ld|dma_st|matmul|act|tt|ts|reduce|copy|table_ld|seed_ld|"
                      r"acc_rd)\b")
@@ -122,6 +124,13 @@ def scrub_program(config):
         "waiti 1, 1", "halt"]) + "\n"
 
 
+def scrub_image(config):
+    """The :func:`scrub_program` as an Image that also writes the zeros it loads (external
+    memory at :data:`ZEROS` holds whatever an earlier image left there)."""
+    return Image(program=assemble(scrub_program(config)),
+                 memory=[(ZEROS, bytes(4 * config.sbuf_depth))], max_cycles=1_000_000)
+
+
 def _expected_error(ref):
     """(ErrorCode, address) the core reports for the reference simulator's error bits."""
     if not ref.error:
@@ -142,9 +151,8 @@ def run(config, seed, count, *, core=None, max_cycles=200_000):
     count : int
         Programs to run.
     core : fastsim.FastCore, optional
-        An open core of ``config`` to use (default: one is opened and closed here). It must
-        not have run other images: some state survives reset that the reference runs
-        assume to be zero (``docs/simulation.md``, Fuzz).
+        An open core of ``config`` to use (default: one is opened and closed here); it may
+        have run other images (it is reset and scrubbed first).
 
     Returns
     -------
@@ -163,7 +171,7 @@ def run(config, seed, count, *, core=None, max_cycles=200_000):
     if own:
         core = FastCore(config)
     else:
-        core.reset()          # the same start whatever the core ran before (SBUF: scrubbed)
+        core.reset()
     t0 = time.monotonic()
     c0 = core.cycle
     rec = {"config": config.to_dict(), "seed": seed, "count": count, "compared_memory": 0,
@@ -190,8 +198,7 @@ def run(config, seed, count, *, core=None, max_cycles=200_000):
 
 def _scrub(core, config):
     from sim.image import run_host
-    out = run_host(core.host(), Image(program=assemble(scrub_program(config)),
-                                      max_cycles=1_000_000))
+    out = run_host(core.host(), scrub_image(config))
     if out.error is not None:
         raise RuntimeError(f"fuzz: the scrub program failed: {out.error}")
 

@@ -91,7 +91,7 @@ def test_random_programs_match_cocotb(core):
         image = Image(program=words, memory=[(0, mem)], readback=[(0, 0x4000)],
                       max_cycles=200_000)
         # SBUF and PSUM zero, as after the reset of the cocotb run.
-        core.run_image(Image(program=assemble(fuzz.scrub_program(SMALL))))
+        core.run_image(fuzz.scrub_image(SMALL))
         fast = core.run_image(image)
         slow = run_cocotb_image(SMALL, image, simulator="icarus")
         # Cycle-exact, so even a program with a race leaves the same memory on both.
@@ -105,6 +105,17 @@ def test_fuzz_short():
     rec = fuzz.run(SMALL, seed=int(os.environ.get("FASTSIM_FUZZ_SEED", "7")), count=200)
     assert rec["mismatch_count"] == 0, rec["mismatches"]
     assert rec["compared_memory"] > 50 and rec["errors"] > 10, rec
+
+
+def test_fuzz_on_a_used_core(core):
+    """The fuzz on a core that ran other images first: the streaming GEMM leaves its X at
+    ``fuzz.ZEROS`` in external memory (kept across START and reset), so a scrub that did not
+    write its own zeros loaded them into SBUF (program 7000029 differed)."""
+    image, check = workloads.build("gemm_stream", SMALL, seed=5)
+    check(core.run_image(image))
+    assert any(core.memory.read(fuzz.ZEROS, 4 * SMALL.sbuf_depth))
+    rec = fuzz.run(SMALL, seed=7, count=30, core=core)
+    assert rec["mismatch_count"] == 0, rec["mismatches"]
 
 
 @pytest.mark.long
