@@ -31,7 +31,7 @@ import traceback
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 #: The order ``all`` runs them in; fpga last (it needs minutes per board).
-BENCHMARKS = ("sr", "tensor", "lut", "core", "sim", "models", "fpga")
+BENCHMARKS = ("sr", "tensor", "lut", "core", "sim", "models", "dma", "fpga")
 #: The order ``all --jobs N`` (N > 1) starts them in: longest first.
 LONGEST_FIRST = ("fpga", "tensor", "core", "sim", "sr", "lut")
 

@@ -1,0 +1,272 @@
+"""DMA bytes per cycle against the bus peak: ``python -m scripts.bench dma [--json] [--quick]``.
+
+The DMA alone (``rtl.dma.dma.DMA``) with a 16-partition SBUF and :class:`BenchMemory`, a
+pipelined AXI4 memory in RTL (every burst answered ``--latency`` cycles after its address,
+then one beat per cycle, any number of bursts outstanding, no back-pressure), on Verilator
+through cocotb: the testbench only starts a record and waits for ``done``, so the simulation
+runs at the compiled model's speed. FP32 elements (``part_count = 16``: a column is 64 bytes,
+one beat of the widest bus), loads and stores, per bus width and transfer size:
+
+* ``contiguous``: one external byte range, partitions consecutive (``ext_part_stride`` = 4,
+  ``ext_stride0`` = 64): the across-partitions path of ``docs/dma.md``;
+* ``strided``: the same columns one column apart (``ext_stride0`` = 128);
+* ``transposing``: each partition's row contiguous (``ext_stride0`` = 4), one element per
+  cycle into one partition.
+
+Bytes per cycle = bytes moved / cycles from the command's handshake to ``done`` (the record's
+setup, window check and the first burst's latency included); peak = ``data_width / 8``.
+"""
+
+import json
+import os
+import pathlib
+import tempfile
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, fifo, memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.bus.axi import AXI4Signature
+from sim.config import check_int, check_pow2
+from sim.dma_timing import dma_record_cycles
+
+__all__ = ["BenchMemory", "run", "add_arguments"]
+
+WIDTHS = (32, 64, 128, 256, 512)
+SIZES = (64, 256, 1024, 4096, 16384, 65536, 262144, 1 << 20)
+QUICK_SIZES = (64, 4096, 65536)
+KINDS = ("contiguous", "strided", "transposing")
+PARTITIONS = 16
+ESIZE = 4
+MAX_BURST = 256
+
+
+class BenchMemory(wiring.Component):
+    """A pipelined AXI4 subordinate memory for benchmarks: an AR or AW is taken every cycle
+    while fewer than 16 wait; a read burst's beats follow ``latency`` cycles after its AR, one
+    per cycle (the next burst's first beat right after the previous one's last); W beats are
+    taken every cycle for the oldest AW (INCR, full width, ``wstrb`` honoured); a B follows the
+    last W beat. Addresses wrap modulo ``size_bytes``. Responses are OKAY.
+
+    Parameters
+    ----------
+    data_width : int
+        A power of two from 32 to 512.
+    size_bytes : int
+        A power of two, at least 64 beats.
+    latency : int
+        Cycles from an AR to its first R beat, 1 to 255.
+
+    Members
+    -------
+    axi : In(AXI4Signature(addr_width=32, data_width=data_width, id_width=1))
+    """
+
+    def __init__(self, *, data_width, size_bytes, latency=16):
+        self._dw = check_pow2("data_width", data_width, 32, 512)
+        self._size = check_pow2("size_bytes", size_bytes, 64 * data_width // 8, 1 << 30)
+        self._latency = check_int("latency", latency, 1, 255)
+        super().__init__({"axi": In(AXI4Signature(addr_width=32, data_width=data_width,
+                                                  id_width=1))})
+
+    def elaborate(self, platform):
+        m = Module()
+        axi = self.axi
+        bw = self._dw // 8
+        bsh = (bw - 1).bit_length()
+        words = self._size // bw
+        abits = (words - 1).bit_length()
+        m.submodules.mem = mem = memory.Memory(shape=data.ArrayLayout(8, bw), depth=words,
+                                               init=[])
+        rd = mem.read_port(domain="comb")
+        wr = mem.write_port(granularity=1)   # a byte per element
+        now = Signal(16)
+        m.d.sync += now.eq(now + 1)
+
+        # Reads: (beat index, length, cycle due) queued; the head streams once due.
+        ar_layout = data.StructLayout({"beat": abits, "len": 8, "due": 16})
+        m.submodules.ar_q = ar_q = fifo.SyncFIFO(width=ar_layout.size, depth=16)
+        ar_head = data.View(ar_layout, ar_q.r_data)
+        m.d.comb += [axi.arready.eq(ar_q.w_rdy), ar_q.w_en.eq(axi.arvalid),
+                     ar_q.w_data.eq(Cat(axi.araddr[bsh:bsh + abits], axi.arlen,
+                                        now + self._latency))]
+        r_active, r_beat, r_left = Signal(), Signal(abits), Signal(8)
+        r_next = Signal()                        # the active burst ends this cycle
+        m.d.comb += [
+            rd.addr.eq(r_beat), axi.rdata.eq(rd.data), axi.rvalid.eq(r_active),
+            axi.rlast.eq(r_left == 0), axi.rresp.eq(0), axi.rid.eq(0),
+            r_next.eq(~r_active | (axi.rready & (r_left == 0))),
+        ]
+        with m.If(axi.rvalid & axi.rready):
+            m.d.sync += [r_beat.eq(r_beat + 1), r_left.eq(r_left - 1)]
+        with m.If(r_next):
+            due = (now - ar_head.due)[15]        # the head is due when now - due >= 0
+            m.d.sync += r_active.eq(0)
+            with m.If(ar_q.r_rdy & ~due):
+                m.d.comb += ar_q.r_en.eq(1)
+                m.d.sync += [r_active.eq(1), r_beat.eq(ar_head.beat), r_left.eq(ar_head.len)]
+
+        # Writes: (beat index) per AW queued; W beats go to the head's burst.
+        m.submodules.aw_q = aw_q = fifo.SyncFIFO(width=abits, depth=16)
+        w_first, w_beat = Signal(init=1), Signal(abits)
+        m.d.comb += [axi.awready.eq(aw_q.w_rdy), aw_q.w_en.eq(axi.awvalid),
+                     aw_q.w_data.eq(axi.awaddr[bsh:bsh + abits]),
+                     axi.wready.eq(aw_q.r_rdy)]
+        beat = Mux(w_first, aw_q.r_data, w_beat)
+        b_count = Signal(8)
+        b_take = axi.bvalid & axi.bready
+        w_take = axi.wvalid & axi.wready
+        m.d.comb += [wr.addr.eq(beat), wr.data.eq(axi.wdata),
+                     wr.en.eq(Mux(w_take, axi.wstrb, 0)),
+                     axi.bvalid.eq(b_count != 0), axi.bresp.eq(0), axi.bid.eq(0)]
+        with m.If(w_take):
+            m.d.sync += [w_beat.eq(beat + 1), w_first.eq(axi.wlast)]
+            m.d.comb += aw_q.r_en.eq(axi.wlast)
+        m.d.sync += b_count.eq(b_count + (w_take & axi.wlast) - b_take)
+        return m
+
+
+class BenchHarness(wiring.Component):
+    """DMA + SBUF + :class:`BenchMemory`, with the DMA's command, ``done``/``err`` and
+    ``busy`` as ports and a free-running cycle counter."""
+
+    def __init__(self, *, data_width, sbuf_depth, size_bytes, latency, max_burst):
+        from rtl.dma.dma import DMA, DmaRecord, WindowLayout
+        from amaranth.lib import stream
+        self.dma = DMA(partitions=PARTITIONS, sbuf_depth=sbuf_depth, data_width=data_width,
+                       max_burst=max_burst, windows=1)
+        self.mem = BenchMemory(data_width=data_width, size_bytes=size_bytes, latency=latency)
+        self.sbuf_depth = sbuf_depth
+        super().__init__({"cmd": In(stream.Signature(DmaRecord)), "done": Out(1),
+                          "err_valid": Out(1), "busy": Out(1), "cycle": Out(32),
+                          "windows": In(data.ArrayLayout(WindowLayout, 1))})
+
+    def elaborate(self, platform):
+        from rtl.core.sbuf import SBUF
+        m = Module()
+        m.submodules.dma = dma = self.dma
+        m.submodules.mem = mem = self.mem
+        m.submodules.sbuf = sbuf = SBUF(PARTITIONS, self.sbuf_depth, read_ports=("dma",),
+                                        write_ports=("dma",))
+        wiring.connect(m, dma.axi, mem.axi)
+        wiring.connect(m, dma.sbuf_r, sbuf.r_dma)
+        wiring.connect(m, dma.sbuf_w, sbuf.w_dma)
+        wiring.connect(m, wiring.flipped(self.cmd), dma.cmd)
+        m.d.comb += [self.done.eq(dma.done), self.err_valid.eq(dma.err_valid),
+                     self.busy.eq(dma.busy), dma.windows.eq(self.windows),
+                     dma.abort.eq(0), dma.clear_counters.eq(0)]
+        m.d.sync += self.cycle.eq(self.cycle + 1)
+        return m
+
+
+def records(kind, nbytes, store):
+    """The DMA_RECORD fields of a ``kind`` transfer of ``nbytes`` (FP32, 16 partitions)."""
+    from sim.dtypes import Format
+    col = PARTITIONS * ESIZE
+    n = max(1, nbytes // col)                    # columns, or elements per partition
+    base = dict(ext_addr=0x10000 if store else 0, n1=1, part_start=0,
+                part_count=PARTITIONS, sbuf_addr=0, fmt=int(Format.FP32), store=int(store))
+    if kind == "contiguous":
+        return dict(base, ext_stride0=col, ext_stride1=0, ext_part_stride=ESIZE, n0=n)
+    if kind == "strided":
+        return dict(base, ext_stride0=2 * col, ext_stride1=0, ext_part_stride=ESIZE, n0=n)
+    return dict(base, ext_stride0=ESIZE, ext_stride1=0, ext_part_stride=n * ESIZE, n0=n)
+
+
+try:
+    import cocotb
+    from cocotb.triggers import RisingEdge
+
+    @cocotb.test()
+    async def bench_records(dut):
+        """Runs the records of ``BENCH_DMA["records"]`` (JSON in the environment, so that
+        the build does not depend on them); writes their cycles to ``BENCH_DMA["out"]``."""
+        from cocotb.clock import Clock
+        from sim.isa import DMA_RECORD, pack
+        cfg = json.loads(os.environ["BENCH_DMA"])
+        Clock(dut.clk, 10, unit="ns").start()
+        dut.cmd__valid.value = 0
+        dut.windows.value = (0xFFFFFFFF << 32) | (3 << 64)        # all of memory, read/write
+        dut.rst.value = 1
+        for _ in range(3):
+            await RisingEdge(dut.clk)
+        dut.rst.value = 0
+        await RisingEdge(dut.clk)
+        out = []
+        for rec in cfg["records"]:
+            # The DMA is idle, so the command is taken at the next edge.
+            dut.cmd__payload.value = pack(DMA_RECORD, **rec)
+            dut.cmd__valid.value = 1
+            await RisingEdge(dut.clk)
+            start = int(dut.cycle.value)
+            dut.cmd__valid.value = 0
+            await RisingEdge(dut.done)
+            out.append(int(dut.cycle.value) - start)
+            await RisingEdge(dut.clk)
+            assert not int(dut.err_valid.value) and not int(dut.busy.value)
+        pathlib.Path(cfg["out"]).write_text(json.dumps(out))
+except ImportError:  # pragma: no cover
+    pass
+
+
+def _depth(sizes):
+    """SBUF words per partition for the largest of ``sizes``."""
+    return max(16, 1 << (max(sizes) // (PARTITIONS * ESIZE) - 1).bit_length())
+
+
+def measure(data_width, sizes, kinds=KINDS, *, latency=16, max_burst=256,
+            simulator="verilator"):
+    """``{(kind, direction, size): cycles}`` for one bus width."""
+    from cocotb_tests.common.runner import run_cocotb
+    recs, keys = [], []
+    for kind in kinds:
+        for store in (0, 1):
+            for size in sizes:
+                recs.append(records(kind, size, store))
+                keys.append((kind, "store" if store else "load", size))
+    depth = _depth(sizes)
+    size_bytes = 1 << (4 * max(sizes) + 0x10000 - 1).bit_length()
+    cfg = dict(data_width=data_width, sbuf_depth=depth, size_bytes=size_bytes,
+               latency=latency, max_burst=max_burst)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = pathlib.Path(tmp) / "cycles.json"
+        run_cocotb(lambda: BenchHarness(**cfg), name=f"bench_dma_w{data_width}", config=cfg,
+                   test_module="scripts.bench_dma", simulator=simulator,
+                   extra_env={"BENCH_DMA": json.dumps(dict(records=recs, out=str(out)))})
+        cycles = json.loads(out.read_text())
+    return dict(zip(keys, cycles))
+
+
+def add_arguments(parser):
+    parser.add_argument("--widths", default=",".join(map(str, WIDTHS)),
+                        help="bus widths in bits (default 32,64,128,256,512)")
+    parser.add_argument("--latency", type=int, default=16,
+                        help="memory latency from AR to the first R beat (default 16)")
+    parser.add_argument("--simulator", default="verilator", choices=("verilator", "icarus"))
+
+
+def run(args):
+    widths = [int(w) for w in str(getattr(args, "widths", "") or
+                                  ",".join(map(str, WIDTHS))).split(",")]
+    sizes = QUICK_SIZES if getattr(args, "quick", False) else SIZES
+    latency = getattr(args, "latency", 16)
+    rows = []
+    for w in widths:
+        got = measure(w, sizes, latency=latency,
+                      simulator=getattr(args, "simulator", "verilator"))
+        for (kind, direction, size), cycles in got.items():
+            moved = max(1, size // (PARTITIONS * ESIZE)) * PARTITIONS * ESIZE
+            rate = moved / cycles
+            model = dma_record_cycles(records(kind, size, direction == "store"),
+                                      data_width=w, sbuf_depth=_depth(sizes),
+                                      max_burst=MAX_BURST, latency=latency)
+            rows.append(dict(width=w, kind=kind, direction=direction, bytes=moved,
+                             cycles=cycles, bytes_per_cycle=round(rate, 3),
+                             peak=w // 8, fraction=round(rate / (w // 8), 4),
+                             model_cycles=model, model_error=round(model / cycles - 1, 4)))
+    goal = [r for r in rows if r["kind"] == "contiguous" and r["bytes"] >= 4096]
+    big = [r for r in rows if r["bytes"] >= 1024]
+    return {"partitions": PARTITIONS, "format": "fp32", "latency": latency,
+            "max_burst": MAX_BURST, "max_outstanding": 4, "sizes": list(sizes), "rows": rows,
+            "contiguous_4k_min_fraction": min((r["fraction"] for r in goal), default=None),
+            "model_max_error_1k": max((abs(r["model_error"]) for r in big), default=None)}
