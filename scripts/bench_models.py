@@ -2,6 +2,7 @@
 
     python -m scripts.bench models [--json] [--quick] [--backends refsim,rtl]
                                    [--models digits,encoder,cnn] [--dtypes bf16,fp8,int8]
+    python -m scripts.bench models --json --models squeezenet --backends refsim
 
 For each model, backend and tensor format: the largest error against onnxruntime (FP32) and
 its bound (``frontend.models.tolerance``), the digits MLP's accuracy on the 450 test images
@@ -14,6 +15,9 @@ static quantization), also compared with onnxruntime running that INT8 model.
 (``frontend.default_config()``); its outputs are compared bit for bit with the reference
 simulator's. ``refsim`` has no clock: its cycles and busy counts are the cycle model's
 (``sim/cycles.py``: serial engines with estimated costs).
+
+``squeezenet`` (not in the default list: 349 M MACs, hours on the reference simulator) runs
+the light SqueezeNet of the ONNX backend tests end to end on the first backend.
 """
 
 import time
@@ -86,6 +90,29 @@ def _one(name, case, backend, dtype, config):
     return rec, y
 
 
+def squeezenet(backend="refsim", conv_backend=None, progress=None):
+    """The light SqueezeNet (``frontend.models.squeezenet``) end to end in BF16: the largest
+    error against its expected output, cycles and seconds; ``conv_backend`` runs its
+    convolutions elsewhere (``rtl``: bit-exact with the reference simulator)."""
+    import frontend
+    from frontend import models as M
+    model, feed, expected = M.squeezenet()
+    t0 = time.time()
+    res = frontend.Model(model).run(
+        feed, backend=backend, config=frontend.default_config(), cycle_model=True,
+        races=False, progress=progress,
+        op_backends={"Conv": conv_backend} if conv_backend else None)
+    y = next(iter(res.outputs.values()))
+    cycles = res.cycles
+    return {"backend": backend, "conv_backend": conv_backend or backend,
+            "max_error": float(np.max(np.abs(y.astype(np.float64) - expected))),
+            "expected_max": float(np.max(np.abs(expected))), "cycles": cycles,
+            "tensor_busy": round(res.total("tensor_busy") / cycles, 4) if cycles else None,
+            "roofline_fraction": round(res.total("roofline_cycles") / cycles, 4)
+            if cycles else None, "macs": res.total("macs"), "kernels": res.total("kernels"),
+            "seconds": round(time.time() - t0, 1)}
+
+
 def run(args):
     import sys
     import frontend
@@ -99,6 +126,8 @@ def run(args):
         backends = [b for b in backends if b != "rtl"]
     cases = _cases(names, args.quick)
     out = {"config": config.to_dict(), "backends": backends, "models": {}}
+    if "squeezenet" in names:
+        out["squeezenet"] = squeezenet(backends[0], progress=sys.stderr)
     for name, case in cases.items():
         rec = {"what": case["what"]}
         if name == "digits":
