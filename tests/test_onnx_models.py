@@ -107,3 +107,37 @@ def test_squeezenet_end_to_end():
     from scripts.bench_models import squeezenet
     rec = squeezenet("refsim", conv_backend="rtl" if fast_backend() is not None else None)
     assert rec["max_error"] <= 4 * 2.0 ** -7 * rec["expected_max"], rec
+
+
+def _one_node(op, inputs, out_shape, inits, **attrs):
+    from onnx import TensorProto, helper, numpy_helper
+    g = helper.make_graph(
+        [helper.make_node(op, [n for n, _ in inputs] + [n for n, _ in inits], ["y"], **attrs)],
+        "m", [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(v.shape))
+              for n, v in inputs],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)],
+        [numpy_helper.from_array(v, n) for n, v in inits])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_launches_that_overflow_sbuf_are_split():
+    """A MatMul whose stationary operand overflows SBUF (K = 300: 38 K tiles) runs in blocks
+    of rows, and a Conv whose filters' K tiles overflow it (16 channels x 3 x 3, 64 filters)
+    by filters, each within the product bound; a strided Conv computes only the outputs it
+    keeps (one GEMM)."""
+    from frontend.tolerance import check_close
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((40, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 12)).astype(np.float32)
+    m = frontend.Model(_one_node("MatMul", [("a", a)], [40, 12], [("b", b)]))
+    res = m.run({"a": a})
+    assert res.layers[0].kernels > 1
+    assert check_close("MatMul", res.outputs["y"], a @ b, inputs=[a, b]) is None
+    x = rng.standard_normal((1, 16, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((64, 16, 3, 3)).astype(np.float32)
+    for strides, out in (([1, 1], 4), ([2, 2], 2)):
+        model = _one_node("Conv", [("x", x)], [1, 64, out, out], [("w", w)], strides=strides)
+        exp = models.reference(model, {"x": x})["y"]
+        res = frontend.Model(model).run({"x": x})
+        assert check_close("Conv", res.outputs["y"], exp, inputs=[x, w]) is None
+        assert res.layers[0].macs == exp.size * 16 * 9
