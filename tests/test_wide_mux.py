@@ -1,7 +1,7 @@
 """``rtl.arith.wide_mux``: the ECP5 netlist (LUT4 / PFUMX / L6MUX21 instances, simulated with
 Icarus and ``fpga/sim/ECP5_MUX.v``) and the plain multiplexer elsewhere both give
 ``inputs[sel]`` for every select and random data; bad arguments raise ``ValueError``. The
-sequencer's shifters (``_log_shift``) against Python's shifts for every amount."""
+sequencer's shifters (``rtl.control.alu.log_shift``) against Python's shifts for every amount."""
 
 import numpy as np
 import pytest
@@ -13,7 +13,7 @@ from amaranth.sim import Simulator
 
 from rtl.arith.dsp import ECP5_TARGET
 from rtl.arith.wide_mux import lut4, lut4_init, pair_mux, wide_mux
-from rtl.control.sequencer import _log_shift
+from rtl.control.alu import log_shift as _log_shift
 
 from ecp5_netlist import needs_icarus, run_icarus, run_plain
 
