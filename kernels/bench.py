@@ -122,6 +122,7 @@ def measure(w, backend="model"):
         out, _ = run_rtl(w.config, w.image)
         if out.error is not None:
             raise out.error
+        w.outcome = out
         cycles, busy = out.cycles, out.counters["tensor_busy"]
     else:
         raise ValueError(f"backend must be model or rtl, not {backend!r}")

@@ -38,17 +38,15 @@ _DRAM_BASE = 0x1000
 #: Records an engine holds issued and not completed before the sequencer stalls
 #: (``sim.isa.MAX_OUTSTANDING``).
 _MAX_OUTSTANDING = 8
-#: Sequencer cycles to issue one engine instruction with its register set-up (estimate).
-_ISSUE = 24
 
 
 class Program:
     """A compiled kernel: ``asm`` (assembly text), ``words``, ``order`` (scheduled
-    operations), the DRAM layout (``buffers``), ``dram_bytes`` and per-engine record
-    counts."""
+    operations), the DRAM layout (``buffers``), ``dram_bytes``, per-engine record counts and
+    the scheduler's ``estimate`` of its cycles."""
 
-    def __init__(self, asm, words, order, buffers, dram_bytes, counts, waits):
-        self.asm, self.words, self.order = asm, words, order
+    def __init__(self, asm, words, order, buffers, dram_bytes, counts, waits, estimate=None):
+        self.asm, self.words, self.order, self.estimate = asm, words, order, estimate
         self.buffers, self.dram_bytes = buffers, dram_bytes
         self.counts, self.waits = counts, waits
 
@@ -209,28 +207,86 @@ def _dependencies(ops):
 # 3. Scheduling
 # ---------------------------------------------------------------------------------------------
 
+#: Costs of the engines as measured on the RTL (32-bit AXI; docs/kernels.md).
+DMA_SETUP = 11              # cycles per DMA record
+DMA_RUN = 1                 # cycles per contiguous run (a partition row of a 2-D/3-D view)
+DMA_STRIDED = 2             # cycles per element when the innermost stride is not one element
+DMA_STRIDED_SETUP = 18
+TENSOR_LATENCY = 60         # cycles from a matmul taking the array to its PSUM write
+VECTOR_PIPELINE = 57        # fill and drain of the vector pipeline around a record
+VECTOR_ACC_WAIT = 3         # extra cycles per element of a summing record
+#: Records an engine's queue holds emitted and not yet taken; one more stalls the sequencer.
+_QUEUE = 2
+#: Sequencer cycles before an engine instruction (its ``li`` set-up), after it, and per matmul
+#: of a hardware loop.
+_SETUP, _ISSUE, _LOOP_ISSUE = 20, 6, 8
+
+
+def _dma_cycles(a):
+    elems = a["p"] * a["n0"] * a["n1"]
+    if a["stride0"] == a["dram"].dtype.nbytes:
+        return DMA_SETUP + DMA_RUN * a["p"] * a["n1"] + elems
+    return DMA_STRIDED_SETUP + DMA_STRIDED * elems
+
+
 def _cost(op, cfg):
+    """Cycles ``op`` keeps its engine busy (a matmul: the array; the next one follows it
+    without a gap)."""
     a = op.args
     if op.kind == "block":
         return sum(_cost(m, cfg) for m in a["ops"])
     if op.engine == "dma":
-        total = a["p"] * a["n0"] * a["n1"] * a["dram"].dtype.nbytes
-        return 6 + -(-total // 8)
+        return _dma_cycles(a)
     if op.engine == "tensor":
-        return a["m"] + a["n"] + cfg.rows + cfg.cols
+        return a["n"]
     if op.kind in ("seed_ld",):
         return 1
     if op.kind == "acc_rd":
-        return 55
+        return 1 + VECTOR_PIPELINE
     if op.kind == "table_ld":
-        return a["n"] + 54
+        return a["n"] + VECTOR_PIPELINE
     n = a["a"].f
     summing = (op.kind == "act" and a.get("acc")) or (op.kind == "reduce" and
                                                       a["alu"] == "add")
-    return n * (4 if summing else 1) + 54
+    per = 1 + (VECTOR_ACC_WAIT if summing else 0) + (0.5 if op.kind == "tt" else 0)
+    return int(n * per) + VECTOR_PIPELINE
+
+
+class _Queue:
+    """One engine as the sequencer sees it: records (emit, accept, free, done), taken in
+    order; a record is taken when the engine is free (the DMA and vector engines when the
+    previous record is done, the tensor engine when the array has taken the previous
+    record's columns)."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.accept, self.done = [], []
+        self.free = 0
+
+    def can_emit(self):
+        """Earliest emission of the next record: the queue must have room, and no more
+        than ``MAX_OUTSTANDING`` records may be emitted and not done."""
+        t = self.accept[-_QUEUE] if len(self.accept) >= _QUEUE else 0
+        if len(self.done) >= _MAX_OUTSTANDING:
+            t = max(t, self.done[-_MAX_OUTSTANDING])
+        return t
+
+    def emit(self, t, cost):
+        acc = max(t + 1, self.free)
+        if self.engine == "tensor":
+            self.free = acc + cost
+            done = acc + cost + TENSOR_LATENCY
+        else:
+            done = self.free = acc + cost
+        self.accept.append(acc)
+        self.done.append(done)
+        return done
 
 
 def _schedule(ops, preds, cfg):
+    """List scheduling: at each step the operation that the sequencer can emit first (its
+    waits satisfied, its engine's queue with room) is placed; ties go to the engine that is
+    free first. Returns the order, the edges and the estimated cycles."""
     n = len(ops)
     succs = [[] for _ in ops]
     indeg = [0] * n
@@ -247,8 +303,7 @@ def _schedule(ops, preds, cfg):
             succs[j].append(i)
     done = [0] * n
     heaps = {e: [] for e in ENGINES}
-    issued = {e: [] for e in ENGINES}
-    free = {e: 0 for e in ENGINES}
+    queues = {e: _Queue(e) for e in ENGINES}
     t = 0
 
     def ready_time(i):
@@ -263,31 +318,27 @@ def _schedule(ops, preds, cfg):
         for e in ENGINES:
             if heaps[e]:
                 rt, i = heaps[e][0]
-                q = issued[e]
-                qfree = q[-_MAX_OUTSTANDING] if len(q) >= _MAX_OUTSTANDING else 0
-                # Ties go to the engine that is free first (an idle DMA takes the next load).
-                key = (max(rt, qfree, t), free[e], i)
+                q = queues[e]
+                key = (max(rt, q.can_emit(), t + _SETUP), q.free, i)
                 if best is None or key < best[0]:
                     best = (key, e)
         (start, _, i), e = best
         heapq.heappop(heaps[e])
-        t = start + _ISSUE
-        begin = max(t, free[e])
-        cost = _cost(ops[i], cfg)
-        done[i] = begin + cost
-        free[e] = done[i]
-        if ops[i].kind == "block":
-            # The sequencer issues a block's records as the queue drains: it is free again
-            # when the last records are queued.
-            nrec = len(ops[i].args["ops"])
-            t = max(t, done[i] - cost * min(nrec, _MAX_OUTSTANDING) // nrec)
-        issued[e].append(done[i])
-        order.append(ops[i])
+        q = queues[e]
+        op = ops[i]
+        members = op.args["ops"] if op.kind == "block" else [op]
+        t = start
+        for k, m in enumerate(members):
+            if k:
+                t = max(t + _LOOP_ISSUE, q.can_emit())
+            done[i] = q.emit(t, _cost(m, cfg))
+        t += _ISSUE
+        order.append(op)
         for s in succs[i]:
             indeg[s] -= 1
             if indeg[s] == 0:
                 heapq.heappush(heaps[ops[s].engine], (ready_time(s), s))
-    return order, edges
+    return order, edges, max(done + [t])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -563,7 +614,7 @@ def compile_trace(trace):
     _allocate(trace)
     ops = _group(trace.ops)
     preds = _dependencies(ops)
-    order, edges = _schedule(ops, preds, cfg)
+    order, edges, estimate = _schedule(ops, preds, cfg)
     out = []
     regs = _Registers(out)
     pos = {}
@@ -600,5 +651,5 @@ def compile_trace(trace):
                           f"pmem_depth = {cfg.pmem_depth} (use a core with a deeper program "
                           f"memory or a smaller problem per kernel call)")
     bufs = [b for b in trace.buffers if b.space == "dram"]
-    return Program(asm, words, order, bufs, dram_bytes, count, waits)
+    return Program(asm, words, order, bufs, dram_bytes, count, waits, estimate)
 

@@ -26,20 +26,21 @@ def _ktiles(K, P):
     return [(k0, min(P, K - k0)) for k0 in range(0, K, P)]
 
 
-def load_ktiles(src, name):
+def load_ktiles(src, name, out=None):
     """``src [K, F]`` (a DRAM view) as SBUF views of at most ``rows`` partitions (K tiles).
     The full K tiles come in one DMA record (``[rows, K // rows, F]``, one SBUF tile
-    ``[rows, (K // rows) * F]``); an edge tile in a second one."""
+    ``[rows, (K // rows) * F]``, or the view ``out`` of that shape); an edge tile in a second
+    one."""
     P = current().config.rows
     K, F = src.shape
     kt = K // P
     views = []
     if kt > 1:
         s0, s1 = src.strides
-        big = kl.load(src.as_strided((P, kt, F), (s0, P * s0, s1)), name=name)
+        big = kl.load(src.as_strided((P, kt, F), (s0, P * s0, s1)), out=out, name=name)
         views = [big[:, t * F:(t + 1) * F] for t in range(kt)]
     elif kt == 1:
-        views = [kl.load(src[0:P, :], name=name)]
+        views = [kl.load(src[0:P, :], out=out, name=name)]
     if K % P:
         views.append(kl.load(src[kt * P:K, :], name=f"{name}_edge"))
     return views
@@ -110,6 +111,74 @@ def _check_2d(x, name, what):
         raise KernelError(f"{what}: tensor '{name}' must be 2-D, not shape {x.shape}")
 
 
+def _gemm_grouped(w, x, out, nc, nx, out_dtype, acc_dtype):
+    """``out = w.T @ x`` in chunks of at most ``nc`` columns of X (sizes balanced, since a
+    matmul of few columns is issued slower than the array takes them), every M tile of a
+    chunk in one PSUM tile (two in flight), as a software pipeline: X streams through ``nx``
+    SBUF buffers and the outputs through one, so the DMA loads chunk ``c+1`` and stores chunk
+    ``c-1`` while the array works on chunk ``c``. W stays in SBUF, loaded in column groups
+    after the first two chunks of X; those two chunks are computed group by group as W
+    arrives, and with three X buffers the third chunk loads while they finish."""
+    from kernels.compiler import BLOCK_RECORDS
+    cfg = current().config
+    P, C = cfg.rows, cfg.cols
+    K, M = w.shape
+    N = x.shape[1]
+    mt = -(-M // C)
+    mts = [(m0, min(C, M - m0)) for m0 in range(0, M, C)]
+    nch = -(-N // nc)
+    bounds = [N * i // nch for i in range(nch + 1)]
+    chunks = [(a, b - a) for a, b in zip(bounds, bounds[1:])]
+    nc = max(n for _, n in chunks)
+    kfull = K // P
+    xbufs = [kl.sbuf_tile((P, max(kfull, 1) * nc), x.dtype, name=f"xbuf{i}") if kfull
+             else None for i in range(nx)]
+    obuf = kl.sbuf_tile((min(C, M), mt * nc), out_dtype, name="obuf")
+
+    def load_x(i):
+        c0, n = chunks[i]
+        buf = xbufs[i % nx]
+        return load_ktiles(x[:, c0:c0 + n], "x",
+                           out=None if buf is None else buf[:, 0:max(kfull, 1) * n])
+
+    def matmuls(ps, x_tiles, w_tiles, m_range):
+        n = x_tiles[0].f
+        for i in m_range:
+            m0, mm = mts[i]
+            view = ps[0:mm, i * n:(i + 1) * n]
+            for t, (wt, xt) in enumerate(zip(w_tiles, x_tiles)):
+                kl.matmul(view, wt[:, m0:m0 + mm], xt, accumulate=t > 0)
+
+    def drain(ps, i):
+        c0, n = chunks[i]
+        o = kl.copy(ps, out=obuf[:, 0:mt * n], dtype=out_dtype)
+        full = M // C
+        if full:
+            kl.store(out.as_strided((C, full, n), (N, C * N, 1), c0), o[0:C, 0:full * n])
+        if M % C:
+            m0 = full * C
+            kl.store(out[m0:M, c0:c0 + n], o[0:M - m0, full * n:(full + 1) * n])
+
+    head = min(2, len(chunks))
+    x_head = [load_x(i) for i in range(head)]
+    # PSUM tiles all of the largest chunk's size, so that two of them rotate.
+    psum = lambda i: kl.psum_tile((min(C, M), mt * nc), acc_dtype,
+                                  name="ps")[:, 0:mt * chunks[i][1]]
+    ps_head = [psum(i) for i in range(head)]
+    w_groups = _column_groups(w, mt)
+    per = max(1, min(mt, BLOCK_RECORDS // len(w_groups)))
+    for g0 in range(0, mt, per):
+        for i in range(head):
+            matmuls(ps_head[i], x_head[i], w_groups, range(g0, min(mt, g0 + per)))
+    for i in range(head):
+        drain(ps_head[i], i)
+    for i in range(head, len(chunks)):
+        x_tiles = load_x(i)
+        ps = psum(i)
+        matmuls(ps, x_tiles, w_groups, range(mt))
+        drain(ps, i)
+
+
 def _gemm_body(w, x, out_dtype, acc_dtype):
     cfg = current().config
     _check_2d(w, "w", "gemm")
@@ -128,32 +197,27 @@ def _gemm_body(w, x, out_dtype, acc_dtype):
     grouped = mt > 1 and nc >= min(N, 32)
     if not grouped:
         nc = chunk_size(N, cfg)
-    # SBUF left by W holds two chunks of X and their outputs.
     kt = -(-K // cfg.rows)
     free = cfg.sbuf_depth - kt * M
-    nc = max(1, min(nc, free // (2 * kt + (mt if grouped else 2) + 2)))
-    # The first chunk of X is loaded before W, and W in column groups of whole blocks, so the
-    # array starts once the first group is in while the rest of W streams.
+    if grouped:
+        # SBUF left by W holds three X buffers and one output buffer (two X buffers if three
+        # would leave fewer than 32 columns per chunk).
+        nx = 3 if free // (3 * kt + mt + 1) >= min(N, 32) else 2
+        nc = max(1, min(nc, free // (nx * kt + mt + 1)))
+        _gemm_grouped(w, x, out, nc, nx, out_dtype, acc_dtype)
+        return out
+    # SBUF left by W holds two chunks of X and their outputs.
+    nc = max(1, min(nc, free // (2 * kt + 4)))
+    # The first chunk of X is loaded before W, so the array starts once W is in.
     first = load_ktiles(x[:, 0:min(nc, N)], "x")
-    w_tiles = _column_groups(w, mt) if grouped else load_ktiles(w, "w")
+    w_tiles = load_ktiles(w, "w")
     for c0 in range(0, N, nc):
         n = min(nc, N - c0)
         x_tiles = first if c0 == 0 else load_ktiles(x[:, c0:c0 + n], "x")
-        if not grouped:
-            def store(ps, m0, mm, c0=c0, n=n):
-                kl.store(out[m0:m0 + mm, c0:c0 + n], kl.copy(ps, dtype=out_dtype, name="o"))
-            project(w_tiles, x_tiles, M, store, acc_dtype)
-            continue
-        ps = project_chunk(w_tiles, x_tiles, M, acc_dtype)
-        # One copy of the chunk out of PSUM; the full M tiles in one store ([C, MT, n]).
-        o = kl.copy(ps, dtype=out_dtype, name="o")
-        full = M // C
-        if full:
-            dst = out.as_strided((C, full, n), (N, C * N, 1), c0)
-            kl.store(dst, o[0:C, 0:full * n])
-        if M % C:
-            m0 = full * C
-            kl.store(out[m0:M, c0:c0 + n], o[0:M - m0, full * n:(full + 1) * n])
+
+        def store(ps, m0, mm, c0=c0, n=n):
+            kl.store(out[m0:m0 + mm, c0:c0 + n], kl.copy(ps, dtype=out_dtype, name="o"))
+        project(w_tiles, x_tiles, M, store, acc_dtype)
     return out
 
 
