@@ -61,6 +61,11 @@ class EngineCost:
     cols: int = 8
     dma_bus_bytes: int = 8       # bytes per cycle
     dma_setup: int = 6
+    #: The DMA's cost from the RTL's timing (``sim.dma_timing``) for a core of this
+    #: ``sim.config.CoreConfig`` and a memory of ``dma_latency`` cycles to the first read
+    #: beat; None: ``dma_setup`` plus the bytes over ``dma_bus_bytes``.
+    dma_config: object = None
+    dma_latency: int = 16
     #: Vector engine (``deep=True``, ``rtl.vector.engine``): the pipeline's fill and drain
     #: around a record (``VectorEngine.latency`` 52 + 2: an instruction takes ``count * (1 +
     #: acc_wait) + latency + 2`` cycles), and the extra cycles per element of a summing record
@@ -74,6 +79,11 @@ class EngineCost:
     vector_subs: int = 1
 
     def __call__(self, engine, r):
+        if engine == Engine.DMA and self.dma_config is not None:
+            from sim.dma_timing import dma_record_cycles
+            c = self.dma_config
+            return dma_record_cycles(r, data_width=c.dma_data_width, sbuf_depth=c.sbuf_depth,
+                                     max_burst=c.max_burst, latency=self.dma_latency)
         if engine == Engine.DMA:
             nbytes = STORAGE_BITS[Format(r["fmt"])] // 8
             total = r["part_count"] * r["n0"] * r["n1"] * nbytes
