@@ -268,5 +268,6 @@ def run(args):
     big = [r for r in rows if r["bytes"] >= 1024]
     return {"partitions": PARTITIONS, "format": "fp32", "latency": latency,
             "max_burst": MAX_BURST, "max_outstanding": 4, "sizes": list(sizes), "rows": rows,
-            "contiguous_4k_min_fraction": min((r["fraction"] for r in goal), default=None),
+            "contiguous_4k_fraction": {w: min((r["fraction"] for r in goal if r["width"] == w),
+                                              default=None) for w in widths},
             "model_max_error_1k": max((abs(r["model_error"]) for r in big), default=None)}
