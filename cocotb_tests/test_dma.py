@@ -923,6 +923,38 @@ async def test_window_edges(dut):
 
 
 @cocotb.test()
+async def test_window_union(dut):
+    """Across partitions (``docs/dma.md``) the rows of one ``i`` are first checked as one range;
+    where that range leaves a window the rows are checked one by one. Rows split between two
+    adjacent windows run (bit-exact); rows of which one leaves them report that row's
+    DMA_WINDOW: every outcome is ``sim.host.dma_check``'s, at every width."""
+    rng = random.Random(random_seed() + 31)
+    bench = Bench(dut, rng)
+    await bench.start()
+    rw = DMA_PERM_READ | DMA_PERM_WRITE
+    windows = [(0x1000, 0x1FFF, rw), (0x2000, 0x2FFF, rw)][:int(dut_config()["windows"])]
+    ext, sbuf = await _random_memories(bench, rng, windows=windows)
+    P, es = bench.P, 4
+    runs = 0
+    for store in (0, 1):
+        for shift in range(P + 1):
+            for last_row in (0x2F00, 0x3000 - es * shift):
+                rec = dict(ext_addr=0x2000 - es * shift, ext_stride0=P * es,
+                           ext_stride1=last_row - (0x2000 - es * shift), ext_part_stride=es,
+                           n0=1, n1=2, part_start=0, part_count=P, sbuf_addr=rng.randrange(8),
+                           fmt=int(Format.FP32), store=store)
+                code, addr = dma_check(rec, bench.windows, P)
+                if code == ErrorCode.NONE:
+                    await _check_transfer(bench, rec, ext, sbuf)
+                else:
+                    got = await bench.run(rec)
+                    assert got[0] == "error" and got[1][:2] == (code, addr), (got, rec)
+                runs += 1
+    dut._log.info("%d records across two windows", runs)
+    assert not bench.mon.errors, bench.mon.errors[:5]
+
+
+@cocotb.test()
 async def test_window_extremes(dut):
     """The window check where the thresholds it compares a row's first address with (``base -
     min(span, 0)``, ``limit - max(span, 0) - size + 1``, formed before the rows) leave
