@@ -77,3 +77,16 @@ def test_model_matches_rtl_measured(width):
         model = _model(width, kind, direction == "store", size)
         tol = 0.02 if size >= 1024 else 0.1
         assert abs(model - rtl) <= tol * rtl, (kind, direction, size, model, rtl)
+
+
+def test_engine_cost_uses_the_model():
+    """``EngineCost(dma_config=...)`` charges a DMA record the model's cycles; without a
+    configuration it keeps its bytes-per-cycle estimate."""
+    from sim.config import CoreConfig
+    from sim.cycles import EngineCost
+    from sim.isa import Engine
+    rec = records("contiguous", 4096, 0)
+    cfg = CoreConfig(rows=16, sbuf_depth=1024, dma_data_width=128, max_burst=256)
+    want = dma_record_cycles(rec, data_width=128, sbuf_depth=1024, max_burst=256, latency=16)
+    assert EngineCost(dma_config=cfg)(Engine.DMA, rec) == want
+    assert EngineCost()(Engine.DMA, rec) == 6 + 4096 // 8
