@@ -548,8 +548,12 @@ class VectorEngine(wiring.Component):
             s0 = delay(m, run, s0, DEC_OUT, f"s0_{l}", reset_less=True)
             m.d.comb += [alu0.op.eq(c.op0), alu0.x.eq(xa), alu0.s.eq(s0), alu0.en.eq(run)]
             alu1 = m.submodules[f"alu1_{l}"] = VectorAlu(ALU)
-            s1 = Mux(c.src1 == Src.IMM, c.imm1,
-                     Mux(c.src1 == Src.LANE, pick(lane_reg[1], l, DEC + ALU + 1), a0_t[l]))
+            # With sub-beats, ALU 1's lane register is picked a cycle ahead into a register
+            # (the lane registers hold still while elements flow), so that no multiplexer on
+            # the sub-beat precedes ALU 1's operand select.
+            lane1 = lane_reg[1][l] if G == 1 else \
+                delay(m, run, pick(lane_reg[1], l, DEC + ALU), 1, f"lane1_{l}", reset_less=True)
+            s1 = Mux(c.src1 == Src.IMM, c.imm1, Mux(c.src1 == Src.LANE, lane1, a0_t[l]))
             m.d.comb += [alu1.op.eq(c.op1), alu1.x.eq(a0_y[l]), alu1.s.eq(s1), alu1.en.eq(run)]
             m.d.sync += [a0_y[l].eq(alu0.o),
                          a0_t[l].eq(delay(m, run, xb, ALU, f"b{l}", reset_less=True)),
@@ -636,7 +640,7 @@ class VectorEngine(wiring.Component):
                 m.d.sync += emit_wait.eq(emit_wait - 1)
         idle = Signal(init=1)
         m.d.sync += acc_rst.eq(0)
-        with m.FSM():
+        with m.FSM() as fsm:
             with m.State("IDLE"):
                 with m.If(self.cmd.valid):
                     m.d.sync += idle.eq(0)
@@ -653,8 +657,9 @@ class VectorEngine(wiring.Component):
                     with m.Else():
                         m.next = "BODY"
             with m.State("PRO0"):
-                m.d.comb += [b_in.ready.eq(last_sub if G > 1 else 1),
-                             take_lane[0].eq(b_in.valid)]
+                m.d.comb += take_lane[0].eq(b_in.valid)
+                if G == 1:
+                    m.d.comb += b_in.ready.eq(1)
                 with m.If(b_in.valid):
                     step_sub()
                     with if_last():
@@ -663,8 +668,9 @@ class VectorEngine(wiring.Component):
                         with m.Else():
                             m.next = "BODY"
             with m.State("PRO1"):
-                m.d.comb += [b_in.ready.eq(last_sub if G > 1 else 1),
-                             take_lane[1].eq(b_in.valid)]
+                m.d.comb += take_lane[1].eq(b_in.valid)
+                if G == 1:
+                    m.d.comb += b_in.ready.eq(1)
                 with m.If(b_in.valid):
                     step_sub()
                     with if_last():
@@ -696,8 +702,7 @@ class VectorEngine(wiring.Component):
                     # An element's sub-beats after its first enter unconditionally (the first
                     # took the credit); its input beats are taken with the last.
                     with m.If(sub != 0):
-                        m.d.comb += [inject_sub.eq(1), a_in.ready.eq(last_sub),
-                                     b_in.ready.eq(last_sub & need_b)]
+                        m.d.comb += inject_sub.eq(1)
                         step_sub()
                     with m.Elif(rem_zero):
                         finish()
@@ -713,6 +718,14 @@ class VectorEngine(wiring.Component):
                 with m.If(empty):
                     m.d.sync += idle.eq(1)
                     m.next = "IDLE"
+        if G > 1:
+            # The input beats are taken with their last sub-beat (BODY; PRO0/PRO1 decode the
+            # prologue beat), as plain assignments outside the FSM like ``idle``'s, so that
+            # Icarus evaluates them from time 0.
+            in_body = fsm.ongoing("BODY")
+            m.d.comb += [a_in.ready.eq(last_sub & in_body),
+                         b_in.ready.eq(last_sub & (fsm.ongoing("PRO0") | fsm.ongoing("PRO1") |
+                                                   in_body & need_b))]
         # busy covers a beat waiting in an input skid buffer: the controller counts a beat as
         # sent once the buffer has it, possibly before this engine has taken its command.
         m.d.comb += [self.cmd.ready.eq(idle),
