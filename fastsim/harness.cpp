@@ -17,7 +17,11 @@
 //    time step of a dequeue); the write process consumes AW then its W beats and queues B
 //    after the last one. Optional latency (read / write) delays each beat by that many edges
 //    before its data is read or written, as CoreEnv(latency=(n, n)) does.
+// Data width: whatever the Verilated DMA port has (32 to 512 bits: IData, QData or VlWide<N>);
+// every beat moves the whole bus word at its word-aligned address, as AxiRam does, and a
+// write beat writes the bytes its strobes select.
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +29,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 #include <unistd.h>
@@ -42,6 +47,36 @@
 namespace {
 
 // ------------------------------------------------------------------------------------------
+// The DMA port's data width, from the Verilated types: IData (32 bits), QData (64 bits) or
+// VlWide<N> (32 N bits); a beat's data is held as 32-bit words, least significant first.
+// ------------------------------------------------------------------------------------------
+constexpr int MAX_WORDS = 16;  // 512 bits
+using Words = std::array<uint32_t, MAX_WORDS>;
+
+template <typename T> struct PortWords;
+template <> struct PortWords<IData> { static constexpr int n = 1; };
+template <> struct PortWords<QData> { static constexpr int n = 2; };
+template <std::size_t N> struct PortWords<VlWide<N>> { static constexpr int n = (int)N; };
+
+inline void get_words(IData v, Words& w) { w[0] = v; }
+inline void get_words(QData v, Words& w) { w[0] = (uint32_t)v; w[1] = (uint32_t)(v >> 32); }
+template <std::size_t N> void get_words(const VlWide<N>& v, Words& w) {
+    for (std::size_t i = 0; i < N; i++) w[i] = v[i];
+}
+inline void set_words(IData& v, const Words& w) { v = w[0]; }
+inline void set_words(QData& v, const Words& w) { v = (QData)w[1] << 32 | w[0]; }
+template <std::size_t N> void set_words(VlWide<N>& v, const Words& w) {
+    for (std::size_t i = 0; i < N; i++) v[i] = w[i];
+}
+
+constexpr int DATA_WORDS = PortWords<std::remove_reference_t<decltype(Vtop::AXI(rdata))>>::n;
+constexpr uint32_t LANES = 4 * DATA_WORDS;  // bytes per beat
+static_assert(DATA_WORDS >= 1 && DATA_WORDS <= MAX_WORDS && (DATA_WORDS & (DATA_WORDS - 1)) == 0,
+              "the DMA port must be 32 to 512 bits wide, a power of two");
+static_assert(PortWords<std::remove_reference_t<decltype(Vtop::AXI(wdata))>>::n == DATA_WORDS,
+              "rdata and wdata must have the same width");
+
+// ------------------------------------------------------------------------------------------
 // Sparse byte-addressed memory: 4 KiB pages, zero until written.
 // ------------------------------------------------------------------------------------------
 class SparseMemory {
@@ -52,12 +87,11 @@ class SparseMemory {
         return it == pages_.end() ? 0 : it->second[addr % PAGE];
     }
     void write8(uint32_t addr, uint8_t v) { page(addr)[addr % PAGE] = v; }
-    uint32_t read32(uint32_t addr) const {  // addr word aligned
+    // The bus word of LANES bytes at addr (LANES aligned, so within one page).
+    void read_beat(uint32_t addr, Words& w) const {
         auto it = pages_.find(addr / PAGE);
-        if (it == pages_.end()) return 0;
-        uint32_t v;
-        std::memcpy(&v, &it->second[addr % PAGE], 4);
-        return v;
+        if (it == pages_.end()) w.fill(0);
+        else std::memcpy(w.data(), &it->second[addr % PAGE], LANES);
     }
     void read(uint64_t addr, uint32_t n, uint8_t* out) const {
         for (uint32_t i = 0; i < n; i++) out[i] = read8((uint32_t)(addr + i));
@@ -82,10 +116,13 @@ struct Ax {  // an AR or AW beat
     uint32_t addr, len, size, burst, id;
 };
 struct RBeat {
-    uint32_t data, id, last;
+    Words data;
+    uint32_t id, last;
 };
 struct WBeat {
-    uint32_t data, strb, last;
+    Words data;
+    uint64_t strb;
+    uint32_t last;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -121,7 +158,7 @@ class Harness {
     std::deque<RBeat> r_q;
     std::deque<uint32_t> b_q;  // bid | bresp << 8
     bool r_valid = false, b_valid = false;
-    RBeat r_cur{0, 0, 0};
+    RBeat r_cur{};
     uint32_t b_cur = 0;
     // Read process: the burst being turned into beats.
     bool rp_busy = false;
@@ -177,7 +214,12 @@ class Harness {
         const bool b_taken = b_valid && t.AXI(bready);
         Ax ar{t.AXI(araddr), t.AXI(arlen), t.AXI(arsize), t.AXI(arburst), t.AXI(arid)};
         Ax aw{t.AXI(awaddr), t.AXI(awlen), t.AXI(awsize), t.AXI(awburst), t.AXI(awid)};
-        WBeat w{t.AXI(wdata), t.AXI(wstrb), t.AXI(wlast)};
+        WBeat w;
+        if (w_hs) {
+            get_words(t.AXI(wdata), w.data);
+            w.strb = (uint64_t)t.AXI(wstrb);
+            w.last = t.AXI(wlast);
+        }
         // --- the clock edge: the core samples what was driven during the cycle ---
         t.clk = 1;
         eval();
@@ -221,7 +263,7 @@ class Harness {
         t.AXI(awready) = aw_ready;
         t.AXI(wready) = w_ready;
         t.AXI(rvalid) = r_valid;
-        t.AXI(rdata) = r_cur.data;
+        set_words(t.AXI(rdata), r_cur.data);
         t.AXI(rid) = r_cur.id;
         t.AXI(rlast) = r_cur.last;
         t.AXI(rresp) = 0;
@@ -266,7 +308,7 @@ class Harness {
             if (read_latency && cycle < rp_ready_at) return;
             if (r_q.size() >= 2) return;
             RBeat b;
-            b.data = mem.read32(rp_addr & ~3u);
+            mem.read_beat(rp_addr & ~(LANES - 1), b.data);
             b.id = rp_ax.id;
             b.last = rp_beat == rp_ax.len;
             r_q.push_back(b);
@@ -276,10 +318,10 @@ class Harness {
         }
     }
 
-    static uint32_t strobe_runs(uint32_t strb) {
+    static uint32_t strobe_runs(uint64_t strb) {
         uint32_t runs = 0;
         bool in = false;
-        for (int i = 0; i < 4; i++) {
+        for (uint32_t i = 0; i < LANES; i++) {
             bool s = strb >> i & 1;
             if (s && !in) runs++;
             in = s;
@@ -316,9 +358,10 @@ class Harness {
                 if (cycle < wp_ready_at) return;
                 if (--wp_ops_left) wp_ready_at = cycle + write_latency;
             }
-            uint32_t word = wp_addr & ~3u;
-            for (int i = 0; i < 4; i++)
-                if (wp_w.strb >> i & 1) mem.write8(word + i, (uint8_t)(wp_w.data >> (8 * i)));
+            uint32_t word = wp_addr & ~(LANES - 1);
+            for (uint32_t i = 0; i < LANES; i++)
+                if (wp_w.strb >> i & 1)
+                    mem.write8(word + i, (uint8_t)(wp_w.data[i / 4] >> (8 * (i % 4))));
             wp_have_w = false;
             wp_addr = next_addr(wp_ax, wp_addr);
             if (++wp_beat > wp_ax.len) {
