@@ -1172,6 +1172,20 @@ try:
         _run(simulator, "p8_dw512")
 
     @pytest.mark.long
+    def test_core_dma128_icarus():
+        """The 4x4 core of test_core with a 128-bit DMA: its GEMM, attention head (DMA
+        transposes across partitions), AXI-error, illegal-record and counter programs."""
+        import os
+        from cocotb_tests.test_core import CORE_CONFIG, core_factory
+        cfg = dict(CORE_CONFIG, dma_data_width=128)
+        tests = ("test_gemm_tiled", "test_attention_head", "test_axi_error_then_correct_run",
+                 "test_illegal_records_then_correct_run", "test_counters_per_program")
+        seed = os.environ.get("COCOTB_RANDOM_SEED")
+        run_cocotb(core_factory(cfg), name="core4x4d128", config=cfg,
+                   test_module="cocotb_tests.test_core", simulator="icarus", testcase=list(tests),
+                   seed=None if seed is None else int(seed))
+
+    @pytest.mark.long
     @pytest.mark.parametrize("simulator", SIMULATORS)
     @pytest.mark.parametrize("name", list(CONFIGS))
     def test_dma_long(simulator, name):
