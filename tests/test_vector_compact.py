@@ -3,8 +3,13 @@ simulator: the ALU without its multiplier and the interleaved accumulators again
 ``sim.vector``, the parameter checks and the cycle model. The engine itself is checked bit for
 bit by ``cocotb_tests/test_vector.py`` (``test_vector_engine_compact``)."""
 
+import functools
+import gc
+import warnings
+
 import numpy as np
 import pytest
+from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
 from rtl.vector.alu import VectorAlu
@@ -13,8 +18,6 @@ from rtl.vector.interleaved_acc import InterleavedAcc
 from sim import isa
 from sim.cycles import EngineCost
 from sim.vector import AccOp, AluOp, acc_identity, acc_update, alu, element_cycles
-
-pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 
 SEED = 20261128
 EDGES = [0, 0x80000000, 0x3F800000, 0xBF800000, 0x00000001, 0x807FFFFF, 0x00800000, 0x80800000,
@@ -136,6 +139,19 @@ def test_interleaved_acc_vs_golden(lanes, units, stages, acc_op):
     sim.run()
 
 
+def quiet(test):
+    """Run ``test`` ignoring the warnings of the components it builds and never elaborates
+    (collected before the warnings filter is restored)."""
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnusedElaboratable)
+            test(*args, **kwargs)
+            gc.collect()
+    return run
+
+
+@quiet
 def test_units_parameter():
     """``units`` must be a divisor of ``lanes`` from 1 to ``lanes``; None is one per lane."""
     assert VectorEngine(4, 64).units == 4 and VectorEngine(4, 64).subs == 1
@@ -152,6 +168,7 @@ def test_units_parameter():
         VectorAlu(0, mul=1)
 
 
+@quiet
 def test_element_cycles():
     """Cycles per element beat: the unit-per-lane engine's (1, a summed one 1 + acc_wait) and
     the compact engine's (``subs``; accumulating at least 1 + acc_wait), as the RTL reports."""
