@@ -116,6 +116,9 @@ class CoreConfig:
         cycle = ``dma_data_width // 8``).
     tensor_add_stages, tensor_mul_stages : int
         Pipeline stages of each tensor PE's FP32 adder and multiplier, 1 to 4.
+    vector_units : int or None
+        Vector-engine evaluation units (``VectorEngine(units=...)``, the compact engine of
+        ``docs/vector.md``), a divisor of ``rows``; None: one per lane.
     """
 
     rows: int = 4
@@ -131,6 +134,7 @@ class CoreConfig:
     dma_data_width: int = 32
     tensor_add_stages: int = 1
     tensor_mul_stages: int = 1
+    vector_units: int = None
 
     def __post_init__(self):
         check_int("rows", self.rows, 2, 128)
@@ -148,6 +152,11 @@ class CoreConfig:
         check_pow2("dma_data_width", self.dma_data_width, 32, 512)
         check_int("tensor_add_stages", self.tensor_add_stages, 1, 4)
         check_int("tensor_mul_stages", self.tensor_mul_stages, 1, 4)
+        if self.vector_units is not None:
+            check_int("vector_units", self.vector_units, 1, self.rows)
+            if self.rows % self.vector_units:
+                raise ValueError(f"vector_units must be a divisor of rows ({self.rows}), "
+                                 f"not {self.vector_units}")
 
     @property
     def partitions(self):
@@ -190,7 +199,8 @@ class CoreConfig:
         return (f"r{self.rows}c{self.cols}-s{self.sbuf_depth}-p{self.psum_depth}-f{fm}"
                 f"-l{self.lut_entries}-n{self.n_rand}-m{self.pmem_depth}-w{self.dma_windows}"
                 f"-b{self.max_burst}-t{self.tensor_add_stages}{self.tensor_mul_stages}"
-                + (f"-d{self.dma_data_width}" if self.dma_data_width != 32 else ""))
+                + (f"-d{self.dma_data_width}" if self.dma_data_width != 32 else "")
+                + (f"-v{self.vector_units}" if self.vector_units is not None else ""))
 
     def refsim(self, program, **kwargs):
         """A ``sim.refsim.RefSim`` of ``program`` with this geometry, these formats and

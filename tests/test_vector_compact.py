@@ -196,3 +196,21 @@ def test_cycle_model_compact_cost():
     assert four(isa.Engine.VECTOR, act_acc) == 40 + 54 + 3
     assert two(isa.Engine.VECTOR, act) == 20 + 54 + 1
     assert two(isa.Engine.VECTOR, red_max) == 40 + 54 + 1
+
+
+@quiet
+def test_core_option():
+    """``CoreConfig.vector_units`` / ``NeuronCore(vector_units=...)`` reach the engine's
+    ``units``; the default (None) leaves the configuration's name unchanged."""
+    from rtl.core.top import NeuronCore
+    from sim.config import CoreConfig
+    base = CoreConfig(rows=4)
+    cfg = CoreConfig(rows=4, vector_units=1)
+    assert base.vector_units is None and cfg.name == base.name + "-v1"
+    assert CoreConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ValueError, match="vector_units must be a divisor of rows \\(4\\), not 3"):
+        CoreConfig(rows=4, vector_units=3)
+    with pytest.raises(ValueError, match="vector_units must be an integer from 1 to 4, not 8"):
+        CoreConfig(rows=4, vector_units=8)
+    core = NeuronCore.from_config(cfg)
+    assert core.config()["vector_units"] == 1 and core.core_config() == cfg

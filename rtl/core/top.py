@@ -120,7 +120,8 @@ class NeuronCore(wiring.Component):
     def __init__(self, rows=4, cols=None, *, partitions=None, lanes=None, sbuf_depth=256,
                  psum_depth=64, formats=ENGINE_FORMATS, lut_entries=64, n_rand=8,
                  pmem_depth=256, dma_windows=4, max_burst=16, dma_data_width=32,
-                 tensor_add_stages=1, tensor_mul_stages=1, engine_domain=None):
+                 tensor_add_stages=1, tensor_mul_stages=1, vector_units=None,
+                 engine_domain=None):
         # The checks and their wording are sim.config's (CoreConfig checks the same ranges).
         check_int("rows", rows, 2, 128)
         cols = rows if cols is None else cols
@@ -143,6 +144,12 @@ class NeuronCore(wiring.Component):
         self._tensor_add_stages = tensor_add_stages
         check_int("tensor_mul_stages", tensor_mul_stages, 1, 4)
         self._tensor_mul_stages = tensor_mul_stages
+        if vector_units is not None:
+            check_int("vector_units", vector_units, 1, rows)
+            if rows % vector_units:
+                raise ValueError(f"vector_units must be a divisor of rows ({rows}), "
+                                 f"not {vector_units}")
+        self._vector_units = vector_units
         if engine_domain is not None and not isinstance(engine_domain, bool):
             raise TypeError(f"engine_domain must be True, False or None, not {engine_domain!r}")
         self._engine_domain = engine_domain
@@ -200,6 +207,7 @@ class NeuronCore(wiring.Component):
                 "max_burst": self._max_burst, "dma_data_width": self._dma_data_width,
                 "tensor_add_stages": self._tensor_add_stages,
                 "tensor_mul_stages": self._tensor_mul_stages,
+                "vector_units": self._vector_units,
                 "engine_domain": self._engine_domain}
 
     def describe(self):
@@ -298,7 +306,8 @@ class NeuronCore(wiring.Component):
         mov_skid = soft_reset("tensor_moving", SkidBuffer(te.moving.payload.shape()))
         # The engine, or a result or moving beat in a skid buffer.
         te_busy = te.busy | res_skid.full | mov_skid.full
-        ve = soft_reset("vector", VectorEngine(P, depth=self._lut_entries, n_rand=self._n_rand))
+        ve = soft_reset("vector", VectorEngine(P, depth=self._lut_entries, n_rand=self._n_rand,
+                                                  units=self._vector_units))
         cfg_reg = soft_reset("vector_cfg", PipelineRegister(ve.cfg.payload.shape()))
         vctrl = soft_reset("vector_ctrl", VectorController(
             P, C, self._sbuf_depth, self._psum_depth, CMD_LAYOUT, queue_depth=2))
