@@ -78,6 +78,14 @@ class EngineCost:
     #: sub-beat entered.
     vector_subs: int = 1
 
+    @classmethod
+    def of_config(cls, config, **kwargs):
+        """The cost of a core of ``config`` (a ``sim.config.CoreConfig``): its array size and its
+        vector engine's sub-beats (``rows // vector_units``); ``kwargs`` set the other
+        fields."""
+        units = getattr(config, "vector_units", None) or config.rows
+        return cls(rows=config.rows, cols=config.cols, vector_subs=config.rows // units, **kwargs)
+
     def __call__(self, engine, r):
         if engine == Engine.DMA and self.dma_config is not None:
             from sim.dma_timing import dma_record_cycles

@@ -214,3 +214,11 @@ def test_core_option():
         CoreConfig(rows=4, vector_units=8)
     core = NeuronCore.from_config(cfg)
     assert core.config()["vector_units"] == 1 and core.core_config() == cfg
+
+
+def test_cycle_model_of_config():
+    """``EngineCost.of_config``: the compact engine's sub-beats from ``vector_units``."""
+    from sim.config import CoreConfig
+    assert EngineCost.of_config(CoreConfig(rows=8)).vector_subs == 1
+    cost = EngineCost.of_config(CoreConfig(rows=8, vector_units=2), dma_setup=3)
+    assert (cost.rows, cost.cols, cost.vector_subs, cost.dma_setup) == (8, 8, 4, 3)
