@@ -271,7 +271,7 @@ async def profile_run(dut):
             samples.append(int(dut.activity.value))
 
     cocotb.start_soon(monitor())
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), time.process_time()
     sim0 = cocotb.utils.get_sim_time("ns")
     check_failed = None
     try:
@@ -290,7 +290,7 @@ async def profile_run(dut):
         # A result check failed after the program ran: keep the record (the counters are
         # valid), say so in it, and fail the test below.
         check_failed = str(exc)
-    wall = time.monotonic() - t0
+    wall, cpu = time.monotonic() - t0, time.process_time() - cpu0
     sim_cycles = int((cocotb.utils.get_sim_time("ns") - sim0) // 10)
     stop["flag"] = True
     host = env.host()
@@ -302,7 +302,7 @@ async def profile_run(dut):
     first = next((i for i, s in enumerate(samples) if s & 1), 0)
     last = max((i for i, s in enumerate(samples) if s & 1), default=0)
     rec = {"workload": workload, "shape": shape, "seed": seed, "fields": FIELDS,
-           "perf": perf, "wall_s": wall, "sim_cycles": sim_cycles,
+           "perf": perf, "wall_s": wall, "cpu_s": cpu, "sim_cycles": sim_cycles,
            "start": first, "samples": samples[first:last + 1], "check_failed": check_failed}
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:
