@@ -36,6 +36,17 @@ Order of work for one record
    so the SBUF write request comes from registers; ``done`` waits until it is empty. Stored
    elements are registered once after the SBUF read (two cycles from the read to the beat
    accumulator, one element per cycle), so the block RAM's output reaches only a register.
+
+   *Across partitions* (``data_width > 32``, ``ext_part_stride`` equal to the element size,
+   and no two elements with one destination: loads ``n0*n1 <= sbuf_depth``, stores with
+   ascending columns and rows, strides below 2**16; ``docs/dma.md``) the elements move column
+   by column (``i`` outer, ``j`` inner; a column is the ``part_count`` partitions at one SBUF
+   address), a *chunk* (a column's elements in one beat, ``ColumnWalker``) per cycle: one SBUF
+   write of several partitions for a load, one SBUF read packed into the beat for a store. A
+   row is one segment when its columns abut (``ext_stride0 = part_count * esize``), else each
+   column is one. The window check then first takes the rows of one ``i`` as one range when
+   ``ext_stride0 >= 0`` (a cycle per ``i``) and checks them one by one only if a range fails,
+   so the verdict and the error are those of the row check.
 4. An AXI error response (RRESP/BRESP not OKAY) reports ``DMA_AXI_READ``/``DMA_AXI_WRITE`` at
    once; the engine stops issuing bursts, drains the ones in flight (read data is discarded,
    write bursts already issued are completed, as AXI requires) and returns to idle.
