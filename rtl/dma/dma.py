@@ -250,7 +250,8 @@ class DMA(wiring.Component):
         ID 0, INCR bursts, full-width beats (``axsize = log2(data_width/8)``).
     sbuf_r : Out(PartitionReadSignature(partitions, sbuf_depth))
     sbuf_w : Out(PartitionWriteSignature(partitions, sbuf_depth))
-        The DMA's SBUF ports (``rtl/core/sbuf.py``); one word per cycle. The write port is
+        The DMA's SBUF ports (``rtl/core/sbuf.py``); one word per cycle, or across
+        partitions one address in as many partitions as a chunk holds. The write port is
         shared with other writers: while ``sbuf_w.ready`` is 0 the write is held (same
         address, partition and data), the write stage fills and then no R beat is taken,
         so nothing is lost or repeated. ``busy`` covers the write stage.
