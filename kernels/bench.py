@@ -6,10 +6,12 @@ roofline fraction.
 :func:`workloads` gives, for each workload, the compiled image (inputs in place), the core
 configuration and the roofline inputs (MACs, DMA bytes); ``scripts/bench_core.py`` can run
 those images on any backend. :func:`measure` runs one: ``model`` is the cycle model of the
-sequencer and engines (``sim/cycles.py``: serial engines with estimated costs), ``rtl`` the
-fast Verilator backend (``PERF_*`` counters). The roofline of a kernel is
-``max(MACs / (rows * cols), DMA bytes / bus bytes per cycle)`` cycles; the fraction reached
-is that over the cycles taken.
+sequencer and engines (``sim/cycles.py`` with :class:`RtlCost`, the engine costs the
+compiler schedules with, measured on the RTL), ``rtl`` the fast Verilator backend (``PERF_*``
+counters). The roofline of a kernel is ``max(MACs / (rows * cols), DMA bytes / bus bytes per
+cycle)`` cycles (the attainable ``min(peak MACs/cycle, bus bytes/cycle x MACs/byte)`` as
+cycles), with ``dma_data_width / 8`` bus bytes per cycle; the fraction reached is that over the
+cycles taken.
 """
 
 import argparse
@@ -19,12 +21,20 @@ import json
 import ml_dtypes
 import numpy as np
 
+from kernels import compiler as kc
 from sim.config import CoreConfig
+from sim.cycles import EngineCost, MicroSim
+from sim.dtypes import STORAGE_BITS, Format
+from sim.isa import Engine
 
-__all__ = ["Workload", "workloads", "measure", "stream_config", "BUS_BYTES", "main"]
+__all__ = ["Workload", "workloads", "measure", "stream_config", "bus_bytes", "RtlCost",
+           "main"]
 
-#: External-memory bytes the DMA moves per cycle at best (one 64-bit AXI beat).
-BUS_BYTES = 8
+
+def bus_bytes(config):
+    """External-memory bytes the DMA moves per cycle at best: one AXI beat of
+    ``dma_data_width`` bits (32 where the configuration does not name a width)."""
+    return getattr(config, "dma_data_width", 32) // 8
 
 
 def stream_config():
@@ -51,7 +61,7 @@ class Workload:
     @property
     def roofline_cycles(self):
         c = self.config
-        return max(-(-self.macs // (c.rows * c.cols)), -(-self.dma_bytes // BUS_BYTES))
+        return max(-(-self.macs // (c.rows * c.cols)), -(-self.dma_bytes // bus_bytes(c)))
 
 
 def _stats(compiled):
@@ -97,26 +107,53 @@ def _specs():
     ]
 
 
-def workloads(names=None):
-    """The library's benchmark workloads (all, or those in ``names``), compiled."""
+def workloads(names=None, dma_data_width=None):
+    """The library's benchmark workloads (all, or those in ``names``), compiled; with
+    ``dma_data_width``, for cores with that DMA bus width (bits)."""
     out = []
     for name, what, kern, args, params, cfg in _specs():
         if names is not None and name not in names:
             continue
+        if dma_data_width is not None:
+            cfg = cfg.replace(dma_data_width=dma_data_width)
         comp = kern.compile(*args, config=cfg, **params)
         macs, nbytes = _stats(comp)
         out.append(Workload(name, what, cfg, comp.image_for(*args), comp, macs, nbytes))
     return out
 
 
+class RtlCost(EngineCost):
+    """``sim.cycles.EngineCost`` with the engine costs ``kernels.compiler`` schedules with
+    (measured on the RTL): a DMA record moves one element per cycle, plus one cycle per
+    contiguous row and a set-up (two cycles per element when its innermost stride is not one
+    element); a matmul keeps the array ``n`` cycles (its moving columns); a vector record as
+    ``EngineCost``. Build it with :meth:`for_config`."""
+
+    @classmethod
+    def for_config(cls, config):
+        return cls(rows=config.rows, cols=config.cols, dma_bus_bytes=bus_bytes(config),
+                   vector_pipeline=kc.VECTOR_PIPELINE, vector_acc_wait=kc.VECTOR_ACC_WAIT)
+
+    def __call__(self, engine, r):
+        if engine == Engine.DMA:
+            elems = r["part_count"] * r["n0"] * r["n1"]
+            if r["ext_stride0"] == STORAGE_BITS[Format(r["fmt"])] // 8:
+                return kc.DMA_SETUP + kc.DMA_RUN * r["part_count"] * r["n1"] + elems
+            return kc.DMA_STRIDED_SETUP + kc.DMA_STRIDED * elems
+        if engine == Engine.TENSOR:
+            return max(r["n"], 1)
+        return super().__call__(engine, r)
+
+
 def measure(w, backend="model"):
-    """Cycles, tensor busy fraction and roofline fraction of workload ``w``."""
+    """Cycles, tensor busy fraction, DMA bytes per cycle and roofline fraction of workload
+    ``w`` on ``backend`` (``model`` or ``rtl``; the RTL's outcome is kept in
+    ``w.outcome``)."""
     if backend == "model":
-        from sim.cycles import EngineCost, MicroSim
-        from sim.isa import Engine
         ms = MicroSim(w.image.program, pmem_depth=w.config.pmem_depth,
-                      cost=EngineCost(rows=w.config.rows, cols=w.config.cols)).run()
+                      cost=RtlCost.for_config(w.config)).run()
         cycles, busy = ms.cycle, ms.perf[Engine.TENSOR]["busy"]
+        moved = w.dma_bytes
     elif backend == "rtl":
         from kernels.backends import run_rtl
         out, _ = run_rtl(w.config, w.image)
@@ -124,13 +161,15 @@ def measure(w, backend="model"):
             raise out.error
         w.outcome = out
         cycles, busy = out.cycles, out.counters["tensor_busy"]
+        moved = out.counters["dma_rd_bytes"] + out.counters["dma_wr_bytes"]
     else:
         raise ValueError(f"backend must be model or rtl, not {backend!r}")
     return {"what": w.what, "backend": backend, "cycles": cycles,
             "tensor_busy": round(busy / cycles, 4), "macs": w.macs, "dma_bytes": w.dma_bytes,
-            "roofline_cycles": w.roofline_cycles,
+            "dma_bytes_per_cycle": round(moved / cycles, 4),
+            "bus_bytes_per_cycle": bus_bytes(w.config), "roofline_cycles": w.roofline_cycles,
             "roofline_fraction": round(w.roofline_cycles / cycles, 4),
-            "instructions": len(w.image.program)}
+            "instructions": len(w.image.program), "estimate": w.compiled.program.estimate}
 
 
 def main(argv=None):

@@ -25,6 +25,15 @@ On fastsim a workload is the same program as a ``sim.image.Image`` (``fastsim.wo
 fixed seed 1), checked the same way (refsim for mlp and attention, the float32 emulation for
 gemm_stream), with the activity port recorded every cycle by the harness.
 
+``kernels``: the library's kernels (``kernels.bench.workloads``: GEMM, linear + GELU, MLP,
+softmax, layer norm, RMS norm, attention head, conv2d, INT8 GEMM and linear, and the compiled
+streaming GEMM), compiled for the 8x8 core and run on fastsim (``rtl``) and on the cycle model
+with the RTL's engine costs (``model``), at the default DMA width; the model also at the widths
+of ``--widths``. For each: cycles, tensor busy, DMA bytes per cycle and the roofline, ``max(MACs
+/ (rows * cols), DMA bytes / (dma_data_width / 8))`` cycles, with the fraction of it reached.
+The hand-written workloads get the same roofline from their counters. ``--quick`` runs the
+kernels on the model only.
+
 Each workload's engine timeline goes to the results directory (``--out``, default
 ``results/``): ``timeline-<workload>.png`` (one lane per engine, busy / waiting / idle) and
 ``timeline-<workload>.json`` (Chrome trace events, one microsecond per core cycle).
@@ -51,9 +60,14 @@ def add_arguments(parser):
                              "built; else Icarus for mlp and attention, Verilator + cocotb for "
                              "gemm_stream, whose 480,000 cycles take hours on Icarus)")
     parser.add_argument("--workloads", default="mlp,attention,gemm_stream",
-                        help="comma-separated subset of mlp, attention, gemm_stream")
+                        help="comma-separated subset of mlp, attention, gemm_stream (or none)")
     parser.add_argument("--shape", default="{}",
                         help='JSON overriding gemm_stream\'s tiling, e.g. \'{"NCH": 8}\'')
+    parser.add_argument("--kernels", default=None,
+                        help="comma-separated library kernels (kernels.bench workload names; "
+                             "default all, 'none' for none)")
+    parser.add_argument("--widths", default="128",
+                        help="comma-separated DMA widths (bits) the model also runs at")
     parser.add_argument("--reuse", action="store_true",
                         help="use the run records already in build/ (profile-<workload>-<rows>-"
                              "<simulator>.json, same shape) instead of simulating again")
@@ -144,7 +158,8 @@ def run_fastsim(workload, rows, shape):
 def run(args):
     rows = 4 if getattr(args, "quick", False) else 8
     sim_arg = getattr(args, "simulator", None)
-    wanted = getattr(args, "workloads", "mlp,attention,gemm_stream").split(",")
+    wanted = [n for n in getattr(args, "workloads", "mlp,attention,gemm_stream").split(",")
+              if n and n != "none"]
     out = {"core": f"{rows}x{rows}", "simulator": sim_arg or "per workload", "workloads": {}}
     for workload in wanted:
         sim = sim_arg or default_simulator(workload)
@@ -185,9 +200,53 @@ def run(args):
                 rec, shape["KT"] * shape["MT"] * shape["NC"])}
                if workload == "gemm_stream" else {}),
             "sim_cycles_per_s": round(rec.get("sim_cycles", 0) / max(rec["wall_s"], 1e-9)),
+            **roofline(rows * rows * cols, p["dma_rd_bytes"] + p["dma_wr_bytes"], rows, rows,
+                       core_config(rows, workload, shape).get("dma_data_width", 32) // 8, cyc),
             "checked": (f"FAILED: {rec['check_failed']}" if rec.get("check_failed") else
                         "bit-exact vs the float32 emulation (itself bit-exact vs refsim on "
                         "small shapes: tests/test_core_stream.py)" if workload == "gemm_stream"
                         else "bit-exact vs refsim"),
         }
+    if not getattr(args, "quick", False) or getattr(args, "kernels", None):
+        out["kernels"] = run_kernels(args)
+    return out
+
+
+def roofline(macs, dma_bytes, rows, cols, bus_bytes, cycles):
+    """The roofline of a workload: ``max(MACs / (rows * cols), DMA bytes / bus bytes per
+    cycle)`` cycles, and the fraction of it reached in ``cycles``."""
+    roof = max(-(-macs // (rows * cols)), -(-dma_bytes // bus_bytes))
+    return {"macs": macs, "roofline_cycles": roof, "bus_bytes_per_cycle": bus_bytes,
+            "roofline_fraction": round(roof / max(cycles, 1), 4)}
+
+
+def run_kernels(args):
+    """The library's kernels (``kernels.bench``) on fastsim and the cycle model: per kernel,
+    ``rtl`` and ``model`` at the default DMA width and ``model_<bits>`` at each of
+    ``--widths``."""
+    from kernels import bench as kb
+    from kernels.backends import fast_backend
+    sel = getattr(args, "kernels", None)
+    names = None if sel is None else [n for n in sel.split(",") if n and n != "none"]
+    if names == []:
+        return {}
+    rtl = fast_backend() is not None and not getattr(args, "quick", False)
+    out = {}
+    for w in kb.workloads(names):
+        rec = out[w.name] = {"what": w.what, "config": w.config.to_dict()}
+        for backend in ("rtl", "model") if rtl else ("model",):
+            r = kb.measure(w, backend)
+            rec[backend] = {k: r[k] for k in (
+                "cycles", "tensor_busy", "dma_bytes_per_cycle", "roofline_cycles",
+                "roofline_fraction", "bus_bytes_per_cycle", "macs", "dma_bytes",
+                "instructions", "estimate")}
+    widths = [int(x) for x in getattr(args, "widths", "").split(",") if x]
+    from sim.config import CoreConfig
+    if "dma_data_width" in CoreConfig.__dataclass_fields__:
+        for width in widths:
+            for w in kb.workloads(names, dma_data_width=width):
+                r = kb.measure(w, "model")
+                out[w.name][f"model_{width}"] = {k: r[k] for k in (
+                    "cycles", "tensor_busy", "dma_bytes_per_cycle", "roofline_cycles",
+                    "roofline_fraction", "bus_bytes_per_cycle")}
     return out
