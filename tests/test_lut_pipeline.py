@@ -397,7 +397,8 @@ def test_coef_ram_ports():
     """The coefficient RAM as yosys must see it to map it without collision logic: marked
     ``no_rw_check``, read through asynchronous ports (yosys applies the mark when it merges
     the register after such a port; a synchronous Amaranth port keeps read-before-write),
-    written from registers (``wr_*``: the write's enable does not wait for the lock check)."""
+    written from registers (``LutConfig``'s ``wr_*``: the write's enable does not wait for the
+    lock check)."""
     from amaranth.back import rtlil
     text = rtlil.convert(Lut(LANES, DEPTH), ports=None)
     body, cells = _rtlil_cells(text, "\\top")
@@ -408,8 +409,14 @@ def test_coef_ram_ports():
     assert len(reads) == LANES + 1, reads
     assert all(p["\\CLK_ENABLE"] == "0" for p in reads), reads
     registers = {c["\\Q"].split()[0] for t, p, c in cells if t.startswith(("$dff", "$sdff"))}
+    # The cfg port (``LutConfig``) drives the write port from its registers, through its
+    # outputs: the top's wires connected to an output that is a register there count.
+    _, cfg_cells = _rtlil_cells(text, "\\top.config")
+    cfg_regs = {c["\\Q"].split()[0] for t, p, c in cfg_cells if t.startswith(("$dff", "$sdff"))}
+    (cfg_cell,) = [c for t, p, c in cells if t == "\\top.config"]
+    registers |= {outer.split()[0] for inner, outer in cfg_cell.items() if inner in cfg_regs}
     (write,) = [c for t, p, c in coef if t == "$memwr_v2"]
     for port in ("\\EN", "\\ADDR", "\\DATA"):
         wires = {w for w in write[port].replace("{", " ").replace("}", " ").split()
-                 if w.startswith("\\")}
+                 if w.startswith(("\\", "$"))}
         assert wires and wires <= registers, (port, write[port])
