@@ -4,6 +4,13 @@ writable control store, and dispatches engine records into per-engine queues.
 Encodings, record layouts and the micro-word format come from ``sim/isa.py``; the shipped
 control store and opcode map from ``sim/microcode.py``; the semantics are ``docs/isa.md`` and
 its executable form ``sim/refsim.py``.
+
+``Sequencer`` holds the instruction state machine, the PC and the errors, and connects its
+units (``rtl/control/*.py``, each with its contract): the memories, the F/R/X micro-pipeline
+(``MicroPipeline``, ``MicroDecoder``, ``OperandStage``, ``MicroAlu``, ``AdvanceControl``,
+``MicroRegisters``), the stacks and generators (``MicroCallStack``, ``CallStack``,
+``LoopStack``, ``AddressGenerators``), the semaphores, each engine's record and queues
+(``RecordBuilder``, ``EngineQueue``) and the performance counters.
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
