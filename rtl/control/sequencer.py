@@ -10,7 +10,8 @@ units (``rtl/control/*.py``, each with its contract): the memories, the F/R/X mi
 (``MicroPipeline``, ``MicroDecoder``, ``OperandStage``, ``MicroAlu``, ``AdvanceControl``,
 ``MicroRegisters``), the stacks and generators (``MicroCallStack``, ``CallStack``,
 ``LoopStack``, ``AddressGenerators``), the semaphores, each engine's record and queues
-(``RecordBuilder``, ``EngineQueue``) and the performance counters.
+(``RecordBuilder``, ``EngineQueue``), the performance counters and the debug port
+(``DebugPort``).
 """
 
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
@@ -26,6 +27,7 @@ from .addr_gens import AddressGenerators
 from .advance import AdvanceControl
 from .alu import MicroAlu
 from .call_stack import CallStack
+from .debug_port import DBG, DebugPort
 from .engine_queue import EngineQueue
 from .layouts import record_layout
 from .loop_stack import LoopStack
@@ -53,24 +55,6 @@ __all__ = ["Sequencer", "DBG", "YOSYS_HINTS"]
 #: synthesis tool may give the same don't-care the same way.
 YOSYS_HINTS = (r"setparam -set COLLISION_X_MASK 1'1 r:MEMID=\pmem r:MEMID=\ucode %u "
                r"r:MEMID=\opmap %u t:$memrd_v2 %i")
-
-#: Debug read-port map (``dbg_addr``): registers 0..63, then these.
-DBG = {
-    "sem": 64,          # 64..79: semaphores
-    "flags": 80,        # bit0 EQ, bit1 LT, bit2 LTU
-    "err_status": 81,
-    "err_pc": 82,
-    "pc": 83,
-    "retired": 84,
-    "cycles": 85,
-    "busy": 86,         # 86 + 3*engine: cycles with a record of that engine outstanding
-    "semwait": 87,      # 87 + 3*engine: engine idle while the sequencer waits on a semaphore
-    "idle": 88,         # 88 + 3*engine: engine idle otherwise
-    "blocked": 95,      # 95 + engine: cycles an EMIT to that engine waited for queue space
-    "loop_depth": 98,
-    "call_depth": 99,
-    "status": 100,      # bit0 busy, bit1 done, bit2 error
-}
 
 # MAP, EXEC and DONE each own a bit of the state register (``in_map`` and ``in_exec`` are a
 # flip-flop each, so that no compare of ``state`` is in front of the control store's address).
@@ -260,7 +244,7 @@ class Sequencer(wiring.Component):
         m.d.comb += [
             mems.busy.eq(self.busy), mems.pmem_addr.eq(pc_now[:pc_bits]),
             mems.ucode_addr.eq(upipe.ucode_addr), mems.rf_a_addr.eq(ops.rf_a_addr),
-            mems.rf_b_addr.eq(ops.rf_b_addr), mems.rf_d_addr.eq(self.dbg_addr[:6]),
+            mems.rf_b_addr.eq(ops.rf_b_addr),
             upipe.ucode_data.eq(mems.ucode_data),
             upipe.map_entry.eq(mems.map_data[:isa.UADDR_BITS]),
             upipe.in_exec.eq(in_exec), upipe.in_map.eq(in_map), upipe.go.eq(go),
@@ -462,24 +446,17 @@ class Sequencer(wiring.Component):
                                   for e in _ENGINES])),
             perf.semwait.eq(advance.wait_stall),
         ]
-        dbg = {DBG["flags"]: uregs.macro_flags, DBG["err_status"]: err_status,
-               DBG["err_pc"]: err_pc_now, DBG["pc"]: pc_now, DBG["retired"]: perf.retired,
-               DBG["cycles"]: perf.cycles, DBG["loop_depth"]: loops.depth,
-               DBG["call_depth"]: calls.depth, DBG["status"]: Cat(self.busy, self.done,
-                                                                 self.error)}
-        for i in range(isa.NUM_SEMS):
-            dbg[DBG["sem"] + i] = sem_bank.now[i]
-        for e in _ENGINES:
-            counters = perf.counters(e)
-            for j in range(3):
-                dbg[DBG["busy"] + 3 * e + j] = counters[j]
-            dbg[DBG["blocked"] + e] = counters[3]
-        with m.If(self.dbg_addr < isa.NUM_REGS):
-            m.d.comb += self.dbg_data.eq(Mux(w_rf_en & (w_rf_addr == self.dbg_addr[:6]),
-                                             w_rf_data, mems.rf_d_data))
-        with m.Else():
-            with m.Switch(self.dbg_addr):
-                for addr, value in dbg.items():
-                    with m.Case(addr):
-                        m.d.comb += self.dbg_data.eq(value)
+        # The debug read port (``DebugPort``, :data:`DBG`).
+        m.submodules.debug = dbg = DebugPort()
+        m.d.comb += [
+            dbg.addr.eq(self.dbg_addr), self.dbg_data.eq(dbg.data),
+            mems.rf_d_addr.eq(dbg.rf_addr), dbg.rf_data.eq(mems.rf_d_data),
+            dbg.w_rf_en.eq(w_rf_en), dbg.w_rf_addr.eq(w_rf_addr), dbg.w_rf_data.eq(w_rf_data),
+            dbg.sems.eq(sem_bank.now), dbg.flags.eq(uregs.macro_flags),
+            dbg.err_status.eq(err_status), dbg.err_pc.eq(err_pc_now), dbg.pc.eq(pc_now),
+            dbg.retired.eq(perf.retired), dbg.cycles.eq(perf.cycles),
+            dbg.loop_depth.eq(loops.depth), dbg.call_depth.eq(calls.depth),
+            dbg.status.eq(Cat(self.busy, self.done, self.error)),
+            dbg.counters.eq(Cat(*[c for e in _ENGINES for c in perf.counters(e)])),
+        ]
         return m
