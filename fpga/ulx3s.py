@@ -81,6 +81,16 @@ CONFIGS = {
                     description="NeuronCore 2x2, all formats, SBUF 2x1024, PSUM 2x256",
                     params={"rows": 2, "cols": 2, "sbuf_depth": 1024, "psum_depth": 256,
                             "tensor_add_stages": 3, "tensor_mul_stages": 4}),
+    # The compact vector engine (``vector_units=1``: the lanes share one set of evaluation
+    # units, each element beat takes ``rows`` cycles in the vector engine), with core2's
+    # pipeline stages in the PEs: a 4x4 all-format core for the 85F.
+    "core4c": Config("core4c", _core(rows=4, sbuf_depth=1024, psum_depth=256,
+                                     tensor_add_stages=3, tensor_mul_stages=4, vector_units=1),
+                     100e6, pes=16,
+                     description="NeuronCore 4x4, all formats, compact vector engine (1 unit)",
+                     params={"rows": 4, "cols": 4, "sbuf_depth": 1024, "psum_depth": 256,
+                             "tensor_add_stages": 3, "tensor_mul_stages": 4,
+                             "vector_units": 1}),
     # Does not fit: 8 vector lanes need about 8 x 30 + 64 = 304 MULT18X18D (156 on the 85F).
     "core8": Config("core8", _core(rows=8, sbuf_depth=1024, psum_depth=256), 100e6, pes=64,
                     description="NeuronCore 8x8, all formats (does NOT fit an 85F)",
