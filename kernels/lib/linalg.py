@@ -90,9 +90,10 @@ class _Columns:
         raise KernelError(f"columns {cols.start}:{cols.stop} span two column groups of W")
 
 
-def _column_groups(w, mt):
+def _column_groups(w, mt, after_first=None):
     """``w [K, M]`` as K tiles of :class:`_Columns`, in groups of whole M tiles that make one
-    block of the compiler (``kernels.compiler.BLOCK_RECORDS`` matmuls per chunk)."""
+    block of the compiler (``kernels.compiler.BLOCK_RECORDS`` matmuls per chunk);
+    ``after_first()`` is called once the first group's loads are traced."""
     from kernels.compiler import BLOCK_RECORDS
     cfg = current().config
     K, M = w.shape
@@ -103,6 +104,8 @@ def _column_groups(w, mt):
         g1 = min(M, g0 + per * cfg.cols)
         for t, view in enumerate(load_ktiles(w[:, g0:g1], "w")):
             tiles[t].append((g0, g1, view))
+        if g0 == 0 and after_first is not None:
+            after_first()
     return [_Columns(g) for g in tiles]
 
 
@@ -149,23 +152,25 @@ def _gemm_grouped(w, x, out, nc, nx, out_dtype, acc_dtype):
             for t, (wt, xt) in enumerate(zip(w_tiles, x_tiles)):
                 kl.matmul(view, wt[:, m0:m0 + mm], xt, accumulate=t > 0)
 
-    def drain(ps, i):
+    def drain(ps, i, t0=0, t1=mt):
+        """Copy M tiles ``t0 .. t1-1`` of chunk ``i`` out of PSUM and store them."""
         c0, n = chunks[i]
-        o = kl.copy(ps, out=obuf[:, 0:mt * n], dtype=out_dtype)
-        full = M // C
-        if full:
-            kl.store(out.as_strided((C, full, n), (N, C * N, 1), c0), o[0:C, 0:full * n])
-        if M % C:
-            m0 = full * C
-            kl.store(out[m0:M, c0:c0 + n], o[0:M - m0, full * n:(full + 1) * n])
+        o = kl.copy(ps[:, t0 * n:t1 * n], out=obuf[:, t0 * n:t1 * n], dtype=out_dtype)
+        full = min(t1, M // C)
+        if full > t0:
+            kl.store(out.as_strided((C, full - t0, n), (N, C * N, 1), c0 + t0 * C * N),
+                     o[0:C, 0:(full - t0) * n])
+        if M % C and t1 > M // C:
+            m0, e = M // C * C, M // C - t0
+            kl.store(out[m0:M, c0:c0 + n], o[0:M - m0, e * n:(e + 1) * n])
 
     head = min(2, len(chunks))
-    x_head = [load_x(i) for i in range(head)]
+    x_head = [load_x(0)]
     # PSUM tiles all of the largest chunk's size, so that two of them rotate.
     psum = lambda i: kl.psum_tile((min(C, M), mt * nc), acc_dtype,
                                   name="ps")[:, 0:mt * chunks[i][1]]
     ps_head = [psum(i) for i in range(head)]
-    w_groups = _column_groups(w, mt)
+    w_groups = _column_groups(w, mt, lambda: x_head.extend(load_x(i) for i in range(1, head)))
     per = max(1, min(mt, BLOCK_RECORDS // len(w_groups)))
     for g0 in range(0, mt, per):
         for i in range(head):
@@ -175,8 +180,12 @@ def _gemm_grouped(w, x, out, nc, nx, out_dtype, acc_dtype):
     for i in range(head, len(chunks)):
         x_tiles = load_x(i)
         ps = psum(i)
-        matmuls(ps, x_tiles, w_groups, range(mt))
-        drain(ps, i)
+        # The last chunk is drained per W group, so that only its last group's copy and
+        # store follow the last matmul.
+        step = per if i == len(chunks) - 1 else mt
+        for g0 in range(0, mt, step):
+            matmuls(ps, x_tiles, w_groups, range(g0, min(mt, g0 + step)))
+            drain(ps, i, g0, min(mt, g0 + step))
 
 
 def _gemm_body(w, x, out_dtype, acc_dtype):
