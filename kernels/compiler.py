@@ -13,9 +13,11 @@
    are ordered by its queue. Everything else (any edge between engines, a vector read of a
    vector result, any DMA edge) waits for the producer's completion.
 3. **Scheduling.** The tensor and vector engines keep the trace's order; DMA records may move.
-   A list scheduler with a serial-server model of the engines (``sim.cycles.EngineCost``-like
-   costs) picks, among the operations whose predecessors are placed, the one that can issue
-   first: loads run ahead as far as their buffers allow.
+   A list scheduler picks, among the operations whose predecessors are placed, the one the
+   sequencer can issue first, with a model of the engines measured on the RTL (the constants
+   below): serial DMA and vector engines, a pipelined array, and engine queues of two records
+   that stall the sequencer when full. Loads run ahead as far as their buffers and the DMA
+   queue allow; ``Program.estimate`` is the modelled cycle count.
 4. **Semaphores.** Semaphore ``e`` counts the completed records of engine ``e`` (DMA 0,
    TENSOR 1, VECTOR 2; every record has ``sem_en=1``). Engines complete in issue order, so
    "record ``i`` of engine ``e`` is done" is ``waiti e, i+1``; a wait is emitted before the
