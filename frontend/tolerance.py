@@ -40,7 +40,7 @@ ELEMENTWISE = {
     "Mul": (FP32_RTOL, 0.0, "one FP32 rounding"),
     "Div": (LUT_RTOL + FP32_RTOL, 0.0, "by a constant: its FP32 reciprocal (two roundings); "
             "by a tensor: the reciprocal table (2 BF16 ULP)"),
-    "Relu": (0.0, 0.0, "exact (a table of two linear segments)"),
+    "Relu": (0.0, 0.0, "exact (max(x, 0) on the vector ALU)"),
     "Sigmoid": (LUT_RTOL, 2.0 ** -12, "table function"),
     "Tanh": (LUT_RTOL, 2.0 ** -12, "table function"),
     "Erf": (LUT_RTOL, 2.0 ** -12, "table function"),
