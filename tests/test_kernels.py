@@ -211,3 +211,20 @@ def test_streaming_gemm_keeps_the_tensor_engine_busy():
     assert len(w.image.program) <= w.config.pmem_depth
     columns = w.macs // (w.config.rows * w.config.cols)
     assert columns / w.compiled.program.estimate >= 0.922
+
+
+def test_bench_roofline_at_the_dma_width():
+    """``kernels.bench``: the roofline is ``max(MACs / (rows * cols), DMA bytes / (width /
+    8))`` cycles, at the configuration's DMA width (32 bits by default, 128 on request), and
+    the cycle model with the RTL's engine costs runs every record of the image."""
+    from kernels.bench import bus_bytes, measure, workloads
+    w = workloads(["gemm"])[0]
+    r = measure(w, "model")
+    assert bus_bytes(w.config) == 4 == r["bus_bytes_per_cycle"]
+    cells = w.config.rows * w.config.cols
+    assert r["roofline_cycles"] == max(-(-w.macs // cells), -(-w.dma_bytes // 4))
+    assert r["roofline_fraction"] == round(r["roofline_cycles"] / r["cycles"], 4) <= 1
+    assert 0 < r["tensor_busy"] < 1 and r["dma_bytes_per_cycle"] <= 4
+    wide = workloads(["gemm"], dma_data_width=128)[0]
+    assert bus_bytes(wide.config) == 16
+    assert wide.roofline_cycles == max(-(-w.macs // cells), -(-w.dma_bytes // 16))
