@@ -2,8 +2,9 @@
 pipeline per lane. Golden model: ``sim.vector.lut_eval`` and ``VectorEngineModel.cfg_*``.
 
 The ``Lut`` owns the table memories and connects its units: the cfg port (``LutConfig``), the
-active bank's header (``LutHeader``) and one ``LutLane`` per lane (``rtl/vector/lut_lane.py``;
-its arithmetic steps in ``rtl/vector/lut_arith.py``)."""
+active bank's header (``LutHeader``) and one ``LutLane`` per lane (``rtl/vector/lut_lane.py``:
+``LutReduce`` in ``lut_reduce.py``, ``LutPoly`` in ``lut_poly.py``; their arithmetic steps in
+``lut_arith.py``)."""
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
@@ -86,7 +87,7 @@ class Lut(wiring.Component):
         elements of a table instruction are in the pipeline.
     """
 
-    #: The lanes' pipeline registers per ``deep`` (``rtl.vector.lut_lane.STAGES``).
+    #: The lanes' pipeline registers per ``deep`` (``rtl.vector.lut_reduce.STAGES``).
     _STAGES = STAGES
 
     def __init__(self, lanes, depth=512, *, deep=True):
