@@ -8,7 +8,7 @@ element (per chunk across partitions: a column's elements in one beat), one cycl
 two cycles per segment (a segment's first burst is issued the cycle after it is loaded), and
 the bursts' round trips shared by ``max_outstanding`` slots. A load adds the memory's latency
 to the first beat. Exact for records on a memory that never stalls (``scripts/bench_dma.py``:
-within 2 % of the RTL for its records of 1 KiB and more, every width).
+within 2 % of the RTL for its records of 4 KiB and more, every width).
 """
 
 from sim.dtypes import STORAGE_BITS, Format
