@@ -11,7 +11,7 @@ With ``--json`` only the JSON record is printed on stdout; the benchmark's own o
 of the simulators it runs go to stderr.
 
 ``all --jobs N`` (default: the number of cores, at most 2) runs N benchmarks at a time in
-separate processes, the longest first (fpga, tensor, core, sim, sr, lut): on a 2-core machine the
+separate processes, the longest first (fpga, dma, tensor, core, models, sim, sr, lut): on a 2-core machine the
 FPGA builds run beside the simulations instead of after them. Each record notes ``jobs``, since
 the simulation-speed figures of ``sim`` share the machine with the other job.
 """
@@ -33,7 +33,7 @@ RESULTS = ROOT / "results"
 #: The order ``all`` runs them in; fpga last (it needs minutes per board).
 BENCHMARKS = ("sr", "tensor", "lut", "core", "sim", "models", "dma", "fpga")
 #: The order ``all --jobs N`` (N > 1) starts them in: longest first.
-LONGEST_FIRST = ("fpga", "tensor", "core", "sim", "sr", "lut")
+LONGEST_FIRST = ("fpga", "dma", "tensor", "core", "models", "sim", "sr", "lut")
 
 
 def _commit():
