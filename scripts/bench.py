@@ -11,8 +11,8 @@ With ``--json`` only the JSON record is printed on stdout; the benchmark's own o
 of the simulators it runs go to stderr.
 
 ``all --jobs N`` (default: the number of cores, at most 2) runs N benchmarks at a time in
-separate processes, the longest first (fpga, dma, tensor, core, models, sim, sr, lut): on a 2-core machine the
-FPGA builds run beside the simulations instead of after them. Each record notes ``jobs``, since
+separate processes, the longest first (fpga, dma, tensor, core, models, sim, sr, lut): on a
+2-core machine the FPGA builds run beside the simulations instead of after them. Each record notes ``jobs``, since
 the simulation-speed figures of ``sim`` share the machine with the other job.
 """
 

@@ -52,3 +52,8 @@ def test_unknown_benchmark_is_an_error(capsys):
     with pytest.raises(SystemExit):
         bench.main(["nosuch"])
     assert "benchmark must be one of" in capsys.readouterr().err
+
+
+def test_every_benchmark_has_a_place_in_the_parallel_order():
+    """``all --jobs N`` runs the benchmarks of LONGEST_FIRST: each of BENCHMARKS is there."""
+    assert sorted(bench.LONGEST_FIRST) == sorted(bench.BENCHMARKS)
