@@ -114,7 +114,7 @@ def test_register_block_ports_follow_the_map():
     (dict(partitions=4, sbuf_depth=48), ValueError,
      "sbuf_depth must be a power of two from 2 to 65536, not 48"),
     (dict(partitions=4, sbuf_depth=64, data_width=48), ValueError,
-     "data_width must be 32 or 64, not 48"),
+     "data_width must be a power of two from 32 to 512, not 48"),
     (dict(partitions=4, sbuf_depth=64, max_burst=3), ValueError,
      "max_burst must be a power of two from 1 to 256, not 3"),
     (dict(partitions=4, sbuf_depth=64, max_outstanding=0), ValueError,
@@ -147,7 +147,7 @@ def test_dma_record_is_the_isa_record():
      "sources must be an integer, not None"),
     (lambda: __import__("rtl.bus.axi", fromlist=["A"]).AXI4Signature(addr_width=32,
                                                                       data_width=24),
-     ValueError, "data_width must be one of 32, 64, 128, 256, not 24"),
+     ValueError, "data_width must be one of 32, 64, 128, 256, 512, 1024, not 24"),
     (lambda: __import__("rtl.bus.axi", fromlist=["A"]).AXI4LiteSignature(addr_width=0),
      ValueError, "addr_width must be one of"),
 ])

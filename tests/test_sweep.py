@@ -102,14 +102,20 @@ def test_timeout_is_a_failure(client):
 
 def test_interrupt_keeps_what_finished(tmp_path):
     out = tmp_path / "noop.json"
+    # Ctrl-C's default action in the child even when this test runs with SIGINT ignored (a
+    # background job of a non-interactive shell inherits SIG_IGN, and so would the sweep).
     proc = subprocess.Popen([sys.executable, "-m", "scripts.sweep", "noop", "--seeds", "0-7",
                              "--seconds", "1.5", "--workers", "2", "--out", str(out)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         time.sleep(0.2)
         if out.exists() and json.loads(out.read_text())["done"] >= 2:
             break
+    else:
+        proc.kill()
+        raise AssertionError("fewer than 2 of 8 one-and-a-half-second jobs done in 300 s")
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
