@@ -34,6 +34,17 @@ def _order_key(value, ez):
     return Mux(ez, sign, Mux(value[31], ~value, value | sign))
 
 
+
+def _acc_identity_of(m, acc_op):
+    """A 32-bit signal holding ``acc_identity`` of the accumulate op ``acc_op`` (the value an
+    accumulator restarts from)."""
+    value = Signal(32)
+    with m.Switch(acc_op):
+        for op in AccOp:
+            with m.Case(int(op)):
+                m.d.comb += value.eq(acc_identity(op))
+    return value
+
 class _AccUnit(wiring.Component):
     """``acc OP y`` for the accumulate ops (``sim.vector.acc_update``). MAX and MIN are
     combinational; SUM's adder has ``stages`` free-running registers, so its result is valid
@@ -345,11 +356,7 @@ class VectorEngine(wiring.Component):
         # in that cycle, and the controller's queue head does not reach the accumulators
         # (``op_q`` -> ``acc_reset`` -> the accumulator's input).
         acc_rst = Signal()
-        acc_rst_value = Signal(32)
-        with m.Switch(acc_op):
-            for op in AccOp:
-                with m.Case(int(op)):
-                    m.d.comb += acc_rst_value.eq(acc_identity(op))
+        acc_rst_value = _acc_identity_of(m, acc_op)
         for l in range(lanes):
             au = m.submodules[f"acc{l}"] = _AccUnit(ACC)
             m.d.comb += [au.op.eq(acc_op), au.acc.eq(acc[l]), au.y.eq(y_h[l]),
@@ -379,11 +386,7 @@ class VectorEngine(wiring.Component):
         with m.If(y_valid & last):
             m.d.sync += y_h.eq(Cat(y_col, y))
         acc_rst = Signal()
-        acc_rst_value = Signal(32)
-        with m.Switch(acc_op):
-            for op in AccOp:
-                with m.Case(int(op)):
-                    m.d.comb += acc_rst_value.eq(acc_identity(op))
+        acc_rst_value = _acc_identity_of(m, acc_op)
         m.submodules.acc = acc = InterleavedAcc(lanes, units, ACC)
         m.d.comb += [acc.op.eq(acc_op), acc.valid.eq(y_valid & ~y_emit), acc.sub.eq(y_sub),
                      acc.y.eq(y), acc.rst.eq(acc_rst), acc.rst_value.eq(acc_rst_value)]
