@@ -43,6 +43,25 @@ def check_pow2(name, value, lo, hi):
     return value
 
 
+def check_bool(name, value):
+    """Return ``value`` or raise ``TypeError`` naming ``name`` unless it is a bool."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, not {value!r}")
+    return value
+
+
+def check_choice(name, value, allowed):
+    """Return ``value`` or raise ``ValueError`` naming ``name`` and the ``allowed`` values
+    (``TypeError`` when ``allowed`` holds integers and ``value`` is not one)."""
+    allowed = tuple(allowed)
+    if all(isinstance(a, int) and not isinstance(a, bool) for a in allowed) and (
+            not isinstance(value, int) or isinstance(value, bool)):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(str, allowed))}, not {value!r}")
+    return value
+
+
 def parse_seeds(text, *, name="seeds", lo=0):
     """``"1,2,5"``, ``"0-99"`` or both (``"1-3,7"``) -> a tuple of distinct integers
     ``>= lo``, or ``ValueError`` naming ``name`` and the accepted forms."""

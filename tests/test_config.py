@@ -7,7 +7,8 @@ import json
 import pytest
 
 from rtl.core.top import NeuronCore
-from sim.config import ENGINE_FORMATS, PRESETS, CoreConfig
+from sim.config import (ENGINE_FORMATS, PRESETS, CoreConfig, check_bool, check_choice, check_int,
+                        check_pow2)
 from sim.dtypes import Format
 
 
@@ -137,3 +138,26 @@ def test_refsim_traps_as_the_core_with_the_config():
     sim = CoreConfig(formats=("int8",)).refsim(words).run()
     assert sim.error == 1 << ErrorBit.ILLEGAL_FIELD and sim.err_pc == 1
     assert CoreConfig().refsim(words).run().error == 0
+
+
+@pytest.mark.parametrize("call, exc, msg", [
+    (lambda: check_bool("deep", 1), TypeError, "deep must be a bool, not 1"),
+    (lambda: check_choice("width", 33, (32, 64)), ValueError,
+     "width must be one of 32, 64, not 33"),
+    (lambda: check_choice("width", "32", (32, 64)), TypeError,
+     "width must be an integer, not '32'"),
+    (lambda: check_choice("mode", "z", ("a", "b")), ValueError, "mode must be one of a, b"),
+    (lambda: check_int("rows", 0, 1, 64), ValueError, "rows must be an integer from 1 to 64"),
+    (lambda: check_pow2("width", 48, 32, 512), ValueError,
+     "width must be a power of two from 32 to 512, not 48"),
+])
+def test_check_helpers_name_the_parameter_and_range(call, exc, msg):
+    with pytest.raises(exc, match=msg):
+        call()
+
+
+def test_check_helpers_return_good_values():
+    assert check_bool("deep", False) is False
+    assert check_choice("width", 64, (32, 64)) == 64
+    assert check_int("rows", 4, 1, 64) == 4
+    assert check_pow2("width", 128, 32, 512) == 128
