@@ -4,7 +4,7 @@ Each benchmark is a module ``scripts/bench_<name>.py`` with ``run(args) -> dict`
 ``add_arguments(parser)``). ``all`` runs every benchmark whose module exists, writes one JSON per
 benchmark to ``results/<name>.json``, prints a progress line per benchmark, then draws the plots
 (the SR training demo included) and the results table (``scripts.report``: ``results/*.png``,
-``results/RESULTS.md`` and the table in ``README.md``). Speed and area are measured here, never
+``results/RESULTS.md``, which the README links). Speed and area are measured here, never
 asserted by tests.
 
 With ``--json`` only the JSON record is printed on stdout; the benchmark's own output and that
@@ -139,11 +139,10 @@ def main(argv=None):
                     result = {"benchmark": name, **_machine(), "wall_s": None,
                               "error": traceback.format_exc(limit=3)}
                 finished(done, name, result)
-    # Plots, results/RESULTS.md and (for the project's own results/) the README table.
+    # Plots and results/RESULTS.md, which the README links.
     from scripts import report
     print("[report] plots and results table ...", file=sys.stderr, flush=True)
-    report.main(["--results", str(out), "--training"]
-                + (["--readme"] if out.resolve() == RESULTS.resolve() else []))
+    report.main(["--results", str(out), "--training"])
     print(f"[all] {total - failures}/{total} benchmarks done, {failures} failed, "
           f"{time.time() - start_all:.0f} s", file=sys.stderr, flush=True)
     return 1 if failures else 0

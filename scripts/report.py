@@ -11,9 +11,7 @@ module at the end) and writes:
 * ``results/sr_training.png``: loss curves FP32 / BF16-RNE / BF16-SR (``scripts.sr_training``),
   made again only when missing or with ``--training``;
 * ``results/RESULTS.md``: one markdown table of the headline figures, each with the JSON file
-  and key it comes from, and the date and machine of the run;
-* ``README.md``: the same table between the ``<!-- results:begin -->`` and
-  ``<!-- results:end -->`` markers (``--readme``).
+  and key it comes from, and the date and machine of the run (the README links it).
 
 A benchmark whose JSON is missing or holds an ``error`` is listed as "not measured"; nothing
 here invents a figure.
@@ -26,9 +24,8 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
-BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 
-__all__ = ["load", "plots", "table", "update_readme", "main"]
+__all__ = ["load", "plots", "table", "main"]
 
 
 def load(results=RESULTS):
@@ -276,21 +273,9 @@ def table(recs):
     return head + lines
 
 
-def update_readme(lines, readme=ROOT / "README.md"):
-    """Replace the text between the results markers of ``readme``; False if no markers."""
-    text = pathlib.Path(readme).read_text()
-    if BEGIN not in text or END not in text:
-        return False
-    pre, rest = text.split(BEGIN, 1)
-    _, post = rest.split(END, 1)
-    pathlib.Path(readme).write_text(pre + BEGIN + "\n" + "\n".join(lines) + "\n" + END + post)
-    return True
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m scripts.report", description=__doc__.split("\n")[0])
     p.add_argument("--results", default=str(RESULTS))
-    p.add_argument("--readme", action="store_true", help="also update README.md's results table")
     p.add_argument("--training", action="store_true", help="re-run the SR training demo")
     args = p.parse_args(argv)
     recs = load(args.results)
@@ -298,9 +283,6 @@ def main(argv=None):
     lines = table(recs)
     (pathlib.Path(args.results) / "RESULTS.md").write_text(
         "# Results\n\n" + "\n".join(lines) + "\n")
-    if args.readme and not update_readme(lines):
-        print("README.md has no results markers; table only in results/RESULTS.md",
-              file=sys.stderr)
     print(json.dumps({"plots": written, "table": str(pathlib.Path(args.results) / "RESULTS.md")},
                      indent=2))
     return 0

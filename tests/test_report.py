@@ -49,21 +49,9 @@ def test_table_reports_only_measured_figures(tmp_path):
     assert "2026-01-01 on m" in text
 
 
-def test_update_readme_between_markers_only(tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"head\n{report.BEGIN}\nold\n{report.END}\ntail\n")
-    assert report.update_readme(["| a |", "| b |"], readme)
-    assert readme.read_text() == f"head\n{report.BEGIN}\n| a |\n| b |\n{report.END}\ntail\n"
-    plain = tmp_path / "plain.md"
-    plain.write_text("no markers\n")
-    assert not report.update_readme(["x"], plain)
-    assert plain.read_text() == "no markers\n"
-
-
-def test_project_readme_has_the_markers():
+def test_project_readme_links_the_generated_table():
     text = (report.ROOT / "README.md").read_text()
-    assert text.count(report.BEGIN) == 1 and text.count(report.END) == 1
-    assert text.index(report.BEGIN) < text.index(report.END)
+    assert "results/RESULTS.md" in text
 
 
 def test_plots_written_for_present_records(tmp_path):
