@@ -1,14 +1,14 @@
-"""The DMA's address walker (``rtl.dma.dma._Walker``), Amaranth simulator, against a Python
-list of the positions it must visit.
+"""The DMA's address walker (``rtl.dma.walker.AddressWalker``), Amaranth simulator, against a
+Python list of the positions it must visit.
 
 Random counts and strides (two's complement, modulo 2**32), random step patterns with idle
 cycles, starts held for several cycles with steps beside them, restarts in the middle of a
 walk and steps past the end. Checked every cycle: the position (``addr``, ``p``, ``sidx``,
 ``last_j``, ``last``) and ``done`` equal the model's, ``update`` is a start or a step before
 ``done``, and after an update the registers hold the ``next_addr`` / ``next_last_j`` shown
-before the edge (the DMA's lookahead registers use them). After the last step the walker holds the last position. The registers are enabled in
-groups (position in the row, row, partition), so a group enabled on a wrong step shows as a
-wrong position here.
+before the edge (the DMA's lookahead registers use them). After the last step the walker holds
+the last position. The registers are enabled in groups (position in the row, row, partition),
+so a group enabled on a wrong step shows as a wrong position here.
 """
 
 import random
@@ -16,7 +16,7 @@ import random
 import pytest
 
 from amaranth_tb import simulate
-from rtl.dma.dma import _Walker
+from rtl.dma.walker import AddressWalker
 
 M32 = (1 << 32) - 1
 
@@ -30,7 +30,7 @@ def _positions(base, ps, si, sj, np_, ni, nj):
 
 def _run(seed, walks=12):
     rng = random.Random(seed)
-    dut = _Walker()
+    dut = AddressWalker()
 
     async def bench(ctx):
         for walk in range(walks):

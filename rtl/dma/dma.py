@@ -55,7 +55,7 @@ Write ordering: W beats are produced in AW order; a W beat is only sent for a bu
 been issued.
 """
 
-from amaranth.hdl import Elaboratable, Module, Signal, Cat, Const, Mux, signed
+from amaranth.hdl import Module, Signal, Cat, Const, Mux, signed
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -71,6 +71,7 @@ from .burst_queue import BurstQueue
 from .burst_splitter import BurstSplitter
 from .column_walker import ColumnWalker
 from .sbuf_write_stage import SbufWriteStage
+from .walker import AddressWalker
 from .window_check import WindowCheck, WindowLayout
 
 __all__ = ["DmaRecord", "WindowLayout", "DMA"]
@@ -78,109 +79,6 @@ __all__ = ["DmaRecord", "WindowLayout", "DMA"]
 #: The record the sequencer issues (flat, slot 0 in the least significant bits).
 DmaRecord = data.StructLayout({name: width for name, width in DMA_RECORD})
 
-
-
-class _Walker(Elaboratable):
-    """Walks ``p < np``, ``i < ni``, ``j < nj`` (p outermost), ``addr = base + p*ps + i*si +
-    j*sj`` modulo 2**32, and ``sidx = i*nj + j`` (SBUF word offset, restarts per partition).
-
-    ``start`` loads the first position (it wins over a ``step`` in the same cycle); ``step``
-    advances; ``done`` is set by a step at the last position. Counts must be at least 1 (the
-    DMA completes zero-size records itself) and must not change between ``start`` and the last
-    step.
-
-    The position is kept as counts left (``j_left``: positions after this one in the row,
-    and so on) with registered "this is the last" flags, updated a step ahead, so that
-    neither a step nor ``last`` waits for a compare against the counts (no carry chain in
-    front of the registers' clock enables). ``update`` (a start or a step that moves),
-    ``next_addr`` and ``next_last_j`` are the values the registers take, for lookahead
-    registers of the user.
-
-    The registers are enabled in three groups, each by ``start`` or by a step gated with one
-    term of flip-flops formed beside it (the row position moves on every step that is not the
-    last, the row on a step at a row's end, the partition on a step at a partition's end), and
-    their next values are selected by ``start`` and the "last" flags alone: a step reaches the
-    clock enables through one gate, not a chain of the "last" conditions.
-    """
-
-    def __init__(self):
-        self.start = Signal()
-        self.step = Signal()
-        self.base = Signal(32)
-        self.ps = Signal(32)
-        self.si = Signal(32)
-        self.sj = Signal(32)
-        self.np = Signal(8)
-        self.ni = Signal(16)
-        self.nj = Signal(16)
-        self.addr = Signal(32)
-        self.p = Signal(8)
-        self.sidx = Signal(32)
-        self.last_j = Signal()
-        self.last = Signal()
-        self.done = Signal()
-        self.update = Signal()
-        self.next_addr = Signal(32)
-        self.next_last_j = Signal()
-
-    def elaborate(self, platform):
-        m = Module()
-        pbase = Signal(32)
-        ibase = Signal(32)
-        j_left = Signal(16)
-        i_left = Signal(16)
-        p_left = Signal(8)
-        last_i = Signal()
-        last_p = Signal()
-        m.d.comb += self.last.eq(self.last_j & last_i & last_p)
-        # What a step moves, from flip-flops (beside the step, not behind it): the position
-        # in the row (every step but the one at the last position, which sets ``done``), the
-        # row (a step at a row's end, not the last row of the last partition), the partition
-        # (a step at a partition's end, not the last).
-        mv_j, mv_i, mv_p = Signal(), Signal(), Signal()
-        en_j, en_i, en_p = Signal(), Signal(), Signal()
-        m.d.comb += [
-            mv_j.eq(~self.done & ~self.last),
-            mv_i.eq(~self.done & self.last_j & ~(last_i & last_p)),
-            mv_p.eq(~self.done & self.last_j & last_i & ~last_p),
-            self.update.eq(self.start | (self.step & ~self.done)),
-            en_j.eq(self.start | (self.step & mv_j)),
-            en_i.eq(self.start | (self.step & mv_i)),
-            en_p.eq(self.start | (self.step & mv_p)),
-        ]
-        # The values the groups take (``start``: the first position; otherwise the step's):
-        # the next position in the row, else the first of the next row (this partition's
-        # next row, else the next partition's first).
-        row_base = Mux(~last_i, ibase + self.si, pbase + self.ps)   # the next row's address
-        m.d.comb += [
-            self.next_addr.eq(Mux(self.start, self.base,
-                                  Mux(~self.last_j, self.addr + self.sj,
-                                      Mux(mv_i, row_base, self.addr)))),
-            self.next_last_j.eq(Mux(self.start | (self.last_j & mv_i), self.nj == 1,
-                                    Mux(~self.last_j, j_left == 1, self.last_j))),
-        ]
-        with m.If(en_j):
-            m.d.sync += [
-                self.addr.eq(self.next_addr), self.last_j.eq(self.next_last_j),
-                j_left.eq(Mux(self.start | self.last_j, self.nj - 1, j_left - 1)),
-                self.sidx.eq(Mux(self.start | (self.last_j & last_i), 0, self.sidx + 1)),
-            ]
-        with m.If(en_i):
-            m.d.sync += [
-                ibase.eq(Mux(self.start, self.base, row_base)),
-                i_left.eq(Mux(self.start | last_i, self.ni - 1, i_left - 1)),
-                last_i.eq(Mux(self.start | last_i, self.ni == 1, i_left == 1)),
-            ]
-        with m.If(en_p):
-            m.d.sync += [
-                pbase.eq(Mux(self.start, self.base, pbase + self.ps)),
-                p_left.eq(Mux(self.start, self.np - 1, p_left - 1)),
-                last_p.eq(Mux(self.start, self.np == 1, p_left == 1)),
-                self.p.eq(Mux(self.start, 0, self.p + 1)),
-            ]
-        with m.If(self.update):
-            m.d.sync += self.done.eq(~self.start & self.last)
-        return m
 
 
 def _lanes(beat, esh, n):
@@ -373,14 +271,14 @@ class DMA(wiring.Component):
         with m.If(self.abort & self.busy):
             m.d.sync += aborting.eq(1)
 
-        chk = _Walker()      # rows (p, i) for the window check
+        chk = AddressWalker()      # rows (p, i) for the window check
         # The window check's walker is held at its first row by a flip-flop (``chk_hold``:
         # set when a record is taken, cleared in SPAN) and steps in every cycle it is not
         # held (a step past the last row does nothing), so no state decode is in front of its
         # clock enables.
         chk_hold = Signal()
-        iss = _Walker()      # segments for the burst issuer
-        elw = _Walker()      # elements for the SBUF side
+        iss = AddressWalker()      # segments for the burst issuer
+        elw = AddressWalker()      # elements for the SBUF side
         m.submodules.chk = chk
         m.submodules.iss = iss
         m.submodules.elw = elw
