@@ -303,16 +303,22 @@ class RefSim:
                 not (1 <= M <= self.cols) or N < 1:
             self.skipped.append((Engine.TENSOR, r))
             return
-        mask = (1 << STORAGE_BITS[fmt]) - 1
-        st = np.array([[self.sbuf[k, (r["stat_addr"] + m * r["stat_stride"]) % self.sbuf_depth]
-                        for m in range(M)] for k in range(K)], dtype=np.uint64) & mask
-        mv = np.array([[self.sbuf[k, (r["mov_addr"] + n * r["mov_stride"]) % self.sbuf_depth]
-                        for n in range(N)] for k in range(K)], dtype=np.uint64) & mask
-        res = tensor.column_sums(st, mv, fmt, rows=self.P, cols=self.cols)   # (cols, N)
+        mask = np.uint64((1 << STORAGE_BITS[fmt]) - 1)
+        sm = (r["stat_addr"] + np.arange(M) * r["stat_stride"]) % self.sbuf_depth
+        sn = (r["mov_addr"] + np.arange(N) * r["mov_stride"]) % self.sbuf_depth
+        st = self.sbuf[:K, sm].astype(np.uint64) & mask
+        mv = self.sbuf[:K, sn].astype(np.uint64) & mask
+        res = tensor.column_sums(st, mv, fmt, rows=self.P, cols=self.cols, fast=True)
+        if N <= self.psum_depth:
+            # N distinct words: one vectorised write.
+            a = (r["psum_addr"] + np.arange(N)) % self.psum_depth
+            self.psum[:, a] = tensor.add_fast(self.psum[:, a], res, fmt) \
+                if r["accumulate"] else res
+            return
         for n in range(N):
             a = (r["psum_addr"] + n) % self.psum_depth
             if r["accumulate"]:
-                self.psum[:, a] = tensor._add(self.psum[:, a], res[:, n], fmt)
+                self.psum[:, a] = tensor.add_fast(self.psum[:, a], res[:, n], fmt)
             else:
                 self.psum[:, a] = res[:, n]
 

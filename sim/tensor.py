@@ -17,14 +17,25 @@ PSUM (:class:`PsumModel`) then does ``psum = column_sum`` (overwrite) or
 
 Everything works on bit patterns in numpy unsigned-integer arrays; this module imports neither
 Amaranth nor cocotb.
+
+:func:`matmul` is the specification, one integer-arithmetic step per row. :func:`matmul_fast`
+(and ``column_sums(..., fast=True)``, :func:`add_fast`) give the same bits through numpy float32
+arithmetic, which is IEEE 754 binary32 with RNE and gradual underflow: operands are decoded
+through a table, products are exact (at most 11 x 11 significand bits) and rounded once into
+the FP32 range by the float32 multiply, and the column sums are float32 running sums in row
+order. DAZ/FTZ is applied to every product and, where a running sum is subnormal, after every
+addition; every NaN becomes the canonical NaN at the end (a NaN sum stays NaN). INT8 sums are
+exact in float64 (``|sum| < 2**53``) and wrapped to INT32. ``tests/test_refsim_tensor.py``
+compares the two bit for bit over every format and its special values.
 """
 
 import numpy as np
 
 from sim import config, formats
-from sim.dtypes import Format
+from sim.dtypes import CANONICAL_NAN_F32, STORAGE_BITS, Format
 
-__all__ = ["ENGINE_FORMATS", "matmul", "column_sums", "PsumModel", "error_bound", "random_operands"]
+__all__ = ["ENGINE_FORMATS", "matmul", "matmul_fast", "add_fast", "column_sums", "PsumModel",
+           "error_bound", "random_operands"]
 
 #: Input formats the tensor engine accepts (defined in ``sim.config``).
 ENGINE_FORMATS = config.ENGINE_FORMATS
@@ -80,14 +91,126 @@ def matmul(stationary, moving, fmt, *, rows=None):
     return np.asarray(s, dtype=np.uint32)
 
 
-def column_sums(stationary, moving, fmt, *, rows, cols):
+def column_sums(stationary, moving, fmt, *, rows, cols, fast=False):
     """The full ``cols``-lane result of the hardware (lanes >= M see zero weights): shape
-    (cols, N)."""
+    (cols, N). ``fast`` computes it with :func:`matmul_fast` (the same bits)."""
     st = np.asarray(stationary, dtype=np.uint64)
     if st.shape[1] > cols:
         raise ValueError(f"M must be at most cols = {cols}, not {st.shape[1]}")
     st = np.concatenate([st, np.zeros((st.shape[0], cols - st.shape[1]), np.uint64)], axis=1)
-    return matmul(st, moving, fmt, rows=rows)
+    return (matmul_fast if fast else matmul)(st, moving, fmt, rows=rows)
+
+
+# -- the same results through numpy float32 arithmetic -------------------------------------
+
+_F32_EXP = np.uint32(0x7F800000)
+_F32_SIGN = np.uint32(0x80000000)
+_F32_MAG = np.uint32(0x7FFFFFFF)
+#: Products per block of rows x lanes x beats held at once by matmul_fast.
+_BLOCK = 1 << 21
+_DECODE_TABLES = {}
+
+
+def _decode_table(fmt):
+    """float32 values of every pattern of ``fmt`` after decode and DAZ (the multiplier's
+    inputs), indexed by the pattern."""
+    table = _DECODE_TABLES.get(fmt)
+    if table is None:
+        codes = np.arange(1 << STORAGE_BITS[fmt], dtype=np.uint64)
+        table = formats.daz(formats.decode(codes, fmt)).view(np.float32)
+        _DECODE_TABLES[fmt] = table
+    return table
+
+
+def _ftz(u):
+    """Flush subnormal FP32 patterns of the uint32 array ``u`` to zeros of their sign, in
+    place."""
+    np.bitwise_and(u, _F32_SIGN, out=u, where=(u & _F32_EXP) == 0)
+
+
+def _is_subnormal(u):
+    return ((u & _F32_EXP) == 0) & ((u & _F32_MAG) != 0)
+
+
+def _canonical_nan(u):
+    """``u`` (uint32 FP32 patterns) with every NaN replaced by the canonical NaN, in place."""
+    u[(u & _F32_MAG) > np.uint32(0x7F800000)] = np.uint32(CANONICAL_NAN_F32)
+    return u
+
+
+def add_fast(a, b, fmt):
+    """``_add(a, b, fmt)`` (FP32 with DAZ/FTZ and canonical NaN, or wrapping INT32 for INT8 and
+    INT32) on uint32 patterns of one shape, through numpy float32 addition."""
+    a = np.asarray(a, dtype=np.uint32)
+    b = np.asarray(b, dtype=np.uint32)
+    if Format(fmt) in (Format.INT8, Format.INT32):
+        return formats.int32_add(a, b)
+    a = a.copy()
+    b = b.copy()
+    _ftz(a)
+    _ftz(b)
+    with np.errstate(all="ignore"):
+        s = (a.view(np.float32) + b.view(np.float32)).view(np.uint32)
+    _ftz(s)
+    return _canonical_nan(s)
+
+
+def _column_sums_f32(p, rows):
+    """Bits of the column sums of ``p`` (float32 products, DAZ applied, shape (K, M, N)) in
+    row order, with FTZ after every addition and ``rows - K`` trailing ``+0`` rows."""
+    with np.errstate(all="ignore"):
+        run = np.add.accumulate(p, axis=0, dtype=np.float32)
+        u = run.view(np.uint32)
+        if p.shape[0] > 1 and _is_subnormal(u[1:]).any():
+            # A running sum went subnormal: FTZ it before the next addition.
+            s = p[0].copy()
+            for k in range(1, p.shape[0]):
+                s += p[k]
+                _ftz(s.view(np.uint32))
+        else:
+            s = run[-1].copy()
+        if rows > p.shape[0]:
+            s += np.float32(0.0)      # a -0 sum plus the +0 products is +0
+    return s.view(np.uint32)
+
+
+def matmul_fast(stationary, moving, fmt, *, rows=None):
+    """:func:`matmul` (same arguments, same bits) through numpy float32 arithmetic."""
+    fmt = Format(fmt)
+    if fmt not in ENGINE_FORMATS:
+        raise ValueError(f"fmt must be one of {', '.join(f.name for f in ENGINE_FORMATS)}, "
+                         f"not {fmt.name}")
+    st = np.asarray(stationary, dtype=np.uint64)
+    mv = np.asarray(moving, dtype=np.uint64)
+    if st.ndim != 2 or mv.ndim != 2 or st.shape[0] != mv.shape[0]:
+        raise ValueError(f"stationary (K, M) and moving (K, N) must share K, not "
+                         f"{st.shape} and {mv.shape}")
+    K, M = st.shape
+    N = mv.shape[1]
+    if K < 1:
+        raise ValueError("K must be at least 1")
+    if rows is None:
+        rows = K
+    elif rows < K:
+        raise ValueError(f"rows must be at least K = {K}, not {rows}")
+    mask = np.uint64((1 << STORAGE_BITS[fmt]) - 1)
+    if fmt == Format.INT8:
+        def s8(v):
+            v = (v & mask).astype(np.int64)
+            return np.where(v >= 128, v - 256, v).astype(np.float64)
+        total = (s8(st).T @ s8(mv)).astype(np.int64)          # exact: |total| < 2**53
+        return (total & 0xFFFFFFFF).astype(np.uint32)
+    table = _decode_table(fmt)
+    a = table[st & mask]                                        # (K, M) float32
+    b = table[mv & mask]                                        # (K, N) float32
+    out = np.empty((M, N), dtype=np.uint32)
+    step = max(1, _BLOCK // max(1, K * M))
+    for n0 in range(0, N, step):
+        with np.errstate(all="ignore"):
+            p = a[:, :, None] * b[:, None, n0:n0 + step]       # exact or rounded once
+        _ftz(p.view(np.uint32))
+        out[:, n0:n0 + step] = _column_sums_f32(p, rows)
+    return _canonical_nan(out)
 
 
 class PsumModel:
