@@ -36,7 +36,7 @@ def run(backend, config, image, *, races=True, **options):
 def run_refsim(config, image, races=True):
     """The reference simulator; with ``races`` the race checker must find nothing."""
     from sim.image import run_refsim as _run
-    out = _run(config, image, races=True) if races else _run(config, image)
+    out = _run(config, image, races=races)
     if races:
         err = out.refsim.races_error()
         if err is not None:
