@@ -33,7 +33,7 @@ def test_stages_range(cls, maximum):
 def test_fp_mul_stages_and_formats():
     with pytest.raises(ValueError, match=r"stages must be an integer from 0 to 4, not 5"):
         FPMultiplier(MUL_FORMATS, 5)
-    with pytest.raises(ValueError, match=r"formats must be a subset of .*not contain INT32"):
+    with pytest.raises(ValueError, match=r"formats must be a subset of .*not containing INT32"):
         FPMultiplier([Format.BF16, Format.INT32], 1)
     with pytest.raises(ValueError, match=r"formats must contain at least one format"):
         FPMultiplier([], 1)

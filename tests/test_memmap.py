@@ -149,7 +149,7 @@ def test_dma_record_is_the_isa_record():
                                                                       data_width=24),
      ValueError, "data_width must be one of 32, 64, 128, 256, 512, 1024, not 24"),
     (lambda: __import__("rtl.bus.axi", fromlist=["A"]).AXI4LiteSignature(addr_width=0),
-     ValueError, "addr_width must be one of"),
+     ValueError, "addr_width must be an integer from 1 to 64, not 0"),
 ])
 def test_protection_parameter_errors(make, exc, msg):
     with pytest.raises(exc, match=msg):

@@ -31,7 +31,7 @@ def check_formats(formats, allowed):
             raise ValueError(f"formats must contain Format codes 0..7, not {f!r}") from None
         if f not in allowed:
             names = ", ".join(a.name for a in sorted(allowed))
-            raise ValueError(f"formats must be a subset of {{{names}}}, not contain {f.name}")
+            raise ValueError(f"formats must be a subset of {{{names}}}, not containing {f.name}")
         out.add(f)
     if not out:
         raise ValueError("formats must contain at least one format, not be empty")

@@ -44,7 +44,7 @@ def mult18x18d(m, a, b, en, name, *, out_reg=False, signed=False):
     ``len(a) + len(b)`` bits (a signed value with ``signed``). With ``out_reg`` the block's
     output register takes that product on the next enabled edge (latency 2)."""
     if not 1 <= len(a) <= 18 or not 1 <= len(b) <= 18:
-        raise ValueError(f"mult18x18d operands must be 1..18 bits wide, not {len(a)} and "
+        raise ValueError(f"mult18x18d's operands must be 1 to 18 bits wide, not {len(a)} and "
                          f"{len(b)}")
     a18, b18, p = Signal(18, name=f"{name}_a"), Signal(18, name=f"{name}_b"), \
         Signal(36, name=f"{name}_p")

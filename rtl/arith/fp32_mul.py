@@ -4,6 +4,7 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from sim.config import check_bool
 from sim.dtypes import CANONICAL_NAN_F32
 from rtl.arith.common import Pipe, check_stages
 from rtl.arith.dsp import is_ecp5, mult18x18d
@@ -132,8 +133,7 @@ class FP32Multiplier(wiring.Component):
 
     def __init__(self, stages=2, *, zero_a_annihilates=False):
         self._stages = check_stages(stages, self.MAX_STAGES)
-        if not isinstance(zero_a_annihilates, bool):
-            raise TypeError(f"zero_a_annihilates must be a bool, not {zero_a_annihilates!r}")
+        check_bool("zero_a_annihilates", zero_a_annihilates)
         self._annihilate = zero_a_annihilates
         super().__init__({"a": In(32), "b": In(32), "en": In(1, init=1), "o": Out(32)})
 

@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.arith.common import Pipe, check_stages, delay
 from rtl.arith.dsp import registered_product
+from sim.config import check_bool
 
 __all__ = ["IntMAC"]
 
@@ -50,11 +51,10 @@ class IntMAC(wiring.Component):
 
     def __init__(self, stages=1, *, dsp_regs=False):
         self._stages = check_stages(stages, self.MAX_STAGES)
-        if not isinstance(dsp_regs, bool):
-            raise TypeError(f"dsp_regs must be a bool, not {dsp_regs!r}")
+        check_bool("dsp_regs", dsp_regs)
         if dsp_regs and self._stages == 0:
-            raise ValueError("dsp_regs needs stages 1 or 2, not 0 (the block's registers "
-                             "are pipeline stages)")
+            raise ValueError("dsp_regs must be False when stages is 0 (the block's registers "
+                             "are pipeline stages), not True")
         self._dsp_regs = dsp_regs
         super().__init__({"a": In(8), "b": In(8), "c": In(32), "en": In(1, init=1),
                           "o": Out(32)})

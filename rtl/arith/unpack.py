@@ -63,7 +63,7 @@ def unpack_float(bits, fmt, sig_w, bias=None):
         sign = bits[man_bits + exp_bits]
         daz = fmt == Format.BF16
     if man_bits + 1 > sig_w:
-        raise ValueError(f"sig_w {sig_w} too narrow for {fmt.name}")
+        raise ValueError(f"sig_w must be at least {man_bits + 1} for {fmt.name}, not {sig_w}")
     e_max = (1 << exp_bits) - 1
     sig = Cat(Const(0, sig_w - man_bits - 1), man, e != 0)
     exp_raw = Mux(e == 0, 1, e)

@@ -23,6 +23,7 @@ bit. :func:`lut6` is a function of five or six inputs as one slice (a PFUMX on t
 from amaranth.hdl import Array, Const, Instance, Mux, Signal, Value
 
 from rtl.arith.dsp import is_ecp5
+from sim.config import check_choice
 
 __all__ = ["wide_mux", "pair_mux", "lut4", "lut4_init", "lut6"]
 
@@ -59,13 +60,11 @@ def wide_mux(m, platform, sel, inputs, name):
     (its low bits select; the others are ignored). On an ECP5 each bit is LUT4s and a PFUMX
     (4 inputs) or two of those and an L6MUX21 (8 inputs), instantiated; elsewhere a plain
     multiplexer. Combinational."""
-    n = len(inputs)
-    if n not in (4, 8):
-        raise ValueError(f"wide_mux takes 4 or 8 inputs, not {n}")
+    n = check_choice("wide_mux's number of inputs", len(inputs), (4, 8))
     k = n.bit_length() - 1
     sel = Value.cast(sel)
     if len(sel) < k:
-        raise ValueError(f"wide_mux of {n} inputs needs a select of at least {k} bits, "
+        raise ValueError(f"wide_mux's sel must be at least {k} bits wide for {n} inputs, "
                          f"not {len(sel)}")
     vals = [Value.cast(v) for v in inputs]
     width = max(len(v) for v in vals)
@@ -101,7 +100,7 @@ def pair_mux(m, platform, hi, a, b, name):
     for s_, what in ((hi, "hi"), (sa, "the first pair's select"),
                      (sb, "the second pair's select")):
         if len(s_) != 1:
-            raise ValueError(f"pair_mux: {what} must be 1 bit wide, not {len(s_)}")
+            raise ValueError(f"pair_mux's {what} must be 1 bit wide, not {len(s_)}")
     if not is_ecp5(platform):
         m.d.comb += out.eq(Mux(hi, Mux(sb, vals[3], vals[2]), Mux(sa, vals[1], vals[0])))
         return out
@@ -125,12 +124,11 @@ def _bitwise(m, platform, fn, args, who, counts, name):
     """The checks and the output shared by :func:`lut4` and :func:`lut6`: ``args`` as values
     (``counts`` of them, each 1 bit or the widest's width) and the output signal ``name``;
     elsewhere than on an ECP5, ``fn`` of the values (1-bit ones replicated) already drives it."""
-    if len(args) not in counts:
-        raise ValueError(f"{who} takes {' or '.join(map(str, counts))} inputs, not {len(args)}")
+    check_choice(f"{who}'s number of inputs", len(args), counts)
     vals = [Value.cast(v) for v in args]
     width = max(len(v) for v in vals)
     if any(len(v) not in (1, width) for v in vals):
-        raise ValueError(f"{who}: every input must be 1 bit or {width} bits wide, not "
+        raise ValueError(f"{who}'s inputs must each be 1 or {width} bits wide, not "
                          f"{[len(v) for v in vals]}")
     out = Signal(width, name=name)
     if not is_ecp5(platform):

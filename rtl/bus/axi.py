@@ -8,6 +8,8 @@ appears in Verilog as ``axil__awaddr`` etc., which cocotbext-axi finds with the 
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from sim.config import check_choice, check_int
+
 __all__ = ["AXI4LiteSignature", "AXI4Signature", "RESP_OKAY", "RESP_EXOKAY", "RESP_SLVERR",
            "RESP_DECERR", "BURST_INCR", "AXI4_DATA_WIDTHS"]
 
@@ -18,13 +20,6 @@ RESP_DECERR = 3
 BURST_INCR = 1
 #: The data widths of :class:`AXI4Signature`.
 AXI4_DATA_WIDTHS = (32, 64, 128, 256, 512, 1024)
-
-
-def _check_width(name, value, allowed):
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(map(str, allowed))}, not {value}")
 
 
 class AXI4LiteSignature(wiring.Signature):
@@ -39,8 +34,8 @@ class AXI4LiteSignature(wiring.Signature):
     """
 
     def __init__(self, *, addr_width, data_width=32):
-        _check_width("addr_width", addr_width, range(1, 65))
-        _check_width("data_width", data_width, (32, 64))
+        check_int("addr_width", addr_width, 1, 64)
+        check_choice("data_width", data_width, (32, 64))
         self.addr_width = addr_width
         self.data_width = data_width
         super().__init__({
@@ -67,9 +62,9 @@ class AXI4Signature(wiring.Signature):
     """
 
     def __init__(self, *, addr_width, data_width, id_width=1):
-        _check_width("addr_width", addr_width, range(1, 65))
-        _check_width("data_width", data_width, AXI4_DATA_WIDTHS)
-        _check_width("id_width", id_width, range(1, 17))
+        check_int("addr_width", addr_width, 1, 64)
+        check_choice("data_width", data_width, AXI4_DATA_WIDTHS)
+        check_int("id_width", id_width, 1, 16)
         self.addr_width = addr_width
         self.data_width = data_width
         self.id_width = id_width

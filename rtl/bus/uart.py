@@ -42,8 +42,9 @@ def uart_divisor(clk_freq, baud, *, tolerance=0.02):
                          f"{clk_freq / MIN_DIVISOR:.0f}, not {baud}")
     error = abs(clk_freq / divisor - baud) / baud
     if error > tolerance:
-        raise ValueError(f"baud {baud} is {error:.1%} off with a divisor of {divisor} at "
-                         f"{clk_freq / 1e6:g} MHz (at most {tolerance:.0%} allowed)")
+        raise ValueError(f"baud must be within {tolerance:.0%} of clk_freq / divisor, not "
+                         f"{baud} ({error:.1%} off with a divisor of {divisor} at "
+                         f"{clk_freq / 1e6:g} MHz)")
     return divisor
 
 
@@ -59,8 +60,9 @@ class UartTx(wiring.Component):
     -------
     i : In(stream.Signature(8))
         Bytes to send. ``ready`` is high while the transmitter is idle and in the last cycle of
-        a stop bit; a byte offered while a frame is on the line waits. Back-to-back bytes are sent without idle time between the
-        stop bit and the next start bit (10 bit times per byte).
+        a stop bit; a byte offered while a frame is on the line waits. Back-to-back bytes are
+        sent without idle time between the stop bit and the next start bit (10 bit times per
+        byte).
     tx : Out(1)
         The serial line, registered (no glitches); high while idle and during reset.
     busy : Out(1)
@@ -137,8 +139,8 @@ class UartRx(wiring.Component):
     overrun : Out(1)
         One-cycle pulse per dropped byte (registered: the cycle after the stop bit's sample).
     frame_error : Out(1)
-        One-cycle pulse (registered) when a stop bit reads 0; the byte is dropped and the receiver waits for
-        the line to return high before looking for the next start bit.
+        One-cycle pulse (registered) when a stop bit reads 0; the byte is dropped and the
+        receiver waits for the line to return high before looking for the next start bit.
 
     Sampling: the start edge is confirmed half a bit later (shorter low pulses are ignored as
     glitches), then each bit is sampled once in its middle.

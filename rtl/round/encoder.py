@@ -23,10 +23,10 @@ _FLOATS = (Format.BF16, Format.FP16, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP
 class FPEncoder(wiring.Component):
     """Encode an FP32 value into the format ``fmt`` with rounding mode ``mode``.
 
-    Combinational, or pipelined by ``stages``. Supports every ``Format``: the narrow floats (subnormals produced,
-    overflow to Inf or max finite, E4M3 saturating to +-448, canonical NaN), INT8/INT32
-    (rounded with the mode, saturating, NaN gives 0) and FP32 (passed through with DAZ and
-    canonical NaN). FP32 subnormal inputs are treated as zero (DAZ).
+    Combinational, or pipelined by ``stages``. Supports every ``Format``: the narrow floats
+    (subnormals produced, overflow to Inf or max finite, E4M3 saturating to +-448, canonical
+    NaN), INT8/INT32 (rounded with the mode, saturating, NaN gives 0) and FP32 (passed through
+    with DAZ and canonical NaN). FP32 subnormal inputs are treated as zero (DAZ).
 
     Stochastic rounding: the discarded fraction of the target ULP is rounded to ``n_rand`` bits
     (round-to-nearest-even), ``rand`` is added to it and the carry out decides the direction;

@@ -34,11 +34,10 @@ def weight_width(formats):
 def check_dsp_regs(dsp_regs, formats):
     """``dsp_regs`` checked: a bool, True only for an INT8-only set of ``formats`` (the FP
     multipliers place their own registers, ``rtl.arith.fp_mul``)."""
-    if not isinstance(dsp_regs, bool):
-        raise TypeError(f"dsp_regs must be a bool, not {dsp_regs!r}")
+    config.check_bool("dsp_regs", dsp_regs)
     if dsp_regs and _has_fp(formats):
         raise ValueError("dsp_regs must be False when formats include a floating-point "
-                         "format (True only for {INT8})")
+                         "format (True only for {INT8}), not True")
     return dsp_regs
 
 
@@ -117,8 +116,7 @@ class ProcessingElement(wiring.Component):
         self._formats = check_formats(formats)
         self._mul_stages = config.check_int("mul_stages", mul_stages, 0, MAX_MUL_STAGES)
         self._add_stages = config.check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
-        if not isinstance(top, bool):
-            raise TypeError(f"top must be a bool, not {top!r}")
+        config.check_bool("top", top)
         self._top = top
         self._dsp_regs = check_dsp_regs(dsp_regs, self._formats)
         self._int_bits = config.check_int("int_bits", int_bits, 16, 32)

@@ -6,6 +6,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from rtl.arith.common import check_formats
 from rtl.bus.mem_ports import PartitionReadSignature
 from sim.config import check_int, check_pow2
 from sim.dtypes import Format
@@ -90,12 +91,12 @@ class PSUM(wiring.Component):
     Throughput: one beat per cycle. The only stall: an accumulating beat whose address is still
     being written by one of the ``2 + add_stages`` beats before it (a read-after-write hazard,
     only possible when a group of at most ``2 + add_stages`` beats is followed by one
-    accumulating into the same words). Latency: a beat accepted at cycle ``t`` is written at the end of
-    cycle ``t + latency``, ``latency = 2 + add_stages``: the old word is read (1), registered
-    straight out of the block RAM (1: a block RAM's clock-to-output takes most of a cycle on
-    ECP5), then added (``add_stages``); a ``rd`` request (``en``) at cycle
-    ``t + latency`` or later returns it (the read port is transparent to the write). The
-    memory is not cleared by reset (contents start at zero after configuration).
+    accumulating into the same words). Latency: a beat accepted at cycle ``t`` is written at the
+    end of cycle ``t + latency``, ``latency = 2 + add_stages``: the old word is read (1),
+    registered straight out of the block RAM (1: a block RAM's clock-to-output takes most of a
+    cycle on ECP5), then added (``add_stages``); a ``rd`` request (``en``) at cycle
+    ``t + latency`` or later returns it (the read port is transparent to the write). The memory
+    is not cleared by reset (contents start at zero after configuration).
 
     Parameters
     ----------
@@ -141,14 +142,7 @@ class PSUM(wiring.Component):
         check_pow2("depth", depth, 2, 65536)
         check_pow2("banks", banks, 1, depth)
         self._add_stages = check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
-        fset = set()
-        for f in formats:
-            if f not in (Format.FP32, Format.INT32):
-                raise ValueError(f"formats must be a subset of {{FP32, INT32}}, not containing "
-                                 f"{f!r}")
-            fset.add(Format(f))
-        if not fset:
-            raise ValueError("formats must contain at least one format, not be empty")
+        fset = check_formats(formats, {Format.FP32, Format.INT32})
         check_int("lookahead", lookahead, 0, 8)
         self._cols, self._depth, self._banks, self._formats = cols, depth, banks, frozenset(fset)
         self._lookahead = lookahead
