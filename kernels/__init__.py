@@ -15,14 +15,15 @@ backends it runs on and a library of kernels (``docs/kernels.md``).
 from kernels.dtypes import (DTYPES, DType, as_dtype, bf16, fp8_e3m4, fp8_e4m3, fp8_e5m2,
                             fp16, fp32, int8, int32)
 from kernels.kernel import Compiled, Kernel, Run, default_config, kernel
-from kernels.lang import (ALU_OPS, FUNCTIONS, ROUNDING, DRAMTensor, KernelError, Tile,
+from kernels.lang import (ALU_OPS, FUNCTIONS, ROUNDING, DRAMTensor, KernelError, Layout, Tile,
                           activation, broadcast, cast, constant, copy, load, matmul, ndarray,
                           psum_tile, reduce, requantize, sbuf_tile, seed, store,
-                          tensor_scalar, tensor_tensor, transpose)
+                          tensor_scalar, tensor_tensor, transpose, wide_dma)
 
 __all__ = ["DTYPES", "as_dtype", "DType", "bf16", "fp8_e3m4", "fp8_e4m3", "fp8_e5m2", "fp16",
            "fp32", "int8", "int32", "Compiled", "Kernel", "Run", "default_config", "kernel",
-           "ALU_OPS", "FUNCTIONS", "ROUNDING", "DRAMTensor", "KernelError", "Tile", "activation",
+           "ALU_OPS", "FUNCTIONS", "ROUNDING", "DRAMTensor", "KernelError", "Layout", "Tile",
+           "activation",
            "broadcast", "cast", "constant", "copy", "load", "matmul", "ndarray", "psum_tile",
            "reduce", "requantize", "sbuf_tile", "seed", "store", "tensor_scalar",
-           "tensor_tensor", "transpose"]
+           "tensor_tensor", "transpose", "wide_dma"]

@@ -27,7 +27,8 @@ from sim.cycles import EngineCost, MicroSim
 from sim.dtypes import STORAGE_BITS, Format
 from sim.isa import Engine
 
-__all__ = ["Workload", "workloads", "measure", "stream_config", "bus_bytes", "RtlCost",
+__all__ = ["Workload", "workloads", "measure", "stream_config", "wide_config", "bus_bytes",
+           "RtlCost",
            "main"]
 
 
@@ -42,6 +43,14 @@ def stream_config():
     (``cocotb_tests/test_core_profile.py`` ``stream_config``)."""
     return CoreConfig(rows=8, sbuf_depth=8192, psum_depth=2048, formats=["bf16"],
                       lut_entries=64, pmem_depth=2048)
+
+
+def wide_config(dma_data_width=128):
+    """The 8x8 core of the wide-DMA benchmarks: a ``dma_data_width``-bit DMA and memories of
+    the size the compute-dominated shapes need (SBUF 16384 and PSUM 2048 words per
+    partition, 2048 instructions, every format)."""
+    return CoreConfig(rows=8, sbuf_depth=16384, psum_depth=2048, pmem_depth=2048,
+                      dma_data_width=dma_data_width)
 
 
 @dataclasses.dataclass
@@ -109,12 +118,15 @@ def _specs():
 
 def workloads(names=None, dma_data_width=None):
     """The library's benchmark workloads (all, or those in ``names``), compiled; with
-    ``dma_data_width``, for cores with that DMA bus width (bits)."""
+    ``dma_data_width``, for cores with that DMA bus width (bits): wider than 32 bits, every
+    workload on :func:`wide_config`."""
     out = []
     for name, what, kern, args, params, cfg in _specs():
         if names is not None and name not in names:
             continue
-        if dma_data_width is not None:
+        if dma_data_width is not None and dma_data_width > 32:
+            cfg = wide_config(dma_data_width)
+        elif dma_data_width is not None:
             cfg = cfg.replace(dma_data_width=dma_data_width)
         comp = kern.compile(*args, config=cfg, **params)
         macs, nbytes = _stats(comp)
@@ -124,17 +136,23 @@ def workloads(names=None, dma_data_width=None):
 
 class RtlCost(EngineCost):
     """``sim.cycles.EngineCost`` with the engine costs ``kernels.compiler`` schedules with
-    (measured on the RTL): a DMA record moves one element per cycle, plus one cycle per
-    contiguous row and a set-up (two cycles per element when its innermost stride is not one
-    element); a matmul keeps the array ``n`` cycles (its moving columns); a vector record as
-    ``EngineCost``. Build it with :meth:`for_config`."""
+    (measured on the RTL): on a 32-bit DMA a record moves one element per cycle, plus one
+    cycle per contiguous row and a set-up (two cycles per element when its innermost stride
+    is not one element); on a wider DMA a record takes ``sim.dma_timing``'s cycles (the
+    memory's latency ``kernels.compiler.DMA_LATENCY``); a matmul keeps the array ``n``
+    cycles (its moving columns); a vector record as ``EngineCost``. Build it with
+    :meth:`for_config`."""
 
     @classmethod
     def for_config(cls, config):
+        wide = bus_bytes(config) > 4
         return cls(rows=config.rows, cols=config.cols, dma_bus_bytes=bus_bytes(config),
+                   dma_config=config if wide else None, dma_latency=kc.DMA_LATENCY,
                    vector_pipeline=kc.VECTOR_PIPELINE, vector_acc_wait=kc.VECTOR_ACC_WAIT)
 
     def __call__(self, engine, r):
+        if engine == Engine.DMA and self.dma_config is not None:
+            return super().__call__(engine, r)
         if engine == Engine.DMA:
             elems = r["part_count"] * r["n0"] * r["n1"]
             if r["ext_stride0"] == STORAGE_BITS[Format(r["fmt"])] // 8:

@@ -209,7 +209,7 @@ def _dependencies(ops):
 # 3. Scheduling
 # ---------------------------------------------------------------------------------------------
 
-#: Costs of the engines as measured on the RTL (32-bit AXI; docs/kernels.md).
+#: Costs of the engines as measured on the RTL (a 32-bit DMA; docs/kernels.md).
 DMA_SETUP = 11              # cycles per DMA record
 DMA_RUN = 1                 # cycles per contiguous run (a partition row of a 2-D/3-D view)
 DMA_STRIDED = 2             # cycles per element when the innermost stride is not one element
@@ -224,7 +224,31 @@ _QUEUE = 2
 _SETUP, _ISSUE, _LOOP_ISSUE = 20, 6, 8
 
 
-def _dma_cycles(a):
+#: Cycles from a read burst's address to its first beat on the memory the kernels' cycle
+#: counts are measured with (the fast backend's, ``fastsim/harness.cpp``), for
+#: ``sim.dma_timing``.
+DMA_LATENCY = 3
+
+
+def dma_record(a):
+    """The ``sim.isa.DMA_RECORD`` fields ``sim.dma_timing`` reads, of DMA operation
+    arguments ``a`` (DRAM addresses laid out)."""
+    d = a["dram"]
+    m = 0xFFFFFFFF
+    return dict(fmt=int(d.dtype.fmt), part_count=a["p"], n0=a["n0"], n1=a["n1"],
+                ext_stride0=a["stride0"] & m, ext_stride1=a["stride1"] & m,
+                ext_part_stride=a["pstride"] & m, store=int(a["store"]),
+                ext_addr=(d.buffer.addr + d.offset * d.dtype.nbytes) & m)
+
+
+def _dma_cycles(a, cfg):
+    """A DMA record's cycles: on a wide DMA (``dma_data_width > 32``) the RTL's timing
+    (``sim.dma_timing``); at 32 bits the constants above."""
+    if getattr(cfg, "dma_data_width", 32) > 32:
+        from sim.dma_timing import dma_record_cycles
+        return dma_record_cycles(dma_record(a), data_width=cfg.dma_data_width,
+                                 sbuf_depth=cfg.sbuf_depth, max_burst=cfg.max_burst,
+                                 latency=DMA_LATENCY)
     elems = a["p"] * a["n0"] * a["n1"]
     if a["stride0"] == a["dram"].dtype.nbytes:
         return DMA_SETUP + DMA_RUN * a["p"] * a["n1"] + elems
@@ -238,7 +262,7 @@ def _cost(op, cfg):
     if op.kind == "block":
         return sum(_cost(m, cfg) for m in a["ops"])
     if op.engine == "dma":
-        return _dma_cycles(a)
+        return _dma_cycles(a, cfg)
     if op.engine == "tensor":
         return a["n"]
     if op.kind in ("seed_ld",):

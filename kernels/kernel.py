@@ -65,14 +65,19 @@ class Compiled:
         mem = [(b.addr, b.data) for b in self.trace.buffers
                if b.space == "dram" and b.kind == "constant"]
         for b, a in zip(self.inputs, arrays):
-            mem.append((b.addr, b.dtype.bits(np.ascontiguousarray(a)).tobytes()))
+            bits = b.dtype.bits(np.ascontiguousarray(a)).ravel()
+            mem.append((b.addr, (bits if b.perm is None else bits[b.perm]).tobytes()))
         return dataclasses.replace(self.image, memory=mem)
 
     def outputs_from(self, outcome):
         outs = []
         for b, shape, data in zip(self.outputs, self.out_shapes, outcome.memory):
-            raw = np.frombuffer(bytes(data), dtype=b.dtype.np).reshape(shape).copy()
-            outs.append(raw)
+            raw = np.frombuffer(bytes(data), dtype=b.dtype.np)
+            if b.perm is not None:
+                flat = np.empty_like(raw)
+                flat[b.perm] = raw
+                raw = flat
+            outs.append(raw.reshape(shape).copy())
         return outs
 
 

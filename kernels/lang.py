@@ -27,7 +27,8 @@ from kernels.dtypes import as_dtype, fp32, int32
 __all__ = ["KernelError", "DRAMTensor", "Tile", "Buffer", "Op", "Trace", "current",
            "ndarray", "constant", "sbuf_tile", "psum_tile", "load", "store", "matmul",
            "activation", "tensor_tensor", "tensor_scalar", "reduce", "cast", "copy",
-           "seed", "broadcast", "transpose", "requantize", "ALU_OPS", "FUNCTIONS", "ROUNDING"]
+           "seed", "broadcast", "transpose", "requantize", "ALU_OPS", "FUNCTIONS", "ROUNDING",
+           "Layout", "wide_dma"]
 
 
 class KernelError(ValueError):
@@ -72,6 +73,9 @@ class Buffer:
         self.kind = kind          # DRAM: "input", "output", "constant", "scratch"
         self.addr = None
         self.index = None         # argument / output position
+        #: DRAM: element ``i`` of the buffer's bytes holds element ``perm[i]`` of the host's
+        #: row-major array (None: row-major); set by :class:`Layout`.
+        self.perm = None
 
     def __repr__(self):
         return f"{self.space}:{self.name}"
@@ -85,11 +89,14 @@ class DRAMTensor:
     a zero stride reads it.
     """
 
-    def __init__(self, buffer, shape, strides, offset=0):
+    def __init__(self, buffer, shape, strides, offset=0, physical=False):
         self.buffer = buffer
         self.shape = tuple(int(s) for s in shape)
         self.strides = tuple(int(s) for s in strides)
         self.offset = int(offset)
+        #: The strides address the buffer's bytes as laid out (a :class:`Layout`'s view), not
+        #: the host's row-major array.
+        self.physical = physical
 
     @property
     def dtype(self):
@@ -105,7 +112,8 @@ class DRAMTensor:
 
     @property
     def T(self):
-        return DRAMTensor(self.buffer, self.shape[::-1], self.strides[::-1], self.offset)
+        return DRAMTensor(self.buffer, self.shape[::-1], self.strides[::-1], self.offset,
+                          physical=self.physical)
 
     def __getitem__(self, idx):
         if not isinstance(idx, tuple):
@@ -138,12 +146,13 @@ class DRAMTensor:
                     raise KernelError(f"tensor '{self.name}' dimension {d}: index {i} out of "
                                       f"range for size {n}")
                 off += (i % n) * st
-        return DRAMTensor(self.buffer, shape, strides, off)
+        return DRAMTensor(self.buffer, shape, strides, off, physical=self.physical)
 
     def as_strided(self, shape, strides, offset=0):
         """A view of the same buffer with ``shape`` and ``strides`` (elements) from this
         view's first element plus ``offset`` elements (bounds are checked)."""
-        v = DRAMTensor(self.buffer, shape, strides, self.offset + offset)
+        v = DRAMTensor(self.buffer, shape, strides, self.offset + offset,
+                       physical=self.physical)
         lo, hi = v.byte_range()
         if lo < 0 or hi > self.buffer.size:
             raise KernelError(f"tensor '{self.name}': view {tuple(shape)} with strides "
@@ -158,7 +167,8 @@ class DRAMTensor:
             raise KernelError(f"tensor '{self.name}': cannot reshape {self.shape} to {shape}")
         if self.strides != _row_major(self.shape):
             raise KernelError(f"tensor '{self.name}': reshape needs a contiguous view")
-        return DRAMTensor(self.buffer, shape, _row_major(shape), self.offset)
+        return DRAMTensor(self.buffer, shape, _row_major(shape), self.offset,
+                          physical=self.physical)
 
     def broadcast(self, dim, n):
         """Repeat dimension ``dim`` (of size 1) ``n`` times with stride 0."""
@@ -167,7 +177,7 @@ class DRAMTensor:
                               f"not {self.shape[dim]}")
         shape, strides = list(self.shape), list(self.strides)
         shape[dim], strides[dim] = int(n), 0
-        return DRAMTensor(self.buffer, shape, strides, self.offset)
+        return DRAMTensor(self.buffer, shape, strides, self.offset, physical=self.physical)
 
     def byte_range(self):
         """``(lo, hi)`` byte offsets within the buffer that the view can touch."""
@@ -190,6 +200,115 @@ def _row_major(shape):
         out.append(acc)
         acc *= n
     return tuple(reversed(out))
+
+
+def wide_dma(config=None):
+    """Whether the DMA of ``config`` (default: the traced kernel's core) moves records across
+    partitions faster than along one: a bus wider than 32 bits (``docs/dma.md``)."""
+    cfg = config if config is not None else current().config
+    return getattr(cfg, "dma_data_width", 32) > 32
+
+
+class Layout:
+    """A 2-D DRAM tensor ``view [R, C]`` as the DMA moves it, ``block`` rows (one SBUF tile's
+    partitions) at a time.
+
+    On a core with a wide DMA (:func:`wide_dma`), when ``view`` is a kernel argument or
+    output covering its whole buffer, not accessed yet, and ``R`` is a multiple of
+    ``block``, the buffer is laid out partition-innermost as ``[R // block, C, block]``:
+    element ``[r, c]`` is element ``((r // block) * C + c) * block + r % block`` of the
+    buffer. A block's load or store is then one across-partitions record with contiguous
+    rows (full-width beats). The host writes and reads the buffer in that order
+    (``Compiled.image_for``, ``Compiled.outputs_from``), and the buffer is accessed only
+    through this layout (a plain view of it raises). Otherwise the views are those of
+    ``view``.
+
+    Members
+    -------
+    shape : (int, int)
+        ``(R, n)``: the rows and the columns of this layout (:meth:`cols` narrows them).
+    blocked : bool
+        Whether the buffer is laid out in blocks.
+    """
+
+    def __init__(self, view, block):
+        if view.ndim != 2:
+            raise KernelError(f"Layout: tensor '{view.name}' must be 2-D, not {view.shape}")
+        self.view, self.block = view, int(block)
+        self.c0, self.shape = 0, view.shape
+        self.blocked = self._claim(view, self.block)
+
+    @classmethod
+    def plain(cls, view, block):
+        """The layout of ``view`` as it is (never blocked)."""
+        out = object.__new__(cls)
+        out.view, out.block, out.blocked = view, int(block), False
+        out.c0, out.shape = 0, view.shape
+        return out
+
+    @staticmethod
+    def _claim(view, block):
+        b = view.buffer
+        R, C = view.shape
+        if (view.physical or not wide_dma() or b.kind not in ("input", "output") or
+                R % block or R * C * view.dtype.nbytes != b.size):
+            return False
+        r = np.arange(R)[:, None]
+        c = np.arange(C)[None, :]
+        flat = view.offset + r * view.strides[0] + c * view.strides[1]
+        perm = np.empty(R * C, np.int64)
+        perm[(((r // block) * C + c) * block + r % block).ravel()] = flat.ravel()
+        if not np.array_equal(np.sort(perm), np.arange(R * C)):
+            return False
+        if b.perm is not None:
+            if not np.array_equal(b.perm, perm):
+                raise KernelError(f"tensor '{view.name}' is already laid out in another "
+                                  f"Layout")
+            return True
+        tr = current()
+        if any(acc[0] is b for op in tr.ops for acc in op.reads + op.writes):
+            return False
+        b.perm = perm
+        return True
+
+    @property
+    def dtype(self):
+        return self.view.dtype
+
+    def cols(self, c0, n):
+        """The columns ``c0 .. c0+n-1`` of this layout (a :class:`Layout` of shape
+        ``(R, n)``)."""
+        if c0 < 0 or n < 1 or c0 + n > self.shape[1]:
+            raise KernelError(f"Layout of '{self.view.name}': columns {c0}:{c0 + n} out of "
+                              f"{self.shape[1]}")
+        out = object.__new__(Layout)
+        out.view, out.block, out.blocked = self.view, self.block, self.blocked
+        out.c0, out.shape = self.c0 + c0, (self.shape[0], n)
+        return out
+
+    def rows(self, r0, p):
+        """The view ``[p, n]`` of rows ``r0 .. r0+p-1`` (within one block when blocked)."""
+        B, n = self.block, self.shape[1]
+        if not self.blocked:
+            return self.view[r0:r0 + p, self.c0:self.c0 + n]
+        if r0 % B + p > B:
+            raise KernelError(f"Layout of '{self.view.name}': rows {r0}:{r0 + p} span two "
+                              f"blocks of {B}")
+        C = self.view.shape[1]
+        return DRAMTensor(self.view.buffer, (p, n), (1, B),
+                          (r0 // B * C + self.c0) * B + r0 % B, physical=True)
+
+    def tiles(self, r0, nb):
+        """The view ``[block, nb, n]`` of ``nb`` whole blocks from row ``r0`` (a multiple of
+        ``block``): block ``t``'s row ``p`` is ``[p, t]``."""
+        B, n = self.block, self.shape[1]
+        if not self.blocked:
+            v = self.view[r0:r0 + nb * B, self.c0:self.c0 + n]
+            s0, s1 = v.strides
+            return v.as_strided((B, nb, n), (s0, B * s0, s1))
+        C = self.view.shape[1]
+        return DRAMTensor(self.view.buffer, (B, nb, n), (1, C * B, B),
+                          (r0 // B * C + self.c0) * B, physical=True)
 
 
 class Tile:
@@ -399,6 +518,9 @@ def _shape2(shape, name):
 def _acc(view):
     """The access tuple of a tile view or DRAM view."""
     if isinstance(view, DRAMTensor):
+        if view.buffer.perm is not None and not view.physical:
+            raise KernelError(f"tensor '{view.name}' is laid out in blocks (kernels.Layout); "
+                              f"access it through its Layout")
         lo, hi = view.byte_range()
         return (view.buffer, 0, 1, lo, hi)
     return (view.buffer, view.p0, view.p0 + view.parts, view.f0, view.f0 + view.f)

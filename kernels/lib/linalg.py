@@ -27,22 +27,22 @@ def _ktiles(K, P):
 
 
 def load_ktiles(src, name, out=None):
-    """``src [K, F]`` (a DRAM view) as SBUF views of at most ``rows`` partitions (K tiles).
-    The full K tiles come in one DMA record (``[rows, K // rows, F]``, one SBUF tile
-    ``[rows, (K // rows) * F]``, or the view ``out`` of that shape); an edge tile in a second
-    one."""
+    """``src [K, F]`` (a DRAM view, or a :class:`kernels.Layout` in blocks of ``rows``) as
+    SBUF views of at most ``rows`` partitions (K tiles). The full K tiles come in one DMA
+    record (``[rows, K // rows, F]``, one SBUF tile ``[rows, (K // rows) * F]``, or the view
+    ``out`` of that shape); an edge tile in a second one."""
     P = current().config.rows
-    K, F = src.shape
+    lay = src if isinstance(src, kl.Layout) else kl.Layout.plain(src, P)
+    K, F = lay.shape
     kt = K // P
     views = []
     if kt > 1:
-        s0, s1 = src.strides
-        big = kl.load(src.as_strided((P, kt, F), (s0, P * s0, s1)), out=out, name=name)
+        big = kl.load(lay.tiles(0, kt), out=out, name=name)
         views = [big[:, t * F:(t + 1) * F] for t in range(kt)]
     elif kt == 1:
-        views = [kl.load(src[0:P, :], out=out, name=name)]
+        views = [kl.load(lay.rows(0, P), out=out, name=name)]
     if K % P:
-        views.append(kl.load(src[kt * P:K, :], name=f"{name}_edge"))
+        views.append(kl.load(lay.rows(kt * P, K % P), name=f"{name}_edge"))
     return views
 
 
@@ -91,7 +91,7 @@ class _Columns:
 
 
 def _column_groups(w, mt, after_first=None):
-    """``w [K, M]`` as K tiles of :class:`_Columns`, in groups of whole M tiles that make one
+    """``w [K, M]`` (a :class:`kernels.Layout`) as K tiles of :class:`_Columns`, in groups of whole M tiles that make one
     block of the compiler (``kernels.compiler.BLOCK_RECORDS`` matmuls per chunk);
     ``after_first()`` is called once the first group's loads are traced."""
     from kernels.compiler import BLOCK_RECORDS
@@ -102,7 +102,7 @@ def _column_groups(w, mt, after_first=None):
     tiles = [[] for _ in range(kt)]
     for g0 in range(0, M, per * cfg.cols):
         g1 = min(M, g0 + per * cfg.cols)
-        for t, view in enumerate(load_ktiles(w[:, g0:g1], "w")):
+        for t, view in enumerate(load_ktiles(w.cols(g0, g1 - g0), "w")):
             tiles[t].append((g0, g1, view))
         if g0 == 0 and after_first is not None:
             after_first()
@@ -115,7 +115,8 @@ def _check_2d(x, name, what):
 
 
 def _gemm_grouped(w, x, out, nc, nx, out_dtype, acc_dtype):
-    """``out = w.T @ x`` in chunks of at most ``nc`` columns of X (sizes balanced, since a
+    """``out = w.T @ x`` (``kernels.Layout`` of ``[K, M]``, ``[K, N]``, ``[M, N]``) in chunks
+    of at most ``nc`` columns of X (sizes balanced, since a
     matmul of few columns is issued slower than the array takes them), every M tile of a
     chunk in one PSUM tile (two in flight), as a software pipeline: X streams through ``nx``
     SBUF buffers and the outputs through one, so the DMA loads chunk ``c+1`` and stores chunk
@@ -141,7 +142,7 @@ def _gemm_grouped(w, x, out, nc, nx, out_dtype, acc_dtype):
     def load_x(i):
         c0, n = chunks[i]
         buf = xbufs[i % nx]
-        return load_ktiles(x[:, c0:c0 + n], "x",
+        return load_ktiles(x.cols(c0, n), "x",
                            out=None if buf is None else buf[:, 0:max(kfull, 1) * n])
 
     def matmuls(ps, x_tiles, w_tiles, m_range):
@@ -158,11 +159,10 @@ def _gemm_grouped(w, x, out, nc, nx, out_dtype, acc_dtype):
         o = kl.copy(ps[:, t0 * n:t1 * n], out=obuf[:, t0 * n:t1 * n], dtype=out_dtype)
         full = min(t1, M // C)
         if full > t0:
-            kl.store(out.as_strided((C, full - t0, n), (N, C * N, 1), c0 + t0 * C * N),
-                     o[0:C, 0:(full - t0) * n])
+            kl.store(out.cols(c0, n).tiles(t0 * C, full - t0), o[0:C, 0:(full - t0) * n])
         if M % C and t1 > M // C:
             m0, e = M // C * C, M // C - t0
-            kl.store(out[m0:M, c0:c0 + n], o[0:M - m0, e * n:(e + 1) * n])
+            kl.store(out.cols(c0, n).rows(m0, M - m0), o[0:M - m0, e * n:(e + 1) * n])
 
     head = min(2, len(chunks))
     x_head = [load_x(0)]
@@ -198,6 +198,8 @@ def _gemm_body(w, x, out_dtype, acc_dtype):
         raise KernelError(f"gemm: w has K = {K} rows (dimension 0), x has {K2}")
     C = cfg.cols
     out = kl.ndarray((M, N), out_dtype, name="out")
+    # Partition-innermost layouts where the DMA is wide (kernels.Layout).
+    wl, xl, ol = kl.Layout(w, cfg.rows), kl.Layout(x, cfg.rows), kl.Layout(out, C)
     mt = -(-M // C)
     # Long moving streams amortise each matmul's fill. The M tiles of a chunk share one PSUM
     # tile (one copy, one store, matmuls rolled as one block) when that still leaves 32
@@ -213,19 +215,19 @@ def _gemm_body(w, x, out_dtype, acc_dtype):
         # would leave fewer than 32 columns per chunk).
         nx = 3 if free // (3 * kt + mt + 1) >= min(N, 32) else 2
         nc = max(1, min(nc, free // (nx * kt + mt + 1)))
-        _gemm_grouped(w, x, out, nc, nx, out_dtype, acc_dtype)
+        _gemm_grouped(wl, xl, ol, nc, nx, out_dtype, acc_dtype)
         return out
     # SBUF left by W holds two chunks of X and their outputs.
     nc = max(1, min(nc, free // (2 * kt + 4)))
     # The first chunk of X is loaded before W, so the array starts once W is in.
-    first = load_ktiles(x[:, 0:min(nc, N)], "x")
-    w_tiles = load_ktiles(w, "w")
+    first = load_ktiles(xl.cols(0, min(nc, N)), "x")
+    w_tiles = load_ktiles(wl, "w")
     for c0 in range(0, N, nc):
         n = min(nc, N - c0)
-        x_tiles = first if c0 == 0 else load_ktiles(x[:, c0:c0 + n], "x")
+        x_tiles = first if c0 == 0 else load_ktiles(xl.cols(c0, n), "x")
 
         def store(ps, m0, mm, c0=c0, n=n):
-            kl.store(out[m0:m0 + mm, c0:c0 + n], kl.copy(ps, dtype=out_dtype, name="o"))
+            kl.store(ol.cols(c0, n).rows(m0, mm), kl.copy(ps, dtype=out_dtype, name="o"))
         project(w_tiles, x_tiles, M, store, acc_dtype)
     return out
 
@@ -256,11 +258,12 @@ def _bias_tile(b, m0, mm, n, name="bias"):
 
 
 def _linear_t(xT_tiles, w, b, func, out_dtype, rnd, emit):
-    """``emit(y_tile, m0, mm)`` for ``y.T = func(w.T @ x.T + b)`` by M tiles."""
+    """``emit(y_tile, m0, mm)`` for ``y.T = func(w.T @ x.T + b)`` by M tiles (``w`` a
+    :class:`kernels.Layout`)."""
     M = w.shape[1]
     w_tiles, k0 = [], 0
     for i, t in enumerate(xT_tiles):
-        w_tiles.append(kl.load(w[k0:k0 + t.parts, :], name=f"w{i}"))
+        w_tiles.append(kl.load(w.rows(k0, t.parts), name=f"w{i}"))
         k0 += t.parts
     if k0 != w.shape[0]:
         raise KernelError(f"linear: w has K = {w.shape[0]} rows (dimension 0), x has {k0}")
@@ -275,6 +278,14 @@ def _linear_t(xT_tiles, w, b, func, out_dtype, rnd, emit):
     project(w_tiles, xT_tiles, M, epi)
 
 
+def _linear_layouts(x, ws, out):
+    """Layouts of a layer's ``x [N, K]`` (as ``x.T``, K on partitions), weights ``[K, M]``
+    and output ``[N, M]`` (as its transpose, M on partitions)."""
+    cfg = current().config
+    return (kl.Layout(x.T, cfg.rows), [kl.Layout(w, cfg.rows) for w in ws],
+            kl.Layout(out.T, cfg.cols))
+
+
 @kl.kernel
 def linear(x, w, b, func="linear", out_dtype="fp32", rnd="rne"):
     """Linear layer ``func(x @ w + b)``: ``x [N, K]``, ``w [K, M]`` in one tensor format,
@@ -286,14 +297,15 @@ def linear(x, w, b, func="linear", out_dtype="fp32", rnd="rne"):
     if b.shape != (M,) or b.dtype is not kl.fp32:
         raise KernelError(f"linear: b must be fp32 [{M}], not {b.dtype} {list(b.shape)}")
     out = kl.ndarray((N, M), out_dtype, name="y")
+    xl, wl, ol = _linear_layouts(x, [w], out)
     nc = chunk_size(N, cfg)
     for c0 in range(0, N, nc):
         n = min(nc, N - c0)
-        xT = load_ktiles(x[c0:c0 + n, :].T, "xT")
+        xT = load_ktiles(xl.cols(c0, n), "xT")
 
         def emit(y, m0, mm, c0=c0, n=n):
-            kl.store(out[c0:c0 + n, m0:m0 + mm].T, y)
-        _linear_t(xT, w, b, func, kl.as_dtype(out_dtype), rnd, emit)
+            kl.store(ol.cols(c0, n).rows(m0, mm), y)
+        _linear_t(xT, wl[0], b, func, kl.as_dtype(out_dtype), rnd, emit)
     return out
 
 
@@ -308,20 +320,21 @@ def mlp(x, w1, b1, w2, b2, func="gelu", out_dtype="fp32"):
     H, M = w2.shape
     dt = w1.dtype
     out = kl.ndarray((N, M), out_dtype, name="y")
+    xl, (w1l, w2l), ol = _linear_layouts(x, [w1, w2], out)
     nc = chunk_size(N, cfg)
     for c0 in range(0, N, nc):
         n = min(nc, N - c0)
-        xT = load_ktiles(x[c0:c0 + n, :].T, "xT")
+        xT = load_ktiles(xl.cols(c0, n), "xT")
         hT = {}
 
         def keep(y, m0, mm):
             hT[m0] = y
-        _linear_t(xT, w1, b1, func, dt, "rne", keep)
+        _linear_t(xT, w1l, b1, func, dt, "rne", keep)
         h_tiles = [hT[k] for k in sorted(hT)]
 
         def emit(y, m0, mm, c0=c0, n=n):
-            kl.store(out[c0:c0 + n, m0:m0 + mm].T, y)
-        _linear_t(h_tiles, w2, b2, "linear", kl.as_dtype(out_dtype), "rne", emit)
+            kl.store(ol.cols(c0, n).rows(m0, mm), y)
+        _linear_t(h_tiles, w2l, b2, "linear", kl.as_dtype(out_dtype), "rne", emit)
     return out
 
 
@@ -333,15 +346,16 @@ def linear_int8(x, w, scale, bias=0.0, rnd="rne"):
     N, K = x.shape
     M = w.shape[1]
     out = kl.ndarray((N, M), kl.int8, name="y")
-    w_tiles = load_ktiles(w, "w")
+    xl, (wl,), ol = _linear_layouts(x, [w], out)
+    w_tiles = load_ktiles(wl, "w")
     nc = chunk_size(N, cfg)
     for c0 in range(0, N, nc):
         n = min(nc, N - c0)
-        xT = load_ktiles(x[c0:c0 + n, :].T, "xT")
+        xT = load_ktiles(xl.cols(c0, n), "xT")
 
         def epi(ps, m0, mm, c0=c0, n=n):
             q = kl.requantize(ps, scale, bias, rnd=rnd, name="q")
-            kl.store(out[c0:c0 + n, m0:m0 + mm].T, q)
+            kl.store(ol.cols(c0, n).rows(m0, mm), q)
         project(w_tiles, xT, M, epi, kl.int32)
     return out
 

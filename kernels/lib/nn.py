@@ -41,9 +41,16 @@ def _softmax_tile(t, scale=1.0, out_dtype=kl.fp32):
 def softmax(x):
     """Softmax along the last dimension of ``x [R, F]`` (FP32 or BF16 in, FP32 out)."""
     out = kl.ndarray(x.shape, kl.fp32, name="y")
+    xl, ol = _row_layouts(x, out)
     for r0, p in _rows(x, "softmax"):
-        kl.store(out[r0:r0 + p, :], _softmax_tile(kl.load(x[r0:r0 + p, :], name="x")))
+        kl.store(ol.rows(r0, p), _softmax_tile(kl.load(xl.rows(r0, p), name="x")))
     return out
+
+
+def _row_layouts(x, out):
+    """Layouts of a row-wise kernel's input and output (rows on partitions)."""
+    P = current().config.rows
+    return kl.Layout(x, P), kl.Layout(out, P)
 
 
 def _row_vector(v, p, name):
@@ -57,8 +64,14 @@ def layernorm(x, gamma, beta, eps=1e-5):
     beta`` (FP32; ``var`` the biased variance)."""
     R, F = x.shape
     out = kl.ndarray(x.shape, kl.fp32, name="y")
-    for r0, p in _rows(x, "layernorm"):
-        t = kl.load(x[r0:r0 + p, :], name="x")
+    xl, ol = _row_layouts(x, out)
+    rows = _rows(x, "layernorm")
+    # gamma and beta on every partition, loaded once (a partition stride of 0 moves one
+    # element per cycle).
+    p_max = max(p for _, p in rows)
+    g_all, b_all = _row_vector(gamma, p_max, "g"), _row_vector(beta, p_max, "b")
+    for r0, p in rows:
+        t = kl.load(xl.rows(r0, p), name="x")
         s = kl.reduce("add", t, name="s")
         mean = kl.tensor_scalar("multiply", s, 1.0 / F, name="mean")
         xc = kl.tensor_tensor("subtract", t, kl.broadcast(mean, F, name="mb"), name="xc")
@@ -66,9 +79,9 @@ def layernorm(x, gamma, beta, eps=1e-5):
         v = kl.reduce("add", sq, name="v")
         rstd = kl.activation("rsqrt", v, scale=1.0 / F, bias=eps, name="rstd")
         y = kl.tensor_tensor("multiply", xc, kl.broadcast(rstd, F, name="rb"), name="xn")
-        y = kl.tensor_tensor("multiply", y, _row_vector(gamma, p, "g"), name="yg")
-        y = kl.tensor_tensor("add", y, _row_vector(beta, p, "b"), name="y")
-        kl.store(out[r0:r0 + p, :], y)
+        y = kl.tensor_tensor("multiply", y, g_all[0:p, :], name="yg")
+        y = kl.tensor_tensor("add", y, b_all[0:p, :], name="y")
+        kl.store(ol.rows(r0, p), y)
     return out
 
 
@@ -77,14 +90,17 @@ def rmsnorm(x, gamma, eps=1e-6):
     """RMS norm of each row of ``x [R, F]``: ``x * rsqrt(mean(x^2) + eps) * gamma`` (FP32)."""
     R, F = x.shape
     out = kl.ndarray(x.shape, kl.fp32, name="y")
-    for r0, p in _rows(x, "rmsnorm"):
-        t = kl.load(x[r0:r0 + p, :], name="x")
+    xl, ol = _row_layouts(x, out)
+    rows = _rows(x, "rmsnorm")
+    g_all = _row_vector(gamma, max(p for _, p in rows), "g")
+    for r0, p in rows:
+        t = kl.load(xl.rows(r0, p), name="x")
         sq = kl.tensor_tensor("multiply", t, t, name="sq")
         v = kl.reduce("add", sq, name="v")
         rstd = kl.activation("rsqrt", v, scale=1.0 / F, bias=eps, name="rstd")
         y = kl.tensor_tensor("multiply", t, kl.broadcast(rstd, F, name="rb"), name="xn")
-        y = kl.tensor_tensor("multiply", y, _row_vector(gamma, p, "g"), name="y")
-        kl.store(out[r0:r0 + p, :], y)
+        y = kl.tensor_tensor("multiply", y, g_all[0:p, :], name="y")
+        kl.store(ol.rows(r0, p), y)
     return out
 
 
@@ -101,8 +117,9 @@ def attention(q, k, v):
                           f"min(rows, cols) = {min(cfg.rows, cfg.cols)}")
     dt = q.dtype
     out = kl.ndarray((S, d), kl.fp32, name="o")
+    ol = kl.Layout(out, cfg.cols)
     kT = kl.load(k.T, name="kT")                        # [d, T]
-    v_tiles = load_ktiles(v, "v")                       # K tiles [tt, d]
+    v_tiles = load_ktiles(kl.Layout(v, cfg.rows), "v")  # K tiles [tt, d]
     for s0 in range(0, S, cfg.cols):
         s = min(cfg.cols, S - s0)
         qT = kl.load(q[s0:s0 + s, :].T, name="qT")      # [d, s]
@@ -115,7 +132,7 @@ def attention(q, k, v):
             pT = kl.transpose(p[:, t0:t0 + vt.parts], name="pT")     # [tt, s]
             kl.matmul(o, pT, vt, accumulate=i > 0)
             t0 += vt.parts
-        kl.store(out[s0:s0 + s, :], kl.copy(o, dtype=kl.fp32, name="o_sb"))
+        kl.store(ol.rows(s0, s), kl.copy(o, dtype=kl.fp32, name="o_sb"))
     return out
 
 
