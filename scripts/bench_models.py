@@ -16,8 +16,9 @@ static quantization), also compared with onnxruntime running that INT8 model.
 simulator's. ``refsim`` has no clock: its cycles and busy counts are the cycle model's
 (``sim/cycles.py``: serial engines with estimated costs).
 
-``squeezenet`` (not in the default list: 349 M MACs, hours on the reference simulator) runs
-the light SqueezeNet of the ONNX backend tests end to end on the first backend.
+``squeezenet`` (not in the default list: 349 M MACs) runs the light SqueezeNet of the ONNX
+backend tests end to end on the first backend, once per dtype (``int8`` convolves in BF16, so
+for this model it is the ``bf16`` run again).
 """
 
 import time
@@ -90,27 +91,59 @@ def _one(name, case, backend, dtype, config):
     return rec, y
 
 
-def squeezenet(backend="refsim", conv_backend=None, progress=None):
-    """The light SqueezeNet (``frontend.models.squeezenet``) end to end in BF16: the largest
-    error against its expected output, cycles and seconds; ``conv_backend`` runs its
-    convolutions elsewhere (``rtl``: bit-exact with the reference simulator)."""
+def squeezenet(backend="refsim", conv_backend=None, progress=None, dtype="bf16"):
+    """The light SqueezeNet (``frontend.models.squeezenet``) end to end in ``dtype``: the
+    largest absolute and relative error of its output against its expected output and
+    against onnxruntime, the same for the logits (the Softmax's input) against onnxruntime,
+    the top-1 class agreement, cycles, seconds and a record per layer; ``conv_backend`` runs
+    its convolutions elsewhere (``rtl``: bit-exact with the reference simulator)."""
     import frontend
     from frontend import models as M
     model, feed, expected = M.squeezenet()
+    soft = next(n for n in model.graph.node if n.op_type == "Softmax")
+    out_name = model.graph.output[0].name
+    ref = M.reference(model, feed, extra=[soft.input[0]])
     t0 = time.time()
     res = frontend.Model(model).run(
-        feed, backend=backend, config=frontend.default_config(), cycle_model=True,
-        races=False, progress=progress,
+        feed, backend=backend, dtype=dtype, config=frontend.default_config(),
+        cycle_model=True, races=False, progress=progress,
         op_backends={"Conv": conv_backend} if conv_backend else None)
-    y = next(iter(res.outputs.values()))
+    seconds = round(time.time() - t0, 1)
+
+    def errors(got, want):
+        got = np.asarray(got, np.float64)
+        want = np.asarray(want, np.float64)
+        err = np.abs(got - want)
+        nz = want != 0
+        return float(np.max(err)), float(np.max(err[nz] / np.abs(want[nz]))) if nz.any() \
+            else None
+
+    y = res.outputs[out_name]
+    logits = res.values[soft.input[0]]
+    err, rel = errors(y, expected)
+    err_ort, rel_ort = errors(y, ref[out_name])
+    lerr, lrel = errors(logits, ref[soft.input[0]])
+    flat_e = np.asarray(expected).reshape(-1)
     cycles = res.cycles
-    return {"backend": backend, "conv_backend": conv_backend or backend,
-            "max_error": float(np.max(np.abs(y.astype(np.float64) - expected))),
-            "expected_max": float(np.max(np.abs(expected))), "cycles": cycles,
+    return {"backend": backend, "conv_backend": conv_backend or backend, "dtype": dtype,
+            "max_error": err, "max_rel_error": rel,
+            "max_error_vs_onnxruntime": err_ort, "max_rel_error_vs_onnxruntime": rel_ort,
+            "logits_max_error_vs_onnxruntime": lerr,
+            "logits_max_rel_error_vs_onnxruntime": lrel,
+            "logits_max": float(np.max(np.abs(ref[soft.input[0]]))),
+            "expected_max": float(np.max(np.abs(expected))),
+            "expected_distinct_values": int(np.unique(flat_e).size),
+            "top1": int(np.argmax(y)), "top1_expected": int(np.argmax(flat_e)),
+            "top1_agrees": bool(np.argmax(y) == np.argmax(flat_e)),
+            "top1_tied_classes_expected": int(np.sum(flat_e == flat_e.max())),
+            "cycles": cycles,
             "tensor_busy": round(res.total("tensor_busy") / cycles, 4) if cycles else None,
             "roofline_fraction": round(res.total("roofline_cycles") / cycles, 4)
             if cycles else None, "macs": res.total("macs"), "kernels": res.total("kernels"),
-            "seconds": round(time.time() - t0, 1)}
+            "seconds": seconds,
+            "layers": [{"name": s.name, "op": s.op, "kernels": s.kernels, "cycles": s.cycles,
+                        "tensor_busy": s.tensor_busy, "macs": s.macs,
+                        "seconds": round(s.seconds, 1)} for s in res.layers]}
 
 
 def run(args):
@@ -127,7 +160,8 @@ def run(args):
     cases = _cases(names, args.quick)
     out = {"config": config.to_dict(), "backends": backends, "models": {}}
     if "squeezenet" in names:
-        out["squeezenet"] = squeezenet(backends[0], progress=sys.stderr)
+        out["squeezenet"] = {d: squeezenet(backends[0], progress=sys.stderr, dtype=d)
+                             for d in dtypes}
     for name, case in cases.items():
         rec = {"what": case["what"]}
         if name == "digits":
