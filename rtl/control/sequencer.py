@@ -5,30 +5,33 @@ Encodings, record layouts and the micro-word format come from ``sim/isa.py``; th
 control store and opcode map from ``sim/microcode.py``; the semantics are ``docs/isa.md`` and
 its executable form ``sim/refsim.py``.
 
-``Sequencer`` holds the instruction state machine, the PC and the errors, and connects its
-units (``rtl/control/*.py``, each with its contract): the memories, the F/R/X micro-pipeline
-(``MicroPipeline``, ``MicroDecoder``, ``OperandStage``, ``MicroAlu``, ``AdvanceControl``,
-``MicroRegisters``), the stacks and generators (``MicroCallStack``, ``CallStack``,
-``LoopStack``, ``AddressGenerators``), the semaphores, each engine's record and queues
-(``RecordBuilder``, ``EngineQueue``), the performance counters and the debug port
-(``DebugPort``).
+``Sequencer`` connects its units (``rtl/control/*.py``, each with its contract): the
+instruction state machine with the PC and the errors (``InstructionControl``), the memories,
+the F/R/X micro-pipeline (``MicroPipeline``, ``MicroDecoder``, ``OperandStage``, ``MicroAlu``,
+``AdvanceControl``, ``MicroRegisters``), the stacks and generators (``MicroCallStack``,
+``CallStack``, ``LoopStack``, ``AddressGenerators``), the semaphores, the engines' records and
+queues (``EngineDispatch``: ``RecordBuilder`` and ``EngineQueue`` per engine), the performance
+counters and the debug port (``DebugPort``); it holds X's registered result and the register
+file's write port (W).
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from sim import isa
 from sim.config import check_int, check_pow2
-from sim.isa import Engine, ErrorBit
+from sim.isa import Engine
 
 from .addr_gens import AddressGenerators
 from .advance import AdvanceControl
 from .alu import MicroAlu
 from .call_stack import CallStack
 from .debug_port import DBG, DebugPort
-from .engine_queue import EngineQueue
+from .dispatch import EngineDispatch
+from .dispatch import port_names as dispatch_ports
+from .instruction import InstructionControl
 from .layouts import record_layout
 from .loop_stack import LoopStack
 from .memories import SequencerMemories
@@ -38,7 +41,6 @@ from .micro_regs import MicroRegisters
 from .micro_stack import MicroCallStack
 from .operands import OperandStage
 from .perf_counters import PerfCounters
-from .record_builder import RecordBuilder
 from .semaphores import SemaphoreBank
 
 __all__ = ["Sequencer", "DBG", "YOSYS_HINTS"]
@@ -56,9 +58,6 @@ __all__ = ["Sequencer", "DBG", "YOSYS_HINTS"]
 YOSYS_HINTS = (r"setparam -set COLLISION_X_MASK 1'1 r:MEMID=\pmem r:MEMID=\ucode %u "
                r"r:MEMID=\opmap %u t:$memrd_v2 %i")
 
-# MAP, EXEC and DONE each own a bit of the state register (``in_map`` and ``in_exec`` are a
-# flip-flop each, so that no compare of ``state`` is in front of the control store's address).
-_S_IDLE, _S_CLEAR, _S_FETCH, _S_DECODE, _S_MAP, _S_EXEC, _S_DONE = 0, 1, 2, 3, 4, 8, 16
 _ENGINES, _NAMES = ENGINES, NAMES
 
 
@@ -188,41 +187,16 @@ class Sequencer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         pc_bits = ceil_log2(self._pmem_depth)
-        # ---- instruction state ------------------------------------------------------------
-        state = Signal(5)
-        in_exec, in_map = state[3], state[2]            # state == _S_EXEC, _S_MAP
-        start_clear = Signal()      # START: clear the architectural state
-        m.d.comb += start_clear.eq(((state == _S_IDLE) | (state == _S_DONE)) & self.start)
-        # X's write of its result to ``npc`` lands one cycle late: ``res_q`` is the result
-        # registered (loaded every cycle; read only in the cycle after X's micro-instruction
-        # went, or while it holds), ``npc_fix`` says ``npc`` still has to take it, ``npc_now``
-        # is the value as the architecture has it. An instruction's END leaves its
-        # successor's PC in ``npc`` and sets ``pc_pend``; ``pc`` copies it in the next cycle
-        # (FETCH or DONE), and ``pc_now`` is the PC as every reader sees it. So the ALU is not
-        # in front of their multiplexers.
-        pc, npc, npc_now, pc_now, res_q = (Signal(32, name=n)
-                                           for n in ("pc", "npc", "npc_now", "pc_now", "res_q"))
-        npc_fix, pc_pend = Signal(), Signal()
-        m.d.comb += [npc_now.eq(Mux(npc_fix, res_q, npc)), pc_now.eq(Mux(pc_pend, npc_now, pc))]
-        m.d.sync += [npc_fix.eq(0), pc_pend.eq(0)]
-        with m.If(npc_fix):
-            m.d.sync += npc.eq(res_q)
-        with m.If(pc_pend):
-            m.d.sync += pc.eq(npc_now)
-        ir = Signal(isa.INSTR_BITS)
-        fi = isa.field_offsets(isa.INSTR_FIELDS)
-        rd, rs1, rs2, rs3, imm = (ir[fi[n][0]:fi[n][0] + fi[n][1]]
-                                  for n in ("rd", "rs1", "rs2", "rs3", "imm"))
-        rd_nz = Signal()                                # rd != 0, registered in MAP
-        sem_sel = Signal(isa.NUM_SEMS, init=1)          # imm[3:0] one-hot, registered in MAP
-
         # ---- units --------------------------------------------------------------------------
-        # F, R, X (``MicroPipeline``): F fetches from the control store and picks its own
-        # successor, R reads the operands (``OperandStage``), X computes (``MicroAlu``) from
-        # its micro-word decoded a stage early (``MicroDecoder``), holds or traps
-        # (``AdvanceControl``) and redirects F on a taken BRANCH, ULOOP or RET. X's writes
-        # land one cycle later (W) from ``res_q``, so the ALU and the stall cone reach a few
-        # registers, not every destination's multiplexer and clock enable.
+        # The instruction state machine (``InstructionControl``) steps each macro-instruction
+        # through fetch, decode and map into EXEC, where F, R, X (``MicroPipeline``) run its
+        # microroutine: F fetches from the control store and picks its own successor, R reads
+        # the operands (``OperandStage``), X computes (``MicroAlu``) from its micro-word
+        # decoded a stage early (``MicroDecoder``), holds or traps (``AdvanceControl``) and
+        # redirects F on a taken BRANCH, ULOOP or RET. X's writes land one cycle later (W) from
+        # ``res_q`` (X's result, registered every cycle), so the ALU and the stall cone reach a
+        # few registers, not every destination's multiplexer and clock enable.
+        m.submodules.instr = instr = InstructionControl(pmem_depth=self._pmem_depth)
         m.submodules.mems = mems = SequencerMemories(pmem_depth=self._pmem_depth)
         m.submodules.upipe = upipe = MicroPipeline()
         m.submodules.decoder = decoder = MicroDecoder()
@@ -236,25 +210,37 @@ class Sequencer(wiring.Component):
         m.submodules.ags = ags = AddressGenerators()
         m.submodules.sems = sem_bank = SemaphoreBank()
         m.submodules.perf = perf = PerfCounters()
+        # Each engine's record under construction and its record and completion FIFOs.
+        m.submodules.dispatch = disp = EngineDispatch(
+            queue_depth=self._queue_depth, max_outstanding=self._max_outstanding,
+            check_terms=self._check_terms)
         xd, x_live = decoder.x, upipe.x_valid     # X is live on ``xv`` alone (it implies EXEC)
         go, adv_pre, adv = advance.go, advance.adv_pre, advance.adv
         uword_f, uword_r, uword_x = mems.ucode_data[:64], upipe.uword_r, upipe.uword_x
+        start_clear, pc, res_q = instr.start_clear, instr.pc, Signal(32, name="res_q")
+        rd, rd_nz, imm = instr.rd, instr.rd_nz, instr.imm
         w_rf_en, w_rf_addr, w_rf_data = Signal(), Signal(6), Signal(32)   # W's register write
-        fault = Signal()        # an error: the sequencer stops (DONE)
         m.d.comb += [
-            mems.busy.eq(self.busy), mems.pmem_addr.eq(pc_now[:pc_bits]),
+            instr.start.eq(self.start), instr.start_pc.eq(self.start_pc),
+            instr.pmem_data.eq(mems.pmem_data), instr.map_valid.eq(mems.map_data[isa.UADDR_BITS]),
+            instr.go.eq(go), instr.adv.eq(adv), instr.x_live.eq(x_live),
+            *[getattr(instr, n).eq(xd[n]) for n in ("end", "halt", "npc_res", "loop_step",
+                                                    "call_pop")],
+            instr.loop_start.eq(loops.start), instr.call_ret.eq(calls.ret), instr.res_q.eq(res_q),
+            instr.exec_err.eq(advance.exec_err), instr.exec_any.eq(advance.exec_any),
+            mems.busy.eq(self.busy), mems.pmem_addr.eq(instr.pc_now[:pc_bits]),
             mems.ucode_addr.eq(upipe.ucode_addr), mems.rf_a_addr.eq(ops.rf_a_addr),
             mems.rf_b_addr.eq(ops.rf_b_addr),
             upipe.ucode_data.eq(mems.ucode_data),
             upipe.map_entry.eq(mems.map_data[:isa.UADDR_BITS]),
-            upipe.in_exec.eq(in_exec), upipe.in_map.eq(in_map), upipe.go.eq(go),
+            upipe.in_exec.eq(instr.in_exec), upipe.in_map.eq(instr.in_map), upipe.go.eq(go),
             upipe.redirect.eq(uregs.redirect), upipe.x_ret.eq(xd.ret),
             upipe.ret_target.eq(ucalls.top), upipe.x_end.eq(xd.end),
             upipe.x_ag_set.eq(xd.ag_set), upipe.x_ag_snap.eq(xd.ag_snap),
-            upipe.flush.eq(state == _S_MAP), upipe.kill.eq(fault),
+            upipe.flush.eq(instr.mapping), upipe.kill.eq(instr.fault),
             decoder.word.eq(uword_r), decoder.load.eq(upipe.x_load),
-            ops.load.eq(state == _S_MAP), ops.rd.eq(rd), ops.rs1.eq(rs1), ops.rs2.eq(rs2),
-            ops.rs3.eq(rs3), ops.rd_nz.eq(rd_nz), ops.imm.eq(imm),
+            ops.load.eq(instr.mapping), ops.rd.eq(rd), ops.rs1.eq(instr.rs1),
+            ops.rs2.eq(instr.rs2), ops.rs3.eq(instr.rs3), ops.rd_nz.eq(rd_nz), ops.imm.eq(imm),
             ops.f_a.eq(field(uword_f, "a")), ops.f_b.eq(field(uword_f, "b")),
             ops.f_k.eq(field(uword_f, "const")[:2]), ops.r_a.eq(field(uword_r, "a")),
             ops.r_b.eq(field(uword_r, "b")), ops.r_const.eq(field(uword_r, "const")),
@@ -291,47 +277,29 @@ class Sequencer(wiring.Component):
             loops.push.eq(xd.loop_push), loops.step.eq(xd.loop_step), loops.pop.eq(xd.loop_pop),
             loops.top.eq(xd.loop_top), loops.pc.eq(pc), loops.res_q.eq(res_q),
             loops.clear.eq(start_clear),
-            ags.clear.eq(start_clear), ags.load.eq(state == _S_MAP), ags.rd.eq(rd),
+            ags.clear.eq(start_clear), ags.load.eq(instr.mapping), ags.rd.eq(rd),
             ags.rd_nz.eq(rd_nz), ags.set_x.eq(x_live & xd.ag_set), ags.set_go.eq(advance.ag_set),
             ags.snap_go.eq(advance.ag_snap), ags.index.eq(imm[:2]), ags.level.eq(imm[8:11]),
             ags.snap_k.eq(Cat(*[xd[f"ag_snap_k{j}"] for j in range(isa.NUM_AG)])),
             ags.res_q.eq(res_q), ags.level_oh.eq(loops.level_oh[1:]),
             # (the SEMINC and SEMSET go by their ``seq`` field; SEMSET's value in W)
             sem_bank.inc.eq(advance.seminc), sem_bank.set.eq(advance.semset),
-            sem_bank.sel.eq(sem_sel), sem_bank.set_value.eq(res_q[:isa.SEM_VALUE_BITS]),
+            sem_bank.sel.eq(instr.sem_sel), sem_bank.set_value.eq(res_q[:isa.SEM_VALUE_BITS]),
             sem_bank.clear.eq(start_clear),
+            disp.clear.eq(start_clear), disp.x_live.eq(x_live), disp.go.eq(go),
+            disp.flags.eq(xd), disp.slot.eq(field(uword_x, "slot")), disp.res_q.eq(res_q),
+            disp.push.eq(advance.push),
+            *[getattr(sem_bank, "inc_" + _NAMES[e]).eq(getattr(disp, "inc_" + _NAMES[e]))
+              for e in _ENGINES],
         ]
         m.d.comb += [getattr(mems, f"{mem}_wr_{p}").eq(getattr(self, f"{mem}_wr_{p}"))
                      for mem in ("pmem", "ucode", "map") for p in ("addr", "data", "en")]
         m.d.sync += res_q.eq(alu.res)
-
-        # ---- engine records and queues -----------------------------------------------------
-        # Each engine's record under construction (``RecordBuilder``, with the record check's
-        # registered terms and verdict) and its record and completion FIFOs (``EngineQueue``).
-        builders, queues = {}, {}
-        outstanding = Signal(3)   # one bit per engine: a record issued and not completed
+        ins, outs = dispatch_ports()
+        m.d.comb += [getattr(disp, n).eq(getattr(self, n)) for n in ins]
+        m.d.comb += [getattr(self, n).eq(getattr(disp, n)) for n in outs]
         for e in _ENGINES:
-            name = _NAMES[e]
-            bu = builders[e] = RecordBuilder(
-                e, check_terms=None if e == Engine.DMA else self._check_terms)
-            qu = queues[e] = EngineQueue(e, depth=self._queue_depth,
-                                         max_outstanding=self._max_outstanding)
-            m.submodules[f"record_{name}"], m.submodules[f"queue_{name}"] = bu, qu
-            m.d.comb += [bu.clear.eq(start_clear), bu.x_live.eq(x_live), bu.go.eq(go),
-                         bu.write.eq(xd["slot_" + name]), bu.emit.eq(xd["emit_" + name]),
-                         bu.slot.eq(field(uword_x, "slot")), bu.res_q.eq(res_q)]
-            if e != Engine.DMA:
-                m.d.comb += [bu.write_chk.eq(xd["slot_chk_" + name]),
-                             bu.slot_terms.eq(getattr(self, name + "_slot_terms")),
-                             bu.blank_terms.eq(getattr(self, name + "_blank_terms")),
-                             getattr(self, name + "_terms").eq(bu.terms),
-                             bu.illegal.eq(getattr(self, name + "_illegal"))]
-            wiring.connect(m, qu.o, wiring.flipped(getattr(self, name)))
-            done = getattr(self, name + "_done")
-            m.d.comb += [qu.record.eq(bu.record), qu.done.eq(done), qu.push.eq(advance.push[e]),
-                         outstanding[e].eq(qu.outstanding),
-                         getattr(sem_bank, "inc_" + name).eq(
-                             Mux(done & outstanding[e], qu.sem_head, 0))]
+            wiring.connect(m, getattr(disp, _NAMES[e]), wiring.flipped(getattr(self, _NAMES[e])))
         m.d.comb += self.slot_data.eq(res_q)
 
         # ---- stall, errors, advance ----------------------------------------------------------
@@ -344,10 +312,9 @@ class Sequencer(wiring.Component):
             alu.sem_cur.eq(sem_cur),
             advance.flags.eq(xd), advance.x_live.eq(x_live),
             advance.res16.eq(alu.res[:isa.SEM_VALUE_BITS]), advance.sems.eq(sem_bank.value),
-            advance.sem_sel.eq(sem_sel), advance.outstanding.eq(outstanding),
-            advance.can_emit.eq(Cat(*[queues[e].can_emit for e in _ENGINES])),
-            advance.chk_pend.eq(Cat(*[builders[e].chk_pend for e in _ENGINES])),
-            advance.ill.eq(Cat(*[builders[e].ill for e in _ENGINES])),
+            advance.sem_sel.eq(instr.sem_sel), advance.outstanding.eq(disp.outstanding),
+            advance.can_emit.eq(disp.can_emit), advance.chk_pend.eq(disp.chk_pend),
+            advance.ill.eq(disp.ill),
             advance.uctr_fix.eq(uregs.uctr_fix), advance.flags_w.eq(uregs.flags_w),
             advance.more_pending.eq(loops.more_pending),
             advance.step_pending.eq(loops.step_pending),
@@ -355,24 +322,10 @@ class Sequencer(wiring.Component):
             advance.call_full.eq(calls.full), advance.call_empty.eq(calls.empty),
             advance.ucall_full.eq(ucalls.full), advance.ucall_empty.eq(ucalls.empty),
         ]
-        err_now = Signal(16)
-        # A PC beyond the program memory traps in DECODE (the compare registered in FETCH); the
-        # opcode map's valid bit (a block RAM output) is registered in MAP and trapped on in
-        # EXEC's first cycle, when X is empty: no wide compare or RAM output is in front of
-        # ``fault`` and the state.
-        pc_oob, illegal = Signal(), Signal()
-        m.d.sync += [pc_oob.eq((state == _S_FETCH) & (pc_now >= self._pmem_depth)),
-                     illegal.eq((state == _S_MAP) & ~mems.map_data[isa.UADDR_BITS])]
-        with m.If((state == _S_EXEC) & x_live):
-            m.d.comb += err_now.eq(advance.exec_err)
-        m.d.comb += [err_now[ErrorBit.PC_RANGE].eq(pc_oob),
-                     err_now[ErrorBit.ILLEGAL_OPCODE].eq(illegal),
-                     fault.eq(x_live & advance.exec_any | pc_oob | illegal)]
 
         # ---- register file write port (W) ----------------------------------------------------
         # ``adv & wr_en`` is ``x_live & wr_en & ~wr_kill``, the kill a sum of products of its
-        # own (``AdvanceControl``), apart from the stall and error cones.
-        clr = Signal(6)
+        # own (``AdvanceControl``), apart from the stall and error cones. CLEAR writes zeros.
         wr_addr, wr_en = Signal(6), Signal()
         m.d.comb += [
             wr_addr.eq(Mux(xd.dst_agreg, ags.reg[field(uword_x, "const")[:2]], rd)),
@@ -381,68 +334,20 @@ class Sequencer(wiring.Component):
         ]
         m.d.sync += [w_rf_en.eq(x_live & wr_en & ~advance.wr_kill), w_rf_addr.eq(wr_addr),
                      w_rf_data.eq(alu.wr_data)]
-        with m.If(state == _S_CLEAR):
-            m.d.comb += [mems.rf_wr_addr.eq(clr), mems.rf_wr_data.eq(0), mems.rf_wr_en.eq(1)]
+        with m.If(instr.clearing):
+            m.d.comb += [mems.rf_wr_addr.eq(instr.clear_addr), mems.rf_wr_data.eq(0),
+                         mems.rf_wr_en.eq(1)]
         with m.Else():
             m.d.comb += [mems.rf_wr_addr.eq(w_rf_addr), mems.rf_wr_data.eq(w_rf_data),
                          mems.rf_wr_en.eq(w_rf_en)]
 
-        # ---- top-level state machine ----------------------------------------------------------
-        # State that no debug read shows changes on ``go`` (a trapping micro-instruction's
-        # change of it is never seen, since the sequencer stops); the architectural state on
-        # ``adv``. The next PC: a LOOP_STEP's start, a CALL_POP's return, else ``npc``; X's
-        # result (a JMP's target, a CALL's) enters in W (``npc_fix``).
-        with m.If(go):
-            m.d.sync += npc.eq(Mux(xd.loop_step, loops.start, Mux(xd.call_pop, calls.ret,
-                                                                   npc_now)))
-            with m.If(xd.npc_res):
-                m.d.sync += npc_fix.eq(1)
-            with m.If(xd.end):
-                m.d.sync += state.eq(Mux(xd.halt, _S_DONE, _S_FETCH))
-        with m.If(adv & xd.end):
-            m.d.sync += pc_pend.eq(1)
-        err_status, err_pc, err_pc_now = Signal(16), Signal(32), Signal(32)
-        err_any = Signal()      # ``err_status != 0``, registered beside it
-        # ``err_pc`` takes the faulting PC a cycle after the fault, from ``pc`` (nothing else
-        # moves it until START), so the fault is not in 32 flip-flops' clock enables;
-        # ``err_pc_now`` is the value as the architecture has it, in that cycle too.
-        fault_q = Signal()
-        m.d.sync += fault_q.eq(fault)
-        m.d.comb += err_pc_now.eq(Mux(fault_q, pc, err_pc))
-        with m.If(fault_q):
-            m.d.sync += err_pc.eq(pc)
-        with m.Switch(state):
-            with m.Case(_S_IDLE, _S_DONE):
-                with m.If(self.start):
-                    m.d.sync += [state.eq(_S_CLEAR), clr.eq(0), pc.eq(self.start_pc),
-                                 err_status.eq(0), err_any.eq(0), err_pc.eq(0)]
-            with m.Case(_S_CLEAR):
-                m.d.sync += clr.eq(clr + 1)
-                with m.If(clr == isa.NUM_REGS - 1):
-                    m.d.sync += state.eq(_S_FETCH)
-            with m.Case(_S_FETCH):
-                m.d.sync += state.eq(_S_DECODE)
-            with m.Case(_S_DECODE):
-                m.d.sync += [ir.eq(mems.pmem_data), state.eq(_S_MAP)]
-            with m.Case(_S_MAP):
-                # (from ``ir``, so the program memory's late word feeds only ``ir``)
-                m.d.sync += [npc.eq(pc + 1), state.eq(_S_EXEC), rd_nz.eq(rd != 0),
-                             sem_sel.eq(Const(1, isa.NUM_SEMS) << imm[:4])]
-        # An error stops the sequencer (last: ``fault`` enters the state's multiplexer last).
-        with m.If(fault):
-            m.d.sync += [err_status.eq(err_status | err_now), state.eq(_S_DONE),
-                         err_any.eq(1)]
-
         # ---- outputs, performance counters, debug port -------------------------------------
         m.d.comb += [
-            self.busy.eq((state != _S_IDLE) & (state != _S_DONE)),
-            self.done.eq(state == _S_DONE), self.error.eq(err_any),
-            self.err_status.eq(err_status), self.err_pc.eq(err_pc_now),
-            perf.clear.eq(start_clear),
-            perf.running.eq((state == _S_FETCH) | (state == _S_DECODE) | (state == _S_MAP) |
-                            in_exec),
-            perf.retire.eq(adv & xd.end), perf.outstanding.eq(outstanding),
-            perf.blocked.eq(Cat(*[x_live & xd["emit_" + _NAMES[e]] & ~queues[e].can_emit
+            self.busy.eq(instr.busy), self.done.eq(instr.done), self.error.eq(instr.error),
+            self.err_status.eq(instr.err_status), self.err_pc.eq(instr.err_pc),
+            perf.clear.eq(start_clear), perf.running.eq(instr.running),
+            perf.retire.eq(adv & xd.end), perf.outstanding.eq(disp.outstanding),
+            perf.blocked.eq(Cat(*[x_live & xd["emit_" + _NAMES[e]] & ~disp.can_emit[e]
                                   for e in _ENGINES])),
             perf.semwait.eq(advance.wait_stall),
         ]
@@ -453,8 +358,8 @@ class Sequencer(wiring.Component):
             mems.rf_d_addr.eq(dbg.rf_addr), dbg.rf_data.eq(mems.rf_d_data),
             dbg.w_rf_en.eq(w_rf_en), dbg.w_rf_addr.eq(w_rf_addr), dbg.w_rf_data.eq(w_rf_data),
             dbg.sems.eq(sem_bank.now), dbg.flags.eq(uregs.macro_flags),
-            dbg.err_status.eq(err_status), dbg.err_pc.eq(err_pc_now), dbg.pc.eq(pc_now),
-            dbg.retired.eq(perf.retired), dbg.cycles.eq(perf.cycles),
+            dbg.err_status.eq(instr.err_status), dbg.err_pc.eq(instr.err_pc),
+            dbg.pc.eq(instr.pc_now), dbg.retired.eq(perf.retired), dbg.cycles.eq(perf.cycles),
             dbg.loop_depth.eq(loops.depth), dbg.call_depth.eq(calls.depth),
             dbg.status.eq(Cat(self.busy, self.done, self.error)),
             dbg.counters.eq(Cat(*[c for e in _ENGINES for c in perf.counters(e)])),
