@@ -139,14 +139,13 @@ class BusMonitor:
 
 
 class IssuerChecker:
-    """White-box check of the burst issuer's lookahead registers (``rtl/dma/dma.py`` and its
-    ``rtl/dma/burst_splitter.py``), every
-    cycle: while a segment is loaded (``iss_run`` and not ``iss_load``) its flags equal their
-    definitions from the counts (beats left L = ``iss_left1`` + 1, beats to the 4 KiB boundary
-    T = ``iss_to4k``, ``iss_diff1`` = L - T - 1), and ``iss_ok`` equals iss_run & ~iss_load &
-    (outstanding < max_outstanding) except in the two cycles after a stop (an error or an
-    abort), where it may lag. A flag a burst late or early fails here even where the burst
-    lengths hide it."""
+    """White-box check of the burst issuer's lookahead registers (``rtl/dma/burst_issuer.py``
+    and its ``rtl/dma/burst_splitter.py``), every cycle: while a segment is loaded (``iss_run``
+    and not ``iss_load``) its flags equal their definitions from the counts (beats left
+    L = ``iss_left1`` + 1, beats to the 4 KiB boundary T = ``iss_to4k``, ``iss_diff1`` =
+    L - T - 1), and ``iss_ok`` equals iss_run & ~iss_load & (outstanding < max_outstanding)
+    except in the two cycles after a stop (an error or an abort), where it may lag. A flag a
+    burst late or early fails here even where the burst lengths hide it."""
 
     def __init__(self, dut, max_burst, max_outstanding, bw, errors):
         self.dut, self.mb, self.mo, self.k = dut, max_burst, max_outstanding, 4096 // bw
@@ -157,14 +156,15 @@ class IssuerChecker:
         cocotb.start_soon(self._run())
 
     async def _run(self):
-        dma = self.dut.dma
-        bursts = dma.bursts
+        issuer, control = self.dut.dma.issuer, self.dut.dma.control
+        bursts = issuer.bursts
         stop_seen = 0
         while True:
             await RisingEdge(self.dut.clk)
             await ReadOnly()
-            v = {n: int(getattr(dma, n).value) for n in (
-                "iss_run", "iss_load", "iss_ok", "outstanding", "err", "aborting")}
+            v = {n: int(getattr(issuer, n).value) for n in ("iss_load", "iss_ok", "outstanding")}
+            v["iss_run"] = int(issuer.running.value)
+            v.update({n: int(getattr(control, n).value) for n in ("err", "aborting")})
             v.update({n: int(getattr(bursts, n).value) for n in (
                 "iss_left1", "iss_to4k", "iss_diff1", "iss_by4k", "iss_end", "iss_page")})
             stop_seen = 2 if v["err"] or v["aborting"] or int(self.dut.abort.value) else \

@@ -5,7 +5,7 @@ from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.bus.mem_ports import PartitionWriteSignature
-from sim.config import check_int, check_pow2
+from sim.config import check_bool, check_int, check_pow2
 
 __all__ = ["SbufWriteStage"]
 
@@ -61,7 +61,7 @@ class SbufWriteStage(wiring.Component):
         self._depth = check_pow2("depth", depth, 2, 1 << 16)
         depth_bits = (depth - 1).bit_length()
         pbits = max(1, (partitions - 1).bit_length())
-        self._lanes = bool(lanes)
+        self._lanes = check_bool("lanes", lanes)
         members = {"put": In(1), "addr": In(depth_bits)}
         if self._lanes:
             members.update({"mask": In(partitions), "data": In(data.ArrayLayout(32, partitions))})

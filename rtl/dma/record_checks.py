@@ -1,0 +1,156 @@
+"""The DMA's record setup: a record's element size, checks, row span and segment size."""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.arith.dsp import registered_product
+from sim.config import check_int, check_pow2
+from sim.dtypes import STORAGE_BITS
+
+from .layouts import DmaRecord
+
+__all__ = ["RecordChecks", "seg_bits_of"]
+
+
+def seg_bits_of(data_width):
+    """Bits of a segment's byte count: a row across partitions (``data_width > 32``) holds up
+    to ``n0 * 255 * 4`` bytes, a row otherwise ``n0 * 4``."""
+    return 27 if data_width > 32 else 19
+
+
+class RecordChecks(wiring.Component):
+    """The values the DMA derives from a record before it moves data, registered in the three
+    setup cycles so that no decode, compare or multiply of the record is in front of the
+    engine's decisions.
+
+    Timing (the DMA's states): ``take`` is the cycle the record is taken (``cmd`` holds it,
+    ``rec`` takes it at the edge); in ``setup`` (the next cycle) the element size, the
+    checks and the path decisions are registered (valid from the cycle after); in ``sum``
+    the row span (``(n0 - 1) * ext_stride0``) is registered; in ``span`` the segment size.
+    Between ``take`` and ``setup`` the span's two partial products are formed in multipliers
+    with registered operands and products (``rtl.arith.dsp``: one MULT18X18D each on an ECP5),
+    fed every cycle with the record's next value (``cmd``'s at ``take``, else ``rec``'s), so
+    the products are the record's from ``sum`` on. Outputs hold between the strobes.
+
+    Parameters
+    ----------
+    partitions : int
+        SBUF partitions P, 1 to 256.
+    sbuf_depth : int
+        Words per partition, a power of two from 2 to 65536.
+    data_width : int
+        Bus bits, a power of two from 32 to 512; wider than 32 builds the across-partitions
+        decision (``ilv``, ``docs/dma.md``), else ``ilv`` and ``rows_contig`` are 0.
+
+    Members
+    -------
+    cmd : In(DmaRecord)
+        The record offered (read at ``take``).
+    take : In(1)
+    rec : In(DmaRecord)
+        The record being executed (from the cycle after ``take``).
+    setup, sum, span : In(1)
+        The strobes of the three setup cycles.
+    esh : Out(2)
+        log2 of the element size in bytes (``STORAGE_BITS[fmt]``).
+    esize : Out(3)
+    contiguous : Out(1)
+        ``ext_stride0`` is the element size: a row is one segment.
+    empty : Out(1)
+        ``n0``, ``n1`` or ``part_count`` is 0.
+    misaligned : Out(1)
+        ``ext_addr`` or a stride is not a multiple of the element size.
+    part_end : Out(9)
+        ``part_start + part_count``.
+    part_over : Out(1)
+        ``part_end > P``.
+    ilv : Out(1)
+        Across partitions: ``ext_part_stride`` is the element size and no two elements share
+        a destination (loads ``n0*n1 <= sbuf_depth``; stores: columns and rows ascend, strides
+        below 2**16).
+    rows_contig : Out(1)
+        Across partitions, a row's columns abut (``ext_stride0 = part_count * esize``).
+    row_span : Out(signed(50))
+        ``(n0 - 1) * ext_stride0`` (from the cycle after ``sum``).
+    seg_bytes : Out(seg_bits_of(data_width))
+        Bytes per segment (from the cycle after ``span``): a row if ``contiguous``, else an
+        element; across partitions a row if ``rows_contig``, else a column.
+    """
+
+    def __init__(self, *, partitions, sbuf_depth, data_width=32):
+        self._partitions = check_int("partitions", partitions, 1, 256)
+        self._sbuf_depth = check_pow2("sbuf_depth", sbuf_depth, 2, 1 << 16)
+        self._data_width = check_pow2("data_width", data_width, 32, 512)
+        super().__init__({
+            "cmd": In(DmaRecord), "take": In(1), "rec": In(DmaRecord),
+            "setup": In(1), "sum": In(1), "span": In(1),
+            "esh": Out(2), "esize": Out(3), "contiguous": Out(1), "empty": Out(1),
+            "misaligned": Out(1), "part_end": Out(9), "part_over": Out(1), "ilv": Out(1),
+            "rows_contig": Out(1), "row_span": Out(signed(50)),
+            "seg_bytes": Out(seg_bits_of(data_width)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        c = self.rec
+        wide = self._data_width > 32
+        esh = self.esh
+        fmt_esh = Signal(2)                      # log2(element bytes), decoded from c.fmt
+        with m.Switch(c.fmt):
+            for fmt, bits in STORAGE_BITS.items():
+                with m.Case(int(fmt)):
+                    m.d.comb += fmt_esh.eq({8: 0, 16: 1, 32: 2}[bits])
+        m.d.comb += self.esize.eq(1 << esh)
+
+        # ``n0 - 1`` (17 bits: -1 for n0 = 0), registered with the record, so that the
+        # multiply does not start behind a subtractor's carry chain. The multiply in two
+        # steps: two 17 x 17-bit signed partial products (``n0_m1`` times the stride's low
+        # half, zero-extended, and times its high half), registered at the inputs and the
+        # outputs, then one adder in ``sum``: no 50-bit adder follows a multiplier in a cycle.
+        n0_m1 = Signal(len(c.n0) + 1)
+        n0_m1_next = Signal(len(c.n0) + 1)
+        stride_next = Signal(32)
+        with m.If(self.take):
+            m.d.sync += n0_m1.eq(self.cmd.n0 - 1)
+        m.d.comb += [n0_m1_next.eq(Mux(self.take, self.cmd.n0 - 1, n0_m1)),
+                     stride_next.eq(Mux(self.take, self.cmd.ext_stride0, c.ext_stride0))]
+        span_lo = registered_product(m, platform, n0_m1_next, Cat(stride_next[:16], 0),
+                                     Const(1), "span_lo", out_reg=True, signed=True)
+        span_hi = registered_product(m, platform, n0_m1_next, stride_next[16:32], Const(1),
+                                     "span_hi", out_reg=True, signed=True)
+
+        with m.If(self.setup):
+            align_mask = Signal(2)
+            m.d.comb += align_mask.eq((1 << fmt_esh) - 1)
+            m.d.sync += [
+                esh.eq(fmt_esh),
+                self.contiguous.eq(c.ext_stride0 == (1 << fmt_esh)),
+                self.empty.eq((c.n0 == 0) | (c.n1 == 0) | (c.part_count == 0)),
+                self.misaligned.eq((
+                    (c.ext_addr | c.ext_stride0 | c.ext_stride1 | c.ext_part_stride)[:2] &
+                    align_mask).any()),
+                self.part_end.eq(c.part_start + c.part_count),
+                self.part_over.eq(c.part_start + c.part_count > self._partitions),
+            ]
+            if wide:
+                # Across partitions the elements move in another order (columns): only
+                # where no two of them share a destination (the order is then unseen).
+                col = c.part_count << fmt_esh
+                s0, s1 = c.ext_stride0, c.ext_stride1
+                st_ok = ((s0[16:] == 0) & (s0 >= col) &
+                         ((c.n1 == 1) | ((s1[16:] == 0) & (s1 >= c.n0 * s0[:16]))))
+                ld_ok = c.n0 * c.n1 <= self._sbuf_depth
+                m.d.sync += [self.ilv.eq((c.ext_part_stride == (1 << fmt_esh)) &
+                                         Mux(c.store, st_ok, ld_ok)),
+                             self.rows_contig.eq(s0 == col)]
+        with m.If(self.sum):
+            m.d.sync += self.row_span.eq((span_hi << 16) + span_lo)
+        with m.If(self.span):
+            m.d.sync += self.seg_bytes.eq(Mux(self.contiguous, c.n0 << esh, self.esize))
+            if wide:
+                col_bytes = c.part_count << esh
+                with m.If(self.ilv):
+                    m.d.sync += self.seg_bytes.eq(Mux(self.rows_contig, col_bytes * c.n0,
+                                                      col_bytes))
+        return m
