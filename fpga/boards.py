@@ -16,7 +16,9 @@ class Config:
     """A payload configuration: ``make()`` returns the payload component; ``pes`` the number
     of multiply-accumulate units working in parallel (for the peak MAC/s figure); ``bench``
     False leaves it out of the benchmark's default list (a configuration known not to fit, or
-    one not measured because its synthesis takes hours)."""
+    one not measured because its synthesis takes hours); ``route`` False: the benchmark reports
+    its synthesis alone (yosys' cells against the device, ``fpga.build.synth_report``), for a
+    configuration that does not fit or whose place and route outlasts a benchmark run."""
     name: str
     make: object
     freq: float
@@ -24,6 +26,7 @@ class Config:
     description: str = ""
     params: dict = field(default_factory=dict)
     bench: bool = True
+    route: bool = True
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,9 @@ class Board:
     #: ``--placer <name>`` alone) and the placer a build uses unless told otherwise
     placer_opts: dict = field(default_factory=dict)
     default_placer: str = "heap"
+    #: the device's logic cells (``COMB``: LUT4 sites), DSP blocks, block RAMs and SPRAMs, for
+    #: the fit of a synthesis that is not placed (``fpga.build.synth_report``)
+    capacity: dict = field(default_factory=dict)
 
     def placer_options(self, placer):
         """nextpnr's options for ``placer`` on this board ("" for nextpnr's default, HeAP)."""

@@ -19,7 +19,8 @@ report lists every seed (``seed_sweep``). nextpnr's Fmax moves by about 8 % from
 on the core (``docs/fpga.md``). A build removes the ``seed<N>/`` directories it does not rerun
 (a single-seed build, which writes into the build directory itself, all of them).
 
-``--synth-only`` (ECP5) stops after yosys and prints the routed logic levels of every
+``--synth-only`` stops after yosys and writes ``synth.json`` (the cells against the device,
+:func:`synth_report`); on ECP5 it also prints the routed logic levels of every
 register-to-register path of the netlist (``scripts.logic_depth``: the histogram, the deepest
 end points with their RTL lines, the deepest per module; also ``depth.json``), minutes instead
 of the half hour of a core's place and route.
@@ -50,7 +51,8 @@ BUILD_ROOT = ROOT / "build" / "fpga"
 BOARDS = ("ulx3s", "icebreaker")
 
 __all__ = ["BOARDS", "get_board", "tool_env", "plan", "build", "report_from_dir", "is_current",
-           "design_fingerprint", "source_hash", "parse_seeds", "seed_argv", "best_seed", "main"]
+           "design_fingerprint", "source_hash", "parse_seeds", "seed_argv", "best_seed",
+           "synth_report", "main"]
 
 #: Directories whose Python sources can change a board top.
 SOURCE_DIRS = ("rtl", "sim", "fpga")
@@ -346,8 +348,9 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
           synth_only=False, placer=None, tmg_ripup=False):
     """Run the build; return the report dict (``plan_only``: the plan's file list).
 
-    ``synth_only`` (ECP5 boards): run yosys alone and return the logic-depth report of its
-    netlist (:func:`depth_report`) instead of placing and routing.
+    ``synth_only``: run yosys alone, write :func:`synth_report` and return it (ECP5 boards: the
+    logic-depth report of the netlist with it, :func:`depth_report`) instead of placing and
+    routing.
 
     ``seeds`` (two or more): a seed sweep instead of ``seed`` (see the module's docstring),
     ``jobs`` nextpnr runs at a time, each stopped after ``pnr_timeout`` minutes (None: never).
@@ -360,9 +363,6 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
         raise BuildError(f"--pnr-timeout must be a positive number of minutes, not {pnr_timeout}")
     if seeds:
         seed = seeds[0]
-    if synth_only and get_board(board_name).family != "ecp5":
-        raise BuildError(f"--synth-only reads an ECP5 netlist; {board_name} is "
-                         f"{get_board(board_name).family}")
     sources = source_hash()
     board, cfg, top, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed,
                                        router=router, placer=placer, tmg_ripup=tmg_ripup)
@@ -425,7 +425,10 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
             raise BuildError(f"{tool} failed (exit {proc.returncode}): {tail} "
                              f"(logs in {dest})")
         if synth_only and var == "YOSYS":
-            return depth_report(dest, {**meta, "step_seconds": {tool: timings[tool]}})
+            synth = synth_report(board_name, config, root, {
+                **meta, "step_seconds": {tool: timings[tool]}, "sources": sources,
+                "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())})
+            return depth_report(dest, synth) if board.family == "ecp5" else synth
 
     meta.update({"step_seconds": timings, "total_seconds": round(time.monotonic() - t_start, 1)})
     (dest / "build.json").write_text(json.dumps(meta, indent=2))
@@ -436,6 +439,45 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
              "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
     (dest / "built.json").write_text(json.dumps(built, indent=2))
     return report_from_dir(board_name, config, root)
+
+
+#: Logic cells a yosys cell takes before packing (``synth_report``'s ``COMB``): an ECP5 carry
+#: cell or a distributed-RAM cell is two LUT sites.
+_COMB_WEIGHTS = {"ecp5": {"LUT4": 1, "CCU2C": 2, "TRELLIS_DPR16X4": 2}, "ice40": {"SB_LUT4": 1}}
+
+
+def synth_report(board_name, config, root=None, meta=None):
+    """The resources of a build's synthesis alone (``top.rpt``), against the device: ``LUT4``,
+    ``FF``, ``DSP``, ``BRAM``, ``SPRAM`` and ``COMB`` (the logic cells the yosys cells take
+    before packing, :data:`_COMB_WEIGHTS`: a lower bound of nextpnr's packed count, which adds
+    route-through and unpacked cells), each with ``_total`` (``Board.capacity``); ``fits``
+    (every count within the device) and ``over`` (the counts beyond it). Written to
+    ``synth.json`` with ``meta``; without ``meta``, the existing ``synth.json``'s is kept."""
+    from .report import _FAMILY_CELLS, parse_yosys_log
+    board = get_board(board_name)
+    cfg = board.config(config)
+    dest = out_dir(board_name, config, root)
+    if meta is None:
+        old = dest / "synth.json"
+        meta = json.loads(old.read_text()) if old.exists() else \
+            json.loads((dest / "build.json").read_text())
+    cells = parse_yosys_log((dest / "top.rpt").read_text(errors="replace"))
+    resources = {key: sum(cells.get(c, 0) for c in ycells)
+                 for key, (ycells, _) in _FAMILY_CELLS[board.family].items() if ycells}
+    resources["COMB"] = sum(n * cells.get(c, 0) for c, n in _COMB_WEIGHTS[board.family].items())
+    over = {}
+    for key, total in board.capacity.items():
+        resources[f"{key}_total"] = total
+        if resources.get(key, 0) > total:
+            over[key] = resources[key] - total
+    report = {k: meta[k] for k in ("board", "config", "target_mhz", "params", "description",
+                                   "step_seconds", "sources", "finished") if k in meta}
+    report.update({"board": board_name, "config": config, "family": board.family,
+                   "synthesis_only": True, "pes": cfg.pes, "fmax_mhz": None,
+                   "resources": resources, "fits": not over, "over": over,
+                   "yosys_cells": cells})
+    (dest / "synth.json").write_text(json.dumps(report, indent=2))
+    return report
 
 
 def depth_report(dest, meta, top=20):
@@ -551,6 +593,16 @@ def summary(report):
     return "\n".join(lines)
 
 
+def synth_summary(report):
+    """Text form of :func:`synth_report`."""
+    res = report["resources"]
+    used = ", ".join(f"{k} {res[k]}" + (f"/{res[k + '_total']}" if k + "_total" in res else "")
+                     for k in res if not k.endswith("_total"))
+    over = ", ".join(f"{k} +{v}" for k, v in report["over"].items())
+    return (f"{report['board']}/{report['config']} (synthesis): {used}\n"
+            f"  {'fits' if report['fits'] else 'does NOT fit: ' + over}")
+
+
 def depth_summary(report):
     """Text form of :func:`depth_report`."""
     lines = ["routed levels (end points): " +
@@ -592,8 +644,8 @@ def main(argv=None):
     parser.add_argument("--plan-only", action="store_true",
                         help="elaborate and write the build plan, run no tool")
     parser.add_argument("--synth-only", action="store_true",
-                        help="run yosys only and print the logic-depth report of its netlist "
-                             "(scripts.logic_depth; ECP5 boards), no place and route")
+                        help="run yosys only: its cells against the device (synth.json) and, "
+                             "on ECP5, the logic-depth report (scripts.logic_depth)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     parser.add_argument("--no-nice", action="store_true",
@@ -613,8 +665,8 @@ def main(argv=None):
         jobs = args.jobs if args.jobs is not None else \
             max(1, min(len(seeds or (1,)), os.cpu_count() or 1))
         report = build(args.board, config, freq=args.freq, baud=args.baud, seed=args.seed,
-                       router=args.router, root=args.out, plan_only=args.plan_only, quiet=args.quiet,
-                       nice=not args.no_nice, seeds=seeds, jobs=jobs,
+                       router=args.router, root=args.out, plan_only=args.plan_only,
+                       quiet=args.quiet, nice=not args.no_nice, seeds=seeds, jobs=jobs,
                        pnr_timeout=args.pnr_timeout, synth_only=args.synth_only,
                        placer=args.placer, tmg_ripup=args.tmg_ripup)
     except (BuildError, ValueError) as e:
@@ -623,7 +675,7 @@ def main(argv=None):
     if args.json or args.plan_only:
         print(json.dumps(report, indent=2))
     elif args.synth_only:
-        print(depth_summary(report))
+        print(depth_summary(report) if "histogram" in report else synth_summary(report))
     else:
         print(summary(report))
     return 0

@@ -39,6 +39,11 @@ def _int8():
     return {Format.INT8}
 
 
+def _formats(*names):
+    from sim.dtypes import Format
+    return tuple(Format[n] for n in names)
+
+
 def _core(**kwargs):
     def make():
         from rtl.core.top import NeuronCore
@@ -91,6 +96,18 @@ CONFIGS = {
                      params={"rows": 4, "cols": 4, "sbuf_depth": 1024, "psum_depth": 256,
                              "tensor_add_stages": 3, "tensor_mul_stages": 4,
                              "vector_units": 1}),
+    # The 8x8 core with the compact vector engine, BF16 and FP8 operands (FP32 accumulation in
+    # PSUM), core2's PE stages.
+    "core8c": Config("core8c", _core(rows=8, sbuf_depth=1024, psum_depth=256,
+                                     formats=_formats("BF16", "FP8_E4M3", "FP8_E5M2"),
+                                     tensor_add_stages=3, tensor_mul_stages=4, vector_units=1),
+                     100e6, pes=64,
+                     description="NeuronCore 8x8, BF16 + FP8 (E4M3, E5M2), compact vector "
+                                 "engine (1 unit)",
+                     params={"rows": 8, "cols": 8, "sbuf_depth": 1024, "psum_depth": 256,
+                             "formats": ["BF16", "FP8_E4M3", "FP8_E5M2"],
+                             "tensor_add_stages": 3, "tensor_mul_stages": 4,
+                             "vector_units": 1}, route=False),
     # Does not fit: 8 vector lanes need about 8 x 30 + 64 = 304 MULT18X18D (156 on the 85F).
     "core8": Config("core8", _core(rows=8, sbuf_depth=1024, psum_depth=256), 100e6, pes=64,
                     description="NeuronCore 8x8, all formats (does NOT fit an 85F)",
@@ -106,4 +123,5 @@ PLACER_OPTS = "--placer-heap-timingweight 30 --placer-heap-critexp 3"
 BOARD = Board(name="ulx3s", platform=ULX3S_85F_Platform, family="ecp5", fin=FIN,
               configs=CONFIGS, default_config="core2", make_clockgen=clockgen,
               nextpnr_opts="--timing-allow-fail", ram_bytes=65536,
-              placer_opts={"heap": PLACER_OPTS}, default_placer="heap")
+              placer_opts={"heap": PLACER_OPTS}, default_placer="heap",
+              capacity={"COMB": 83640, "DSP": 156, "BRAM": 208})

@@ -16,6 +16,11 @@ are reported with ``"current": false`` and missing ones listed in ``not_built``.
 builds everything. ``--quick`` takes only each board's default configuration; without
 ``--configs`` the configurations marked ``bench=False`` (known not to fit) are left out.
 
+A configuration marked ``route=False`` (``fpga.boards.Config``) is reported from its synthesis
+alone (``python -m fpga.build <board> --config <name> --synth-only``, ``synth.json``): its
+yosys cells against the device, whether they fit and by how much they do not; no Fmax. Its
+synthesis is current while the sources under ``rtl/``, ``sim/`` and ``fpga/`` are unchanged.
+
 A build made by hand (``python -m fpga.build ... --json > results/fpga/NAME.json``, e.g. of a
 later commit) replaces its board/configuration's row of ``results/fpga.json`` with
 ``python -m scripts.bench_fpga merge results/fpga/NAME.json``: the row says which commit and
@@ -109,6 +114,43 @@ def _row(report, current=True, reason=""):
     }
 
 
+def synth_row(report, current=True, reason=""):
+    """The benchmark row of a synthesis without place and route (``fpga.build.synth_report``):
+    resources and fit, ``fmax_mhz`` None."""
+    res = report["resources"]
+    return {
+        "board": report["board"], "config": report["config"],
+        "description": report.get("description", ""), "synthesis_only": True,
+        "target_mhz": report.get("target_mhz"), "fmax_mhz": None, "timing_met": None,
+        "goal_mhz": GOALS_MHZ[report["family"]], "goal_met": None,
+        "lut4": res.get("LUT4"), "ff": res.get("FF"), "dsp": res.get("DSP"),
+        "dsp_total": res.get("DSP_total"), "bram": res.get("BRAM"),
+        "bram_total": res.get("BRAM_total"), "spram": res.get("SPRAM"),
+        "logic_cells": res.get("COMB"), "logic_cells_total": res.get("COMB_total"),
+        "fits": report["fits"], "over": report["over"],
+        "pes": report["pes"], "seeds": [], "fmax_median_mhz": None, "fmax_spread_mhz": None,
+        "gops_at_median": None, "peak_gmacs_at_fmax": None,
+        "critical_path": {}, "params": report.get("params", {}),
+        "build_seconds": sum((report.get("step_seconds") or {}).values()) or None,
+        "current": current, "freshness": reason,
+    }
+
+
+def _synth_result(name, cfg, no_build, rebuild):
+    """``(row, None)`` or ``(None, "board/config")`` (not built) for a ``route=False``
+    configuration."""
+    path = fbuild.out_dir(name, cfg) / "synth.json"
+    record = json.loads(path.read_text()) if path.exists() else None
+    current = record is not None and record.get("sources") == fbuild.source_hash()
+    if record is not None and (current or no_build) and not rebuild:
+        return synth_row(fbuild.synth_report(name, cfg), current,
+                         "sources unchanged" if current else "sources changed"), None
+    if no_build:
+        return None, f"{name}/{cfg}"
+    fbuild.build(name, cfg, synth_only=True, quiet=True)
+    return synth_row(fbuild.synth_report(name, cfg), True, "built now"), None
+
+
 def run(args):
     boards = getattr(args, "boards", None) or list(fbuild.BOARDS)
     configs = getattr(args, "configs", None)
@@ -127,6 +169,13 @@ def run(args):
             names = configs or [n for n, c in board.configs.items() if c.bench]
         for cfg in names:
             if cfg not in board.configs:
+                continue
+            if not board.configs[cfg].route:
+                row, missing = _synth_result(name, cfg, no_build, rebuild)
+                if row:
+                    rows.append(row)
+                else:
+                    not_built.append(missing)
                 continue
             current, reason = (False, "--rebuild") if rebuild else \
                 fbuild.is_current(name, cfg, seed=seed, seeds=seeds)
@@ -161,7 +210,15 @@ def markdown_table(rows):
                           for s in r.get("seeds", ()))
         if r.get("fmax_median_mhz") is not None:
             seeds += f" ({r['fmax_median_mhz']}, {r['fmax_spread_mhz']})"
-        out.append(f"| {r['board']} | {name} | {r['pes']} | {r['target_mhz']:.1f} | "
+        if r.get("synthesis_only"):
+            over = ", ".join(f"{k} +{v:,}" for k, v in r["over"].items())
+            cells = f"{r['logic_cells']:,}/{r['logic_cells_total']:,} logic cells"
+            seeds = "synthesis only: " + cells + (f", over by {over}" if over else ", fits")
+            path = {"start": "-", "end": "-"}
+            target = "-" if r["target_mhz"] is None else f"{r['target_mhz']:.1f}"
+        else:
+            target = f"{r['target_mhz']:.1f}"
+        out.append(f"| {r['board']} | {name} | {r['pes']} | {target} | "
                    f"{r['fmax_mhz']} | {seeds} | {r['lut4']} | {r['ff']} | {dsp} | {bram} | "
                    f"{r['peak_gmacs_at_fmax']} | {r.get('gops_at_median')} | "
                    f"`{path['start']}` -> `{path['end']}` |")
@@ -171,9 +228,13 @@ def markdown_table(rows):
 def merge_record(results, record, source=""):
     """Replace (or add) the row of ``record``'s board and configuration in ``results`` (the
     dictionary of ``results/fpga.json``) with a row made from the build record ``record`` (the
-    JSON of ``python -m fpga.build --json``). Returns the new row; redraws ``markdown``."""
-    for key in ("board", "config", "family", "resources", "fmax_mhz", "pes", "target_mhz",
-                "timing_met"):
+    JSON of ``python -m fpga.build --json``, or a synthesis' ``synth.json``). Returns the new
+    row; redraws ``markdown``."""
+    keys = ("board", "config", "family", "resources", "fmax_mhz", "pes", "target_mhz",
+            "timing_met")
+    if record.get("synthesis_only"):
+        keys = ("board", "config", "family", "resources", "fits", "over", "pes")
+    for key in keys:
         if key not in record:
             raise ValueError(f"record: not a build record of fpga.build --json (no {key!r})")
     commit, seed, router = record.get("commit"), record.get("seed"), record.get("router")
@@ -182,7 +243,8 @@ def merge_record(results, record, source=""):
         (f", {router}" if router and router != "router1" else "") + \
         (", timing-driven rip-up (--tmg-ripup)" if record.get("tmg_ripup") else "") + \
         (f" ({source})" if source else "") + "; the rest of this file is from the bench run of its date"
-    row = _row(record, True, reason)
+    row = synth_row(record, True, reason) if record.get("synthesis_only") else \
+        _row(record, True, reason)
     if commit:
         row["commit"] = commit
     if seed is not None:

