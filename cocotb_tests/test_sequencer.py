@@ -116,34 +116,26 @@ class Harness:
         d.start_pc.value = 0
         d.dbg_addr.value = 0
 
-    async def load_program(self, words):
-        d = self.dut
-        await FallingEdge(d.clk)
+    async def _write(self, port, base, words):
+        """Write ``words`` from address ``base`` through the write port ``<port>_wr_*``, one a
+        cycle (set after a falling edge)."""
+        addr, data, en = (getattr(self.dut, f"{port}_wr_{n}") for n in ("addr", "data", "en"))
+        await FallingEdge(self.dut.clk)
         for i, w in enumerate(words):
-            d.pmem_wr_addr.value = i
-            d.pmem_wr_data.value = w
-            d.pmem_wr_en.value = 1
-            await FallingEdge(d.clk)
-        d.pmem_wr_en.value = 0
+            addr.value = base + i
+            data.value = w
+            en.value = 1
+            await FallingEdge(self.dut.clk)
+        en.value = 0
+
+    async def load_program(self, words):
+        await self._write("pmem", 0, words)
 
     async def load_microcode(self, base, words):
-        d = self.dut
-        await FallingEdge(d.clk)
-        for i, w in enumerate(words):
-            d.ucode_wr_addr.value = base + i
-            d.ucode_wr_data.value = w
-            d.ucode_wr_en.value = 1
-            await FallingEdge(d.clk)
-        d.ucode_wr_en.value = 0
+        await self._write("ucode", base, words)
 
     async def write_map(self, opcode, value):
-        d = self.dut
-        await FallingEdge(d.clk)
-        d.map_wr_addr.value = opcode
-        d.map_wr_data.value = value
-        d.map_wr_en.value = 1
-        await FallingEdge(d.clk)
-        d.map_wr_en.value = 0
+        await self._write("map", opcode, [value])
 
     async def run(self, words, max_cycles=200_000):
         """Load and run a program until done, then let every completion arrive."""

@@ -13,7 +13,7 @@ from .layouts import record_layout
 from .micro_decode import ENGINES, FLAGS, NAMES
 from .record_builder import RecordBuilder
 
-__all__ = ["EngineDispatch", "CHECKED_ENGINES", "port_names"]
+__all__ = ["EngineDispatch", "CHECKED_ENGINES", "engine_ports"]
 
 #: The engines whose records the core checks (``*_slot_terms``, ``*_illegal``).
 CHECKED_ENGINES = (Engine.TENSOR, Engine.VECTOR)
@@ -72,17 +72,9 @@ class EngineDispatch(wiring.Component):
         sig = {"clear": In(1), "x_live": In(1), "go": In(1),
                "flags": In(data.StructLayout({f: 1 for f in FLAGS})),
                "slot": In(3), "res_q": In(32), "push": In(3),
-               "outstanding": Out(3), "can_emit": Out(3), "chk_pend": Out(3), "ill": Out(3)}
-        for e in ENGINES:
-            sig[NAMES[e]] = Out(stream.Signature(record_layout(e)))
-            sig[NAMES[e] + "_done"] = In(1)
-            sig["inc_" + NAMES[e]] = Out(isa.NUM_SEMS)
-        for e in CHECKED_ENGINES:
-            terms = data.ArrayLayout(check_terms, isa.RECORD_SLOTS[e])
-            sig[NAMES[e] + "_slot_terms"] = In(terms)
-            sig[NAMES[e] + "_blank_terms"] = In(terms)
-            sig[NAMES[e] + "_terms"] = Out(terms)
-            sig[NAMES[e] + "_illegal"] = In(1)
+               "outstanding": Out(3), "can_emit": Out(3), "chk_pend": Out(3), "ill": Out(3),
+               **{"inc_" + NAMES[e]: Out(isa.NUM_SEMS) for e in ENGINES},
+               **engine_ports(check_terms)}
         super().__init__(sig)
 
     queue_depth = property(lambda self: self._queue_depth)
@@ -121,11 +113,17 @@ class EngineDispatch(wiring.Component):
         return m
 
 
-def port_names():
-    """The names of :class:`EngineDispatch`'s engine-side ports, which the sequencer shares:
-    ``(inputs, outputs)``."""
-    ins = [NAMES[e] + "_done" for e in ENGINES]
-    outs = [NAMES[e] + "_terms" for e in CHECKED_ENGINES]
+def engine_ports(check_terms):
+    """The engine-side members of :class:`EngineDispatch`, which the sequencer has too: each
+    engine's record stream and completion, each checked engine's record-check ports."""
+    sig = {}
+    for e in ENGINES:
+        sig[NAMES[e]] = Out(stream.Signature(record_layout(e)))
+        sig[NAMES[e] + "_done"] = In(1)
     for e in CHECKED_ENGINES:
-        ins += [NAMES[e] + s for s in ("_slot_terms", "_blank_terms", "_illegal")]
-    return ins, outs
+        terms = data.ArrayLayout(check_terms, isa.RECORD_SLOTS[e])
+        sig[NAMES[e] + "_slot_terms"] = In(terms)
+        sig[NAMES[e] + "_blank_terms"] = In(terms)
+        sig[NAMES[e] + "_terms"] = Out(terms)
+        sig[NAMES[e] + "_illegal"] = In(1)
+    return sig

@@ -4,7 +4,6 @@ execute of each macro-instruction, the PC and the errors."""
 from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
-from amaranth.utils import ceil_log2
 
 from sim import isa
 from sim.config import check_pow2

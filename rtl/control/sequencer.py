@@ -16,23 +16,20 @@ file's write port (W).
 """
 
 from amaranth.hdl import Array, Cat, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from sim import isa
 from sim.config import check_int, check_pow2
-from sim.isa import Engine
 
 from .addr_gens import AddressGenerators
 from .advance import AdvanceControl
 from .alu import MicroAlu
 from .call_stack import CallStack
 from .debug_port import DBG, DebugPort
-from .dispatch import EngineDispatch
-from .dispatch import port_names as dispatch_ports
+from .dispatch import EngineDispatch, engine_ports
 from .instruction import InstructionControl
-from .layouts import record_layout
 from .loop_stack import LoopStack
 from .memories import SequencerMemories
 from .micro_decode import ENGINES, NAMES, MicroDecoder, field
@@ -148,14 +145,10 @@ class Sequencer(wiring.Component):
 
     def __init__(self, *, pmem_depth=1024, queue_depth=2, max_outstanding=isa.MAX_OUTSTANDING,
                  check_terms=1):
-        check_pow2("pmem_depth", pmem_depth, 16, 65536)
-        check_int("queue_depth", queue_depth, 1, 16)
-        check_int("max_outstanding", max_outstanding, 1, 64)
-        check_int("check_terms", check_terms, 1, 32)
-        self._pmem_depth = pmem_depth
-        self._queue_depth = queue_depth
-        self._max_outstanding = max_outstanding
-        self._check_terms = check_terms
+        self._pmem_depth = check_pow2("pmem_depth", pmem_depth, 16, 65536)
+        self._queue_depth = check_int("queue_depth", queue_depth, 1, 16)
+        self._max_outstanding = check_int("max_outstanding", max_outstanding, 1, 64)
+        self._check_terms = check_int("check_terms", check_terms, 1, 32)
         pc_bits = ceil_log2(pmem_depth)
         sig = {
             "start": In(1), "start_pc": In(32),
@@ -167,16 +160,7 @@ class Sequencer(wiring.Component):
             "map_wr_addr": In(8), "map_wr_data": In(isa.MAP_BITS), "map_wr_en": In(1),
             "dbg_addr": In(8), "dbg_data": Out(32),
         }
-        for e in _ENGINES:
-            sig[_NAMES[e]] = Out(stream.Signature(record_layout(e)))
-            sig[_NAMES[e] + "_done"] = In(1)
-        sig["slot_data"] = Out(32)
-        for e in (Engine.TENSOR, Engine.VECTOR):
-            terms = data.ArrayLayout(check_terms, isa.RECORD_SLOTS[e])
-            sig[_NAMES[e] + "_slot_terms"] = In(terms)
-            sig[_NAMES[e] + "_blank_terms"] = In(terms)
-            sig[_NAMES[e] + "_terms"] = Out(terms)
-            sig[_NAMES[e] + "_illegal"] = In(1)
+        sig.update(engine_ports(check_terms), slot_data=Out(32))
         super().__init__(sig)
 
     pmem_depth = property(lambda self: self._pmem_depth)
@@ -295,11 +279,13 @@ class Sequencer(wiring.Component):
         m.d.comb += [getattr(mems, f"{mem}_wr_{p}").eq(getattr(self, f"{mem}_wr_{p}"))
                      for mem in ("pmem", "ucode", "map") for p in ("addr", "data", "en")]
         m.d.sync += res_q.eq(alu.res)
-        ins, outs = dispatch_ports()
-        m.d.comb += [getattr(disp, n).eq(getattr(self, n)) for n in ins]
-        m.d.comb += [getattr(self, n).eq(getattr(disp, n)) for n in outs]
-        for e in _ENGINES:
-            wiring.connect(m, getattr(disp, _NAMES[e]), wiring.flipped(getattr(self, _NAMES[e])))
+        for n, member in engine_ports(self._check_terms).items():
+            if member.is_signature:
+                wiring.connect(m, getattr(disp, n), wiring.flipped(getattr(self, n)))
+            elif member.flow == In:
+                m.d.comb += getattr(disp, n).eq(getattr(self, n))
+            else:
+                m.d.comb += getattr(self, n).eq(getattr(disp, n))
         m.d.comb += self.slot_data.eq(res_q)
 
         # ---- stall, errors, advance ----------------------------------------------------------
