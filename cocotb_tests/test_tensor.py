@@ -20,7 +20,7 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.common.streams import StreamMonitor, StreamSink, StreamSource
-from cocotb_tests.common.tb import pack_lanes, random_seed, unpack_lanes
+from cocotb_tests.common.tb import logged_seed, pack_lanes, unpack_lanes
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
 from sim.dtypes import Format
@@ -143,14 +143,19 @@ def check(cfg, prog, got, seed):
     return i
 
 
-async def run_program(dut, cfg, prog, seed, st_idle=0.0, mv_idle=0.0, ready_p=1.0):
-    rnd = random.Random(seed)
+async def start(dut):
+    """Start the clock and reset the engine with its streams idle."""
     start_clock(dut)
     dut.stationary__valid.value = 0
     dut.moving__valid.value = 0
     dut.moving_keep.value = 0
     dut.result__ready.value = 0
     await reset(dut)
+
+
+async def run_program(dut, cfg, prog, seed, st_idle=0.0, mv_idle=0.0, ready_p=1.0):
+    rnd = random.Random(seed)
+    await start(dut)
     got = []
     total = sum(ins.N for ins in prog)
     cocotb.start_soon(drive_stationary(dut, cfg, prog, random.Random(seed + 1), st_idle))
@@ -166,7 +171,7 @@ async def run_program(dut, cfg, prog, seed, st_idle=0.0, mv_idle=0.0, ready_p=1.
 async def test_random_stress(dut):
     """Random shapes and formats, random idles on both inputs and random back-pressure."""
     cfg = _cfg()
-    seed = random_seed()
+    seed = logged_seed(dut)
     rng = np.random.default_rng(seed)
     prog = make_program(rng, cfg, cfg.get("n_instr", 12), n_max=cfg.get("n_max", 40))
     await run_program(dut, cfg, prog, seed, st_idle=0.3, mv_idle=0.2, ready_p=0.6)
@@ -176,7 +181,7 @@ async def test_random_stress(dut):
 async def test_every_format(dut):
     """Every configured format, full and partial tiles, one long group (N in the hundreds)."""
     cfg = _cfg()
-    seed = random_seed() + 11
+    seed = logged_seed(dut, 11)
     rng = np.random.default_rng(seed)
     rows, cols = cfg["rows"], cfg["cols"]
     prog = []
@@ -198,7 +203,7 @@ async def test_heavy_backpressure(dut):
     """Output ready 15% of the time: the array must stall without loss or duplication, and
     tile loads must respect the bank still in use."""
     cfg = _cfg()
-    seed = random_seed() + 22
+    seed = logged_seed(dut, 22)
     rng = np.random.default_rng(seed)
     prog = make_program(rng, cfg, 6, n_max=12, reuse_p=0.3)
     await run_program(dut, cfg, prog, seed, st_idle=0.0, mv_idle=0.0, ready_p=0.15)
@@ -210,7 +215,7 @@ async def test_back_to_back(dut):
     no back-pressure: after the first result, one result beat every cycle (no bubble), and
     the first result ``latency`` cycles after the first moving beat."""
     cfg = _cfg()
-    seed = random_seed() + 33
+    seed = logged_seed(dut, 33)
     rng = np.random.default_rng(seed)
     rows, cols = cfg["rows"], cfg["cols"]
     N = 8 * rows
@@ -219,11 +224,7 @@ async def test_back_to_back(dut):
                        N=N, mode="normal") for i in range(4)]
     prog.append(make_instr(rng, cfg, N=N, prev=prog[-1], reuse=True, mode="normal"))
     prog.append(make_instr(rng, cfg, N=N, prev=prog[-1], reuse=True, mode="normal"))
-    start_clock(dut)
-    dut.stationary__valid.value = 0
-    dut.moving__valid.value = 0
-    dut.moving_keep.value = 0
-    await reset(dut)
+    await start(dut)
     got, times = [], []
     total = sum(ins.N for ins in prog)
     cocotb.start_soon(drive_stationary(dut, cfg, prog, random.Random(seed), 0.0))
@@ -253,14 +254,9 @@ async def test_back_to_back(dut):
 async def test_reset_midstream(dut):
     """Reset during a group forgets tiles and in-flight beats; the next program is exact."""
     cfg = _cfg()
-    seed = random_seed() + 44
+    seed = logged_seed(dut, 44)
     rng = np.random.default_rng(seed)
-    start_clock(dut)
-    dut.stationary__valid.value = 0
-    dut.moving__valid.value = 0
-    dut.moving_keep.value = 0
-    dut.result__ready.value = 0
-    await reset(dut)
+    await start(dut)
     junk = make_program(rng, cfg, 2, n_max=20, reuse_p=0)
     t1 = cocotb.start_soon(drive_stationary(dut, cfg, junk, random.Random(seed), 0.0))
     t2 = cocotb.start_soon(drive_moving(dut, cfg, junk, random.Random(seed), 0.0))

@@ -7,8 +7,8 @@ import random
 import numpy as np
 import pytest
 from amaranth.back import rtlil, verilog
-from amaranth.sim import Simulator
 
+from amaranth_tb import send_commands, simulate
 from rtl.tensor.array import SystolicArray
 from rtl.tensor.engine import TensorEngine
 from rtl.tensor.pe import MAX_ADD_STAGES, MAX_MUL_STAGES, ProcessingElement
@@ -116,33 +116,24 @@ def run_engine(dut, prog, rows, cols, seed, ready_p=0.7, idle_p=0.2):
     got = []
     total = sum(mv.shape[1] for _, st, mv in prog)
 
+    def column(x, j):
+        return [int(x[k, j]) if k < x.shape[0] else 0 for k in range(rows)]
+
+    def idle():
+        n = 0
+        while rnd.random() < idle_p:
+            n += 1
+        return n
+
     async def stationary(ctx):
-        for fmt, st, mv in prog:
-            K, M = st.shape
-            for m in range(M):
-                while rnd.random() < idle_p:
-                    ctx.set(dut.stationary.valid, 0)
-                    await ctx.tick()
-                ctx.set(dut.stationary.p.data, [int(st[k, m]) if k < K else 0
-                                                for k in range(rows)])
-                ctx.set(dut.stationary.p.fmt, fmt)
-                ctx.set(dut.stationary.p.last, m == M - 1)
-                ctx.set(dut.stationary.valid, 1)
-                await ctx.tick().until(dut.stationary.ready)
-        ctx.set(dut.stationary.valid, 0)
+        await send_commands(ctx, dut.stationary, [
+            {"data": column(st, m), "fmt": fmt, "last": m == st.shape[1] - 1}
+            for fmt, st, mv in prog for m in range(st.shape[1])], gap=idle)
 
     async def moving(ctx):
-        for fmt, st, mv in prog:
-            K, N = mv.shape
-            for n in range(N):
-                while rnd.random() < idle_p:
-                    ctx.set(dut.moving.valid, 0)
-                    await ctx.tick()
-                ctx.set(dut.moving.p.data, [int(mv[k, n]) if k < K else 0 for k in range(rows)])
-                ctx.set(dut.moving.p.last, n == N - 1)
-                ctx.set(dut.moving.valid, 1)
-                await ctx.tick().until(dut.moving.ready)
-        ctx.set(dut.moving.valid, 0)
+        await send_commands(ctx, dut.moving, [
+            {"data": column(mv, n), "last": n == mv.shape[1] - 1}
+            for fmt, st, mv in prog for n in range(mv.shape[1])], gap=idle)
 
     async def result(ctx):
         while len(got) < total:
@@ -152,12 +143,7 @@ def run_engine(dut, prog, rows, cols, seed, ready_p=0.7, idle_p=0.2):
             if v and r:
                 got.append(([int(x) for x in d], int(last)))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(stationary, background=True)
-    sim.add_testbench(moving, background=True)
-    sim.add_testbench(result)
-    sim.run()
+    simulate(dut, result, background=(stationary, moving))
     i = 0
     for fmt, st, mv in prog:
         exp = column_sums(st, mv, fmt, rows=rows, cols=cols)

@@ -25,13 +25,38 @@ from sim.config import check_int
 from .pe import (MAX_ADD_STAGES, MAX_MUL_STAGES, ProcessingElement, check_dsp_regs,
                  check_formats, row_delay, weight_width)
 
-__all__ = ["MAX_DIM", "SystolicArray"]
+__all__ = ["MAX_DIM", "ArrayParameters", "SystolicArray"]
 
 #: The largest number of rows or columns of an array.
 MAX_DIM = 512
 
 
-class SystolicArray(wiring.Component):
+class ArrayParameters:
+    """The parameters of an array of processing elements, checked and read-only: the base of
+    :class:`SystolicArray` and of the tensor engine built around one."""
+
+    def _check_array(self, rows, cols, formats, mul_stages, add_stages, dsp_regs):
+        self._rows = check_int("rows", rows, 2, MAX_DIM)
+        self._cols = check_int("cols", cols, 2, MAX_DIM)
+        self._formats = check_formats(formats)
+        self._mul_stages = check_int("mul_stages", mul_stages, 0, MAX_MUL_STAGES)
+        self._add_stages = check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
+        self._dsp_regs = check_dsp_regs(dsp_regs, self._formats)
+
+    rows = property(lambda self: self._rows)
+    cols = property(lambda self: self._cols)
+    formats = property(lambda self: self._formats)
+    mul_stages = property(lambda self: self._mul_stages)
+    add_stages = property(lambda self: self._add_stages)
+    dsp_regs = property(lambda self: self._dsp_regs)
+
+    @property
+    def row_delay(self):
+        """Skew between consecutive rows, in cycles."""
+        return row_delay(self._formats, self._add_stages)
+
+
+class SystolicArray(ArrayParameters, wiring.Component):
     """A weight-stationary array: moving values flow right, partial sums flow down.
 
     Row ``r`` of the moving input must be presented ``r * row_delay`` cycles after row 0 (the
@@ -66,12 +91,7 @@ class SystolicArray(wiring.Component):
     """
 
     def __init__(self, rows, cols, formats, *, mul_stages=1, add_stages=1, dsp_regs=False):
-        self._rows = check_int("rows", rows, 2, MAX_DIM)
-        self._cols = check_int("cols", cols, 2, MAX_DIM)
-        self._formats = check_formats(formats)
-        self._mul_stages = check_int("mul_stages", mul_stages, 0, MAX_MUL_STAGES)
-        self._add_stages = check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
-        self._dsp_regs = check_dsp_regs(dsp_regs, self._formats)
+        self._check_array(rows, cols, formats, mul_stages, add_stages, dsp_regs)
         width = weight_width(self._formats)
         super().__init__({
             "en": In(1, init=1),
@@ -83,18 +103,6 @@ class SystolicArray(wiring.Component):
             "w_zero": In(cols),
             "psum": Out(data.ArrayLayout(32, cols)),
         })
-
-    rows = property(lambda self: self._rows)
-    cols = property(lambda self: self._cols)
-    formats = property(lambda self: self._formats)
-    mul_stages = property(lambda self: self._mul_stages)
-    add_stages = property(lambda self: self._add_stages)
-    dsp_regs = property(lambda self: self._dsp_regs)
-
-    @property
-    def row_delay(self):
-        """Skew between consecutive rows, in cycles."""
-        return row_delay(self._formats, self._add_stages)
 
     @property
     def latency(self):

@@ -5,11 +5,10 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 
-from sim.config import ENGINE_FORMATS, check_int
+from sim.config import ENGINE_FORMATS
 
-from .array import MAX_DIM, SystolicArray
-from .pe import (MAX_ADD_STAGES, MAX_MUL_STAGES, check_dsp_regs, check_formats, row_delay,
-                 weight_width)
+from .array import ArrayParameters, SystolicArray
+from .pe import weight_width
 
 __all__ = ["stationary_layout", "moving_layout", "result_layout", "TensorEngine"]
 
@@ -32,7 +31,7 @@ def result_layout(cols):
     return data.StructLayout({"data": data.ArrayLayout(32, cols), "last": 1})
 
 
-class TensorEngine(wiring.Component):
+class TensorEngine(ArrayParameters, wiring.Component):
     """``matmul(stationary[K, M], moving[K, N]) = stationary.T @ moving`` on a weight-stationary
     ``rows x cols`` systolic array (K <= rows, M <= cols, any N).
 
@@ -86,12 +85,7 @@ class TensorEngine(wiring.Component):
 
     def __init__(self, rows, cols, formats=ENGINE_FORMATS, *, mul_stages=1, add_stages=1,
                  dsp_regs=False):
-        self._rows = check_int("rows", rows, 2, MAX_DIM)
-        self._cols = check_int("cols", cols, 2, MAX_DIM)
-        self._formats = check_formats(formats)
-        self._mul_stages = check_int("mul_stages", mul_stages, 0, MAX_MUL_STAGES)
-        self._add_stages = check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
-        self._dsp_regs = check_dsp_regs(dsp_regs, self._formats)
+        self._check_array(rows, cols, formats, mul_stages, add_stages, dsp_regs)
         super().__init__({
             "stationary": In(stream.Signature(stationary_layout(rows))),
             "moving": In(stream.Signature(moving_layout(rows))),
@@ -99,17 +93,6 @@ class TensorEngine(wiring.Component):
             "result": Out(stream.Signature(result_layout(cols))),
             "busy": Out(1),
         })
-
-    rows = property(lambda self: self._rows)
-    cols = property(lambda self: self._cols)
-    formats = property(lambda self: self._formats)
-    mul_stages = property(lambda self: self._mul_stages)
-    add_stages = property(lambda self: self._add_stages)
-    dsp_regs = property(lambda self: self._dsp_regs)
-
-    @property
-    def row_delay(self):
-        return row_delay(self._formats, self._add_stages)
 
     @property
     def latency(self):
