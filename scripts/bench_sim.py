@@ -39,7 +39,8 @@ def add_arguments(parser):
                         help="fastsim: runs of the workload timed together (default 50)")
     parser.add_argument("--cxx-opts", default="",
                         help="fastsim only: measure build time and cycles/s at each of these "
-                             "C++ optimisation levels, e.g. -O0,-O1,-O2,-Os")
+                             "C++ optimisation levels, e.g. -O1,-Os,-O1+pgo (+pgo: with "
+                             "profile-guided optimisation)")
 
 
 def _cocotb(rows, simulator):
@@ -65,7 +66,7 @@ def _cpu_s(core):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _fastsim(rows, repeat, cxx_opt=None):
+def _fastsim(rows, repeat, cxx_opt=None, pgo=None):
     from fastsim import FastCore, workloads
     from fastsim.build import build_info
     from scripts.profile import core_config
@@ -73,8 +74,9 @@ def _fastsim(rows, repeat, cxx_opt=None):
     cfg = CoreConfig.from_dict(core_config(rows))
     from fastsim.build import build
     t0, started = time.monotonic(), time.time()
-    built_now = build(cfg, cxx_opt=cxx_opt).stat().st_mtime >= started
-    with FastCore(cfg, cxx_opt=cxx_opt) as core:
+    exe = build(cfg, cxx_opt=cxx_opt, pgo=pgo)
+    built_now = exe.stat().st_mtime >= started
+    with FastCore(cfg, exe=exe) as core:
         startup = time.monotonic() - t0
         image, check = workloads.build("gemm", cfg, seed=1, **SHAPE)
         core.record_activity(True)
@@ -93,7 +95,8 @@ def _fastsim(rows, repeat, cxx_opt=None):
             "cpu_s": round(cpu, 3), "cycles_per_cpu_s": round(cycles / max(cpu, 1e-9), 1),
             "startup_s_incl_build": round(startup, 1), "build_s": info.get("build_s"),
             "verilog_s": info.get("verilog_s"), "built_now": built_now,
-            "cxx_opt": info.get("cxx_opt"), "checked": "bit-exact vs refsim"}
+            "cxx_opt": info.get("cxx_opt"), "pgo": info.get("pgo", False),
+            "checked": "bit-exact vs refsim"}
 
 
 def run(args):
@@ -114,7 +117,11 @@ def run(args):
         sweep = {}
         for rows in rows_list:
             for opt in opts:
-                r = _fastsim(rows, repeat, opt)
+                level, _, pgo = opt.partition("+")
+                if pgo not in ("", "pgo"):
+                    raise ValueError(f"cxx-opts items must be a level with an optional +pgo, "
+                                     f"not {opt!r}")
+                r = _fastsim(rows, repeat, level, pgo == "pgo")
                 sweep[f"{rows}x{rows} {opt}"] = {
                     "build_s": r["build_s"], "cycles_per_s": r["cycles_per_s"],
                     "cycles_per_cpu_s": r["cycles_per_cpu_s"]}

@@ -52,6 +52,12 @@ def test_bad_arguments():
         FastCore(SMALL, latency=(-1, 0))
     with pytest.raises(ValueError, match="cxx_opt must be one of"):
         FastCore(SMALL, cxx_opt="-O9")
+    with pytest.raises(ValueError, match="threads must be one of 1, 2, not 3"):
+        FastCore(SMALL, threads=3)
+    with pytest.raises(TypeError, match="pgo must be a bool, not 1"):
+        FastCore(SMALL, pgo=1)
+    with pytest.raises(ValueError, match="exe must be an executable harness"):
+        FastCore(SMALL, exe="/nonexistent/Vharness")
     with pytest.raises(ValueError, match="workload must be one of"):
         workloads.build("nope", SMALL)
     with pytest.raises(TypeError, match="config must be"):
@@ -200,3 +206,20 @@ def test_waves_window(tmp_path):
         image, check = workloads.build("gemm", SMALL, seed=2, KT=1, MT=1, N=4)
         check(c.run_image(image))
     assert path.exists() and path.stat().st_size > 1000
+
+
+@pytest.mark.long
+def test_pgo_build_is_cycle_exact():
+    """The profile-guided build (compiled twice around its training run) gives the same
+    outcome, cycle for cycle, as the plain build on workloads outside its training set."""
+    from fastsim.build import build_info
+    image, check = workloads.build("gemm", SMALL, seed=8, KT=2, MT=1, N=8)
+    with FastCore(SMALL, pgo=True) as pgo, FastCore(SMALL, pgo=False) as plain:
+        info = build_info(pgo.exe)
+        assert info["pgo"] and info["training_cycles"] > 10_000, info
+        a, b = pgo.run_image(image), plain.run_image(image)
+        check(a)
+        assert compare(b, a) == [] and a.cycles == b.cycles
+        ra, rb = (fuzz.run(SMALL, seed=9, count=30, core=c) for c in (pgo, plain))
+        assert ra["mismatch_count"] == 0, ra["mismatches"]
+        assert ra["cycles"] == rb["cycles"]
