@@ -1,4 +1,5 @@
-"""The engines' record adapters (rtl/core/vector_record.py, rtl/core/tensor_record.py)."""
+"""The engines' record adapters (rtl/core/vector_record.py, rtl/core/tensor_record.py) against
+their model (``sim.records``)."""
 
 import random
 
@@ -6,49 +7,16 @@ import pytest
 from amaranth.sim import Simulator
 
 from rtl.core.tensor_ctrl import tensor_cmd_layout
-from rtl.core.tensor_record import TENSOR_RECORD_FIELDS, TensorRecordAdapter
-from rtl.core.vector_ctrl import (KIND_ENGINE, KIND_NOP, KIND_SEED, KIND_TABLE,
-                                  vector_cmd_layout)
+from rtl.core.tensor_record import TensorRecordAdapter
+from rtl.core.vector_ctrl import vector_cmd_layout
 from rtl.core.vector_record import VectorRecordAdapter
 from rtl.vector.engine import CMD_LAYOUT
 from sim.isa import VecAlu, VecOp
-from sim.vector import AccOp, AluOp, Src, unpack_cmd
+from sim.records import KIND_ENGINE, TENSOR_RECORD_FIELDS, tensor_command, vector_commands
+from sim.vector import unpack_cmd
 
 PARTS = 4
 VCMD = vector_cmd_layout(CMD_LAYOUT.size, PARTS, 256, 64)
-
-
-def _vector_expected(rec):
-    """The commands of one VECTOR record: (kind, n, o_n, parts, b_en, sem_en, engine fields)."""
-    op, n = rec["op"], rec["n"]
-    eng = dict(fmt_a=rec["in_fmt"], fmt_b=rec["in_fmt"], fmt_o=rec["out_fmt"],
-               rmode=rec["rnd"], count=n, emit=1)
-    base = dict(kind=KIND_ENGINE, n=n, o_n=n, parts=PARTS, b_en=0, sem_en=1)
-    if op == VecOp.ACT:
-        eng.update(op0=AluOp.MUL, imm0=rec["scalar"], op1=AluOp.ADD, imm1=rec["bias"],
-                   lut=~rec["func"] >> 1 & 1, bank=rec["func"] & 1,
-                   acc_op=AccOp.SUM if rec["acc"] else AccOp.NONE)
-    elif op == VecOp.TT:
-        eng.update(op0=rec["alu"], src0=Src.TENSOR)
-        base.update(b_en=1)
-    elif op == VecOp.TS:
-        eng.update(op0=rec["alu"], imm0=rec["scalar"])
-    elif op == VecOp.REDUCE:
-        acc = {VecAlu.ADD: AccOp.SUM, VecAlu.MAX: AccOp.MAX, VecAlu.MIN: AccOp.MIN}
-        eng.update(emit=0, acc_reset=1, emit_acc=1, acc_op=acc[rec["alu"]])
-        base.update(o_n=1)
-    elif op == VecOp.TABLE:
-        base.update(kind=KIND_TABLE, n=n << 1, o_n=0, parts=1)
-    elif op == VecOp.SEED:
-        base.update(kind=KIND_SEED, n=0, o_n=0)
-    elif op == VecOp.ACC_RD:
-        first = dict(base, n=0, o_n=1, sem_en=0)
-        second = dict(base, n=0, o_n=0)
-        return [(first, dict(eng, emit=0, count=0, emit_acc=1)),
-                (second, dict(eng, emit=0, count=0, acc_op=AccOp.SUM, acc_reset=1))]
-    elif op != VecOp.COPY:
-        base.update(kind=KIND_NOP, n=0, o_n=0)
-    return [(base, eng)]
 
 
 def _record(rng, op):
@@ -84,7 +52,7 @@ def test_vector_record_adapter(seed):
             ctx.set(dut.rec.valid, 0)
 
     async def sink(ctx):
-        want = sum(len(_vector_expected(r)) for r in recs)
+        want = sum(len(vector_commands(r, PARTS)) for r in recs)
         while len(got) < want:
             ready = rng.random() < 0.6
             ctx.set(dut.cmd.ready, ready)
@@ -98,22 +66,15 @@ def test_vector_record_adapter(seed):
     sim.add_testbench(source)
     sim.add_testbench(sink)
     sim.run()
-    exp = [c for r in recs for c in _vector_expected(r)]
+    exp = [(r, c) for r in recs for c in vector_commands(r, PARTS)]
     assert len(got) == len(exp)
-    i = 0
-    for rec in recs:
-        for base, eng in _vector_expected(rec):
-            c, what = got[i], f"seed {seed}, record {rec}, command {i}"
-            i += 1
-            for f, v in base.items():
+    for i, (c, (rec, want)) in enumerate(zip(got, exp)):
+        what = f"seed {seed}, record {rec}, command {i}"
+        for f, v in want.items():
+            if f != "op":
                 assert getattr(c, f) == v, (what, f)
-            if base["kind"] == KIND_ENGINE:
-                assert (c.a_psum, c.a_addr, c.b_addr, c.o_addr, c.sem) == (
-                    rec["a_space"], rec["a_addr"], rec["b_addr"], rec["dst_addr"],
-                    rec["sem"]), what
-                e = unpack_cmd(c.op)
-                for f, v in eng.items():
-                    assert e[f] == int(v), (what, f)
+        if want["kind"] == KIND_ENGINE:
+            assert unpack_cmd(c.op) == want["op"], what
 
 
 def test_tensor_record_adapter():
@@ -132,8 +93,7 @@ def test_tensor_record_adapter():
             ctx.set(dut.cmd.ready, ready)
             c = ctx.get(dut.cmd.payload)
             assert (ctx.get(dut.cmd.valid), ctx.get(dut.rec.ready)) == (valid, ready)
-            assert c.sem_en == 1
-            for f, v in vals.items():
+            for f, v in tensor_command(vals).items():
                 assert getattr(c, f) == v, f
             await ctx.delay(1e-9)
 

@@ -108,6 +108,8 @@ def _run_random(seed, zero_n=False):
     # Elaborated here, so that the lockstep check below can read internal signals.
     frag = Fragment.get(dut, None)
     internal = _signals(frag, ["ctrl"])
+    split = _signals(frag, ["ctrl", "a_split"])
+    noout_u = _signals(frag, ["ctrl", "noout"])
     cq = _signals(frag, ["ctrl", "cpl_q"])
     head = data.View(_entry_layout(ctrl.cmd_layout), cq["r_data"])
     sa_o = _signals(frag, ["ctrl", "a_stream"])
@@ -182,8 +184,8 @@ def _run_random(seed, zero_n=False):
         # output (from the streamer's ``o_next_*``), ``noout_nz`` and the completion queue's
         # ``*_arm`` flags (from the queue's next head, below).
         async for _, _, v, ov, tag, ph, nz, ns in ctx.tick().sample(
-                internal["cfg_v"], sa_valid, sa_tag, internal["phase"], internal["noout_nz"],
-                internal["noout_sent"]):
+                split["cfg_v"], sa_valid, sa_tag, split["phase"], noout_u["nz"],
+                noout_u["count"]):
             if v != ov & (tag >> 2) & ph:
                 got.setdefault("lockstep", []).append(("cfg_v", v, ov, tag, ph))
             if nz != (ns != 0):
@@ -304,10 +306,10 @@ def _comb_support(frag, sig):
 
 def test_vector_ctrl_cpl_read_enable_support():
     """The completion queue's read enable (and so its head register's clock enable) is a
-    function of the head's ``*_arm`` flip-flops, ``table_done``, ``noout_nz`` and the engine's
-    and SBUF's handshake flags only: no head field, ``started``/``left_one`` multiplexer or
-    ``fence`` in front of it (core2 f2a5594 seed 2: cpl_q's head -> ``quiet`` -> the read
-    enable -> cpl_q's read data clock enables, 6 levels, 10.18 ns routed)."""
+    function of the head's ``*_arm`` flip-flops, ``table_done``, ``noout.nz`` (a flip-flop of
+    ``PendingCount``) and the engine's and SBUF's handshake flags only: no head field,
+    ``started``/``left_one`` multiplexer or ``fence`` in front of it (no path cpl_q's head ->
+    ``quiet`` -> the read enable -> cpl_q's read data clock enables)."""
     dut = Harness([[0] * DEPTH] * LANES, [[0] * PDEPTH] * COLS)
     frag = Fragment.get(dut, None)
     ctrl = next(f for f, n, _ in frag.subfragments if n == "ctrl")
@@ -315,7 +317,7 @@ def test_vector_ctrl_cpl_read_enable_support():
     r_en = next(s for stmts in cq.statements.values() for st in stmts
                 for s in st._rhs_signals() if s.name == "r_en")
     assert _comb_support(ctrl, r_en) == {"table_done", "e_idle", "m_arm", "n_arm",
-                                         "noout_nz", "o_arm", "e_o__valid",
+                                         "nz", "o_arm", "e_o__valid",
                                          "o_sbuf__ready"}
 
 

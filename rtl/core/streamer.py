@@ -6,7 +6,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
-from sim.config import check_int
+from sim.config import check_bool, check_int
 
 __all__ = ["ReadStreamer", "read_request_layout"]
 
@@ -99,8 +99,7 @@ class ReadStreamer(wiring.Component):
         check_int("n_bits", n_bits, 1, 32)
         check_int("data_width", data_width, 1, 32)
         check_int("tag_bits", tag_bits, 1, 8)
-        if not isinstance(skid, bool):
-            raise TypeError(f"skid must be a bool, not {skid!r}")
+        check_bool("skid", skid)
         check_int("alt_lanes", alt_lanes, 0, lanes)
         self.lanes, self.addr_bits, self.n_bits, self.data_width = (lanes, addr_bits, n_bits,
                                                                      data_width)

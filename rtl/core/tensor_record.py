@@ -6,16 +6,14 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.control.layouts import record_layout
 from sim import isa
+from sim.records import TENSOR_RECORD_FIELDS
 
 __all__ = ["TensorRecordAdapter", "TENSOR_RECORD_FIELDS"]
 
-#: The record fields a command takes unchanged (truncated to the command's widths).
-TENSOR_RECORD_FIELDS = ("fmt", "k", "m", "n", "stat_addr", "stat_stride", "mov_addr",
-                        "mov_stride", "psum_addr", "accumulate", "sem")
-
 
 class TensorRecordAdapter(wiring.Component):
-    """TENSOR records (``sim.isa.TENSOR_RECORD``) to ``TensorController`` commands.
+    """TENSOR records (``sim.isa.TENSOR_RECORD``) to ``TensorController`` commands, as
+    ``sim.records.tensor_command`` (the truncation to the command's widths aside).
 
     Combinational, no added latency: a command is the record's fields
     (:data:`TENSOR_RECORD_FIELDS`) with ``sem_en`` set, since the sequencer wants one done

@@ -7,18 +7,23 @@ AXI4-Lite register block, error status, watchdog and interrupt, wired into one c
 See ``docs/core.md`` for the block diagram, the window layouts and the abort protocol.
 """
 
-from amaranth.hdl import (Cat, ClockDomain, ClockSignal, Const, DomainRenamer,
-                          Module, Mux, ResetInserter, Signal, Value)
+from amaranth.hdl import (ClockDomain, ClockSignal, DomainRenamer, Module, Mux, ResetInserter,
+                          Value)
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from sim import isa
-from sim.config import ENGINE_FORMATS, CoreConfig, check_formats, check_int, check_pow2
-from sim.errors import SEQUENCER_ERROR_MAP, ErrorCode
-from sim.memmap import (CTRL_ABORT, CTRL_CLEAR, CTRL_CLEAR_COUNTERS, build_memory_map)
+from sim.config import (ENGINE_FORMATS, CoreConfig, check_bool, check_choice, check_formats,
+                        check_int, check_pow2)
+from sim.memmap import build_memory_map
 
-from .global_buffer import global_buffer
+from .code_windows import UCODE_MAP_BASE, CodeWindows
+from .counters import CoreCounters
+from .engine_reset import EngineReset
+from .lut_window import LutWindow
+from .record_check import RECORD_TERMS, RecordCheck
+from .run_control import RunControl
 from .sbuf import SBUF
 from .tensor_ctrl import TensorController
 from .tensor_record import TensorRecordAdapter
@@ -39,9 +44,6 @@ ACTIVITY_LAYOUT = data.StructLayout({
     "seq_wait": 1,      # the sequencer waited on a semaphore in the last 4 cycles (with an
                         # engine idle): sampled from its performance counters in turn
 })
-
-#: UCODE window word address of opcode-map entry 0 (entries 0..255 follow).
-UCODE_MAP_BASE = 2048
 
 #: FP32 adder stages of PSUM's read-add-write pipeline (write latency ``1 + PSUM_ADD_STAGES``).
 #: Three, so that no block-RAM output reaches a register through a whole FP32 add.
@@ -128,9 +130,7 @@ class NeuronCore(wiring.Component):
         check_int("cols", cols, 2, rows)
         for name, value in (("partitions", partitions), ("lanes", lanes)):
             if value is not None:
-                check_int(name, value, 1, 1024)
-                if value != rows:
-                    raise ValueError(f"{name} must equal rows ({rows}), not {value}")
+                check_choice(name, value, (rows,))     # (the architecture ties them)
         check_pow2("sbuf_depth", sbuf_depth, 16, 65536)
         check_pow2("psum_depth", psum_depth, 16, 65536)
         formats = check_formats(formats, names=False)
@@ -150,8 +150,8 @@ class NeuronCore(wiring.Component):
                 raise ValueError(f"vector_units must be a divisor of rows ({rows}), "
                                  f"not {vector_units}")
         self._vector_units = vector_units
-        if engine_domain is not None and not isinstance(engine_domain, bool):
-            raise TypeError(f"engine_domain must be True, False or None, not {engine_domain!r}")
+        if engine_domain is not None:
+            check_bool("engine_domain", engine_domain)
         self._engine_domain = engine_domain
         self._rows, self._cols = rows, cols
         self._sbuf_depth, self._psum_depth = sbuf_depth, psum_depth
@@ -234,14 +234,11 @@ class NeuronCore(wiring.Component):
             "psum_bytes": self._cols * self._psum_depth * 4,
         }
 
-    # -------------------------------------------------------------------------------------
     def elaborate(self, platform):
         from rtl.bus.axi_lite import AXI4LiteRegisters
         from rtl.bus.pipeline_register import PipelineRegister
         from rtl.bus.skid import SkidBuffer
-        from rtl.control.sequencer import DBG, Sequencer
-        from rtl.core.status import ErrorReport, ErrorStatus
-        from rtl.core.watchdog import Watchdog
+        from rtl.control.sequencer import Sequencer
         from rtl.dma.dma import DMA
         from rtl.tensor.engine import TensorEngine
         from rtl.tensor.psum import PSUM
@@ -249,34 +246,27 @@ class NeuronCore(wiring.Component):
 
         m = Module()
         P, C = self._rows, self._cols
-        mm = self._mm
 
-        # Soft reset of everything that must return to idle on an abort (``engine_domain``).
-        # Without the engine domain the units stay in ``sync`` under a
-        # ``ResetInserter(aborting)``, so their registers reset on ``rst | aborting``: on an
-        # FPGA one LUT then drives the reset of every such register over general routing.
-        # With it the units run in ``engine``: the same clock, no
-        # domain reset, reset by one flip-flop (``soft_ff``) that the reset sets and that
-        # follows ``aborting`` after it, through a DCCA onto a global network on the ECP5
-        # (``soft``; nextpnr-ice40 promotes resets itself).
-        aborting = Signal()
+        # ---- program control and the soft reset of the engines -----------------------------
+        run = m.submodules.run_control = RunControl()
         use_engine = platform is not None if self._engine_domain is None else self._engine_domain
-        if not use_engine:
-            def soft_reset(name, comp):
-                m.submodules[name] = ResetInserter(aborting)(comp)
-                return comp
-        else:
-            soft_ff = Signal(init=1)
-            soft = Signal()
+        ereset = m.submodules.engine_reset = EngineReset(use_engine)
+        m.d.comb += [ereset.aborting.eq(run.aborting),
+                     ereset.aborting_next.eq(run.aborting_next)]
+        if use_engine:
+            # The same clock, no domain reset: the units are reset by ``ereset.reset`` alone.
             m.domains.engine = ClockDomain("engine", reset_less=True, local=True)
             m.d.comb += ClockSignal("engine").eq(ClockSignal("sync"))
-            m.d.comb += soft.eq(global_buffer(m, "soft_buf", soft_ff, platform))
 
-            def soft_reset(name, comp):
-                m.submodules[name] = DomainRenamer({"sync": "engine"})(ResetInserter(soft)(comp))
-                return comp
+        def soft_reset(name, comp):
+            wrapped = ResetInserter(ereset.reset)(comp)
+            if use_engine:
+                wrapped = DomainRenamer({"sync": "engine"})(wrapped)
+            m.submodules[name] = wrapped
+            return comp
 
-        regs = m.submodules.regs = AXI4LiteRegisters(mm)
+        # ---- units --------------------------------------------------------------------------
+        regs = m.submodules.regs = AXI4LiteRegisters(self._mm)
         seq = soft_reset("seq", Sequencer(pmem_depth=self._pmem_depth,
                                           check_terms=self._RECORD_TERMS))
         dma = m.submodules.dma = DMA(partitions=P, sbuf_depth=self._sbuf_depth,
@@ -286,38 +276,34 @@ class NeuronCore(wiring.Component):
         te = soft_reset("tensor", TensorEngine(P, C, self._formats,
                                                mul_stages=self._tensor_mul_stages,
                                                add_stages=self._tensor_add_stages))
-        # The done pulse waits for PSUM's write latency (done_delay).
-        # PSUM's ``wr.ready`` from a flip-flop: the controller shows the beat it loads next.
+        # (``done_delay``: the done pulse waits for PSUM's write latency; ``lookahead``:
+        # PSUM's ``wr.ready`` from a flip-flop, the controller shows the beat it loads next)
         psum = soft_reset("psum", PSUM(C, self._psum_depth, add_stages=PSUM_ADD_STAGES,
                                        lookahead=3))
         tctrl = soft_reset("tensor_ctrl", TensorController(
             P, C, self._sbuf_depth, self._psum_depth, data_width=16,
             done_delay=psum.latency, queue_depth=2))
-        # The tensor engine's results reach the controller through a skid buffer: the engine's
-        # stall (``result.ready``, the clock enable of its whole data path and its
-        # ``moving.ready``) then comes from a flip-flop, not from the controller's PSUM write
-        # register through the completion queue, so that no PSUM write register -> tensor
-        # stall -> moving stream -> MOV issuer's clock enable chain crosses the chip.
+        # The engine's streams pass through skid buffers, so that its stall (``result.ready``,
+        # the clock enable of its data path) and the MOV issuer's advance each come from a
+        # flip-flop, not from the other side's logic. Same beats, same cycles.
         res_skid = soft_reset("tensor_result", SkidBuffer(te.result.payload.shape()))
-        # The moving stream reaches the engine through a skid buffer too: the MOV issuer's
-        # advance (its queue's ``ready`` and its registers' clock enables) then comes from a
-        # flip-flop, not from the engine's stall (``valid_d<L-1>``/bank flags -> ``moving.ready``,
-        # placed far from the controller). The engine sees the same beats in the same cycles.
         mov_skid = soft_reset("tensor_moving", SkidBuffer(te.moving.payload.shape()))
-        # The engine, or a result or moving beat in a skid buffer.
-        te_busy = te.busy | res_skid.full | mov_skid.full
         ve = soft_reset("vector", VectorEngine(P, depth=self._lut_entries, n_rand=self._n_rand,
                                                   units=self._vector_units))
+        # The LUT configuration reaches the engine through a pipeline register: the TABLE
+        # streamer's output and the window's multiplexer do not reach the LUT's RAM write
+        # enables in the same cycle.
         cfg_reg = soft_reset("vector_cfg", PipelineRegister(ve.cfg.payload.shape()))
         vctrl = soft_reset("vector_ctrl", VectorController(
             P, C, self._sbuf_depth, self._psum_depth, CMD_LAYOUT, queue_depth=2))
-        status = m.submodules.status = ErrorStatus(sources=4)
-        wd = m.submodules.watchdog = Watchdog(32)
+        code = m.submodules.code_windows = CodeWindows(self._pmem_depth)
+        lutw = m.submodules.lut_window = LutWindow()
+        counters = m.submodules.counters = CoreCounters()
 
         wiring.connect(m, wiring.flipped(self.axil), regs.axil)
         wiring.connect(m, wiring.flipped(self.axi), dma.axi)
 
-        # ---- SBUF ports -------------------------------------------------------------------
+        # ---- SBUF ports ---------------------------------------------------------------------
         wiring.connect(m, dma.sbuf_r, sbuf.r_dma)
         wiring.connect(m, dma.sbuf_w, sbuf.w_dma)
         wiring.connect(m, tctrl.stat_rd, sbuf.r_tensor_stat)
@@ -326,7 +312,7 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, vctrl.b_sbuf, sbuf.r_vector_b)
         wiring.connect(m, vctrl.o_sbuf, sbuf.w_vector)
 
-        # ---- tensor path ------------------------------------------------------------------
+        # ---- tensor path --------------------------------------------------------------------
         wiring.connect(m, tctrl.stationary, te.stationary)
         wiring.connect(m, tctrl.moving, mov_skid.i)
         wiring.connect(m, mov_skid.o, te.moving)
@@ -344,7 +330,7 @@ class NeuronCore(wiring.Component):
         wiring.connect(m, trec.cmd, tctrl.cmd)
         m.d.comb += seq.tensor_done.eq(tctrl.done)
 
-        # ---- vector path ------------------------------------------------------------------
+        # ---- vector path --------------------------------------------------------------------
         wiring.connect(m, vctrl.e_cmd, ve.cmd)
         wiring.connect(m, vctrl.e_a, ve.a)
         wiring.connect(m, vctrl.e_b, ve.b)
@@ -358,14 +344,28 @@ class NeuronCore(wiring.Component):
             psum.rd.addr.eq(vctrl.a_psum.addr),
             psum.rd.en.eq(vctrl.a_psum.en),
         ]
-        # VECTOR records become the controller's commands in the vector path's adapter.
         vrec = m.submodules.vector_record = VectorRecordAdapter(P, vctrl.cmd_layout, CMD_LAYOUT)
         wiring.connect(m, seq.vector, vrec.rec)
         wiring.connect(m, vrec.cmd, vctrl.cmd)
         m.d.comb += seq.vector_done.eq(vctrl.done)
         self._record_check(m, seq)
+        # The LUT window and the TABLE records share the engine's configuration port.
+        wiring.connect(m, regs.lut, lutw.window)
+        m.d.comb += lutw.page.eq(regs.lut_page)
+        wiring.connect(m, vctrl.cfg, lutw.table)
+        wiring.connect(m, lutw.cfg, cfg_reg.i)
+        wiring.connect(m, cfg_reg.o, ve.cfg)
+        wiring.connect(m, ve.rdata, lutw.rdata)
+        # Seeds: SEED records, or the SEED register, written or at START: every program
+        # starts with the lane generators of the host's seed (docs/memory_map.md, SEED), as a
+        # fresh reference simulator does. (The engine is idle at START; a stochastic-rounding
+        # beat waits until the reseeding is done.)
+        m.d.comb += [
+            ve.seed.eq(Mux(vctrl.seed_load, vctrl.seed, regs.seed)),
+            ve.seed_load.eq(vctrl.seed_load | regs.seed_we | run.start),
+        ]
 
-        # ---- DMA --------------------------------------------------------------------------
+        # ---- DMA ----------------------------------------------------------------------------
         m.d.comb += [
             dma.cmd.valid.eq(seq.dma.valid),
             # Zero while invalid: the queue memory's output is X in simulation until written,
@@ -373,325 +373,90 @@ class NeuronCore(wiring.Component):
             dma.cmd.payload.eq(Mux(seq.dma.valid, seq.dma.payload, 0)),
             seq.dma.ready.eq(dma.cmd.ready),
             seq.dma_done.eq(dma.done),
+            dma.abort.eq(run.aborting),
         ]
-        for i in range(self._dma_windows):
-            m.d.comb += [
-                dma.windows[i].base.eq(getattr(regs, f"dma_win{i}_base")),
-                dma.windows[i].limit.eq(getattr(regs, f"dma_win{i}_limit")),
-                dma.windows[i].perm.eq(getattr(regs, f"dma_win{i}_perm")),
-            ]
+        m.d.comb += [getattr(dma.windows[i], f).eq(getattr(regs, f"dma_win{i}_{f}"))
+                     for i in range(self._dma_windows) for f in ("base", "limit", "perm")]
 
-        # ---- program control, abort, status -------------------------------------------------
-        ctrl = regs.ctrl
-        ctrl_we = regs.ctrl_we
-        running = Signal()
-        start = Signal()
-        finish = Signal()
-        engines_idle = Signal()
-        m.d.comb += [
-            engines_idle.eq(~dma.busy & ~tctrl.busy & ~te_busy & psum.idle & ~vctrl.busy &
-                            ~ve.busy),
-            start.eq(ctrl_we & ctrl[0] & ~running),
-        ]
-        # Errors: sequencer traps, DMA errors, watchdog, LUT configuration errors.
-        seq_err_prev = Signal()
-        lut_err_prev = Signal()
-        m.d.sync += [seq_err_prev.eq(seq.error), lut_err_prev.eq(ve.error)]
-        seq_code = Signal(4)
-        es = seq.err_status
-        # sim.errors.SEQUENCER_ERROR_MAP: the lowest set ErrorBit decides.
-        m.d.comb += seq_code.eq(0)
-        for bit in reversed(isa.ErrorBit):
-            with m.If(es[int(bit)]):
-                m.d.comb += seq_code.eq(SEQUENCER_ERROR_MAP[bit.name])
-        # The reports reach the status block through a register: its count and first-error
-        # selection then start at flip-flops instead of behind the sources' decodes (such as
-        # the sequencer's err_status -> code). Errors are latched one cycle later; the abort below
-        # still reacts to the reports themselves, and a program's DONE comes at least a cycle after
-        # it.
-        rep = Signal(data.ArrayLayout(ErrorReport, 4))
-        m.d.sync += status.report.eq(rep)
-        m.d.comb += [
-            rep[0].valid.eq(seq.error & ~seq_err_prev & running),
-            rep[0].code.eq(seq_code), rep[0].addr.eq(seq.err_pc), rep[0].info.eq(es),
-            rep[1].valid.eq(dma.err_valid), rep[1].code.eq(dma.err_code),
-            rep[1].addr.eq(dma.err_addr), rep[1].info.eq(dma.err_info),
-            rep[2].valid.eq(wd.timeout), rep[2].code.eq(ErrorCode.WATCHDOG),
-            rep[2].addr.eq(wd.count), rep[2].info.eq(regs.watchdog_limit),
-            rep[3].valid.eq(ve.error & ~lut_err_prev), rep[3].code.eq(ErrorCode.LUT_INDEX),
-        ]
-        abort_req = Signal()
-        m.d.comb += abort_req.eq(running & ~aborting & (
-            (ctrl_we & (ctrl & CTRL_ABORT).any()) | wd.timeout | status.error |
-            rep[0].valid | rep[1].valid | rep[3].valid))
-        with m.If(start):
-            m.d.sync += running.eq(1)
-        # ``aborting`` and its copy ``soft_ff`` (the soft reset; the reset sets it) load the
-        # same next value: the latter then equals ``aborting`` from a cycle after the reset.
-        aborting_next = Signal()
-        m.d.comb += aborting_next.eq(aborting | abort_req)
-        # The program ends when the sequencer is done and every engine has drained, or when
-        # an abort has drained the DMA (the rest is held in reset meanwhile).
-        with m.If(running & ~start & ((~aborting & seq.done & ~seq.busy & engines_idle) |
-                                      (aborting & ~dma.busy))):
-            m.d.comb += [finish.eq(1), aborting_next.eq(0)]
-            m.d.sync += running.eq(0)
-        m.d.sync += aborting.eq(aborting_next)
-        if use_engine:
-            m.d.sync += soft_ff.eq(aborting_next)
-        m.d.comb += [
-            dma.abort.eq(aborting),
-            seq.start.eq(start),
-            seq.start_pc.eq(regs.start_pc),
-            status.done.eq(finish),
-            status.start.eq(start),
-            status.clear.eq(ctrl_we & (ctrl & CTRL_CLEAR).any()),
-            status.busy.eq(running),
-            status.irq_enable.eq(regs.irq_enable),
-            wd.limit.eq(regs.watchdog_limit),
-            wd.start.eq(start),
-            wd.running.eq(running & ~aborting),
-            wd.clear.eq(ctrl_we & (ctrl & CTRL_CLEAR).any()),
-            regs.busy.eq(running),
-            regs.status.eq(status.status),
-            regs.err_code.eq(status.code),
-            regs.err_addr.eq(status.addr),
-            regs.err_info.eq(status.info),
-            regs.err_count.eq(status.count),
-            self.irq.eq(status.irq),
-        ]
+        # ---- sequencer: program, control store, start ---------------------------------------
+        wiring.connect(m, regs.prog, code.prog)
+        wiring.connect(m, regs.ucode, code.ucode)
+        m.d.comb += [getattr(seq, n).eq(getattr(code, n)) for n in (
+            "pmem_wr_addr", "pmem_wr_data", "pmem_wr_en", "ucode_wr_addr", "ucode_wr_data",
+            "ucode_wr_en", "map_wr_addr", "map_wr_data", "map_wr_en")]
+        m.d.comb += [seq.start.eq(run.start), seq.start_pc.eq(regs.start_pc)]
 
-        # ---- configuration registers ------------------------------------------------------
-        fmask = sum(1 << int(f) for f in self._formats)
+        # ---- run control, errors, status, counters -------------------------------------------
+        te_busy = te.busy | res_skid.full | mov_skid.full   # (or a beat in a skid buffer)
+        tensor_busy, vector_busy = tctrl.busy | te_busy | ~psum.idle, vctrl.busy | ve.busy
         m.d.comb += [
-            regs.config0.eq(P | (C << 8) | (self._dma_windows << 16) | (fmask << 24)),
-            regs.config1.eq(ceil_log2(self._sbuf_depth) | (ceil_log2(self._psum_depth) << 8) |
-                            (ceil_log2(2 * self._pmem_depth) << 16) |
-                            (ceil_log2(2 * isa.UCODE_DEPTH) << 24)),
-        ]
-
-        # ---- performance counters -----------------------------------------------------------
-        # One lifetime for every counter (docs/memory_map.md): each restarts at START and
-        # CTRL.clear_counters zeroes it, so after a program each holds that program's figure.
-        clear_cnt = Signal()
-        m.d.comb += [clear_cnt.eq(ctrl_we & (ctrl & CTRL_CLEAR_COUNTERS).any()),
-                     dma.clear_counters.eq(clear_cnt | start)]
-        cycles = Signal(64)
-        counters = {n: Signal(32, name=f"perf_{n}") for n in ("tensor_busy", "vector_busy",
-                                                              "dma_busy")}
-        busy_now = {"tensor_busy": tctrl.busy | te_busy | ~psum.idle,
-                    "vector_busy": vctrl.busy | ve.busy, "dma_busy": dma.busy}
-        with m.If(start | clear_cnt):
-            m.d.sync += cycles.eq(0)
-            m.d.sync += [c.eq(0) for c in counters.values()]
-        with m.Elif(running):
-            m.d.sync += cycles.eq(cycles + 1)
-            for n, c in counters.items():
-                with m.If(busy_now[n]):
-                    m.d.sync += c.eq(c + 1)
-        # Sequencer counters through its debug port, one address per cycle in turn.
-        dbg_list = [DBG["retired"], DBG["semwait"] + 0, DBG["semwait"] + 3, DBG["semwait"] + 6]
-        dsel = Signal(2)
-        m.d.sync += dsel.eq(dsel + 1)
-        dvals = [Signal(32, name=f"dbg_val{i}") for i in range(4)]
-        seq_wait = Signal()
-        with m.Switch(dsel):
-            for i, a in enumerate(dbg_list):
-                with m.Case(i):
-                    m.d.comb += seq.dbg_addr.eq(a)
-                    m.d.sync += dvals[i].eq(seq.dbg_data)
-                    if i:
-                        # A semaphore-wait counter moved since its last sample (4 cycles ago).
-                        m.d.sync += seq_wait.eq(seq.dbg_data != dvals[i])
-        # The sum of the three semaphore-wait counters is registered (a read sees it a cycle
-        # late, as it sees the samples), so no adder sits in front of the read multiplexer.
-        sem_wait = Signal(32)
-        m.d.sync += sem_wait.eq(dvals[1] + dvals[2] + dvals[3])
-        # The sequencer's counters restart at START; CTRL.clear_counters zeroes what the host
-        # reads by subtracting a snapshot taken then (a START drops it). The differences are
-        # registered, so no subtractor is in front of the read multiplexer.
-        instret_base, sem_wait_base = Signal(32), Signal(32)
-        instret_q, sem_wait_q = Signal(32), Signal(32)
-        with m.If(start):
-            m.d.sync += [instret_base.eq(0), sem_wait_base.eq(0)]
-        with m.Elif(clear_cnt):
-            m.d.sync += [instret_base.eq(dvals[0]), sem_wait_base.eq(sem_wait)]
-        m.d.sync += [instret_q.eq(dvals[0] - instret_base),
-                     sem_wait_q.eq(sem_wait - sem_wait_base)]
-        m.d.comb += [
-            regs.perf_cycles_lo.eq(cycles[:32]),
-            regs.perf_cycles_hi.eq(cycles[32:]),
-            regs.perf_tensor_busy.eq(counters["tensor_busy"]),
-            regs.perf_vector_busy.eq(counters["vector_busy"]),
-            regs.perf_dma_busy.eq(counters["dma_busy"]),
+            run.ctrl.eq(regs.ctrl), run.ctrl_we.eq(regs.ctrl_we),
+            run.irq_enable.eq(regs.irq_enable), run.watchdog_limit.eq(regs.watchdog_limit),
+            run.seq_error.eq(seq.error), run.seq_err_status.eq(seq.err_status),
+            run.seq_err_pc.eq(seq.err_pc), run.seq_done.eq(seq.done), run.seq_busy.eq(seq.busy),
+            run.dma_error.valid.eq(dma.err_valid), run.dma_error.code.eq(dma.err_code),
+            run.dma_error.addr.eq(dma.err_addr), run.dma_error.info.eq(dma.err_info),
+            run.lut_error.eq(ve.error),
+            run.engines_idle.eq(~dma.busy & ~tctrl.busy & ~te_busy & psum.idle & ~vctrl.busy &
+                                ~ve.busy),
+            run.dma_busy.eq(dma.busy),
+            regs.busy.eq(run.running),
+            *(getattr(regs, n).eq(getattr(run, n))
+              for n in ("status", "err_code", "err_addr", "err_info", "err_count")),
+            self.irq.eq(run.irq),
+            regs.config0.eq(self._config_words()[0]),
+            regs.config1.eq(self._config_words()[1]),
+            counters.start.eq(run.start), counters.clear.eq(run.clear_counters),
+            counters.running.eq(run.running),
+            counters.tensor_busy.eq(tensor_busy), counters.vector_busy.eq(vector_busy),
+            counters.dma_busy.eq(dma.busy),
+            seq.dbg_addr.eq(counters.dbg_addr), counters.dbg_data.eq(seq.dbg_data),
+            dma.clear_counters.eq(run.clear_counters | run.start),
+            regs.perf_cycles_lo.eq(counters.cycles[:32]),
+            regs.perf_cycles_hi.eq(counters.cycles[32:]),
+            regs.perf_tensor_busy.eq(counters.tensor_cycles),
+            regs.perf_vector_busy.eq(counters.vector_cycles),
+            regs.perf_dma_busy.eq(counters.dma_cycles),
             regs.perf_dma_rd_bytes.eq(dma.rd_bytes),
             regs.perf_dma_wr_bytes.eq(dma.wr_bytes),
-            regs.perf_instret.eq(instret_q),
-            regs.perf_sem_wait.eq(sem_wait_q),
+            regs.perf_instret.eq(counters.instret),
+            regs.perf_sem_wait.eq(counters.sem_wait),
         ]
 
-        # ---- windows: program memory, control store + opcode map, LUT ---------------------
-        prog = regs.prog
-        lo = Signal(32)
-        with m.If(prog.we & ~prog.addr[0]):
-            m.d.sync += lo.eq(prog.wdata)
+        # ---- activity -----------------------------------------------------------------------
         m.d.comb += [
-            seq.pmem_wr_addr.eq(prog.addr[1:]),
-            seq.pmem_wr_data.eq(Cat(lo, prog.wdata)),
-            seq.pmem_wr_en.eq(prog.we & prog.addr[0] &
-                              (prog.addr[1:] < self._pmem_depth)),
-            prog.rdata.eq(0),
-        ]
-        uc = regs.ucode
-        ulo = Signal(32)
-        is_map = uc.addr >= UCODE_MAP_BASE
-        with m.If(uc.we & ~uc.addr[0]):
-            m.d.sync += ulo.eq(uc.wdata)
-        m.d.comb += [
-            seq.ucode_wr_addr.eq(uc.addr[1:]),
-            seq.ucode_wr_data.eq(Cat(ulo, uc.wdata)),
-            seq.ucode_wr_en.eq(uc.we & uc.addr[0] & (uc.addr < 2 * isa.UCODE_DEPTH)),
-            seq.map_wr_addr.eq(uc.addr[:8]),
-            seq.map_wr_data.eq(uc.wdata),
-            seq.map_wr_en.eq(uc.we & is_map & (uc.addr < UCODE_MAP_BASE + 256)),
-            uc.rdata.eq(0),
-        ]
-        # LUT window -> vector engine cfg (shared with TABLE commands; the window is locked
-        # while a program runs, so the two never compete in practice: TABLE has priority).
-        lut = regs.lut
-        pend = Signal()
-        pend_addr = Signal(16)
-        pend_data = Signal(32)
-        pend_write = Signal()
-        la = lut.addr
-        region = la[8:10]
-        # (sim.memmap.lut_cfg_address: LUT_PAGE supplies the cfg index bits above a[7:0])
-        index = Cat(la[:8], regs.lut_page)
-        cfg_addr = Mux(region == 3, 0x8000 | index, (region << 12) | (la[10] << 14) | index)
-        with m.If((lut.we | lut.re) & ~pend):
-            m.d.sync += [pend.eq(1), pend_addr.eq(cfg_addr), pend_data.eq(lut.wdata),
-                         pend_write.eq(lut.we)]
-        lut_rdata = Signal(32)
-        # Both reach the engine through a pipeline register (one cycle): the TABLE streamer's
-        # output and the window's multiplexer do not reach the LUT's descriptor and
-        # coefficient RAM write enables in the same cycle (docs/fpga.md, Goals).
-        cfg = cfg_reg.i
-        # (``vctrl.cfg.ready`` is the register's ready whether or not the controller offers a
-        # word: the controller reads it only with its ``cfg.valid``, so that flip-flop is not
-        # in front of the ready either.)
-        m.d.comb += vctrl.cfg.ready.eq(cfg.ready)
-        with m.If(vctrl.cfg.valid):
-            m.d.comb += [cfg.valid.eq(1), cfg.payload.eq(vctrl.cfg.payload)]
-        with m.Else():
-            m.d.comb += [cfg.valid.eq(pend), cfg.p.addr.eq(pend_addr),
-                         cfg.p.data.eq(pend_data), cfg.p.write.eq(pend_write)]
-            with m.If(pend & cfg.ready):
-                m.d.sync += pend.eq(0)
-        wiring.connect(m, cfg_reg.o, ve.cfg)
-        m.d.comb += ve.rdata.ready.eq(1)
-        with m.If(ve.rdata.valid):
-            m.d.sync += lut_rdata.eq(ve.rdata.payload)
-        m.d.comb += lut.rdata.eq(lut_rdata)
-
-        # Seeds: SEED records, or the SEED register, written or at START: every program
-        # starts with the lane generators of the host's seed (docs/memory_map.md, SEED), as a
-        # fresh reference simulator does, whatever earlier programs drew. (The engine is idle
-        # at START; a stochastic-rounding beat waits until the reseeding is done.)
-        m.d.comb += [
-            ve.seed.eq(Mux(vctrl.seed_load, vctrl.seed, regs.seed)),
-            ve.seed_load.eq(vctrl.seed_load | regs.seed_we | start),
-        ]
-
-        # ---- trace --------------------------------------------------------------------------
-        m.d.comb += [
-            self.activity.running.eq(running),
+            self.activity.running.eq(run.running),
             self.activity.seq_busy.eq(seq.busy),
             self.activity.dma.eq(dma.busy),
-            self.activity.tensor.eq(busy_now["tensor_busy"]),
-            self.activity.vector.eq(busy_now["vector_busy"]),
-            self.activity.aborting.eq(aborting),
-            self.activity.seq_wait.eq(seq_wait),
+            self.activity.tensor.eq(tensor_busy),
+            self.activity.vector.eq(vector_busy),
+            self.activity.aborting.eq(run.aborting),
+            self.activity.seq_wait.eq(counters.seq_wait),
         ]
         return m
 
-    #: Record-check terms per slot (``Sequencer.check_terms``): TENSOR slot 3 has the most
-    #: (k and m: 2 or 5 each, fmt: 1).
-    _RECORD_TERMS = 11
+    def _config_words(self):
+        """The ``CONFIG0`` and ``CONFIG1`` register values (``sim/memmap.py``'s fields)."""
+        fmask = sum(1 << int(f) for f in self._formats)
+        return (self._rows | (self._cols << 8) | (self._dma_windows << 16) | (fmask << 24),
+                ceil_log2(self._sbuf_depth) | (ceil_log2(self._psum_depth) << 8) |
+                (ceil_log2(2 * self._pmem_depth) << 16) | (ceil_log2(2 * isa.UCODE_DEPTH) << 24))
+
+    #: Record-check terms per slot (``Sequencer.check_terms``, ``RecordCheck.terms``).
+    _RECORD_TERMS = RECORD_TERMS
 
     def _record_check(self, m, seq):
-        """``sim.isa.tensor_record_error`` / ``vector_record_error`` on the records the
-        sequencer is building: an EMIT of an invalid one traps ``ILLEGAL_FIELD`` (reported as
-        ``ILLEGAL_INSTRUCTION`` at the instruction's PC) and nothing reaches the engines.
-
-        The check is split in two: terms of at most 4 bits each of the value written into a
-        slot (``seq.slot_data``; the sequencer registers them beside the slot), and the
-        verdict, a small function of the terms (``seq.*_terms``, the next cycle's record),
-        which the sequencer registers for an EMIT."""
-        from rtl.control.layouts import record_layout
-
-        def nibbles(value):
-            return [value[i:i + 4] for i in range(0, len(value), 4)]
-
-        def range_terms(value, hi):
-            # 1 <= value <= hi for an 8-bit field, from its nibbles h (high) and l (low) and
-            # hi's H and L: h < H, h == H, l <= L, h == 0, l == 0 (with H = 0, two terms:
-            # h != 0 and l outside 1..L).
-            hi = min(hi, 0xFF)
-            h, l, hh, ll = value[4:8], value[:4], hi >> 4, hi & 15
-            if hh == 0:
-                return [h != 0, (l == 0) | (l > ll)]
-            return [h < hh, h == hh, l <= ll, h == 0, l == 0]
-
-        def range_bad(terms):
-            if len(terms) == 2:
-                return terms[0] | terms[1]
-            h_lt, h_eq, l_le, h_z, l_z = terms
-            return ~(h_lt | h_eq & l_le) | h_z & l_z
-
-        def fmt_ok(fmt):
-            return Cat(*[fmt == int(f) for f in self._formats]).any()
-
-        def tensor_terms(word):
-            t = data.View(record_layout(isa.Engine.TENSOR), word)
-            k, mm = range_terms(t.k, self._rows), range_terms(t.m, self._cols)
-            return {2: [n != 0 for n in nibbles(t.n)], 3: k + mm + [~fmt_ok(t.fmt)]}
-
-        def tensor_bad(terms):
-            nk = len(range_terms(Const(0, 8), self._rows))
-            k, mm = terms[3][:nk], terms[3][nk:-1]
-            return ~Cat(*terms[2]).any() | range_bad(k) | range_bad(mm) | terms[3][-1]
-
-        def vector_terms(word):
-            v = data.View(record_layout(isa.Engine.VECTOR), word)
-            return {0: [v.op > isa.VecOp.ACC_RD,
-                        Cat(*[v.op == o for o in isa.VEC_CHECKED_OPS]).any(),
-                        v.op == isa.VecOp.REDUCE, v.op == isa.VecOp.TT,
-                        v.alu > isa.VEC_ALU_MAX,
-                        ~Cat(*[v.alu == a for a in isa.VEC_REDUCE_ALUS]).any(),
-                        v.rnd > isa.VEC_RND_MAX, v.b_space == isa.Space.PSUM]}
-
-        def vector_bad(terms):
-            op_bad, checked, reduce, tt, alu_bad, alu_nored, rnd_bad, b_psum = terms[0]
-            return (op_bad | checked & (alu_bad | rnd_bad) | reduce & alu_nored |
-                    tt & b_psum)
-
-        for e, terms_of, bad in ((isa.Engine.TENSOR, tensor_terms, tensor_bad),
-                                 (isa.Engine.VECTOR, vector_terms, vector_bad)):
-            name = {isa.Engine.TENSOR: "tensor", isa.Engine.VECTOR: "vector"}[e]
-            nslots = isa.RECORD_SLOTS[e]
-            width = isa.layout_width(isa.RECORDS[e])
-            slot_terms = getattr(seq, name + "_slot_terms")
-            blank_terms = getattr(seq, name + "_blank_terms")
-            # Slot s's terms: the word with ``slot_data`` in slot s (the other slots' bits are
-            # not used by slot s's terms).
-            for s_ in range(nslots):
-                word = Cat(Const(0, 32 * s_), seq.slot_data, Const(0, width - 32 * (s_ + 1)))
-                terms = terms_of(word).get(s_, [])
-                blank = terms_of(Const(0, width)).get(s_, [])
-                assert len(terms) <= self._RECORD_TERMS
-                m.d.comb += [slot_terms[s_].eq(Cat(*terms)), blank_terms[s_].eq(Cat(*blank))]
-            held = getattr(seq, name + "_terms")
-            counts = {s_: len(t) for s_, t in terms_of(Const(0, width)).items()}
-            m.d.comb += getattr(seq, name + "_illegal").eq(
-                bad({s_: [held[s_][i] for i in range(n)] for s_, n in counts.items()}))
-
+        """Add this core's :class:`RecordCheck` to ``m`` (submodule ``record_check``), wired
+        to the sequencer ``seq``: an EMIT of an invalid TENSOR or VECTOR record traps
+        ``ILLEGAL_FIELD`` (reported as ``ILLEGAL_INSTRUCTION`` at the instruction's PC) and
+        nothing reaches the engines."""
+        chk = m.submodules.record_check = RecordCheck(self._rows, self._cols, self._formats,
+                                                      terms=self._RECORD_TERMS)
+        m.d.comb += chk.slot_data.eq(seq.slot_data)
+        for name in ("tensor", "vector"):
+            m.d.comb += [
+                getattr(seq, name + "_slot_terms").eq(getattr(chk, name + "_slot_terms")),
+                getattr(seq, name + "_blank_terms").eq(getattr(chk, name + "_blank_terms")),
+                getattr(chk, name + "_terms").eq(getattr(seq, name + "_terms")),
+                getattr(seq, name + "_illegal").eq(getattr(chk, name + "_illegal")),
+            ]

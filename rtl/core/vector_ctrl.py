@@ -11,18 +11,18 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from rtl.tensor.psum import PSUMReadSignature
+from rtl.vector.lut import CFG_LAYOUT
 from sim.config import check_int, check_pow2
+from sim.records import KIND_ENGINE, KIND_NOP, KIND_SEED, KIND_TABLE
 
+from .pending_count import PendingCount
 from .sbuf import SBUFReadSignature, SBUFWriteSignature
 from .streamer import ReadStreamer
+from .table_split import TableSplit
 
 __all__ = ["vector_cmd_layout", "PSUMReadSignature", "VectorController", "KIND_ENGINE",
            "KIND_TABLE", "KIND_SEED", "KIND_NOP"]
 
-#: Command kinds: an engine instruction; LUT configuration writes from SBUF partition 0
-#: (``n`` beats alternating address, data); a re-seed of the rounding generators from
-#: ``scalar``; nothing (completes in order).
-KIND_ENGINE, KIND_TABLE, KIND_SEED, KIND_NOP = range(4)
 
 
 def vector_cmd_layout(engine_cmd_bits, lanes, sbuf_depth, psum_depth, n_bits=16, sem_bits=4):
@@ -30,9 +30,9 @@ def vector_cmd_layout(engine_cmd_bits, lanes, sbuf_depth, psum_depth, n_bits=16,
 
     Fields
     ------
-    kind : ``KIND_*``. TABLE, SEED and NOP wait until every earlier command has completed and
-        the engine is idle; TABLE streams ``n`` words of partition 0 (address, data, address,
-        data...) into the engine's ``cfg`` port instead of ``a``.
+    kind : ``sim.records.KIND_*``. TABLE, SEED and NOP wait until every earlier command has
+        completed and the engine is idle; TABLE streams ``n`` words of partition 0 (address,
+        data, address, data...) into the engine's ``cfg`` port instead of ``a``.
     scalar : the seed of a SEED command.
     op : the engine's ``cmd`` payload (``engine_cmd_bits`` wide), passed through unchanged.
     n : elements (beats) of ``a`` (and of ``b`` when ``b_en``); 0 sends only the instruction.
@@ -67,9 +67,24 @@ def vector_cmd_layout(engine_cmd_bits, lanes, sbuf_depth, psum_depth, n_bits=16,
 
 
 def _entry_layout(cmd_layout):
-    """A queue entry of the controller: the command and its tests (``elaborate``)."""
+    """A queue entry of the controller: the command and its tests, decided on the way in
+    (``_entry``), so that ``o_n == 1`` and the other tests are flip-flops, not logic in front
+    of the completion queue's read enable. So are the kind tests (``engine``, ``table``) and
+    the completion classes (``has_out``: an engine instruction with outputs; ``noout``: one
+    without; ``misc``: a SEED, NOP or empty TABLE, completed once quiet): one flag of the head
+    each, not a decode of ``kind`` and the count flags, in front of the read enables (cpl_q's
+    head -> last beat -> cpl_q's read enable; ``quiet`` & the heads' kinds -> ``a_go`` -> the
+    streamer's request -> a_q's clock enables)."""
     return data.StructLayout({"c": cmd_layout, "o_n_zero": 1, "o_n_one": 1, "n_zero": 1,
                               "engine": 1, "table": 1, "has_out": 1, "noout": 1, "misc": 1})
+
+
+def _entry(cp):
+    """The queue entry (``_entry_layout``) of command ``cp``."""
+    k_engine, k_table = cp.kind == KIND_ENGINE, cp.kind == KIND_TABLE
+    return Cat(cp.as_value(), cp.o_n == 0, cp.o_n == 1, cp.n == 0, k_engine, k_table,
+               k_engine & (cp.o_n != 0), k_engine & (cp.o_n == 0),
+               (cp.kind == KIND_SEED) | (cp.kind == KIND_NOP) | (k_table & (cp.n == 0)))
 
 
 class _LookaheadFIFO(Elaboratable):
@@ -185,8 +200,7 @@ class VectorController(wiring.Component):
             "e_b": Out(stream.Signature(vec)),
             "e_o": In(stream.Signature(vec)),
             "e_idle": In(1, init=1),
-            "cfg": Out(stream.Signature(data.StructLayout({"addr": 16, "data": 32,
-                                                           "write": 1}))),
+            "cfg": Out(stream.Signature(CFG_LAYOUT)),
             "seed": Out(32),
             "seed_load": Out(1),
             "done": Out(1),
@@ -200,19 +214,10 @@ class VectorController(wiring.Component):
         L = self.cmd_layout
         abits = Shape.cast(L["a_addr"].shape).width
 
-        # A queue entry is the command and its count tests, decided on the way in, so that
-        # ``o_n == 1`` and the other tests are flip-flops, not logic in front of the completion
-        # queue's read enable. So are the kind tests (``engine``, ``table``) and the completion
-        # classes (``has_out``: an engine instruction with outputs; ``noout``: one without;
-        # ``misc``: a SEED, NOP or empty TABLE, completed once quiet): one flag of the head each,
-        # not a decode of ``kind`` and the count flags, in front of the read enables (cpl_q's head
-        # -> last beat -> cpl_q's read enable; ``quiet`` & the heads' kinds -> ``a_go`` -> the
-        # streamer's request -> a_q's clock enables).
-        E = _entry_layout(L)
+        E = _entry_layout(L)            # the command and its tests (see _entry_layout)
         queues = {}
         for qname in ("op", "a", "b", "cpl"):
-            # (the completion queue: the same queue, with its next head for the ``*_arm`` flags
-            # below)
+            # (the completion queue with its next head, for the ``*_arm`` flags below)
             f = (_LookaheadFIFO if qname == "cpl" else fifo.SyncFIFOBuffered)(
                 width=E.size, depth=self.queue_depth)
             m.submodules[f"{qname}_q"] = f
@@ -230,14 +235,7 @@ class VectorController(wiring.Component):
                 # and a request of its own, waiting for a TABLE at the completion queue's
                 # head, could be left behind it (a deadlock).
                 en = en & ~((self.cmd.p.kind == KIND_TABLE) & (self.cmd.p.n == 0))
-            cp = self.cmd.payload
-            k_engine, k_table = cp.kind == KIND_ENGINE, cp.kind == KIND_TABLE
-            m.d.comb += [f.w_data.eq(Cat(cp.as_value(), cp.o_n == 0, cp.o_n == 1, cp.n == 0,
-                                         k_engine, k_table, k_engine & (cp.o_n != 0),
-                                         k_engine & (cp.o_n == 0),
-                                         (cp.kind == KIND_SEED) | (cp.kind == KIND_NOP) |
-                                         (k_table & (cp.n == 0)))),
-                         f.w_en.eq(en)]
+            m.d.comb += [f.w_data.eq(_entry(self.cmd.payload)), f.w_en.eq(en)]
 
         def head(f):
             e = data.View(E, f.r_data)
@@ -294,37 +292,17 @@ class VectorController(wiring.Component):
         # registers (ReadStreamer: a block RAM output then reaches a register through no
         # choice).
         m.d.comb += [sa.rd_data.eq(self.a_sbuf.data), sa.rd_alt.eq(self.a_psum.data)]
-        # TABLE words go to cfg: even beats are addresses (held), odd beats data.
-        # ``cfg_v`` is ``sa.o.valid & tag[2] & phase`` (a data beat on the output), a flip-flop
-        # computed from the streamer's lookahead: ``cfg.valid`` comes from it and ``sa.o.ready``
-        # is one multiplexer of flip-flops and the two readys, so that no decode of the
-        # streamer's stage-2 valid, its tag and ``phase`` precedes ``cfg.valid`` (and, through
-        # the core's cfg multiplexer, ``cfg.ready``, ``sa.o.ready``, the streamer's ``req.ready``
-        # and the operand queue's read enable). The streamer's skid register keeps
-        # ``sa.o.ready`` itself (``cfg.ready``, ``e_a.ready``) out of its enables, ``req.ready``
-        # and so the operand queue's read enable (see ReadStreamer): the readys reach only D
-        # inputs of flip-flops (``sk_full``, ``phase``,
-        # ``cfg_v``, ``table_done``; ``e_a.ready`` also ``noout_sent``). Where no beat is
-        # offered ``sa.o.ready`` may be 1: only terms gated by ``o.valid`` read it.
-        phase = Signal()
-        phase_n = Signal()
-        cfg_v = Signal()
-        cfg_addr = Signal(16)
-        table_fin = Signal()
-        tag2 = sa.o.p.tag[2]
-        m.d.comb += phase_n.eq(phase)
-        with m.If(sa.o.valid & tag2):
-            with m.If(~phase):
-                m.d.comb += phase_n.eq(1)
-                m.d.sync += cfg_addr.eq(sa.o.p.data[0])
-            with m.Elif(self.cfg.ready):
-                m.d.comb += phase_n.eq(0)
-        m.d.sync += [phase.eq(phase_n), cfg_v.eq(sa.o_next_valid & sa.o_next_tag[2] & phase_n)]
-        m.d.comb += [self.cfg.valid.eq(cfg_v), self.cfg.p.addr.eq(cfg_addr),
-                     self.cfg.p.data.eq(sa.o.p.data[0]), self.cfg.p.write.eq(1),
-                     sa.o.ready.eq(Mux(cfg_v, self.cfg.ready, tag2 | self.e_a.ready)),
-                     table_fin.eq(sa.o.valid & tag2 & sa.o.ready & sa.o.p.last),
-                     self.e_a.valid.eq(sa.o.valid & ~tag2), self.e_a.payload.eq(sa.o.p.data)]
+        # TABLE words go to cfg, engine beats to e_a (TableSplit: ``cfg.valid`` a flip-flop
+        # and ``sa.o.ready`` a multiplexer of flip-flops and the two readys, so the readys
+        # reach neither the streamer's enables nor the operand queue's read enable).
+        split = m.submodules.a_split = TableSplit(lanes)
+        m.d.comb += [split.i.valid.eq(sa.o.valid), split.i.p.data.eq(sa.o.p.data),
+                     split.i.p.last.eq(sa.o.p.last), split.i.p.table.eq(sa.o.p.tag[2]),
+                     sa.o.ready.eq(split.i.ready), split.next_valid.eq(sa.o_next_valid),
+                     split.next_table.eq(sa.o_next_tag[2])]
+        wiring.connect(m, split.cfg, wiring.flipped(self.cfg))
+        wiring.connect(m, split.a, wiring.flipped(self.e_a))
+        table_fin = split.table_fin
 
         # Operand b: SBUF.
         sbs = m.submodules.b_stream = ReadStreamer(lanes, ceil_log2(self.sbuf_depth),
@@ -341,23 +319,16 @@ class VectorController(wiring.Component):
             sbs.o.ready.eq(self.e_b.ready),
         ]
 
-        # Commands without outputs complete once their inputs are in and the engine is idle.
-        noout_sent = Signal(range(2 * self.queue_depth + 2))
-        # Two increments can come in one cycle (a command's last operand beat and a later
-        # command's empty request): a sum, not an OR, which lost one and left the later
-        # command waiting for ever (test_vector_ctrl_random_zero_n).
-        inc_beat, inc_req = Signal(), Signal()
-        dec = Signal()
+        # Commands without outputs whose inputs are all sent (``noout.nz``: one flag, not a
+        # compare, in the completion queue's read enable); they complete once the engine is
+        # idle. A command's last operand beat and a later command's empty request can come in
+        # one cycle: two increments.
+        noout = m.submodules.noout = PendingCount(2 * self.queue_depth + 1)
+        dec, noout_nz = noout.dec, noout.nz
         m.d.comb += [
-            inc_beat.eq(self.e_a.valid & self.e_a.ready & sa.o.p.last & sa.o.p.tag[1]),
-            inc_req.eq(sa.req.valid & sa.req.ready & ae.n_zero & ae.noout),
+            noout.inc_a.eq(self.e_a.valid & self.e_a.ready & sa.o.p.last & sa.o.p.tag[1]),
+            noout.inc_b.eq(sa.req.valid & sa.req.ready & ae.n_zero & ae.noout),
         ]
-        noout_next = Signal.like(noout_sent)
-        # noout_sent != 0 kept beside it: one flag, not a compare, in the completion queue's
-        # read enable (the path of cpl_q's head above).
-        noout_nz = Signal()
-        m.d.comb += noout_next.eq(noout_sent + inc_beat + inc_req - dec)
-        m.d.sync += [noout_sent.eq(noout_next), noout_nz.eq(noout_next != 0)]
 
         # Outputs and completion.
         started = Signal()

@@ -7,16 +7,16 @@ from amaranth.lib.wiring import In, Out
 from rtl.control.layouts import record_layout
 from sim import isa
 from sim.config import check_int
+from sim.records import KIND_ENGINE, KIND_NOP, KIND_SEED, KIND_TABLE
 from sim.vector import AccOp, AluOp, Src
-
-from .vector_ctrl import KIND_ENGINE, KIND_NOP, KIND_SEED, KIND_TABLE
 
 __all__ = ["VectorRecordAdapter"]
 
 
 class VectorRecordAdapter(wiring.Component):
     """VECTOR records (``sim.isa.VECTOR_RECORD``) to ``VectorController`` commands, as
-    ``sim/refsim.py`` executes them on the engine model.
+    ``sim.records.vector_commands`` (``sim/refsim.py`` executes the records on the engine
+    model).
 
     Every record becomes one command, except ACC_RD, which becomes two: read the accumulators
     out, then reset them to +0. Every command asks for a done pulse (``sem_en``) but the first
