@@ -7,8 +7,8 @@ from sim.config import check_int
 from sim.dtypes import Format
 from sim.formats import FP8_FORMATS, bias_range
 
-__all__ = ["check_stages", "check_formats", "check_fp8_bias", "Pipe", "delay", "leading_zeros",
-           "ge_const"]
+__all__ = ["check_stages", "check_formats", "check_fp8_bias", "Pipelined", "FormatSet", "Pipe",
+           "delay", "leading_zeros", "ge_const"]
 
 
 def check_stages(stages, maximum, name="stages"):
@@ -55,6 +55,25 @@ def check_fp8_bias(fp8_bias):
         r = bias_range(f)
         out[f] = check_int(f"fp8_bias[{f.name}]", b, r.start, r.stop - 1)
     return out
+
+
+class Pipelined:
+    """The base of a block pipelined by ``stages`` (checked by :func:`check_stages` into
+    ``_stages``): ``stages`` read-only, and ``latency``, the cycles from operands to result,
+    equal to ``stages``."""
+
+    stages = property(lambda self: self._stages)
+    latency = property(lambda self: self._stages,
+                       doc="Cycles from operands to result (equal to ``stages``).")
+
+
+class FormatSet:
+    """The base of a block built for a set of formats (checked by :func:`check_formats` and
+    :func:`check_fp8_bias` into ``_formats`` and ``_fp8_bias``): ``formats`` and ``fp8_bias``
+    (a copy) read-only."""
+
+    formats = property(lambda self: self._formats)
+    fp8_bias = property(lambda self: dict(self._fp8_bias))
 
 
 class Pipe:

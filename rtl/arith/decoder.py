@@ -6,8 +6,8 @@ from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import CANONICAL_NAN_F32, FORMAT_BITS, Format
 from sim.formats import FP8_FORMATS, float_spec
-from rtl.arith.common import (Pipe, check_formats, check_fp8_bias, check_stages,
-                              leading_zeros)
+from rtl.arith.common import (FormatSet, Pipe, Pipelined, check_formats, check_fp8_bias,
+                              check_stages, leading_zeros)
 from rtl.arith.unpack import unpack_float
 from rtl.arith.wide_mux import wide_mux
 
@@ -17,7 +17,7 @@ __all__ = ["FormatDecoder"]
 _SIG_W = 11
 
 
-class FormatDecoder(wiring.Component):
+class FormatDecoder(Pipelined, FormatSet, wiring.Component):
     """Decode a value of a run-time selected format to FP32, as ``sim.formats.decode``.
 
     * FP32 passes through unchanged (NaN payloads and subnormals included).
@@ -63,18 +63,6 @@ class FormatDecoder(wiring.Component):
         self._stages = check_stages(stages, 1)
         super().__init__({"a": In(32), "fmt": In(FORMAT_BITS), "en": In(1, init=1),
                           "o": Out(32)})
-
-    @property
-    def stages(self):
-        return self._stages
-
-    @property
-    def formats(self):
-        return self._formats
-
-    @property
-    def fp8_bias(self):
-        return dict(self._fp8_bias)
 
     def elaborate(self, platform):
         m = Module()

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from sim.config import check_bool
 from sim.dtypes import CANONICAL_NAN_F32
-from rtl.arith.common import Pipe, check_stages
+from rtl.arith.common import Pipe, Pipelined, check_stages
 from rtl.arith.dsp import is_ecp5, mult18x18d
 
 __all__ = ["FP32Multiplier", "split_products", "sum_shifted"]
@@ -88,7 +88,7 @@ def sum_shifted(m, terms, width, name):
     return Cat(Const(0, lo), sig)[:width] if lo else sig[:width]
 
 
-class FP32Multiplier(wiring.Component):
+class FP32Multiplier(Pipelined, wiring.Component):
     """Full FP32 x FP32 multiplier with round-to-nearest-even, as ``sim.formats.fp32_mul``.
 
     Number rules (``docs/interfaces.md`` section 2): DAZ on the inputs; a NaN input or 0 x Inf
@@ -136,15 +136,6 @@ class FP32Multiplier(wiring.Component):
         check_bool("zero_a_annihilates", zero_a_annihilates)
         self._annihilate = zero_a_annihilates
         super().__init__({"a": In(32), "b": In(32), "en": In(1, init=1), "o": Out(32)})
-
-    @property
-    def stages(self):
-        return self._stages
-
-    @property
-    def latency(self):
-        """Cycles from operands to product (equal to ``stages``)."""
-        return self._stages
 
     def _pre_partials(self, m, sig_a, sig_b):
         """Step 1's share of the partial products, from the unregistered significands: named

@@ -6,7 +6,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sim.dtypes import FORMAT_BITS, Format
-from rtl.arith.common import Pipe, check_formats, check_fp8_bias, check_stages, leading_zeros
+from rtl.arith.common import (FormatSet, Pipe, Pipelined, check_formats, check_fp8_bias,
+                               check_stages, leading_zeros)
 from rtl.arith.dsp import is_ecp5, mult18x18d
 from rtl.arith.unpack import SIG_BITS, unpack_float
 
@@ -18,7 +19,7 @@ MUL_FORMATS = frozenset(Format) - {Format.INT32}
 SUB_FORMATS = frozenset({Format.FP16, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4})
 
 
-class FPMultiplier(wiring.Component):
+class FPMultiplier(Pipelined, FormatSet, wiring.Component):
     """Exact product of two values of a run-time selected format, as ``sim.formats.mul_exact``.
 
     Every floating-point format's significand has at most 11 bits (FP32 operands are truncated
@@ -79,23 +80,6 @@ class FPMultiplier(wiring.Component):
         self._fp8_bias = check_fp8_bias(fp8_bias)
         super().__init__({"a": In(32), "b": In(32), "fmt": In(FORMAT_BITS),
                           "en": In(1, init=1), "p": Out(32)})
-
-    @property
-    def formats(self):
-        return self._formats
-
-    @property
-    def stages(self):
-        return self._stages
-
-    @property
-    def latency(self):
-        """Cycles from operands to product (equal to ``stages``)."""
-        return self._stages
-
-    @property
-    def fp8_bias(self):
-        return dict(self._fp8_bias)
 
     @property
     def multiplier_width(self):

@@ -4,14 +4,14 @@ from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.arith.common import Pipe, check_stages, delay
+from rtl.arith.common import Pipe, Pipelined, check_stages, delay
 from rtl.arith.dsp import registered_product
 from sim.config import check_bool
 
 __all__ = ["IntMAC"]
 
 
-class IntMAC(wiring.Component):
+class IntMAC(Pipelined, wiring.Component):
     """``o = c + a * b`` on INT8 ``a``, ``b`` and INT32 ``c``, modulo 2**32, as
     ``sim.formats.int32_add(c, mul_exact(a, b, INT8))``.
 
@@ -60,16 +60,8 @@ class IntMAC(wiring.Component):
                           "o": Out(32)})
 
     @property
-    def stages(self):
-        return self._stages
-
-    @property
     def dsp_regs(self):
         return self._dsp_regs
-
-    @property
-    def latency(self):
-        return self._stages
 
     def elaborate(self, platform):
         m = Module()

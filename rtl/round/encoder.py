@@ -8,7 +8,7 @@ from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.arith.common import Pipe, check_stages, ge_const
+from rtl.arith.common import Pipe, Pipelined, check_stages, ge_const
 from sim.config import check_int
 from sim.dtypes import FORMAT_BITS, Format, RoundMode
 from sim.rounding import (MAX_N_RAND, RAW_MODE, canonical_nan, encode_params, max_finite_bits,
@@ -20,7 +20,7 @@ __all__ = ["FPEncoder"]
 _FLOATS = (Format.BF16, Format.FP16, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4)
 
 
-class FPEncoder(wiring.Component):
+class FPEncoder(Pipelined, wiring.Component):
     """Encode an FP32 value into the format ``fmt`` with rounding mode ``mode``.
 
     Combinational, or pipelined by ``stages``. Supports every ``Format``: the narrow floats
@@ -77,10 +77,6 @@ class FPEncoder(wiring.Component):
             "en": In(1, init=1),
             "o": Out(32),
         })
-
-    @property
-    def stages(self):
-        return self._stages
 
     @property
     def n_rand(self):
