@@ -15,12 +15,13 @@ blocks are driven and read 1 ns later.
 
 import numpy as np
 
-import cocotb
 from cocotb.triggers import FallingEdge, Timer
 
 from cocotb_tests.common.clock import reset, start_clock
+from cocotb_tests.common.tb import logged_seed, pack_rows
+from sim.dtypes import Format
 
-__all__ = ["LANES", "seed", "pack_rows", "check_vectors", "F32_EDGES", "edge_pairs", "add_stimulus",
+__all__ = ["LANES", "seed", "formats_and_bias", "pack_rows", "check_vectors", "F32_EDGES", "edge_pairs", "add_stimulus",
            "mul_stimulus"]
 
 
@@ -32,28 +33,13 @@ LANES = {"icarus": 16, "verilator": 4}
 
 def seed():
     """The run's random seed (``COCOTB_RANDOM_SEED``), logged so a failure can be replayed."""
-    s = cocotb.RANDOM_SEED
-    cocotb.log.info("random seed %d (rerun with COCOTB_RANDOM_SEED=%d)", s, s)
-    return s
+    return logged_seed()
 
 
-def pack_rows(values, width):
-    """Pack a (rows, lanes) array of unsigned values into one Python int per row, lane 0 in the
-    low bits."""
-    values = np.asarray(values)
-    rows, lanes = values.shape
-    if width in (8, 16, 32, 64):
-        dtype = {8: "<u1", 16: "<u2", 32: "<u4", 64: "<u8"}[width]
-        data = (values.astype(np.uint64) & np.uint64((1 << width) - 1)).astype(dtype)
-        return [int.from_bytes(data[r].tobytes(), "little") for r in range(rows)]
-    out = []
-    mask = (1 << width) - 1
-    for r in range(rows):
-        acc = 0
-        for i, v in enumerate(values[r].tolist()):
-            acc |= (int(v) & mask) << (width * i)
-        out.append(acc)
-    return out
+def formats_and_bias(cfg):
+    """The configuration's ``formats`` (a set of Format) and ``fp8_bias`` ({Format: bias})."""
+    return ({Format(f) for f in cfg["formats"]},
+            {Format(int(k)): v for k, v in cfg.get("fp8_bias", {}).items()})
 
 
 def _lane(value, i, width):

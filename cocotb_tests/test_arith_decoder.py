@@ -11,7 +11,7 @@ import numpy as np
 import cocotb
 
 from cocotb_tests.common.config import dut_config
-from cocotb_tests.test_arith_common import LANES, check_vectors, seed
+from cocotb_tests.test_arith_common import LANES, check_vectors, formats_and_bias, seed
 from sim.dtypes import STORAGE_BITS, Format
 from sim.formats import decode
 
@@ -67,8 +67,7 @@ async def decoder_all_patterns(dut):
     cfg = dut_config()
     s = seed()
     rng = np.random.default_rng(s)
-    formats = {Format(f) for f in cfg["formats"]}
-    bias = {Format(int(k)): v for k, v in cfg.get("fp8_bias", {}).items()}
+    formats, bias = formats_and_bias(cfg)
     a, fmt = stimulus(rng, cfg["n_random"], cfg.get("exhaustive16", True))
     n = await check_vectors(dut, lanes=cfg["lanes"], stages=cfg.get("stages", 0),
                             inputs={"a": (a, 32), "fmt": (fmt, 3)},

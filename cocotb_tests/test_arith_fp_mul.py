@@ -12,7 +12,8 @@ import numpy as np
 import cocotb
 
 from cocotb_tests.common.config import dut_config
-from cocotb_tests.test_arith_common import LANES, F32_EDGES, check_vectors, seed
+from cocotb_tests.test_arith_common import (LANES, F32_EDGES, check_vectors, formats_and_bias,
+                                          seed)
 from sim.dtypes import Format
 from sim.formats import FORMAT_INFO, mul_exact
 
@@ -83,8 +84,7 @@ async def fp_mul_all(dut):
     cfg = dut_config()
     s = seed()
     rng = np.random.default_rng(s)
-    formats = {Format(f) for f in cfg["formats"]}
-    bias = {Format(int(k)): v for k, v in cfg.get("fp8_bias", {}).items()}
+    formats, bias = formats_and_bias(cfg)
     a, b, fmt = stimulus(rng, cfg["n_random"], formats, cfg.get("pairs8"))
     n = await check_vectors(dut, lanes=cfg["lanes"], stages=cfg["stages"],
                             inputs={"a": (a, 32), "b": (b, 32), "fmt": (fmt, 3)},

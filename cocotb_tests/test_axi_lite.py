@@ -18,7 +18,8 @@ from amaranth.lib.wiring import In
 from sim.memmap import MEMORY_MAP, CTRL_CLEAR_COUNTERS, AXI_RESP
 from sim.errors import ErrorCode
 from rtl.bus.axi_lite import AXI4LiteRegisters
-from cocotb_tests.common.tb import random_seed
+from cocotb_tests.common.streams import seeded_rng
+from cocotb_tests.common.tb import logged_seed
 from cocotb_tests.common.clock import reset, start_clock
 
 OKAY, SLVERR, DECERR = AXI_RESP["OKAY"], AXI_RESP["SLVERR"], AXI_RESP["DECERR"]
@@ -90,8 +91,7 @@ def _random_pause(rng, p):
 @cocotb.test()
 async def test_registers(dut):
     """Constants, RW registers and their ports, RO inputs, CTRL strobes, strobes, errors."""
-    rng = random.Random(random_seed())
-    dut._log.info("seed %d", random_seed())
+    rng = seeded_rng(dut)
     t = await _setup(dut)
     mm = MEMORY_MAP
     assert await t.read32(mm.register("ID").offset) == 0x4E434F52
@@ -206,7 +206,7 @@ async def test_registers(dut):
 async def test_lock(dut):
     """While busy: locked registers and windows answer SLVERR, keep their value, and every
     refused write is counted; status, counters and unlocked registers stay accessible."""
-    rng = random.Random(random_seed() + 1)
+    rng = seeded_rng(dut, 1)
     t = await _setup(dut)
     mm = MEMORY_MAP
     locked = [r for r in mm.registers if r.locked]
@@ -256,9 +256,8 @@ async def test_lock(dut):
 async def test_windows_random(dut, pause):
     """Concurrent reads and writes over every window and SCRATCH with random back-pressure on
     all channels, compared with a Python model."""
-    seed = random_seed() + int(pause * 10)
+    seed = logged_seed(dut, int(pause * 10))
     rng = random.Random(seed)
-    dut._log.info("seed %d pause %.1f", seed, pause)
     t = await _setup(dut, pause=_random_pause(random.Random(seed + 100), pause) if pause
                      else None)
     mm = MEMORY_MAP

@@ -8,7 +8,6 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.common import stream_stage
-from cocotb_tests.common.clock import reset, start_clock
 from rtl.bus.pipeline_register import PipelineRegister
 
 WIDTH = 24
@@ -50,10 +49,7 @@ async def test_patterns(dut):
 async def test_stall_then_release(dut):
     """o.ready low for a long time: two beats are held (output and skid), i.ready stays low;
     on release they leave in order and i.ready rises."""
-    start_clock(dut)
-    dut.i__valid.value = 0
-    dut.o__ready.value = 0
-    await reset(dut)
+    await stream_stage.start(dut)
     dut.i__valid.value = 1
     dut.i__payload.value = 0x111
     await ReadOnly()
@@ -64,17 +60,8 @@ async def test_stall_then_release(dut):
     assert dut.i__ready.value == 1 and int(dut.o__payload.value) == 0x111
     await RisingEdge(dut.clk)                  # 0x222 into the skid register
     dut.i__payload.value = 0x333
-    for _ in range(10):
-        await ReadOnly()
-        assert dut.i__ready.value == 0 and dut.o__valid.value == 1
-        assert int(dut.o__payload.value) == 0x111
-        await RisingEdge(dut.clk)
-    dut.o__ready.value = 1
-    await ReadOnly()
-    assert int(dut.o__payload.value) == 0x111 and dut.i__ready.value == 0
-    await RisingEdge(dut.clk)
-    await ReadOnly()
-    assert int(dut.o__payload.value) == 0x222 and dut.i__ready.value == 1
+    await stream_stage.expect_held(dut, 0x111, 10)
+    await stream_stage.expect_release(dut, 0x111, 0x222)
     await RisingEdge(dut.clk)                  # 0x333 taken
     dut.i__valid.value = 0
     await ReadOnly()

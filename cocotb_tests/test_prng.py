@@ -7,13 +7,13 @@ exactly ``6 * lanes + 6`` cycles (docs/rounding.md: the seeding hash has six pip
 and that the streams restart as ``sim.prng.lane_states`` says.
 """
 
-import random
-
 import cocotb
 from cocotb.triggers import FallingEdge
 
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
+from cocotb_tests.common.streams import seeded_rng
+from cocotb_tests.common.tb import unpack_lanes
 from sim.prng import STATE_WORDS, lane_states, xorwow_step
 
 #: Documented (docs/rounding.md): re-seeding keeps ``busy`` for 6 * lanes + this many cycles.
@@ -21,8 +21,7 @@ SEED_PIPELINE = 6
 
 
 def _out(dut, lanes):
-    v = dut.out.value.to_unsigned()
-    return [(v >> (32 * i)) & 0xFFFFFFFF for i in range(lanes)]
+    return unpack_lanes(dut.out.value.to_unsigned(), 32, lanes)
 
 
 def _peek(state):
@@ -34,8 +33,8 @@ async def long_stream_with_reseeds(dut):
     cfg = dut_config()
     lanes, cycles = cfg["lanes"], cfg["cycles"]
     seed_pipeline = SEED_PIPELINE
-    rng = random.Random(cocotb.RANDOM_SEED)
-    dut._log.info(f"seed {cocotb.RANDOM_SEED}, {cycles} cycles, {lanes} lanes")
+    rng = seeded_rng(dut)
+    dut._log.info(f"{cycles} cycles, {lanes} lanes")
     start_clock(dut)
     dut.seed.value = 0
     dut.seed_load.value = 0
@@ -96,30 +95,23 @@ try:
 
     from cocotb_tests.common.runner import SIMULATORS, run_cocotb
 
-    def _dut(lanes):
+    def _run(simulator, lanes, cycles):
         from rtl.round.prng import LanePrngs
-        return LanePrngs(lanes)
+        run_cocotb(lambda: LanePrngs(lanes), name=f"prng_l{lanes}",
+                   config={"lanes": lanes, "cycles": cycles},
+                   test_module="cocotb_tests.test_prng", simulator=simulator)
 
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_prng(simulator):
-        lanes = 4
-        run_cocotb(lambda: _dut(lanes), name=f"prng_l{lanes}",
-                   config={"lanes": lanes, "cycles": 6000},
-                   test_module="cocotb_tests.test_prng", simulator=simulator)
+        _run(simulator, 4, 6000)
 
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_prng_two_lanes(simulator):
-        lanes = 2
-        run_cocotb(lambda: _dut(lanes), name=f"prng_l{lanes}",
-                   config={"lanes": lanes, "cycles": 6000},
-                   test_module="cocotb_tests.test_prng", simulator=simulator)
+        _run(simulator, 2, 6000)
 
     @pytest.mark.long
     @pytest.mark.parametrize("simulator", SIMULATORS)
     def test_prng_long(simulator):
-        lanes = 8
-        run_cocotb(lambda: _dut(lanes), name=f"prng_l{lanes}",
-                   config={"lanes": lanes, "cycles": 200_000},
-                   test_module="cocotb_tests.test_prng", simulator=simulator)
+        _run(simulator, 8, 200_000)
 except ImportError:  # pragma: no cover - cocotb imports this module without pytest
     pass

@@ -11,10 +11,10 @@ import random
 import numpy as np
 
 import cocotb
-from cocotb.triggers import ReadOnly, RisingEdge
 
+from cocotb_tests.common.psum_readback import readback
 from cocotb_tests.common.streams import StreamSource
-from cocotb_tests.common.tb import pack_lanes, random_seed
+from cocotb_tests.common.tb import logged_seed, pack_lanes
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
 from sim import formats
@@ -81,37 +81,13 @@ class Tb:
 
     async def readback(self, rnd, gap_p=0.3):
         """Wait for idle, read every word with random gaps in ``en``, compare with the model."""
-        dut = self.dut
-        while True:
-            await ReadOnly()
-            if dut.idle.value:
-                break
-            await RisingEdge(dut.clk)
-        await RisingEdge(dut.clk)
-        bad = []
-        for a in range(self.depth):
-            dut.rd__addr.value = a
-            dut.rd__en.value = 1
-            await RisingEdge(dut.clk)
-            dut.rd__en.value = 0
-            while rnd.random() < gap_p:
-                dut.rd__addr.value = rnd.randrange(self.depth)   # ignored while en is 0
-                await RisingEdge(dut.clk)
-            await ReadOnly()
-            v = dut.rd__data.value.to_unsigned()
-            got = [(v >> (32 * c)) & 0xFFFFFFFF for c in range(self.cols)]
-            want = [int(x) for x in self.model.mem[a]]
-            if got != want:
-                bad.append(f"addr {a}: got {[hex(x) for x in got]} expected "
-                           f"{[hex(x) for x in want]}")
-            await RisingEdge(dut.clk)
-        return bad
+        return await readback(self.dut, self.model, rnd, gap_p)
 
 
 @cocotb.test()
 async def test_random_groups(dut):
     """Random groups: overwrite/accumulate, FP32/INT32, special values, random idles."""
-    seed = random_seed()
+    seed = logged_seed(dut)
     rnd, rng = random.Random(seed), np.random.default_rng(seed)
     tb = Tb(dut)
     await tb.start()
@@ -131,7 +107,7 @@ async def test_random_groups(dut):
 async def test_accumulation_groups(dut):
     """The tensor engine's pattern: a group overwrites a region, then several groups accumulate
     into it back to back; one beat per cycle when groups are longer than the adder pipeline."""
-    seed = random_seed() + 1
+    seed = logged_seed(dut, 1)
     rnd, rng = random.Random(seed), np.random.default_rng(seed)
     tb = Tb(dut)
     await tb.start()
@@ -150,7 +126,7 @@ async def test_accumulation_groups(dut):
 @cocotb.test()
 async def test_hazards(dut):
     """Short accumulating groups into the same words (read-after-write hazards) stay exact."""
-    seed = random_seed() + 2
+    seed = logged_seed(dut, 2)
     rnd, rng = random.Random(seed), np.random.default_rng(seed)
     tb = Tb(dut)
     await tb.start()

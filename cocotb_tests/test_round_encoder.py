@@ -11,7 +11,7 @@ import numpy as np
 import cocotb
 from cocotb.triggers import Timer
 
-from cocotb_tests.common.tb import pack_lanes, unpack_lanes
+from cocotb_tests.common.tb import logged_seed, pack_lanes, unpack_lanes
 from cocotb_tests.common.config import dut_config
 from sim.dtypes import Format, RoundMode
 from sim.rounding import edge_patterns, encode
@@ -55,9 +55,7 @@ async def edge_cases_all_formats_modes(dut):
     extreme random words 0 and all-ones)."""
     cfg = dut_config()
     lanes, n_rand = cfg["lanes"], cfg["n_rand"]
-    seed = cocotb.RANDOM_SEED
-    rng = np.random.default_rng(seed)
-    dut._log.info(f"seed {seed}")
+    rng = np.random.default_rng(logged_seed(dut))
     batches = []
     for fmt in _FORMATS:
         pats = edge_patterns(fmt)
@@ -80,9 +78,8 @@ async def random_sweep(dut):
     target's exponent range), every format and mode."""
     cfg = dut_config()
     lanes, n_rand, count = cfg["lanes"], cfg["n_rand"], cfg.get("random_per_case", 512)
-    seed = cocotb.RANDOM_SEED + 17
-    rng = np.random.default_rng(seed)
-    dut._log.info(f"seed {seed}, {count} per (format, mode)")
+    rng = np.random.default_rng(logged_seed(dut, 17))
+    dut._log.info(f"{count} per (format, mode)")
     batches = []
     for fmt in _FORMATS:
         for mode in _MODES:

@@ -18,7 +18,6 @@ from COCOTB_RANDOM_SEED and is logged):
 """
 
 import math
-import random
 
 import numpy as np
 
@@ -27,21 +26,15 @@ from cocotb.triggers import FallingEdge, Timer
 
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
+from cocotb_tests.common.streams import seeded_rng
+from cocotb_tests.common.tb import pack_lanes, unpack_lanes
 from sim.dtypes import Format, RoundMode
 from sim.rounding import RoundingUnitModel
 
 
-def _pack_in(data, fmt, mode, lanes):
-    v = 0
-    for j, x in enumerate(data):
-        v |= (int(x) & 0xFFFFFFFF) << (32 * j)
-    v |= (int(fmt) & 7) << (32 * lanes)
-    v |= (int(mode) & 3) << (32 * lanes + 3)
-    return v
-
-
-def _unpack_out(v, lanes):
-    return [(v >> (32 * j)) & 0xFFFFFFFF for j in range(lanes)]
+def _pack_in(data, fmt, mode):
+    """The input beat: the lanes of ``data``, then ``fmt`` (3 bits) and ``mode`` (2 bits)."""
+    return pack_lanes(list(data) + [int(fmt) & 7 | (int(mode) & 3) << 3], 32)
 
 
 class Harness:
@@ -97,7 +90,7 @@ class Harness:
             valid = sent < len(pending) and self.rng.random() < p_valid
             if valid:
                 d, f, mo = pending[sent]
-                dut.i__payload.value = _pack_in(d, f, mo, self.lanes)
+                dut.i__payload.value = _pack_in(d, f, mo)
             dut.i__valid.value = int(valid)
             ready = self.rng.random() < p_ready
             dut.o__ready.value = int(ready)
@@ -113,7 +106,7 @@ class Harness:
             if seed is not None:
                 self.model.reseed(seed)
             if ready and dut.o__valid.value == 1:
-                got = _unpack_out(dut.o__payload.value.to_unsigned(), self.lanes)
+                got = unpack_lanes(dut.o__payload.value.to_unsigned(), 32, self.lanes)
                 k = len(self.outputs)
                 self.outputs.append(got)
                 if check:
@@ -155,8 +148,7 @@ async def bit_exact_with_backpressure_and_reseed(dut):
     stuttering output; re-seeds at random cycles (also while beats are in flight)."""
     cfg = dut_config()
     lanes, n_rand = cfg["lanes"], cfg["n_rand"]
-    rng = random.Random(cocotb.RANDOM_SEED)
-    dut._log.info(f"seed {cocotb.RANDOM_SEED}")
+    rng = seeded_rng(dut)
     h = Harness(dut, lanes, n_rand, rng)
     await h.start()
     count = cfg.get("beats", 300)
@@ -174,7 +166,7 @@ async def same_seed_same_results(dut):
     """Re-seeding with the same seed replays exactly the same SR results."""
     cfg = dut_config()
     lanes, n_rand = cfg["lanes"], cfg["n_rand"]
-    rng = random.Random(cocotb.RANDOM_SEED + 1)
+    rng = seeded_rng(dut, 1)
     h = Harness(dut, lanes, n_rand, rng)
     await h.start()
     x = [0x3F800000 + rng.getrandbits(16) for _ in range(lanes)]
@@ -194,7 +186,7 @@ async def sr_statistics(dut):
     """Probability of rounding up vs fraction, mean error, lane correlation (see module doc)."""
     cfg = dut_config()
     lanes, n_rand = cfg["lanes"], cfg["n_rand"]
-    rng = random.Random(cocotb.RANDOM_SEED + 2)
+    rng = seeded_rng(dut, 2)
     seed = rng.getrandbits(32)
     h = Harness(dut, lanes, n_rand, rng)
     await h.start()
@@ -257,7 +249,7 @@ async def published_checks_short(dut):
     from sim.formats import decode
     cfg = dut_config()
     lanes, n_rand = cfg["lanes"], cfg["n_rand"]
-    rng = random.Random(cocotb.RANDOM_SEED + 3)
+    rng = seeded_rng(dut, 3)
     h = Harness(dut, lanes, n_rand, rng)
     await h.start()
     half = int(np.float32(0.5).view(np.uint32))

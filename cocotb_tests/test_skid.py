@@ -7,7 +7,6 @@ import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.common import stream_stage
-from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.streams import StreamMonitor
 from rtl.bus.skid import SkidBuffer
 
@@ -46,38 +45,22 @@ async def test_patterns(dut):
 async def test_stall_then_release(dut):
     """o.ready low for a long time: exactly one extra beat is taken, then i.ready stays low;
     on release the skid beat leaves first."""
-    start_clock(dut)
-    dut.i__valid.value = 0
-    dut.o__ready.value = 0
-    await reset(dut)
+    await stream_stage.start(dut)
     dut.i__valid.value = 1
     dut.i__payload.value = 0x111
-    dut.o__ready.value = 0
     await ReadOnly()
     assert dut.i__ready.value == 1 and dut.o__valid.value == 1
     await RisingEdge(dut.clk)                  # 0x111 taken into the skid
     dut.i__payload.value = 0x222
-    for _ in range(10):
-        await ReadOnly()
-        assert dut.i__ready.value == 0 and dut.o__valid.value == 1
-        assert int(dut.o__payload.value) == 0x111
-        await RisingEdge(dut.clk)
-    dut.o__ready.value = 1
-    await ReadOnly()
-    assert int(dut.o__payload.value) == 0x111 and dut.i__ready.value == 0
-    await RisingEdge(dut.clk)
-    await ReadOnly()
-    assert int(dut.o__payload.value) == 0x222 and dut.i__ready.value == 1
+    await stream_stage.expect_held(dut, 0x111, 10)
+    await stream_stage.expect_release(dut, 0x111, 0x222)
 
 
 @cocotb.test()
 async def test_stream_monitor_sees_violations(dut):
     """The shared StreamMonitor (cocotb_tests/common/streams.py) reports a source that changes
     its payload or drops valid before the beat is taken, and nothing on a stable stream."""
-    start_clock(dut)
-    dut.i__valid.value = 0
-    dut.o__ready.value = 0
-    await reset(dut)
+    await stream_stage.start(dut)
     dut.i__valid.value = 1
     dut.i__payload.value = 0x111
     await RisingEdge(dut.clk)                  # 0x111 into the skid: i.ready low from now on

@@ -10,10 +10,11 @@ import random
 import numpy as np
 
 import cocotb
-from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.common.clock import reset, start_clock
-from cocotb_tests.common.tb import random_seed as _seed
+from cocotb_tests.common.psum_readback import readback
+from cocotb_tests.common.streams import StreamSource
+from cocotb_tests.common.tb import logged_seed
 from cocotb_tests.test_tensor import (Instr, _cfg, drive_moving,
                                       drive_stationary)
 from sim.dtypes import Format
@@ -24,17 +25,10 @@ def _tag_payload(addr, acc, is_int, abits):
     return addr | (int(acc) << abits) | (int(is_int) << (abits + 1))
 
 
-async def drive_tags(dut, tags, abits):
-    for addr, acc, is_int in tags:
-        dut.tag__payload.value = _tag_payload(addr, acc, is_int, abits)
-        dut.tag__valid.value = 1
-        while True:
-            await ReadOnly()
-            done = bool(dut.tag__ready.value)
-            await RisingEdge(dut.clk)
-            if done:
-                break
-    dut.tag__valid.value = 0
+async def drive_tags(dut, tags, abits, rnd, idle_p=0.0):
+    """The output tag of every tile, ``(address, accumulate, is_int)``, with random idles."""
+    src = StreamSource(dut, "tag", rng=rnd, idle_p=idle_p)
+    await src.send_all([_tag_payload(addr, acc, is_int, abits) for addr, acc, is_int in tags])
 
 
 @cocotb.test()
@@ -44,7 +38,7 @@ async def test_split_k_accumulation(dut):
     cfg = _cfg()
     rows, cols, depth = cfg["rows"], cfg["cols"], cfg["psum_depth"]
     abits = (depth - 1).bit_length()
-    seed = _seed()
+    seed = logged_seed(dut)
     rng = np.random.default_rng(seed)
     rnd = random.Random(seed)
     start_clock(dut)
@@ -70,27 +64,9 @@ async def test_split_k_accumulation(dut):
                         fmt)
     cocotb.start_soon(drive_stationary(dut, cfg, prog, random.Random(seed + 1), 0.2))
     cocotb.start_soon(drive_moving(dut, cfg, prog, random.Random(seed + 2), 0.2))
-    await drive_tags(dut, tags, abits)
+    await drive_tags(dut, tags, abits, random.Random(seed + 3), 0.2)
     # Wait until the engine and PSUM are empty, then read every word.
-    while True:
-        await ReadOnly()
-        if dut.idle.value:
-            break
-        await RisingEdge(dut.clk)
-    await RisingEdge(dut.clk)
-    bad = []
-    for a in range(depth):
-        dut.rd__addr.value = a
-        dut.rd__en.value = 1
-        await RisingEdge(dut.clk)
-        dut.rd__en.value = 0
-        await ReadOnly()
-        v = dut.rd__data.value.to_unsigned()
-        got = [(v >> (32 * c)) & 0xFFFFFFFF for c in range(cols)]
-        want = [int(x) for x in model.mem[a]]
-        if got != want:
-            bad.append(f"addr {a}: got {[hex(x) for x in got]} expected {[hex(x) for x in want]}")
-        await RisingEdge(dut.clk)
+    bad = await readback(dut, model)
     assert not bad, f"seed {seed}: {len(bad)} PSUM words differ:\n" + "\n".join(bad[:8])
     dut._log.info(f"seed {seed}: {len(prog) // 3} split-K jobs ({len(prog)} matmuls, "
                   f"{sum(i.N for i in prog)} beats) bit-exact in PSUM")

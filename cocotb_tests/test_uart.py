@@ -6,14 +6,14 @@ The line driver and monitor here (:class:`UartLine`) are also used by
 ``test_uart_bridge.py``.
 """
 
-import random
-
 import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge, Timer
 from cocotb.utils import get_sim_time
 
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
+from cocotb_tests.common.streams import (Scoreboard, StreamMonitor, StreamSink,
+                                          StreamSource, seeded_rng)
 
 PERIOD_NS = 10
 
@@ -104,31 +104,33 @@ async def test_rx_bytes(dut, gaps, rate_error):
     """Random bytes arrive intact with gaps and +-2% baud mismatch; the receive stream is
     taken with random back-pressure that is short enough never to overrun."""
     cfg = dut_config()
-    rng = random.Random(cocotb.RANDOM_SEED + 17)
-    dut._log.info(f"seed {cocotb.RANDOM_SEED} gaps={gaps} rate_error={rate_error}")
+    divisor = cfg["divisor"]
+    rng = seeded_rng(dut, 17)
+    dut._log.info(f"gaps={gaps} rate_error={rate_error}")
     await setup(dut, cfg)
-    line = UartLine(dut.clk, dut.rx, dut.tx, cfg["divisor"], rng=rng, rate_error=rate_error,
+    line = UartLine(dut.clk, dut.rx, dut.tx, divisor, rng=rng, rate_error=rate_error,
                     gap=gap_pattern(gaps))
     data = bytes([0x00, 0xFF, 0x55, 0xAA, 0x01, 0x80]) + rng.randbytes(40)
-    got = []
+    sink = StreamSink(dut, "o", rng=rng, ready_p=0.3)
+    mon = StreamMonitor(dut, "o")
     overruns = []
 
-    async def sink():
+    async def count_overruns():
         while True:
-            dut.o__ready.value = int(rng.random() < 0.3)
             await ReadOnly()
             if dut.overrun.value:
                 overruns.append(1)
-            if dut.o__valid.value and dut.o__ready.value:
-                got.append(int(dut.o__payload.value))
             await RisingEdge(dut.clk)
 
-    task = cocotb.start_soon(sink())
+    counter = cocotb.start_soon(count_overruns())
+    # (a frame with its longest gap lasts at most 18 bit times)
+    received = cocotb.start_soon(sink.collect(len(data), timeout=(18 * len(data) + 4) * divisor))
     await line.send(data)
-    await ClockCycles(dut.clk, 4 * cfg["divisor"])
-    task.cancel()
+    got = await received
+    counter.cancel()
+    mon.check()
     assert not overruns
-    assert bytes(got) == data, f"sent {data.hex()} got {bytes(got).hex()}"
+    Scoreboard("received bytes", fmt=hex).compare(got, data)
 
 
 @cocotb.test()
@@ -138,7 +140,7 @@ async def test_rx_overrun_frame_error_glitch(dut):
     bit is not a start bit."""
     cfg = dut_config()
     divisor = cfg["divisor"]
-    rng = random.Random(cocotb.RANDOM_SEED)
+    rng = seeded_rng(dut)
     await setup(dut, cfg)
     line = UartLine(dut.clk, dut.rx, dut.tx, divisor, rng=rng)
     pulses = {"overrun": 0, "frame_error": 0}
@@ -150,6 +152,20 @@ async def test_rx_overrun_frame_error_glitch(dut):
             pulses["frame_error"] += int(dut.frame_error.value)
             await RisingEdge(dut.clk)
 
+    async def expect(byte):
+        """``o`` offers ``byte`` in this cycle (nothing if None)."""
+        await ReadOnly()
+        if byte is None:
+            assert dut.o__valid.value == 0
+        else:
+            assert dut.o__valid.value == 1 and int(dut.o__payload.value) == byte
+        await RisingEdge(dut.clk)
+
+    async def arrives(byte):
+        await line.send(bytes([byte]))
+        await ClockCycles(dut.clk, 2)
+        await expect(byte)
+
     counter = cocotb.start_soon(count())
     # Overrun: ready stays low over three bytes; the first is held, the next two dropped.
     await line.send(b"\x11\x22\x33")
@@ -159,21 +175,13 @@ async def test_rx_overrun_frame_error_glitch(dut):
     dut.o__ready.value = 1
     await RisingEdge(dut.clk)
     dut.o__ready.value = 0
-    await ReadOnly()
-    assert dut.o__valid.value == 0
-    await RisingEdge(dut.clk)
+    await expect(None)
     # Frame error: the byte is dropped, the following one arrives.
     await line.send_byte(0x5A, stop=0)
     await ClockCycles(dut.clk, divisor)
     assert pulses["frame_error"] == 1
-    await ReadOnly()
-    assert dut.o__valid.value == 0
-    await RisingEdge(dut.clk)
-    await line.send(b"\xC3")
-    await ClockCycles(dut.clk, 2)
-    await ReadOnly()
-    assert dut.o__valid.value == 1 and int(dut.o__payload.value) == 0xC3
-    await RisingEdge(dut.clk)
+    await expect(None)
+    await arrives(0xC3)
     dut.o__ready.value = 1
     await RisingEdge(dut.clk)
     dut.o__ready.value = 0
@@ -183,13 +191,8 @@ async def test_rx_overrun_frame_error_glitch(dut):
     await ClockCycles(dut.clk, max(1, divisor // 3 - 2))
     dut.rx.value = 1
     await ClockCycles(dut.clk, 2 * divisor)
-    await ReadOnly()
-    assert dut.o__valid.value == 0
-    await RisingEdge(dut.clk)
-    await line.send(b"\x7E")
-    await ClockCycles(dut.clk, 2)
-    await ReadOnly()
-    assert dut.o__valid.value == 1 and int(dut.o__payload.value) == 0x7E
+    await expect(None)
+    await arrives(0x7E)
     assert pulses == {"overrun": 2, "frame_error": 1}
     counter.cancel()
 
@@ -201,26 +204,19 @@ async def test_tx_bytes(dut, idle):
     back-to-back frames exactly 10 bit times apart; ready only while idle."""
     cfg = dut_config()
     divisor = cfg["divisor"]
-    rng = random.Random(cocotb.RANDOM_SEED + 3)
-    dut._log.info(f"seed {cocotb.RANDOM_SEED} idle={idle}")
+    rng = seeded_rng(dut, 3)
+    dut._log.info(f"idle={idle}")
     await setup(dut, cfg)
     line = UartLine(dut.clk, dut.rx, dut.tx, divisor, rng=rng)
     mon = cocotb.start_soon(line.monitor())
+    source = StreamSource(dut, "i", rng=rng)
     data = bytes([0x00, 0xFF, 0x55, 0xAA]) + rng.randbytes(30)
-    starts = []
+    starts = []         # the edge at which each byte was taken
     for byte in data:
         if idle == "random" and rng.random() < 0.5:
             await ClockCycles(dut.clk, rng.randrange(1, 3 * divisor))
-        dut.i__valid.value = 1
-        dut.i__payload.value = byte
-        while True:
-            await ReadOnly()
-            accepted = bool(dut.i__ready.value)
-            await RisingEdge(dut.clk)
-            if accepted:
-                starts.append(get_sim_time(unit="ns"))
-                break
-        dut.i__valid.value = 0
+        await source.send(byte)
+        starts.append(get_sim_time(unit="ns"))
     got = await line.receive(len(data))
     mon.cancel()
     assert not line.errors, line.errors

@@ -10,7 +10,6 @@ serial lines by the bytes the host transport (fpga/host_serial.py) sends.
   and sample the simulated lines: the same program that talks to a board.
 """
 
-import random
 import struct
 
 import cocotb
@@ -19,6 +18,7 @@ from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge
 
 from cocotb_tests.common.clock import reset, settle_comb, start_clock
 from cocotb_tests.common.config import dut_config
+from cocotb_tests.common.streams import seeded_rng
 from cocotb_tests.test_uart import PERIOD_NS, UartLine, gap_pattern
 from fpga.host_serial import (
     REPLY_PING,
@@ -205,8 +205,8 @@ async def test_random_commands(dut, gaps, stall):
     """Random READ32/WRITE32/PING frames (incl. SLVERR/DECERR addresses), sent in groups that
     fit the receive buffer without waiting for replies, with random gaps between bytes and a
     slave that stalls every channel at random; every reply and the memory match the model."""
-    rng = random.Random(cocotb.RANDOM_SEED + int(stall * 10) + len(gaps))
-    dut._log.info(f"seed {cocotb.RANDOM_SEED} gaps={gaps} stall={stall}")
+    rng = seeded_rng(dut, int(stall * 10) + len(gaps))
+    dut._log.info(f"gaps={gaps} stall={stall}")
     cfg, slave = await setup(dut, rng, stall=stall)
     line = line_for(dut, cfg, rng, gaps)
     model = ProtocolModel()
@@ -232,7 +232,7 @@ async def test_timeout_garbage_and_overrun(dut):
     """Unknown command bytes are ignored; a partial frame is dropped after `timeout` idle
     cycles; a stalled bus lets the receive buffer overflow, which pulses `overrun`, and the
     host recovers with a time-out and PING."""
-    rng = random.Random(cocotb.RANDOM_SEED)
+    rng = seeded_rng(dut)
     cfg, slave = await setup(dut, rng, stall=0.0)
     line = line_for(dut, cfg, rng, "none")
     overruns = []
@@ -298,8 +298,8 @@ class SimSerialPort:
 async def test_serial_transport(dut, stall):
     """fpga.host_serial.SerialTransport, unchanged, against the simulated bridge: ping,
     write32/read32, pipelined block transfers within its window, BusError on SLVERR/DECERR."""
-    rng = random.Random(cocotb.RANDOM_SEED + 5)
-    dut._log.info(f"seed {cocotb.RANDOM_SEED} stall={stall}")
+    rng = seeded_rng(dut, 5)
+    dut._log.info(f"stall={stall}")
     cfg, slave = await setup(dut, rng, stall=stall)
     line = line_for(dut, cfg, rng, "random")
     port = SimSerialPort(line)

@@ -13,6 +13,7 @@ from cocotb.task import bridge
 
 from cocotb_tests.common.clock import reset, settle_comb, start_clock
 from cocotb_tests.common.config import dut_config
+from cocotb_tests.common.tb import logged_seed
 from cocotb_tests.test_uart import PERIOD_NS, UartLine, gap_pattern
 from cocotb_tests.test_uart_bridge import SimSerialPort
 from fpga.host_serial import RAM_WINDOW, BoardMemory, BusError, SerialTransport
@@ -62,9 +63,9 @@ async def test_link_end_to_end(dut):
     """ID/shape registers, the on-chip RAM through BoardMemory (unaligned, DECERR past its
     end), and INT8 matmuls on the tensor engine, all over the simulated serial line."""
     cfg = dut_config()
-    rng = random.Random(cocotb.RANDOM_SEED)
-    nrng = np.random.default_rng(cocotb.RANDOM_SEED % (1 << 32))
-    dut._log.info(f"seed {cocotb.RANDOM_SEED}")
+    seed = logged_seed(dut)
+    rng = random.Random(seed)
+    nrng = np.random.default_rng(seed % (1 << 32))
     await settle_comb(dut)
     start_clock(dut, PERIOD_NS)
     dut.rx.value = 1

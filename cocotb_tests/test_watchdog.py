@@ -3,8 +3,6 @@ exactly ``limit`` cycles survives, one more cycle times out), disabled watchdog,
 until start/clear, one timeout per start, counter saturation, and a seeded random sweep of
 start/running/clear/limit compared cycle by cycle with a model written from the docstring."""
 
-import random
-
 import cocotb
 from cocotb.triggers import RisingEdge, ReadOnly
 
@@ -12,6 +10,7 @@ from rtl.core.watchdog import Watchdog
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
 from cocotb_tests.common.axi_transport import settle_comb
+from cocotb_tests.common.streams import seeded_rng
 
 
 class Model:
@@ -95,9 +94,7 @@ async def test_limit_boundary(dut):
 @cocotb.test()
 async def test_random(dut):
     """Seeded random start/running/clear/limit for many cycles against the model."""
-    seed = cocotb.RANDOM_SEED
-    dut._log.info("seed %d", seed)
-    rng = random.Random(seed)
+    rng = seeded_rng(dut)
     await _setup(dut)
     width = dut_config()["width"]
     model = Model(width)

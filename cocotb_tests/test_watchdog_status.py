@@ -3,8 +3,6 @@ until the host clears it, lowest source index wins a tie, reports are counted, c
 ignored, clear and report in the same cycle, DONE/START, the interrupt line and the STATUS word;
 directed cases then a seeded random sweep against a model written from the docstring."""
 
-import random
-
 import cocotb
 from cocotb.triggers import RisingEdge, ReadOnly
 
@@ -14,6 +12,7 @@ from rtl.core.status import ErrorStatus
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
 from cocotb_tests.common.axi_transport import settle_comb
+from cocotb_tests.common.streams import seeded_rng
 
 REPORT_BITS = 1 + 4 + 32 + 32
 
@@ -131,9 +130,7 @@ async def test_directed(dut):
 
 @cocotb.test()
 async def test_random(dut):
-    seed = cocotb.RANDOM_SEED
-    dut._log.info("seed %d", seed)
-    rng = random.Random(seed)
+    rng = seeded_rng(dut)
     await _setup(dut)
     m = Model()
     n = dut_config()["sources"]

@@ -159,6 +159,21 @@ def _li(reg, value):
     return f"li r{reg}, {int(value) & 0xFFFFFFFF:#x}"
 
 
+def _tiled_matmuls(*, P, C, KT, MT, N, fmt, w_sb, x_sb):
+    """The matmuls of M tile ``mt`` accumulate K tile ``t`` (W at ``w_sb + t*MT*C + mt*C``, X
+    at ``x_sb + t*N``) into PSUM ``mt*N`` (semaphore 1); the first M tile's wait for each K
+    tile's two loads (semaphore 0). ``r20`` holds N."""
+    L = []
+    for mt in range(MT):
+        for t in range(KT):
+            if mt == 0:
+                L.append(f"waiti 0, {2 * (t + 1)}")
+            L += [_li(12, w_sb + t * MT * C + mt * C), _li(13, x_sb + t * N), _li(14, mt * N),
+                  f"matmul r14, r12, r13, r20, k={P}, m={C}, fmt={fmt}, "
+                  f"accumulate={int(t > 0)}, sem=1, sem_en=1"]
+    return L
+
+
 def gemm_program(*, P, C, KT, MT, N, fmt="bf16", eb=2, w_ext, x_ext, o_ext, w_sb=0,
                  x_sb=None, o_sb=None):
     """``O[MT*C, N] = W[KT*P, MT*C].T @ X[KT*P, N]`` on a ``P x C`` array, tiled: K tiles
@@ -182,13 +197,7 @@ def gemm_program(*, P, C, KT, MT, N, fmt="bf16", eb=2, w_ext, x_ext, o_ext, w_sb
         L += [_li(1, N | 1 << 16), _li(4, N * eb), _li(10, x_ext + t * P * N * eb),
               _li(11, x_sb + t * N),
               f"dma_ld r1, r10, r11, part_start=0, part_count={P}, fmt={fmt}, sem=0, sem_en=1"]
-    for mt in range(MT):
-        for t in range(KT):
-            if mt == 0:
-                L.append(f"waiti 0, {2 * (t + 1)}")
-            L += [_li(12, w_sb + t * M + mt * C), _li(13, x_sb + t * N), _li(14, mt * N),
-                  f"matmul r14, r12, r13, r20, k={P}, m={C}, fmt={fmt}, "
-                  f"accumulate={int(t > 0)}, sem=1, sem_en=1"]
+    L += _tiled_matmuls(P=P, C=C, KT=KT, MT=MT, N=N, fmt=fmt, w_sb=w_sb, x_sb=x_sb)
     L += [_li(1, N | 1 << 16), _li(2, 4), _li(4, N * 4)]
     for mt in range(MT):
         L += [f"waiti 1, {(mt + 1) * KT}", _li(15, mt * N), _li(16, o_sb + mt * N),
@@ -273,13 +282,7 @@ def mlp_program(*, P, C, KT, MT, N, t_ext, t_words, w_ext, x_ext, b_ext, y_ext, 
               f"dma_ld r1, r10, r11, part_start=0, part_count={C}, fmt=fp32, sem=5, sem_en=1"]
     L += [_li(1, t_words | 1 << 16), _li(2, 4), _li(4, 0), _li(10, t_ext), _li(11, t_sb),
           "dma_ld r1, r10, r11, part_start=0, part_count=1, fmt=int32, sem=4, sem_en=1"]
-    for mt in range(MT):
-        for t in range(KT):
-            if mt == 0:
-                L.append(f"waiti 0, {2 * (t + 1)}")
-            L += [_li(12, w_sb + t * M + mt * C), _li(13, x_sb + t * N), _li(14, mt * N),
-                  f"matmul r14, r12, r13, r20, k={P}, m={C}, fmt=bf16, "
-                  f"accumulate={int(t > 0)}, sem=1, sem_en=1"]
+    L += _tiled_matmuls(P=P, C=C, KT=KT, MT=MT, N=N, fmt="bf16", w_sb=w_sb, x_sb=x_sb)
     L += ["waiti 4, 1", _li(30, t_sb), _li(31, t_words // 2), "table_ld r30, r31",
           _li(30, seed), "seed_ld r30",
           _li(1, N | 1 << 16), _li(2, 2), _li(4, N * 2), _li(26, f32_bits(1.0)), _li(27, 0),

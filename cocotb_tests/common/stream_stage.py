@@ -7,18 +7,44 @@ valid) and ``edge(offered, i_ready, o_ready)``, which advances it one clock edge
 ``test_skid.py`` and ``test_pipeline_register.py``.
 """
 
-import random
-
-import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
+from cocotb_tests.common.streams import seeded_rng
 
-__all__ = ["PATTERNS", "drive", "run_patterns"]
+__all__ = ["PATTERNS", "start", "drive", "run_patterns", "expect_held", "expect_release"]
 
 #: (p_valid, p_ready): full rate, back-pressure, idle source, both, light and heavy stalls.
 PATTERNS = ((1.0, 1.0), (1.0, 0.3), (0.3, 1.0), (0.5, 0.5), (1.0, 0.9), (0.9, 0.1))
+
+
+async def start(dut):
+    """Start the clock and reset the stage with ``i`` idle and ``o`` not ready."""
+    start_clock(dut)
+    dut.i__valid.value = 0
+    dut.o__ready.value = 0
+    await reset(dut)
+
+
+async def expect_held(dut, payload, cycles):
+    """For ``cycles`` cycles (``o.ready`` low): ``i.ready`` low, ``o`` valid with ``payload``."""
+    for _ in range(cycles):
+        await ReadOnly()
+        assert dut.i__ready.value == 0 and dut.o__valid.value == 1
+        assert int(dut.o__payload.value) == payload
+        await RisingEdge(dut.clk)
+
+
+async def expect_release(dut, first, second):
+    """Raise ``o.ready`` on a full stage: ``first`` leaves with ``i.ready`` still low, then
+    ``second`` is on ``o`` and ``i.ready`` is high."""
+    dut.o__ready.value = 1
+    await ReadOnly()
+    assert int(dut.o__payload.value) == first and dut.i__ready.value == 0
+    await RisingEdge(dut.clk)
+    await ReadOnly()
+    assert int(dut.o__payload.value) == second and dut.i__ready.value == 1
 
 
 async def drive(dut, model, rng, n, p_valid, p_ready):
@@ -71,11 +97,8 @@ async def drive(dut, model, rng, n, p_valid, p_ready):
 async def run_patterns(dut, make_model, full_rate_cycles):
     """Every pattern of :data:`PATTERNS` with a fresh model: all beats out once, in order;
     300 beats at full rate take ``full_rate_cycles`` cycles."""
-    start_clock(dut)
-    dut.i__valid.value = 0
-    dut.o__ready.value = 0
-    await reset(dut)
-    rng = random.Random(cocotb.RANDOM_SEED)
+    await start(dut)
+    rng = seeded_rng(dut)
     for p_valid, p_ready in PATTERNS:
         sent, got, cycles = await drive(dut, make_model(), rng, 300, p_valid, p_ready)
         assert got == sent, f"valid {p_valid} ready {p_ready}: order or content differs"

@@ -24,29 +24,33 @@ import random
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from cocotb_tests.common.tb import random_seed
+from cocotb_tests.common.tb import logged_seed
 
 __all__ = ["seeded_rng", "StreamSource", "StreamSink", "StreamMonitor", "Scoreboard"]
 
 
 def seeded_rng(dut=None, offset=0):
     """A ``random.Random`` seeded from the run's seed (``COCOTB_RANDOM_SEED``) plus
-    ``offset``; the seed and the command line to replay it are logged."""
-    seed = random_seed()
-    log = dut._log if dut is not None else cocotb.log
-    log.info("random seed %d (rerun with COCOTB_RANDOM_SEED=%d)", seed, seed)
-    return random.Random(seed + offset)
+    ``offset``; the seed and the command line to replay it are logged (:func:`logged_seed`)."""
+    return random.Random(logged_seed(dut, offset))
 
 
-def _port(dut, name, suffix):
-    try:
-        return getattr(dut, f"{name}__{suffix}")
-    except AttributeError:
-        raise AttributeError(f"the design has no stream port {name!r} "
-                             f"(no signal {name}__{suffix})") from None
+class _StreamPort:
+    """The handles of stream port ``name`` (``valid``, ``ready``, ``payload``) and its clock
+    (default ``dut.clk``); ``AttributeError`` naming the port if the design has none."""
+
+    def __init__(self, dut, name, clk):
+        self.dut, self.name = dut, name
+        self.clk = clk if clk is not None else dut.clk
+        for suffix in ("valid", "ready", "payload"):
+            try:
+                setattr(self, suffix, getattr(dut, f"{name}__{suffix}"))
+            except AttributeError:
+                raise AttributeError(f"the design has no stream port {name!r} "
+                                     f"(no signal {name}__{suffix})") from None
 
 
-class StreamSource:
+class StreamSource(_StreamPort):
     """Drives the input stream ``name``: one beat at a time, ``valid`` held until ``ready``.
 
     Parameters
@@ -66,11 +70,8 @@ class StreamSource:
     def __init__(self, dut, name, *, rng, idle_p=0.0, clk=None):
         if not 0.0 <= idle_p < 1.0:
             raise ValueError(f"idle_p must be in [0, 1), not {idle_p!r}")
-        self.dut, self.name, self.rng, self.idle_p = dut, name, rng, idle_p
-        self.clk = clk if clk is not None else dut.clk
-        self.valid = _port(dut, name, "valid")
-        self.ready = _port(dut, name, "ready")
-        self.payload = _port(dut, name, "payload")
+        super().__init__(dut, name, clk)
+        self.rng, self.idle_p = rng, idle_p
         self.sent = 0
         self.cycles = 0          # clock edges spent in send(): idle, waiting and transfer
         self.stall_cycles = 0    # edges with the beat offered and not taken
@@ -108,7 +109,7 @@ class StreamSource:
         self.valid.value = 0
 
 
-class StreamSink:
+class StreamSink(_StreamPort):
     """Takes beats from the output stream ``name`` with a random ``ready``.
 
     Parameters
@@ -126,11 +127,8 @@ class StreamSink:
     def __init__(self, dut, name, *, rng, ready_p=1.0, clk=None):
         if not 0.0 < ready_p <= 1.0:
             raise ValueError(f"ready_p must be in (0, 1], not {ready_p!r}")
-        self.dut, self.name, self.rng, self.ready_p = dut, name, rng, ready_p
-        self.clk = clk if clk is not None else dut.clk
-        self.valid = _port(dut, name, "valid")
-        self.ready = _port(dut, name, "ready")
-        self.payload = _port(dut, name, "payload")
+        super().__init__(dut, name, clk)
+        self.rng, self.ready_p = rng, ready_p
         self.cycle = 0
         self.ready.value = 0
 
@@ -157,17 +155,14 @@ class StreamSink:
         return out
 
 
-class StreamMonitor:
+class StreamMonitor(_StreamPort):
     """Checks the stream protocol of port ``name`` every cycle, in the background: once
     ``valid`` is 1 it stays 1 with an unchanged ``payload`` until ``ready``. Counts the
     beats transferred. :meth:`check` raises ``AssertionError`` with the first violations."""
 
     def __init__(self, dut, name, *, clk=None, max_report=5):
-        self.name, self.max_report = name, max_report
-        self.clk = clk if clk is not None else dut.clk
-        self.valid = _port(dut, name, "valid")
-        self.ready = _port(dut, name, "ready")
-        self.payload = _port(dut, name, "payload")
+        super().__init__(dut, name, clk)
+        self.max_report = max_report
         self.beats = 0
         self.violations = []
         self._task = cocotb.start_soon(self._run())
