@@ -18,10 +18,10 @@ class StorePath(wiring.Component):
 
     Pipeline: the read is issued (``sbuf_r.en``, ``step``: the walk moves on) while ``st``,
     the walk is not ``done`` and stage 1 is free or moves on; stage 1 is the block RAM's
-    output, of which stage 2 registers the element's word (the partition multiplexer's
-    output) with where its bytes land in the beat (decided as the read was issued), so that
-    the RAM's output reaches only a register; stage 2 ORs the element into the beat
-    accumulator. Two cycles from the read to the accumulator, one element per cycle. A beat
+    output, which stage 2 registers whole (every partition's word: the RAM's output reaches
+    only a register) with the element's partition and where its bytes land in the beat (both
+    decided as the read was issued); stage 2 selects the element's word and ORs its bytes
+    into the beat accumulator. Two cycles from the read to the accumulator, one element per cycle. A beat
     is finished by an element with ``beat_end`` and enters a two-entry W FIFO, whose head is
     the W channel; a beat is packed only if its burst was issued (``data_level`` not 0) and
     the FIFO has room, both known from a flip-flop registered from the next levels
@@ -130,10 +130,14 @@ class StorePath(wiring.Component):
                             (rd_w | ~((w_out.level == 2) | (w_out.level == 1) & wr_w)))
 
         s1_valid, s1_part, s1_beat_end = Signal(), Signal(pbits), Signal()
-        s1_word = Signal(32)
-        m.d.comb += s1_word.eq(self.sbuf_r.data[s1_part])
+        # Stage 2 registers the read port's words of every partition, so that the block
+        # RAMs' outputs (late in the cycle) reach only this register; the element's
+        # partition is selected from the register (``s2_part``, moved with it).
         s2_valid = Signal()
-        s2_word = Signal(32, reset_less=True)
+        s2_words = Signal(data.ArrayLayout(32, P), reset_less=True)
+        s2_part = Signal(pbits)
+        s2_word = Signal(32)
+        m.d.comb += s2_word.eq(s2_words[s2_part])
         s2_beat_end = Signal()
         # ``s1_sel[j]`` bit ``i``: byte ``i`` of the SBUF word is byte ``j`` of the beat (``i``
         # below the element size, ``j = off + i``); ``s1_strb``: the element's byte strobe.
@@ -156,9 +160,9 @@ class StorePath(wiring.Component):
             s1_base, s2_base = Signal(pbits), Signal(pbits)
             s1_n, s2_n = Signal.like(self.chunk_n), Signal.like(self.chunk_n)
             s1_off, s2_off = Signal.like(self.chunk_off), Signal.like(self.chunk_off)
-            s2_words = Signal(32 * P, reset_less=True)
             m.submodules.pack = pack = ChunkPack(partitions=P, data_width=self._data_width)
-            m.d.comb += [pack.words.eq(s2_words), pack.base.eq(s2_base), pack.n.eq(s2_n),
+            m.d.comb += [pack.words.eq(s2_words.as_value()), pack.base.eq(s2_base),
+                         pack.n.eq(s2_n),
                          pack.off.eq(s2_off), pack.esh.eq(self.esh)]
             ilv = self.ilv
             pk_data, pk_strb = Mux(ilv, pack.data, s2_data), Mux(ilv, pack.strb, s2_strb)
@@ -187,12 +191,12 @@ class StorePath(wiring.Component):
                      self.sbuf_r.en.eq(rd_go), self.sbuf_r.addr.eq(self.addr),
                      self.busy.eq(s1_valid | s2_valid)]
         with m.If(adv2):
-            m.d.sync += [s2_valid.eq(s1_valid), s2_word.eq(s1_word),
+            m.d.sync += [s2_valid.eq(s1_valid), s2_words.eq(self.sbuf_r.data),
+                         s2_part.eq(s1_part),
                          s2_beat_end.eq(s1_beat_end), s2_strb.eq(s1_strb), s1_valid.eq(0)]
             m.d.sync += [s2_sel[j].eq(s1_sel[j]) for j in range(bw)]
             if wide:
-                m.d.sync += [s2_base.eq(s1_base), s2_n.eq(s1_n), s2_off.eq(s1_off),
-                             s2_words.eq(self.sbuf_r.data.as_value())]
+                m.d.sync += [s2_base.eq(s1_base), s2_n.eq(s1_n), s2_off.eq(s1_off)]
         with m.If(rd_go):
             m.d.sync += [s1_valid.eq(1), s1_part.eq(self.part), s1_beat_end.eq(self.beat_end)]
             if wide:
