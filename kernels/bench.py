@@ -113,6 +113,11 @@ def _specs():
          (b(8, 8), b(32, 8), b(32, 8)), {}, core8),
         ("conv2d", "conv2d 4x10x10 * 8x4x3x3, BF16", lib.conv2d, (b(4, 10, 10), b(8, 4, 3, 3)),
          {}, core8),
+        # Compute-dominated sizes (on the wide core's memories at every width).
+        ("mlp_128", "gelu(x @ w1 + b1) @ w2 + b2, N=K=H=M=128, BF16", lib.mlp,
+         (b(128, 128), b(128, 128), n(128), b(128, 128), n(128)), {}, wide_config(32)),
+        ("attention_64", "attention head, S=T=64, d=8, BF16", lib.attention,
+         (b(64, 8), b(64, 8), b(64, 8)), {}, wide_config(32)),
     ]
 
 

@@ -6,6 +6,7 @@ software-pipelined GEMM.
                                  where it can be built; else Icarus for mlp/attention and
                                  Verilator + cocotb for gemm_stream)
                                  [--workloads mlp,attention,gemm_stream]
+                                 [--kernels NAMES] [--dma-width 32|64|...|512]
 
 For each workload: total cycles of the program (``PERF_CYCLES``), the tensor engine's busy
 fraction (``PERF_TENSOR_BUSY / PERF_CYCLES``: cycles with a matmul anywhere in its controller,
@@ -26,13 +27,17 @@ fixed seed 1), checked the same way (refsim for mlp and attention, the float32 e
 gemm_stream), with the activity port recorded every cycle by the harness.
 
 ``kernels``: the library's kernels (``kernels.bench.workloads``: GEMM, linear + GELU, MLP,
-softmax, layer norm, RMS norm, attention head, conv2d, INT8 GEMM and linear, and the compiled
-streaming GEMM), compiled for the 8x8 core and run on fastsim (``rtl``) and on the cycle model
-with the RTL's engine costs (``model``), at the default DMA width; the model also at the widths
-of ``--widths``. For each: cycles, tensor busy, DMA bytes per cycle and the roofline, ``max(MACs
-/ (rows * cols), DMA bytes / (dma_data_width / 8))`` cycles, with the fraction of it reached.
-The hand-written workloads get the same roofline from their counters. ``--quick`` runs the
-kernels on the model only.
+softmax, layer norm, RMS norm, attention head, conv2d, INT8 GEMM and linear, the compiled
+streaming GEMM, and the MLP and attention head at compute-dominated sizes), compiled for the
+8x8 core and run on fastsim (``rtl``) and on the cycle model with the RTL's engine costs
+(``model``); the model also at the widths of ``--widths``. For each: cycles, tensor busy, DMA
+bytes per cycle and the roofline, ``max(MACs / (rows * cols), DMA bytes / (dma_data_width /
+8))`` cycles, with the fraction of it reached; ``model_error`` is the model's cycles over the
+RTL's, minus one.
+``--dma-width W`` (above 32) runs every kernel on ``kernels.bench.wide_config(W)`` (the 8x8
+core with a ``W``-bit DMA), where the kernels lay their tensors out partition-innermost
+(``kernels.Layout``). The hand-written workloads get the same roofline from their counters.
+``--quick`` runs the kernels on the model only.
 
 Each workload's engine timeline goes to the results directory (``--out``, default
 ``results/``): ``timeline-<workload>.png`` (one lane per engine, busy / waiting / idle) and
@@ -68,6 +73,10 @@ def add_arguments(parser):
                              "default all, 'none' for none)")
     parser.add_argument("--widths", default="128",
                         help="comma-separated DMA widths (bits) the model also runs at")
+    parser.add_argument("--dma-width", type=int, default=32,
+                        help="DMA width (bits) of the kernels' cores: above 32, every kernel "
+                             "runs on kernels.bench.wide_config(width) (default 32: the "
+                             "kernels' own cores)")
     parser.add_argument("--reuse", action="store_true",
                         help="use the run records already in build/ (profile-<workload>-<rows>-"
                              "<simulator>.json, same shape) instead of simulating again")
@@ -231,8 +240,11 @@ def run_kernels(args):
     if names == []:
         return {}
     rtl = fast_backend() is not None and not getattr(args, "quick", False)
+    width = getattr(args, "dma_width", 32)
+    from sim.config import check_pow2
+    check_pow2("dma_width", width, 32, 512)
     out = {}
-    for w in kb.workloads(names):
+    for w in kb.workloads(names, dma_data_width=width if width > 32 else None):
         rec = out[w.name] = {"what": w.what, "config": w.config.to_dict()}
         for backend in ("rtl", "model") if rtl else ("model",):
             r = kb.measure(w, backend)
@@ -240,7 +252,9 @@ def run_kernels(args):
                 "cycles", "tensor_busy", "dma_bytes_per_cycle", "roofline_cycles",
                 "roofline_fraction", "bus_bytes_per_cycle", "macs", "dma_bytes",
                 "instructions", "estimate")}
-    widths = [int(x) for x in getattr(args, "widths", "").split(",") if x]
+        if rtl:
+            rec["model_error"] = round(rec["model"]["cycles"] / rec["rtl"]["cycles"] - 1, 4)
+    widths = [int(x) for x in getattr(args, "widths", "").split(",") if x and int(x) != width]
     from sim.config import CoreConfig
     if "dma_data_width" in CoreConfig.__dataclass_fields__:
         for width in widths:

@@ -1,0 +1,123 @@
+"""The kernel library on a core with a 128-bit DMA (``kernels.Layout``: tensors laid out
+partition-innermost so that loads and stores move across partitions, full-width beats).
+
+Every benchmark kernel's outputs on the reference simulator (race checker on) are
+bit-identical at 32 and 128 bits (the 32-bit outputs are checked against numpy in
+``tests/test_kernels_lib.py``), and at 128 bits the large transfers are across-partitions
+records with contiguous rows while at 32 bits none is.
+"""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import kernels as kl
+from kernels import bench as kb
+from kernels.backends import run as run_backend
+from kernels.compiler import dma_record
+from kernels.lang import KernelError
+from sim.config import CoreConfig
+from sim.dma_timing import across_partitions
+
+NAMES = ["gemm", "gemm_int8", "linear_gelu", "linear_int8", "mlp", "softmax", "layernorm",
+         "rmsnorm", "attention", "conv2d"]
+
+
+def _outputs(w):
+    out, _ = run_backend("refsim", w.config, w.image, races=True)
+    assert out.error is None, out.error
+    return w.compiled.outputs_from(out)
+
+
+def _wide_bytes(w):
+    """Bytes moved by across-partitions DMA records of ``w`` with contiguous rows."""
+    cfg, total = w.config, 0
+    for op in w.compiled.trace.ops:
+        if op.engine != "dma":
+            continue
+        a, r = op.args, dma_record(op.args)
+        es = a["dram"].dtype.nbytes
+        if (across_partitions(r, data_width=cfg.dma_data_width, sbuf_depth=cfg.sbuf_depth) and
+                a["stride0"] == a["p"] * es):
+            total += a["p"] * a["n0"] * a["n1"] * es
+    return total
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_bit_identical_at_32_and_128_bits(name):
+    narrow = kb.workloads([name])[0]
+    wide = kb.workloads([name], dma_data_width=128)[0]
+    assert wide.config.dma_data_width == 128 and narrow.config.dma_data_width == 32
+    for a, b in zip(_outputs(narrow), _outputs(wide)):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), name
+    assert _wide_bytes(narrow) == 0
+    if name != "conv2d":                 # im2col gathers along partitions
+        assert _wide_bytes(wide) >= 0.25 * wide.dma_bytes, name
+
+
+def test_layout_places_and_reads_blocks():
+    """``Layout``: element ``[r, c]`` of a ``[R, C]`` argument at ``((r // B) * C + c) * B +
+    r % B`` of its buffer; a transposed view of an argument the same way; the output read
+    back in the host's order."""
+    cfg = CoreConfig(rows=4, sbuf_depth=256, psum_depth=64, dma_data_width=128)
+
+    @kl.kernel
+    def tr(x):
+        out = kl.ndarray((x.shape[1], x.shape[0]), x.dtype, name="y")
+        xl, ol = kl.Layout(x.T, 4), kl.Layout(out, 4)
+        assert xl.blocked == ol.blocked == kl.wide_dma()
+        for r0 in range(0, x.shape[1], 4):
+            kl.store(ol.rows(r0, 4), kl.load(xl.rows(r0, 4)))
+        return out
+
+    x = np.arange(6 * 8, dtype=np.float32).reshape(6, 8)
+    comp = tr.compile(x, config=cfg)
+    placed = np.frombuffer(comp.image_for(x).memory[-1][1], np.uint32)
+    r, c = np.meshgrid(np.arange(8), np.arange(6), indexing="ij")     # x.T [8, 6]
+    want = np.empty(48, np.uint32)
+    want[((r // 4) * 6 + c) * 4 + r % 4] = x.T.view(np.uint32)[r, c]
+    assert np.array_equal(placed, want)
+    assert np.array_equal(tr(x, config=cfg), x.T)
+    assert np.array_equal(tr(x, config=cfg.replace(dma_data_width=32)), x.T)
+
+
+def test_layout_falls_back_and_guards_the_buffer():
+    """No blocks at 32 bits, for a row count not a multiple of the block, or for a tensor
+    already accessed; a plain view of a blocked tensor is refused."""
+    cfg = CoreConfig(rows=4, sbuf_depth=256, psum_depth=64, dma_data_width=128)
+    seen = {}
+
+    @kl.kernel
+    def k(x, y):
+        out = kl.ndarray(x.shape, x.dtype, name="o")
+        seen["odd"] = kl.Layout(y, 4).blocked            # 6 rows
+        t = kl.load(x[0:4, :])
+        seen["touched"] = kl.Layout(x, 4).blocked
+        ol = kl.Layout(out, 4)
+        seen["out"] = ol.blocked
+        kl.store(ol.rows(0, 4), t)
+        kl.store(ol.rows(4, 4), kl.load(x[4:8, :]))
+        if seen["out"]:
+            with pytest.raises(KernelError, match="laid out in blocks"):
+                kl.store(out[0:4, :], t)
+        return out
+
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    y = np.zeros((6, 8), np.float32)
+    assert np.array_equal(k(x, y, config=cfg), x)
+    assert seen == {"odd": False, "touched": False, "out": True}
+    assert np.array_equal(k(x, y, config=cfg.replace(dma_data_width=32)), x)
+    assert seen["out"] is False
+
+
+def test_scheduler_takes_the_wide_dma_timing():
+    """At 128 bits the compiler's estimate and the cycle model use ``sim.dma_timing``: the
+    compute-dominated MLP's estimate drops well below its 32-bit one, agrees with the cycle
+    model, and keeps the tensor engine at least 80 % busy."""
+    w32 = kb.workloads(["mlp_128"], dma_data_width=32)[0]
+    w128 = kb.workloads(["mlp_128"], dma_data_width=128)[0]
+    assert w128.compiled.program.estimate < 0.6 * w32.compiled.program.estimate
+    r = kb.measure(w128, "model")
+    assert abs(r["cycles"] - w128.compiled.program.estimate) <= 0.02 * r["cycles"]
+    assert r["tensor_busy"] >= 0.8
