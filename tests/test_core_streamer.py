@@ -254,9 +254,8 @@ def test_streamer_alt_port(alt_lanes, seed, ready_p):
 def test_streamer_alt_port_data_reaches_registers_only():
     """With ``alt_lanes``, each read port's word goes straight into a register: ``rd_data`` and
     ``rd_alt`` appear only as whole right-hand sides of synchronous assignments (a block RAM
-    output then reaches a flip-flop through no logic of the streamer; the choice between
-    them in front of one register was 3 levels after PSUM's block RAM, 10.05 ns routed,
-    core2 f2a5594 seed 1)."""
+    output then reaches a flip-flop through no logic of the streamer, and the choice between
+    them is made after the registers)."""
     dut = ReadStreamer(LANES, ABITS, NBITS, 32, TAGB, skid=True, alt_lanes=2)
     frag = Fragment.get(dut, None)
     ports = SignalSet([Value.cast(dut.rd_data), Value.cast(dut.rd_alt)])

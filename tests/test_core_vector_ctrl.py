@@ -90,10 +90,10 @@ def test_vector_ctrl_random(seed):
 
 
 # Commands with no operand beats (the a streamer's requests of count 0) and empty TABLEs.
-# Seeds 2015, 2089, 2091, 2234: a command's last operand beat and a later command's empty
-# request counted in one cycle (the no-output count lost one, and the later command never
-# completed); 1020, 2033, 2092: an empty TABLE completed while its own op entry was at the op
-# queue's head (a SEED's completion then popped that entry, not its own: deadlock).
+# Seeds 2015, 2089, 2091, 2234 reach a command's last operand beat and a later command's empty
+# request in one cycle (two increments of the no-output count); 1020, 2033, 2092 an empty
+# TABLE that completes while its own op entry is at the op queue's head (a SEED's completion
+# must not pop that entry).
 @pytest.mark.parametrize("seed", [*range(1001, 1021), 2015, 2033, 2089, 2091, 2092, 2234])
 def test_vector_ctrl_random_zero_n(seed):
     _run_random(seed, zero_n=True)
@@ -267,8 +267,8 @@ def _run_random(seed, zero_n=False):
 
 def test_vector_ctrl_a_stream_has_skid():
     """The operand-a streamer has its skid register, so that the engine's ``a.ready`` and the
-    LUT configuration register's ``ready`` reach none of its clock enables (core2 352ab1b
-    seed 1: 11.32 ns routed into PSUM's read-address register); operand b's has none."""
+    LUT configuration register's ``ready`` reach none of its clock enables (nor, through
+    them, PSUM's read-address register); operand b's has none."""
     dut = Harness([[0] * DEPTH] * LANES, [[0] * PDEPTH] * COLS)
     frag = Fragment.get(dut, None)
     assert "sk_full" in _signals(frag, ["ctrl", "a_stream"])
