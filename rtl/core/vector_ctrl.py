@@ -148,8 +148,8 @@ class VectorController(wiring.Component):
     e_cmd : Out(stream engine_cmd_layout)
     e_a, e_b : Out(stream Array(32, lanes))
     e_o : In(stream Array(32, lanes))
-    cfg : Out(stream {addr: 16, data: 32, write: 1})
-        LUT configuration writes of TABLE commands.
+    cfg : Out(stream.Signature(rtl.vector.lut.CFG_LAYOUT))
+        LUT configuration writes of TABLE commands (``TableSplit``).
     seed : Out(32), seed_load : Out(1)
         Re-seed pulse of SEED commands (registered: the cycle after the command completes).
     e_idle : In(1)
@@ -169,6 +169,10 @@ class VectorController(wiring.Component):
     an ``o`` beat leaves the engine in the cycle SBUF writes it (the write request,
     ``o_sbuf.mask``, follows ``e_o.valid``; while the DMA holds the shared SBUF write port the
     engine's output stream is back-pressured and nothing is lost or written twice).
+
+    Units: four command queues (instruction, ``a``, ``b``, completion), a ``ReadStreamer``
+    per operand, ``TableSplit`` (operand ``a``'s words to ``e_a`` or, for a TABLE, ``cfg``)
+    and ``PendingCount`` (commands without outputs whose inputs are sent).
     """
 
     def __init__(self, lanes, cols, sbuf_depth, psum_depth, engine_cmd_layout, *, n_bits=16,
