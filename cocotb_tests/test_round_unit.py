@@ -39,7 +39,8 @@ def _pack_in(data, fmt, mode):
 
 class Harness:
     """Drives ``i`` and ``o`` cycle by cycle (decisions at the falling edge, sampled 1 ns later,
-    transfers at the next rising edge) and checks every output against the golden model."""
+    transfers at the next rising edge; an offered beat is held until taken) and checks every
+    output against the golden model."""
 
     def __init__(self, dut, lanes, n_rand, rng, seed=0):
         self.dut = dut
@@ -83,12 +84,13 @@ class Harness:
         start_out = len(self.outputs)
         target = len(self.outputs) + len(beats)
         cyc = 0
+        valid = False           # a beat offered and not yet taken (held until ready)
         while len(self.outputs) < target:
             cyc += 1
             if max_cycles and cyc > max_cycles:
                 raise AssertionError(f"timeout after {cyc} cycles")
-            valid = sent < len(pending) and self.rng.random() < p_valid
-            if valid:
+            if not valid and sent < len(pending) and self.rng.random() < p_valid:
+                valid = True
                 d, f, mo = pending[sent]
                 dut.i__payload.value = _pack_in(d, f, mo)
             dut.i__valid.value = int(valid)
@@ -103,6 +105,7 @@ class Harness:
                 d, f, mo = pending[sent]
                 self.expected.append(self.model.convert(np.array(d, dtype=np.uint32), f, mo))
                 sent += 1
+                valid = False
             if seed is not None:
                 self.model.reseed(seed)
             if ready and dut.o__valid.value == 1:
