@@ -19,7 +19,7 @@ MIN_DIVISOR = 4
 
 
 def _check_divisor(divisor):
-    check_int("divisor", divisor, MIN_DIVISOR, (1 << 32) - 1)
+    return check_int("divisor", divisor, MIN_DIVISOR, (1 << 32) - 1)
 
 
 def uart_divisor(clk_freq, baud, *, tolerance=0.02):
@@ -70,17 +70,14 @@ class UartTx(wiring.Component):
     """
 
     def __init__(self, divisor):
-        _check_divisor(divisor)
-        self._divisor = divisor
+        self._divisor = _check_divisor(divisor)
         super().__init__({
             "i": In(stream.Signature(8)),
             "tx": Out(1, init=1),
             "busy": Out(1),
         })
 
-    @property
-    def divisor(self):
-        return self._divisor
+    divisor = property(lambda self: self._divisor)
 
     def elaborate(self, platform):
         m = Module()
@@ -147,8 +144,7 @@ class UartRx(wiring.Component):
     """
 
     def __init__(self, divisor):
-        _check_divisor(divisor)
-        self._divisor = divisor
+        self._divisor = _check_divisor(divisor)
         super().__init__({
             "rx": In(1, init=1),
             "o": Out(stream.Signature(8)),
@@ -156,9 +152,7 @@ class UartRx(wiring.Component):
             "frame_error": Out(1),
         })
 
-    @property
-    def divisor(self):
-        return self._divisor
+    divisor = property(lambda self: self._divisor)
 
     def elaborate(self, platform):
         m = Module()
