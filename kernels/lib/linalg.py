@@ -16,6 +16,10 @@ __all__ = ["gemm_tn", "gemm", "linear", "mlp", "gemm_int8", "linear_int8", "proj
            "chunk_size"]
 
 
+#: Moving columns per matmul of a small GEMM on a wide DMA (:func:`_gemm_body`).
+WIDE_CHUNK = 64
+
+
 def chunk_size(n, cfg, limit=128):
     """Moving columns per matmul: at most ``limit`` and a quarter of PSUM, so that several
     PSUM tiles are in flight (the vector engine drains one while the array fills another)."""
@@ -26,17 +30,20 @@ def _ktiles(K, P):
     return [(k0, min(P, K - k0)) for k0 in range(0, K, P)]
 
 
-def load_ktiles(src, name, out=None):
+def load_ktiles(src, name, out=None, split=False):
     """``src [K, F]`` (a DRAM view, or a :class:`kernels.Layout` in blocks of ``rows``) as
     SBUF views of at most ``rows`` partitions (K tiles). The full K tiles come in one DMA
     record (``[rows, K // rows, F]``, one SBUF tile ``[rows, (K // rows) * F]``, or the view
-    ``out`` of that shape); an edge tile in a second one."""
+    ``out`` of that shape), or with ``split`` one record each (so that the first matmul waits
+    for the first tile only); an edge tile in a record of its own."""
     P = current().config.rows
     lay = src if isinstance(src, kl.Layout) else kl.Layout.plain(src, P)
     K, F = lay.shape
     kt = K // P
     views = []
-    if kt > 1:
+    if split and out is None:
+        views = [kl.load(lay.rows(t * P, P), name=name) for t in range(kt)]
+    elif kt > 1:
         big = kl.load(lay.tiles(0, kt), out=out, name=name)
         views = [big[:, t * F:(t + 1) * F] for t in range(kt)]
     elif kt == 1:
@@ -205,7 +212,11 @@ def _gemm_body(w, x, out_dtype, acc_dtype):
     # tile (one copy, one store, matmuls rolled as one block) when that still leaves 32
     # columns (or all of N) per matmul with two chunks in PSUM.
     nc = min(128, cfg.psum_depth // (2 * mt))
-    grouped = mt > 1 and nc >= min(N, 32)
+    # On a wide DMA a small GEMM (at most 64 M tiles x chunks) goes M tile by M tile in chunks
+    # of WIDE_CHUNK columns: each tile's copy and store overlap the next tile's matmuls, where
+    # the grouped form drains its chunks after their last M tile.
+    small = kl.wide_dma() and mt * -(-N // WIDE_CHUNK) <= 64
+    grouped = mt > 1 and nc >= min(N, 32) and not small
     if not grouped:
         nc = chunk_size(N, cfg)
     kt = -(-K // cfg.rows)
@@ -219,6 +230,8 @@ def _gemm_body(w, x, out_dtype, acc_dtype):
         return out
     # SBUF left by W holds two chunks of X and their outputs.
     nc = max(1, min(nc, free // (2 * kt + 4)))
+    if small:
+        nc = min(nc, WIDE_CHUNK)
     # The first chunk of X is loaded before W, so the array starts once W is in.
     first = load_ktiles(xl.cols(0, min(nc, N)), "x")
     w_tiles = load_ktiles(wl, "w")
@@ -259,23 +272,56 @@ def _bias_tile(b, m0, mm, n, name="bias"):
 
 def _linear_t(xT_tiles, w, b, func, out_dtype, rnd, emit):
     """``emit(y_tile, m0, mm)`` for ``y.T = func(w.T @ x.T + b)`` by M tiles (``w`` a
-    :class:`kernels.Layout`)."""
+    :class:`kernels.Layout`; ``xT_tiles`` the K tiles of ``x.T``, or a function that loads
+    them, called once the first weights are traced)."""
     M = w.shape[1]
+    cfg = current().config
+    if w.blocked and w.shape[0] % cfg.rows == 0:
+        _linear_blocked(xT_tiles, w, b, func, out_dtype, rnd, emit)
+        return
+    if callable(xT_tiles):
+        xT_tiles = xT_tiles()
+    n = xT_tiles[0].f
     w_tiles, k0 = [], 0
     for i, t in enumerate(xT_tiles):
         w_tiles.append(kl.load(w.rows(k0, t.parts), name=f"w{i}"))
         k0 += t.parts
     if k0 != w.shape[0]:
         raise KernelError(f"linear: w has K = {w.shape[0]} rows (dimension 0), x has {k0}")
-    n = xT_tiles[0].f
+    project(w_tiles, xT_tiles, M, _linear_epilogue(b, func, out_dtype, rnd, emit, n))
 
+
+def _linear_epilogue(b, func, out_dtype, rnd, emit, n):
     def epi(ps, m0, mm):
         h = ps
         if b is not None:
             h = kl.tensor_tensor("add", ps, _bias_tile(b, m0, mm, n), name="h")
         y = kl.activation(func, h, dtype=out_dtype, rnd=rnd, name="y")
         emit(y, m0, mm)
-    project(w_tiles, xT_tiles, M, epi)
+    return epi
+
+
+def _linear_blocked(xT_tiles, w, b, func, out_dtype, rnd, emit):
+    """:func:`_linear_t` for ``w`` laid out in blocks and full K tiles: W loaded M tile by M
+    tile (every K tile of its columns in one record), so that the first matmuls wait for one
+    M tile's weights only."""
+    cfg = current().config
+    M, kt = w.shape[1], w.shape[0] // cfg.rows
+    for m0 in range(0, M, cfg.cols):
+        mm = min(cfg.cols, M - m0)
+        wt = kl.load(w.cols(m0, mm).tiles(0, kt), name="w")        # [rows, kt * mm]
+        if m0 == 0:
+            if callable(xT_tiles):
+                xT_tiles = xT_tiles()
+            if len(xT_tiles) != kt or any(t.parts != cfg.rows for t in xT_tiles):
+                raise KernelError(f"linear: w has K = {w.shape[0]} rows (dimension 0), x "
+                                  f"has {sum(t.parts for t in xT_tiles)}")
+            n = xT_tiles[0].f
+            epi = _linear_epilogue(b, func, out_dtype, rnd, emit, n)
+        ps = kl.psum_tile((mm, n), kl.fp32, name="ps")
+        for t, x in enumerate(xT_tiles):
+            kl.matmul(ps, wt[:, t * mm:(t + 1) * mm], x, accumulate=t > 0)
+        epi(ps, m0, mm)
 
 
 def _linear_layouts(x, ws, out):
@@ -301,7 +347,7 @@ def linear(x, w, b, func="linear", out_dtype="fp32", rnd="rne"):
     nc = chunk_size(N, cfg)
     for c0 in range(0, N, nc):
         n = min(nc, N - c0)
-        xT = load_ktiles(xl.cols(c0, n), "xT")
+        xT = lambda c0=c0, n=n: load_ktiles(xl.cols(c0, n), "xT", split=xl.blocked)
 
         def emit(y, m0, mm, c0=c0, n=n):
             kl.store(ol.cols(c0, n).rows(m0, mm), y)
@@ -324,7 +370,7 @@ def mlp(x, w1, b1, w2, b2, func="gelu", out_dtype="fp32"):
     nc = chunk_size(N, cfg)
     for c0 in range(0, N, nc):
         n = min(nc, N - c0)
-        xT = load_ktiles(xl.cols(c0, n), "xT")
+        xT = lambda c0=c0, n=n: load_ktiles(xl.cols(c0, n), "xT", split=xl.blocked)
         hT = {}
 
         def keep(y, m0, mm):
