@@ -190,16 +190,12 @@ def run_cocotb(component, *, name, test_module, simulator, config=None, testcase
         # verilated.mk's optimisation variables, added to the make command-line variables
         # that tool_env() (called above) put in MAKEFLAGS.
         os.environ["MAKEFLAGS"] += f" OPT_FAST={cxx_opt} OPT_GLOBAL={cxx_opt}"
+    # (what the build and the run must agree on)
+    common = {"hdl_toplevel": TOPLEVEL, "build_dir": build_dir, "timescale": timescale,
+              "waves": waves}
     with _Lock(vpath.parent / f".{simulator}.lock"):
-        runner.build(
-            verilog_sources=[vpath, *extra_sources],
-            hdl_toplevel=TOPLEVEL,
-            build_dir=build_dir,
-            build_args=build_args,
-            timescale=timescale,
-            waves=waves,
-            always=False,
-        )
+        runner.build(verilog_sources=[vpath, *extra_sources], build_args=build_args,
+                     always=False, **common)
     env = {"DUT_CONFIG": json.dumps(config, default=str)}
     env.update({k: str(v) for k, v in (extra_env or {}).items()})
     # Each test run gets its own directory so that parallel runs of one build do not collide
@@ -209,18 +205,9 @@ def run_cocotb(component, *, name, test_module, simulator, config=None, testcase
     test_dir.mkdir(parents=True, exist_ok=True)
     # cocotb imports test_module, so the project root must be importable.
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-    results = runner.test(
-        test_module=test_module,
-        hdl_toplevel=TOPLEVEL,
-        build_dir=build_dir,
-        test_dir=test_dir,
-        testcase=testcase,
-        seed=seed,
-        extra_env=env,
-        waves=waves,
-        timescale=timescale,
-        plusargs=os.environ.get("SIM_PLUSARGS", "").split(),
-    )
+    results = runner.test(test_module=test_module, test_dir=test_dir, testcase=testcase,
+                          seed=seed, extra_env=env,
+                          plusargs=os.environ.get("SIM_PLUSARGS", "").split(), **common)
     if waves:
         print(f"waveforms in {test_dir}")
     # cocotb checks the results itself only under pytest: check them here too, so that scripts
