@@ -15,6 +15,7 @@ import importlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -24,8 +25,8 @@ from amaranth.lib import wiring
 
 from rtl.control.sequencer import YOSYS_HINTS
 
-__all__ = ["synth_resources", "ecp5_resources", "ice40_resources", "module_resources",
-           "hierarchy_totals", "unit_table", "yowasp_env", "AFTER_READ"]
+__all__ = ["synth_resources", "ecp5_resources", "ice40_resources", "cells_by_module",
+           "core_units", "CORE_UNITS", "yowasp_env", "AFTER_READ"]
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -95,100 +96,74 @@ def ice40_resources(component, name):
     return synth_resources(component, name, "ice40")
 
 
-def hierarchy_totals(stat):
-    """Cell counts of every module of ``stat`` (yosys' ``stat -json`` of an unflattened design)
-    including the cells of its submodules: ``{module: {cell type: count}}``, module names
-    without yosys' leading backslash. A submodule instance is not itself counted as a cell."""
-    modules = {name.lstrip("\\"): m.get("num_cells_by_type", {})
-               for name, m in stat["modules"].items()}
-    totals = {}
+#: The units of a core on a board, as prefixes of the flattened netlist's cell names (the first
+#: match wins); what no prefix matches is ``other``.
+CORE_UNITS = (
+    ("tensor engine", ("link.payload.tensor",)),
+    ("vector engine", ("link.payload.vector",)),
+    ("sequencer", ("link.payload.seq.",)),
+    ("PSUM", ("link.payload.psum",)),
+    ("SBUF", ("link.payload.sbuf",)),
+    ("DMA", ("link.payload.dma",)),
+    ("core registers and glue", ("link.payload",)),
+    ("board RAM (AXI4)", ("link.ram", "link.axi_")),
+    ("UART bridge, clock, pins", ("link.bridge", "link.axil_", "link", "pin_", "clockgen")),
+)
 
-    def total(name):
-        if name not in totals:
-            out = {}
-            for cell, n in modules[name].items():
-                cell = cell.lstrip("$\\")
-                if cell in modules:
-                    for k, v in total(cell).items():
-                        out[k] = out.get(k, 0) + n * v
-                else:
-                    out[cell] = out.get(cell, 0) + n
-            totals[name] = out
-        return totals[name]
-
-    for name in modules:
-        total(name)
-    return totals
+_SUFFIX = re.compile(r"[$_](?:SB_|TRELLIS|LUT4|CCU2C|PFUMX|L6MUX|DP16KD|MULT18|DPRAM|ALU54)")
 
 
-def module_resources(il_path, family="ice40", out=None):
-    """Per-module cell counts of the RTLIL file ``il_path`` (a board build's ``top.il``, top
-    module ``top``) synthesized without flattening (``synth_<family> -noflatten``), each module
-    with its submodules (:func:`hierarchy_totals`). The module boundaries stop optimisations
-    across units, so the sum is a little above a flattened synthesis of the same design.
-    Writes ``stat.json`` and ``yosys.log`` into ``out`` (default: the file's directory /
-    ``hier-<family>``) and reuses them while ``top.il`` is unchanged."""
-    if family not in _FAMILY:
-        raise ValueError(f"family must be one of {', '.join(_FAMILY)}, not {family!r}")
-    il_path = pathlib.Path(il_path)
-    text = il_path.read_text()
-    key = hashlib.sha256((family + AFTER_READ + text).encode()).hexdigest()[:16]
-    out = pathlib.Path(out) if out else il_path.parent / f"hier-{family}"
-    stat_path, key_path = out / "stat.json", out / "key"
-    if not (stat_path.exists() and key_path.exists() and key_path.read_text() == key):
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "top.il").write_text(text)
-        cmd = _FAMILY[family][0]
-        script = (f"read_rtlil top.il; {AFTER_READ}; {cmd} -noflatten -top top; "
-                  "tee -q -o stat.json stat -json")
-        proc = subprocess.run(["nice", "-n", "10", _yosys(), "-q", "-l", "yosys.log", "-p",
-                               script], cwd=out, env=yowasp_env(), capture_output=True,
-                              text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"yosys failed for {il_path}:\n{proc.stderr[-2000:]}")
-        key_path.write_text(key)
-    return hierarchy_totals(json.loads(stat_path.read_text()))
+def cells_by_module(netlist, depth=None):
+    """Cell counts by Amaranth module of a flattened yosys netlist (``top.json`` of a board
+    build, as a dict, top module ``top``): a cell is attributed by its name, which yosys' ``autoname`` derives
+    from the hierarchical net it drives (``link.payload.dma.addr_SB_DFFE_Q`` ->
+    ``link.payload.dma.addr``), cut to its first ``depth`` dotted parts (None: the whole
+    name). Cells with an internal name (``$...``) count under ``""``. Returns
+    ``{module: {cell type: count}}``."""
+    out = {}
+    for name, cell in netlist["modules"]["top"]["cells"].items():
+        base = _SUFFIX.split(name)[0]
+        key = "" if name.startswith("$") or "." not in base else \
+            ".".join(base.split(".")[:depth])
+        counts = out.setdefault(key, {})
+        counts[cell["type"]] = counts.get(cell["type"], 0) + 1
+    return out
 
 
-def unit_table(totals, prefix, cells, depth=1):
-    """Rows ``(module, {cell: count})`` of the modules ``depth`` levels below ``prefix`` in
-    ``totals`` (:func:`hierarchy_totals`), largest first by the first of ``cells``, then
-    ``prefix`` itself as ``(prefix, ...)`` and the cells of ``prefix`` outside them as
-    ``(prefix + " (own)", ...)``."""
-    level = prefix.count(".") + depth
-    rows = [(m, {c: t.get(c, 0) for c in cells}) for m, t in totals.items()
-            if m.startswith(prefix + ".") and m.count(".") == level]
-    rows.sort(key=lambda r: -r[1][cells[0]])
-    whole = {c: totals[prefix].get(c, 0) for c in cells}
-    own = {c: whole[c] - sum(r[1][c] for r in rows) for c in cells}
-    return rows + [(prefix + " (own)", own), (prefix, whole)]
+def core_units(by_module, units=CORE_UNITS):
+    """Sum :func:`cells_by_module` into the units of ``units`` (name, name prefixes), in
+    their order, plus ``other``: ``{unit: {cell type: count}}``."""
+    out = {name: {} for name, _ in units}
+    out["other"] = {}
+    for module, counts in by_module.items():
+        unit = next((name for name, prefixes in units
+                     if any(module == p.rstrip("._") or module.startswith(p)
+                            for p in prefixes)), "other")
+        for cell, n in counts.items():
+            out[unit][cell] = out[unit].get(cell, 0) + n
+    return out
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="python -m scripts.synth", description="Yosys resource counts of one component, "
-        "or per module of a board build's top.il (--il).")
+        "or by unit of a board build's netlist (--netlist).")
     parser.add_argument("component", nargs="?",
                         help="module:Class, e.g. rtl.arith.fp32_add:FP32Adder")
     parser.add_argument("--kwargs", default="{}", help="constructor arguments as JSON")
     parser.add_argument("--family", default="ecp5", choices=sorted(_FAMILY))
-    parser.add_argument("--il", default=None,
-                        help="a build's top.il: synthesize it unflattened, print per module")
-    parser.add_argument("--under", default="top.link.payload",
-                        help="with --il: the module whose submodules are listed")
-    parser.add_argument("--depth", type=int, default=1, help="with --il: levels below --under")
+    parser.add_argument("--netlist", default=None,
+                        help="a board build's flattened top.json: its cells by unit of the core "
+                             "(with --depth: by module, cut to that many name parts)")
+    parser.add_argument("--depth", type=int, default=None, help="with --netlist: by module")
     args = parser.parse_args(argv)
-    if args.il:
-        totals = module_resources(args.il, args.family)
-        if args.under not in totals:
-            parser.error(f"--under: no module {args.under!r} (choose from "
-                         f"{', '.join(sorted(totals)[:20])}, ...)")
-        cells = [c for c in _FAMILY[args.family][1] if "FF" not in c and "CARRY" not in c]
-        rows = unit_table(totals, args.under, cells, args.depth)
-        print(json.dumps({"top": totals["top"], "rows": dict(rows)}, indent=1))
+    if args.netlist:
+        by_module = cells_by_module(json.loads(pathlib.Path(args.netlist).read_text()),
+                                    args.depth)
+        print(json.dumps(by_module if args.depth else core_units(by_module), indent=1))
         return
     if not args.component:
-        parser.error("give module:Class or --il")
+        parser.error("give module:Class or --netlist")
     module, _, cls = args.component.partition(":")
     if not cls:
         parser.error("component must be module:Class")

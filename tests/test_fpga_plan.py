@@ -16,7 +16,7 @@ from fpga.pll import ecp5_pll, ice40_pll
 from fpga.report import (endpoint_arrivals, endpoint_summary, endpoints_slower_than,
                          make_report, module_of, parse_nextpnr_log, parse_slack_histogram,
                          parse_yosys_log)
-from scripts.synth import AFTER_READ, hierarchy_totals, unit_table
+from scripts.synth import AFTER_READ, cells_by_module, core_units
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: Configurations whose elaboration takes minutes (all formats in every PE): long runs only.
@@ -627,22 +627,32 @@ def test_default_configs():
     assert not fbuild.get_board("ulx3s").configs["core8c"].route
 
 
-def test_hierarchy_totals_and_unit_table():
-    """An unflattened ``stat -json``: each module's total includes its submodules, as many
-    times as they are instantiated; the unit table lists one level below a prefix, the
-    prefix's own cells and its whole."""
-    stat = {"modules": {
-        "\\top": {"num_cells_by_type": {"SB_LUT4": 1, "\\top.a": 1, "\\top.b": 1}},
-        "\\top.a": {"num_cells_by_type": {"SB_LUT4": 10, "SB_MAC16": 2, "\\top.a.pe": 4}},
-        "\\top.a.pe": {"num_cells_by_type": {"SB_LUT4": 3, "SB_MAC16": 1}},
-        "\\top.b": {"num_cells_by_type": {"$SB_LUT4": 20, "SB_RAM40_4K": 2}},
-    }}
-    totals = hierarchy_totals(stat)
-    assert totals["top.a.pe"] == {"SB_LUT4": 3, "SB_MAC16": 1}
-    assert totals["top.a"] == {"SB_LUT4": 22, "SB_MAC16": 6}
-    assert totals["top"] == {"SB_LUT4": 43, "SB_MAC16": 6, "SB_RAM40_4K": 2}
-    rows = unit_table(totals, "top", ["SB_LUT4", "SB_MAC16"])
-    assert [r[0] for r in rows] == ["top.a", "top.b", "top (own)", "top"]
-    assert rows[1][1] == {"SB_LUT4": 20, "SB_MAC16": 0}
-    assert rows[2][1] == {"SB_LUT4": 1, "SB_MAC16": 0}
-    assert rows[3][1] == {"SB_LUT4": 43, "SB_MAC16": 6}
+def test_cells_by_module_and_core_units():
+    """A flattened netlist's cells by the module in their name (yosys' suffixes cut off,
+    internal names apart), cut to a depth; the core's units sum their modules, the first
+    matching prefix winning (``tensor_ctrl`` is the tensor engine's, ``seq.`` not ``sequence``)."""
+    names = {"link.payload.tensor.array.pe_r0_c0.mul.prod_SB_MAC16_O": "SB_MAC16",
+             "link.payload.tensor.array.pe_r0_c0.acc_SB_DFFE_Q": "SB_DFFE",
+             "link.payload.tensor_ctrl.busy_SB_LUT4_O": "SB_LUT4",
+             "link.payload.seq.alu.x_SB_LUT4_O_1": "SB_LUT4",
+             "link.payload.sequence_SB_LUT4_O": "SB_LUT4",
+             "link.payload.dma.addr$179_SB_LUT4_O": "SB_LUT4",
+             "link.ram.mem.0.0_SB_RAM40_4K_RDATA": "SB_RAM40_4K",
+             "link.axil__rdata_SB_DFF_Q": "SB_DFF",
+             "link.axi__arlen_SB_DFF_Q": "SB_DFF",
+             "$abc$123$auto$blifparse": "SB_LUT4"}
+    netlist = {"modules": {"top": {"cells": {n: {"type": t} for n, t in names.items()}}}}
+    by3 = cells_by_module(netlist, 3)
+    assert by3["link.payload.tensor"] == {"SB_MAC16": 1, "SB_DFFE": 1}
+    assert by3["link.payload.tensor_ctrl"] == {"SB_LUT4": 1}
+    assert by3["link.payload.dma"] == {"SB_LUT4": 1} and by3[""] == {"SB_LUT4": 1}
+    assert cells_by_module(netlist)["link.payload.seq.alu.x"] == {"SB_LUT4": 1}
+    units = core_units(cells_by_module(netlist))
+    assert list(units)[:3] == ["tensor engine", "vector engine", "sequencer"]
+    assert units["tensor engine"] == {"SB_MAC16": 1, "SB_DFFE": 1, "SB_LUT4": 1}
+    assert units["sequencer"] == {"SB_LUT4": 1}
+    assert units["core registers and glue"] == {"SB_LUT4": 1}, "sequence is not seq."
+    assert units["DMA"] == {"SB_LUT4": 1}
+    assert units["board RAM (AXI4)"] == {"SB_RAM40_4K": 1, "SB_DFF": 1}
+    assert units["UART bridge, clock, pins"] == {"SB_DFF": 1}
+    assert units["other"] == {"SB_LUT4": 1} and units["vector engine"] == {}
