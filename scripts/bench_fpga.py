@@ -242,7 +242,8 @@ def merge_record(results, record, source=""):
         (f", nextpnr seed {seed}" if seed is not None else "") + \
         (f", {router}" if router and router != "router1" else "") + \
         (", timing-driven rip-up (--tmg-ripup)" if record.get("tmg_ripup") else "") + \
-        (f" ({source})" if source else "") + "; the rest of this file is from the bench run of its date"
+        (f" ({source})" if source else "") + \
+        "; the rest of this file is from the bench run of its date"
     row = synth_row(record, True, reason) if record.get("synthesis_only") else \
         _row(record, True, reason)
     if commit:
