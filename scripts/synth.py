@@ -115,11 +115,13 @@ _SUFFIX = re.compile(r"[$_](?:SB_|TRELLIS|LUT4|CCU2C|PFUMX|L6MUX|DP16KD|MULT18|D
 
 def cells_by_module(netlist, depth=None):
     """Cell counts by Amaranth module of a flattened yosys netlist (``top.json`` of a board
-    build, as a dict, top module ``top``): a cell is attributed by its name, which yosys'
-    ``autoname`` derives from the hierarchical net it drives
-    (``link.payload.dma.addr_SB_DFFE_Q`` -> ``link.payload.dma.addr``), cut to its first
-    ``depth`` dotted parts (None: the whole name). Cells with an internal name (``$...``) count under ``""``. Returns
-    ``{module: {cell type: count}}``."""
+    build, as a dict, top module ``top``).
+
+    A cell is attributed by its name, which yosys' ``autoname`` derives from the hierarchical
+    net it drives (``link.payload.dma.addr_SB_DFFE_Q`` -> ``link.payload.dma.addr``), cut to
+    its first ``depth`` dotted parts (None: the whole name). Cells with an internal name
+    (``$...``) count under ``""``. Returns ``{module: {cell type: count}}``.
+    """
     out = {}
     for name, cell in netlist["modules"]["top"]["cells"].items():
         base = _SUFFIX.split(name)[0]
