@@ -27,9 +27,8 @@ from sim.cycles import EngineCost, MicroSim
 from sim.dtypes import STORAGE_BITS, Format
 from sim.isa import Engine
 
-__all__ = ["Workload", "workloads", "measure", "stream_config", "wide_config", "bus_bytes",
-           "RtlCost",
-           "main"]
+__all__ = ["Workload", "workloads", "measure", "check", "stream_config", "wide_config",
+           "bus_bytes", "RtlCost", "main"]
 
 
 def bus_bytes(config):
@@ -57,7 +56,8 @@ def wide_config(dma_data_width=128):
 class Workload:
     """One compiled kernel call: ``name``, ``what``, ``config``, ``image`` (inputs placed),
     ``compiled`` (``kernels.Compiled``), ``macs`` (multiply-accumulates of its matmuls),
-    ``dma_bytes`` (bytes its DMA records move), ``roofline_cycles``."""
+    ``dma_bytes`` (bytes its DMA records move), ``roofline_cycles``, ``args`` (the input
+    arrays)."""
 
     name: str
     what: str
@@ -66,6 +66,7 @@ class Workload:
     compiled: object
     macs: int
     dma_bytes: int
+    args: tuple = ()
 
     @property
     def roofline_cycles(self):
@@ -135,7 +136,7 @@ def workloads(names=None, dma_data_width=None):
             cfg = cfg.replace(dma_data_width=dma_data_width)
         comp = kern.compile(*args, config=cfg, **params)
         macs, nbytes = _stats(comp)
-        out.append(Workload(name, what, cfg, comp.image_for(*args), comp, macs, nbytes))
+        out.append(Workload(name, what, cfg, comp.image_for(*args), comp, macs, nbytes, args))
     return out
 
 
@@ -193,6 +194,25 @@ def measure(w, backend="model"):
             "bus_bytes_per_cycle": bus_bytes(w.config), "roofline_cycles": w.roofline_cycles,
             "roofline_fraction": round(w.roofline_cycles / cycles, 4),
             "instructions": len(w.image.program), "estimate": w.compiled.program.estimate}
+
+
+def check(w):
+    """Whether the outputs of workload ``w``'s RTL run (``w.outcome``, after
+    :func:`measure` on ``rtl``) are bit-identical to the reference: the reference simulator's
+    outputs, or for ``gemm_stream`` the tensor engine's accumulation emulated in numpy
+    (``kernels.lib.linalg.reference_gemm_tn``; its 450,000 cycles are slow on the reference
+    simulator). Returns a sentence."""
+    got = w.compiled.outputs_from(w.outcome)
+    if w.name == "gemm_stream":
+        from kernels.lib.linalg import reference_gemm_tn
+        want, what = [reference_gemm_tn(*w.args, w.config.rows)], "the numpy emulation"
+    else:
+        from kernels.backends import run as run_backend
+        out, _ = run_backend("refsim", w.config, w.image, races=False)
+        want, what = w.compiled.outputs_from(out), "refsim"
+    same = all(np.array_equal(np.asarray(a).view(np.uint8), np.asarray(b).view(np.uint8))
+               for a, b in zip(got, want))
+    return f"bit-exact vs {what}" if same else f"FAILED: differs from {what}"
 
 
 def main(argv=None):

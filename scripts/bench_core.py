@@ -254,6 +254,7 @@ def run_kernels(args):
                 "instructions", "estimate")}
         if rtl:
             rec["model_error"] = round(rec["model"]["cycles"] / rec["rtl"]["cycles"] - 1, 4)
+            rec["checked"] = kb.check(w)
     widths = [int(x) for x in getattr(args, "widths", "").split(",") if x and int(x) != width]
     from sim.config import CoreConfig
     if "dma_data_width" in CoreConfig.__dataclass_fields__:
