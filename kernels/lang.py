@@ -718,6 +718,14 @@ TABLE_PIECE = None
 _LINEAR = 2
 
 
+def preload_table(func):
+    """Load LUT function ``func`` now if no bank holds it (``activation`` would on first use).
+    A TABLE_LD is fenced from the DMA (every DMA record traced after it waits for it), so a
+    kernel loads its table after its first loads and before the loads of its loop."""
+    if func not in (None, "linear"):
+        _ensure_table(func)
+
+
 def _ensure_table(func):
     """The LUT bank holding ``func``, loading it (DMA + TABLE_LD) if neither bank has it."""
     tr = current()

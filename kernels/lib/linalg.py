@@ -318,6 +318,9 @@ def _linear_blocked(xT_tiles, w, b, func, out_dtype, rnd, emit):
                                   f"has {sum(t.parts for t in xT_tiles)}")
             n = xT_tiles[0].f
             epi = _linear_epilogue(b, func, out_dtype, rnd, emit, n)
+            # The table's fence now, not before the next M tiles' weights.
+            from kernels.lang import preload_table
+            preload_table(func)
         ps = kl.psum_tile((mm, n), kl.fp32, name="ps")
         for t, x in enumerate(xT_tiles):
             kl.matmul(ps, wt[:, t * mm:(t + 1) * mm], x, accumulate=t > 0)
