@@ -495,7 +495,7 @@ def synth_report(board_name, config, root=None, meta=None):
         if resources.get(key, 0) > total:
             over[key] = resources[key] - total
     report = {k: meta[k] for k in ("board", "config", "target_mhz", "params", "description",
-                                   "step_seconds", "sources", "finished") if k in meta}
+                                   "step_seconds", "sources", "finished", "abc") if k in meta}
     report.update({"board": board_name, "config": config, "family": board.family,
                    "synthesis_only": True, "pes": cfg.pes, "fmax_mhz": None,
                    "resources": resources, "fits": not over, "over": over,

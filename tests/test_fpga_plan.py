@@ -318,6 +318,8 @@ def test_synth_report_against_the_device(tmp_path, capsys):
     small = fbuild.synth_report("ulx3s", "core8c", tmp_path)
     assert small["fits"] is True and small["over"] == {}
     assert small["target_mhz"] == 100.0, "the meta of synth.json is kept"
+    assert "abc" not in small
+    assert fbuild.synth_report("ulx3s", "core8c", tmp_path, {"abc": True})["abc"] is True
 
 
 def test_sweep_options_in_record():
