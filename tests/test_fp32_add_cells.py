@@ -6,7 +6,7 @@ ECP5 netlist itself on Icarus with ``fpga/sim/ECP5_MUX.v``:
 
 * ``lut6``: every input combination, 5 and 6 inputs, against the function (and the plain
   form, and its argument checks);
-* ``_lz25``, the three-level leading-zero count (the near path's count and step 1's
+* ``lz25``, the three-level leading-zero count (the near path's count and step 1's
   trailing-zero counts): every leading position with random bits below it, and zero;
 * the whole adder at ``stages`` 3 (the near path's subtraction in step 1) and 4 (in step 2)
   against ``sim.formats.fp32_add``: edge pairs, the cocotb tests' random mix, and pairs for
@@ -23,7 +23,8 @@ from amaranth.lib.wiring import In, Out
 
 from cocotb_tests.test_arith_common import add_stimulus, edge_pairs
 from rtl.arith.dsp import ECP5_TARGET
-from rtl.arith.fp32_add import FP32Adder, _lz25
+from rtl.arith.fp32_add import FP32Adder
+from rtl.arith.fp32_add_lz import lz25
 from rtl.arith.wide_mux import lut6
 from sim.formats import fp32_add
 
@@ -102,14 +103,14 @@ def test_lut6_plain_elsewhere(n):
 def test_lut6_bad_arguments():
     m = Module()
     m._MustUse__silence = True               # never elaborated
-    with pytest.raises(ValueError, match=r"^lut6 takes 5 or 6 inputs, not 4$"):
+    with pytest.raises(ValueError, match=r"^lut6's number of inputs must be one of 5, 6, not 4$"):
         lut6(m, None, lambda a, b, c, d: a, [Signal()] * 4, "x")
-    with pytest.raises(ValueError, match=r"^lut6: every input must be 1 bit or 3 bits wide, "
+    with pytest.raises(ValueError, match=r"^lut6's inputs must each be 1 or 3 bits wide, "
                                          r"not \[3, 2, 1, 1, 1\]$"):
         lut6(m, None, _fn5, [Signal(3), Signal(2), Signal(), Signal(), Signal()], "x")
 
 
-# -- _lz25 --------------------------------------------------------------------------------
+# -- lz25 ---------------------------------------------------------------------------------
 
 class _Lz(wiring.Component):
     d: In(25)
@@ -118,7 +119,7 @@ class _Lz(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        lz, zero = _lz25(m, platform, self.d, "lz")
+        lz, zero = lz25(m, platform, self.d, "lz")
         m.d.comb += [self.lz.eq(lz), self.zero.eq(zero)]
         return m
 
@@ -186,7 +187,7 @@ def _adder_pairs(rng):
 @needs_icarus
 @pytest.mark.parametrize("stages", [3, 4])
 def test_adder_ecp5_netlist_vs_golden(stages, tmp_path):
-    """``FP32Adder`` elaborated for the ECP5 (wide multiplexers, ``lut6`` and ``_lz25``
+    """``FP32Adder`` elaborated for the ECP5 (wide multiplexers, ``lut6`` and ``lz25``
     cells) on Icarus with the cell models, bit-exact with ``sim.formats.fp32_add``."""
     a, b = _adder_pairs(np.random.default_rng(2026_12_04 + stages))
     want = fp32_add(np.array(a, dtype=np.uint32), np.array(b, dtype=np.uint32)).astype(np.uint32)

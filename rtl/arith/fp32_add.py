@@ -1,66 +1,17 @@
 """FP32 adder: round to nearest even, DAZ/FTZ, canonical NaN (the PSUM accumulator)."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from sim.dtypes import CANONICAL_NAN_F32
 from rtl.arith.common import Pipe, check_stages
-from rtl.arith.wide_mux import lut4, lut6, pair_mux, wide_mux
+from rtl.arith.fp32_add_lz import lz25
+from rtl.arith.fp32_add_order import FP32AddOrder, order_layout
+from rtl.arith.fp32_add_round import FP32AddRound
+from rtl.arith.wide_mux import lut4, lut6, wide_mux
+from sim.dtypes import CANONICAL_NAN_F32
 
 __all__ = ["FP32Adder"]
-
-
-def _lz25(m, platform, d, name):
-    """Leading zeros of a 25-bit ``d`` (5 bits; 25 if it is 0) and ``d == 0``, in three LUT
-    levels on an ECP5 (:func:`rtl.arith.wide_mux.lut4` and ``pair_mux`` cells, which synthesis
-    keeps as they are; plain expressions elsewhere). For the near path's difference and, on
-    the reversed significands, step 1's trailing-zero counts.
-
-    ``d`` is cut into 4-bit groups from the top (``g0 = d[21:25]`` ... ``g5 = d[1:5]``, and
-    ``g6`` is ``d[0]`` over three ones, never zero) and the count is ``4 k + lz(g_k)`` for the
-    first nonzero group ``k``. Level 1: each group's zero flag ``z`` and its 2-bit count;
-    level 2: the flags of groups 0-2 (``za``) and 3-5 (``zb``) and the count within each of
-    those halves; level 3: the count's bits, each a pair of 2:1 multiplexers and the one on
-    ``za`` (one slice). As a tree of 2:1 multiplexers (``rtl.arith.common.leading_zeros``)
-    synthesis mapped the near path's count to five LUTs in series and the trailing-zero counts
-    to 6-7 levels from the operands (``scripts.unit_fmax rtl.arith.fp32_add:FP32Adder
-    --depth``, ``stages`` 3)."""
-    bits = [Const(1, 1)] * 3 + [d[i] for i in range(25)]          # LSB first, 28 bits
-    groups = [Cat(*bits[24 - 4 * i:28 - 4 * i]) for i in range(7)]   # g[3] is the group's MSB
-    z, c0, c1 = [], [], []
-    for i, g in enumerate(groups[:6]):
-        z.append(lut4(m, platform, lambda a, b, c, e: ~(a | b | c | e),
-                      (g[0], g[1], g[2], g[3]), f"{name}_z{i}"))
-    for i, g in enumerate(groups):
-        # the group's leading zeros: 0 (bit 3 set), 1, 2, 3 (bit 0 set, or none)
-        c1.append(lut4(m, platform, lambda a, b, c, e: ~e & ~c,
-                       (g[0], g[1], g[2], g[3]), f"{name}_g{i}c1"))
-        c0.append(lut4(m, platform, lambda a, b, c, e: ~e & (c | ~b),
-                       (g[0], g[1], g[2], g[3]), f"{name}_g{i}c0"))
-    one, zero = Const(1, 1), Const(0, 1)
-    za = lut4(m, platform, lambda a, b, c, e: a & b & c, (z[0], z[1], z[2], zero),
-              f"{name}_za")
-    zb = lut4(m, platform, lambda a, b, c, e: a & b & c, (z[3], z[4], z[5], zero),
-              f"{name}_zb")
-    lz4 = lut4(m, platform, lambda a, b, c, e: a & b & c & e, (z[0], z[1], z[2], z[3]),
-               f"{name}_c4")
-    z4n5 = lut4(m, platform, lambda a, b, c, e: a & ~b, (z[4], z[5], zero, zero),
-                f"{name}_z4n5")
-    # the count's two low bits within groups 0-2 and within groups 3-5
-    halves = [[pair_mux(m, platform, z[k], (z[k], c[k], c[k]), (z[k + 1], c[k + 1], c[k + 2]),
-                        f"{name}_h{k}c{j}")
-               for j, c in enumerate((c0, c1))] for k in (0, 3)]
-    # the count's bits 4..2 are k's: k >= 4 iff z0..z3; for k = 0..2 (``za`` low) k is 2 iff
-    # z0 z1 and odd iff z0 ~z1; for k = 3..6, k is 3 or 6 iff ~z3 or zb, odd iff ~z3 or z4 ~z5
-    lz3 = pair_mux(m, platform, za, (z[0], zero, z[1]), (z[3], one, zb), f"{name}_c3")
-    lz2 = pair_mux(m, platform, za, (z[1], z[0], zero), (z[3], one, z4n5), f"{name}_c2")
-    lz1, lz0 = [pair_mux(m, platform, za, (zero, halves[0][j], halves[0][j]),
-                         (zb, halves[1][j], (c0, c1)[j][6]), f"{name}_c{j}")
-                for j in (1, 0)]
-    is_zero = Signal(name=f"{name}_zero")
-    m.d.comb += is_zero.eq(za & zb & ~d[0])
-    return Cat(lz0, lz1, lz2, lz3, lz4), is_zero
 
 
 class FP32Adder(wiring.Component):
@@ -140,106 +91,13 @@ class FP32Adder(wiring.Component):
         pipe = Pipe(m, self.en, self._CUTS[self._stages])
 
         # -- step 1: unpack, DAZ, specials, order by magnitude --------------------------------
-        a, b = self.a, self.b
-        ea, eb = a[23:31], b[23:31]
-        za, zb = ea == 0, eb == 0                      # zero or subnormal: DAZ
-        # Order by magnitude: the raw 31-bit patterns compare like the values (DAZ only
-        # matters when both are zero or subnormal, which `both_zero` handles). Everything that
-        # depends on the order is computed for both orders beside the comparison, then
-        # selected by it, so the comparison's carry chain is followed by one mux level only.
-        # ``swap`` (|a| < |b|) is the borrow of a 32-bit ``|a| - |b|``, a sum output of the
-        # carry chain's last cell: as ``<`` yosys put a LUT after the chain, a level more in
-        # front of every order select (the near path's below).
-        ab32 = Signal(32)
-        m.d.comb += ab32.eq(a[0:31] - b[0:31])
-        swap = ab32[31]
-        # The exponent difference's terms are selected by the exponents' own order (the
-        # borrow of ``ea - eb``), not by ``swap``: the bigger magnitude never has the smaller
-        # exponent, and with equal exponents both differences are 0. So the 31-bit compare's
-        # carry chain is not in front of them.
-        d_ab9 = Signal(9)
-        d_ba = Signal(8)
-        m.d.comb += [d_ab9.eq(ea - eb), d_ba.eq(eb - ea)]
-        d_ab, e_lt = d_ab9[0:8], d_ab9[8]
-
-        def clamp(d):          # beyond 27 binades only the sticky bit is left
-            return Mux(d > 27, 27, d[0:5])
-        shift = Mux(e_lt, clamp(d_ba), clamp(d_ab))
-        d_le1 = Mux(e_lt, d_ba <= 1, d_ab <= 1)
-        # The near path's one-bit alignment, "the exponents differ", only matters where the
-        # near path is used, i.e. with ``|ea - eb| <= 1``: there the exponents differ iff
-        # their low bits do, one XOR instead of ``d == 1`` after the exponent difference's
-        # carry chain, so that chain is not in front of the near path's select.
-        d_one = Signal()
-        m.d.comb += d_one.eq(ea[0] ^ eb[0])
-        full_a, full_b = Cat(a[0:23], 1), Cat(b[0:23], 1)
-        sig_a = Mux(za, 0, full_a)                      # DAZ: no mantissa, no hidden bit
-        sig_b = Mux(zb, 0, full_b)
-        # For step 2's guard, round and sticky bits: the trailing zeros of each significand
-        # (0 to 23, its lowest one; the hidden bit is not DAZ-masked), counted beside the
-        # order compare from the operand's own bits, as the leading zeros of the reversed bits.
-        # (The hidden bit at bit 1 of the reversed 25 bits keeps the count below 24.)
-        tz = {}
-        for x, v in (("a", a), ("b", b)):
-            rev = Cat(Const(0, 1), Const(1, 1), *[v[22 - i] for i in range(23)])
-            tz[x], _ = _lz25(m, platform, rev, f"tz_{x}")
-        sub = a[31] ^ b[31]
-        s1 = dict(
-            # Not DAZ-masked: the bigger magnitude is zero or subnormal only if both are, a
-            # special case (``both_zero``) whatever the paths compute.
-            sig_big=Mux(swap, full_b, full_a),
-            # the small significand, inverted for a subtraction (``big + ~y + 1``) here in
-            # the order select's LUTs, not after the alignment shift in front of the adder
-            far_x=Mux(swap, sig_a, sig_b) ^ sub.replicate(24),
-            e_big=Mux(swap, eb, ea),
-            s_big=Mux(swap, b[31], a[31]),
-            sub=sub,
-            shift=shift,
-            # per operand (not selected by the order compare here, whose carry chain is in
-            # front of step 1's register): nonzero significand (not DAZ), trailing zeros
-            swap=swap,
-            nz_a=~za, nz_b=~zb,
-            tz_a=tz["a"], tz_b=tz["b"],
-            d_le1=d_le1,
-            d_one=d_one,
-            zero_sign=a[31] & b[31],                    # (-0) + (-0) = -0, otherwise +0
-            # The specials from per-operand terms, combined in step 2: the exponent is all
-            # ones, and the mantissa is zero iff ``tz`` is 23, so ``s1_nan`` / ``s1_inf`` are
-            # not functions of both whole operands in step 1.
-            emax_a=ea == 0xFF, emax_b=eb == 0xFF,
-        )
-        # Near path: one guard bit below the big significand; the small one is shifted by
-        # the exponent difference (0 or 1), nothing is lost, and subtracted. Without a
-        # register between steps 2 and 3 (``stages`` 3, where cut 1 is registered) this is
-        # done in step 1, for both orders and selected by the compare like ``far_x``, so the
-        # small operand's multiplexer is not in front of step 3's count; with that register
-        # (``stages`` 4) in step 2, where it has a cycle to itself and does not lengthen the
-        # exponent difference's path in step 1. Either way step 3 counts the leading zeros of
-        # a registered difference (4 levels with ``_lz25``:
-        # ``scripts.unit_fmax rtl.arith.fp32_add:FP32Adder --depth``, ``stages`` 3).
+        # The near path's subtraction is in step 1 with a register after it and none between
+        # steps 2 and 3 (``stages`` 3), so that step 3 counts the leading zeros of a
+        # registered difference; otherwise in step 2.
         near_early = 1 in pipe.cuts and 2 not in pipe.cuts
-        if near_early:
-            # Every candidate difference (the big operand minus the other shifted by 0 or 1)
-            # is computed beside the compare and chosen by ``d_one`` and ``swap`` in one slice
-            # per bit (``wide_mux``: a LUT4 on ``d_one``, the PFUMX on ``swap``), so the
-            # compare's chain is followed by the PFUMX's select only;
-            # the candidates' own chains (25 bits at most) run beside the compare's (32). With
-            # equal exponents the hidden bits cancel: ``|a| - |b|``'s low 23 bits (``ab32``)
-            # are one of them, with a chain of its own only for ``|b| - |a|``. The significands
-            # are not DAZ-masked here: the near path is not used with a zero or subnormal
-            # operand (``near_ok`` below), which keeps the exponents' zero tests out of these
-            # bits.
-            ba23 = Signal(23)
-            dif_ab = Signal(25)
-            dif_ba = Signal(25)
-            m.d.comb += [ba23.eq(b[0:23] - a[0:23]),
-                         dif_ab.eq(Cat(Const(0, 1), full_a) - full_b),
-                         dif_ba.eq(Cat(Const(0, 1), full_b) - full_a)]
-            s1["near_diff"] = wide_mux(m, platform, Cat(d_one, swap),
-                                       [Cat(Const(0, 1), ab32[0:23]), dif_ab,
-                                        Cat(Const(0, 1), ba23), dif_ba], "near_diff")
-            del s1["d_one"]
-        r = {k: pipe(1, v, k) for k, v in s1.items()}
+        m.submodules.order = order = FP32AddOrder(near_early)
+        m.d.comb += [order.a.eq(self.a), order.b.eq(self.b)]
+        r = {k: pipe(1, order.o[k], k) for k in order_layout(near_early).members}
 
         # -- step 2: alignment ----------------------------------------------------------------
         # Far path: the small significand, 3 bits up (guard, round, sticky), shifted right.
@@ -327,7 +185,7 @@ class FP32Adder(wiring.Component):
         far_sum = Cat(r["far_low"], chain[6:31])            # 28 bits, hidden bit of big at 26
         near_diff = r["near_diff"]                           # hidden bit of big at 24
         # the count, and exact cancellation (``near_diff`` is 0), from the registered difference
-        near_lz, near_zero = _lz25(m, platform, near_diff, "near_lz")
+        near_lz, near_zero = lz25(m, platform, near_diff, "near_lz")
         # Everything step 4 needs that does not depend on its own arithmetic is decided here,
         # beside the adder and the count, so that after the cut only the normalisation, the
         # rounding carry and one choice remain: the special result (NaN, Inf, a zero sum of
@@ -349,65 +207,9 @@ class FP32Adder(wiring.Component):
         r = {k: pipe(3, v, k) for k, v in s3.items()}
 
         # -- step 4: normalise, round, select, pack -------------------------------------------
-        # Far path: the sum has its leading one at bit 27 (carry), 26, or 25 (a subtraction
-        # with exponents at least 2 apart loses at most one bit).
-        fs = r["far_sum"]
-        far_m = Signal(23)
-        far_g = Signal()
-        far_s = Signal()
-        far_e = Signal(8)
-        far_ovf = Signal()            # the exponent reaches 255
-        far_ftz = Signal()            # the exponent is 0 or below
-        with m.If(fs[27]):
-            m.d.comb += [far_m.eq(fs[4:27]), far_g.eq(fs[3]), far_s.eq(fs[0:3] != 0),
-                         far_e.eq(r["e_p1"]), far_ovf.eq(r["e_ge254"]), far_ftz.eq(0)]
-        with m.Elif(fs[26]):
-            m.d.comb += [far_m.eq(fs[3:26]), far_g.eq(fs[2]), far_s.eq(fs[0:2] != 0),
-                         far_e.eq(r["e_big"]), far_ovf.eq(r["e_ge255"]),
-                         far_ftz.eq(r["e_eq0"])]
-        with m.Else():
-            m.d.comb += [far_m.eq(fs[2:25]), far_g.eq(fs[1]), far_s.eq(fs[0]),
-                         far_e.eq(r["e_m1"]), far_ovf.eq(0), far_ftz.eq(r["e_le1"])]
-        round_up = far_g & (far_s | far_m[0])
-        # Exponent and mantissa as one number: the round carry propagates into the exponent,
-        # and out of exponent 254 it yields exactly the Inf pattern 0x7F800000.
-        far_mag = Signal(31)
-        m.d.comb += far_mag.eq(Cat(far_m, far_e) + round_up)
-        # Near path: exact; the leading one moves from bit 24 - lz to bit 24.
-        near_n = Signal(25)
-        m.d.comb += near_n.eq(r["near_diff"] << r["near_lz"])
-        near_e = Signal(signed(10))
-        m.d.comb += near_e.eq(r["e_big"] - r["near_lz"])
-        s = r["s_big"]
-        # The near path's FTZ test ``e_big <= near_lz`` as the carry out of ``e_big +
-        # ~near_lz`` (``e_big > near_lz``): as a compare, yosys (alumacc) shared the chain of
-        # ``near_e`` and tested its result after it, two chains in a row.
-        e_gt_lz = Signal(9)
-        m.d.comb += e_gt_lz.eq(r["e_big"] + ~Cat(r["near_lz"], Const(0, 8 - len(r["near_lz"]))))
-        near_ftz = ~e_gt_lz[8]
-        # The result as an AND-OR of the candidates under one-hot selects, which come from
-        # registered flags but for the near path's FTZ test and the far path's bounds: the
-        # priority chain (special, near: zero, FTZ, value; far: overflow, FTZ, value) is not
-        # after the chains.
-        special = r["special"]
-        use_near = ~special & r["use_near"]
-        use_far = ~special & ~r["use_near"]
-        sel_near = Signal()
-        sel_inf = Signal()
-        sel_far = Signal()
-        m.d.comb += [sel_near.eq(use_near & ~r["near_zero"] & ~near_ftz),
-                     sel_inf.eq(use_far & far_ovf),
-                     sel_far.eq(use_far & ~far_ovf & ~far_ftz)]
-        result = Signal(32)
-        m.d.comb += [
-            result[0:31].eq((special.replicate(31) & r["special_val"][0:31]) |
-                            (sel_near.replicate(31) & Cat(near_n[1:24], near_e[0:8])) |
-                            (sel_inf.replicate(31) & Const(0x7F800000, 31)) |
-                            (sel_far.replicate(31) & far_mag)),
-            # every non-special result has the sign s, but for an exact cancellation's +0
-            result[31].eq(Mux(special, r["special_val"][31],
-                              s & ~(r["use_near"] & r["near_zero"]))),
-        ]
+        m.submodules.round = rnd = FP32AddRound()
+        m.d.comb += [rnd.i[k].eq(v) for k, v in r.items()]
+        result = rnd.o
 
         m.d.comb += self.o.eq(pipe(4, result, "o"))
         return m
