@@ -8,10 +8,11 @@ configuration and the roofline inputs (MACs, DMA bytes); ``scripts/bench_core.py
 those images on any backend. :func:`measure` runs one: ``model`` is the cycle model of the
 sequencer and engines (``sim/cycles.py`` with :class:`RtlCost`, the engine costs the
 compiler schedules with, measured on the RTL), ``rtl`` the fast Verilator backend (``PERF_*``
-counters). The roofline of a kernel is ``max(MACs / (rows * cols), DMA bytes / bus bytes per
-cycle)`` cycles (the attainable ``min(peak MACs/cycle, bus bytes/cycle x MACs/byte)`` as
-cycles), with ``dma_data_width / 8`` bus bytes per cycle; the fraction reached is that over the
-cycles taken.
+counters); the model's cycles include the RTL's fixed ``RUN_OVERHEAD`` of a program. The
+roofline of a kernel is ``max(MACs / (rows * cols), DMA bytes / bus bytes per cycle)`` cycles
+(the attainable ``min(peak MACs/cycle, bus bytes/cycle x MACs/byte)`` as cycles), with
+``dma_data_width / 8`` bus bytes per cycle; the fraction reached is that over the cycles
+taken.
 """
 
 import argparse
@@ -25,7 +26,7 @@ from kernels import compiler as kc
 from sim.config import CoreConfig
 from sim.cycles import EngineCost, MicroSim
 from sim.dtypes import STORAGE_BITS, Format
-from sim.isa import Engine
+from sim.isa import Engine, VecOp
 
 __all__ = ["Workload", "workloads", "measure", "check", "stream_config", "wide_config",
            "bus_bytes", "RtlCost", "main"]
@@ -140,13 +141,22 @@ def workloads(names=None, dma_data_width=None):
     return out
 
 
+#: Cycles a program takes on the RTL beyond the sequencer's own (``PERF_CYCLES`` of a program
+#: of one ``halt`` is 72 at every DMA width, the cycle model's 7): added to the model's count.
+RUN_OVERHEAD = 65
+#: Cycles of a TABLE record (LUT writes) on the RTL: per (address, data) pair and per record
+#: (measured with one to three tables of 49 to 128 pairs).
+TABLE_PER_PAIR, TABLE_SETUP = 2, 6
+
+
 class RtlCost(EngineCost):
     """``sim.cycles.EngineCost`` with the engine costs ``kernels.compiler`` schedules with
     (measured on the RTL): on a 32-bit DMA a record moves one element per cycle, plus one
     cycle per contiguous row and a set-up (two cycles per element when its innermost stride
     is not one element); on a wider DMA a record takes ``sim.dma_timing``'s cycles (the
     memory's latency ``kernels.compiler.DMA_LATENCY``); a matmul keeps the array ``n``
-    cycles (its moving columns); a vector record as ``EngineCost``. Build it with
+    cycles (its moving columns); a TABLE record ``TABLE_PER_PAIR`` cycles per pair plus
+    ``TABLE_SETUP``; the other vector records as ``EngineCost``. Build it with
     :meth:`for_config`."""
 
     @classmethod
@@ -166,6 +176,8 @@ class RtlCost(EngineCost):
             return kc.DMA_STRIDED_SETUP + kc.DMA_STRIDED * elems
         if engine == Engine.TENSOR:
             return max(r["n"], 1)
+        if engine == Engine.VECTOR and r["op"] == VecOp.TABLE:
+            return TABLE_PER_PAIR * r["n"] + TABLE_SETUP
         return super().__call__(engine, r)
 
 
@@ -176,7 +188,7 @@ def measure(w, backend="model"):
     if backend == "model":
         ms = MicroSim(w.image.program, pmem_depth=w.config.pmem_depth,
                       cost=RtlCost.for_config(w.config)).run()
-        cycles, busy = ms.cycle, ms.perf[Engine.TENSOR]["busy"]
+        cycles, busy = ms.cycle + RUN_OVERHEAD, ms.perf[Engine.TENSOR]["busy"]
         moved = w.dma_bytes
     elif backend == "rtl":
         from kernels.backends import run_rtl

@@ -98,9 +98,10 @@ class _Columns:
 
 
 def _column_groups(w, mt, after_first=None):
-    """``w [K, M]`` (a :class:`kernels.Layout`) as K tiles of :class:`_Columns`, in groups of whole M tiles that make one
-    block of the compiler (``kernels.compiler.BLOCK_RECORDS`` matmuls per chunk);
-    ``after_first()`` is called once the first group's loads are traced."""
+    """``w [K, M]`` (a :class:`kernels.Layout`) as K tiles of :class:`_Columns`, in groups
+    of whole M tiles that make one block of the compiler (``kernels.compiler.BLOCK_RECORDS``
+    matmuls per chunk); ``after_first()`` is called once the first group's loads are
+    traced."""
     from kernels.compiler import BLOCK_RECORDS
     cfg = current().config
     K, M = w.shape
