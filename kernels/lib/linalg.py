@@ -233,6 +233,9 @@ def _gemm_body(w, x, out_dtype, acc_dtype):
     nc = max(1, min(nc, free // (2 * kt + 4)))
     if small:
         nc = min(nc, WIDE_CHUNK)
+        if wl.blocked:
+            _gemm_wide(wl, xl, ol, nc, out_dtype, acc_dtype)
+            return out
     # The first chunk of X is loaded before W, so the array starts once W is in.
     first = load_ktiles(xl.cols(0, min(nc, N)), "x")
     w_tiles = load_ktiles(wl, "w")
@@ -244,6 +247,29 @@ def _gemm_body(w, x, out_dtype, acc_dtype):
             kl.store(ol.cols(c0, n).rows(m0, mm), kl.copy(ps, dtype=out_dtype, name="o"))
         project(w_tiles, x_tiles, M, store, acc_dtype)
     return out
+
+
+def _gemm_wide(w, x, out, nc, out_dtype, acc_dtype):
+    """``out = w.T @ x`` (``kernels.Layout`` in blocks) M tile by M tile in chunks of ``nc``
+    columns, W loaded M tile by M tile during the first chunk (every K tile of the tile's
+    columns in one record): the array starts after the first chunk of X and the first M tile
+    of W, and each tile's copy and store overlap the next tile's matmuls."""
+    cfg = current().config
+    P, C = cfg.rows, cfg.cols
+    (K, M), N = w.shape, x.shape[1]
+    kt = K // P
+    w_cols = {}
+    for c0, n in [(c0, min(nc, N - c0)) for c0 in range(0, N, nc)]:
+        x_tiles = load_ktiles(x.cols(c0, n), "x")
+        for m0 in range(0, M, C):
+            mm = min(C, M - m0)
+            if m0 not in w_cols:
+                w_cols[m0] = kl.load(w.cols(m0, mm).tiles(0, kt), name="w")   # [P, kt * mm]
+            wt = w_cols[m0]
+            ps = kl.psum_tile((mm, n), acc_dtype, name="ps")
+            for t, xt in enumerate(x_tiles):
+                kl.matmul(ps, wt[:, t * mm:(t + 1) * mm], xt, accumulate=t > 0)
+            kl.store(out.cols(c0, n).rows(m0, mm), kl.copy(ps, dtype=out_dtype, name="o"))
 
 
 @kl.kernel
