@@ -137,3 +137,22 @@ def test_gemm_tn_bit_exact_at_128_bits(K, M, N):
     y = gemm_tn(w, x, config=cfg)
     want = reference_gemm_tn(w, x, cfg.rows)
     assert np.array_equal(y.view(np.uint32), want.view(np.uint32))
+
+
+def test_bench_core_dma_width():
+    """``bench core --dma-width 128``: every kernel on the wide core, its roofline at 16 bus
+    bytes per cycle; a width that is not a power of two from 32 to 512 is refused."""
+    import argparse
+    from scripts import bench_core
+    args = argparse.Namespace(quick=True, kernels="gemm", dma_width=128, widths="")
+    rec = bench_core.run_kernels(args)["gemm"]
+    assert rec["config"] == kb.wide_config(128).to_dict()
+    assert rec["model"]["bus_bytes_per_cycle"] == 16
+    assert 0 < rec["model"]["roofline_fraction"] <= 1
+    narrow = bench_core.run_kernels(argparse.Namespace(quick=True, kernels="gemm",
+                                                       dma_width=32, widths=""))["gemm"]
+    assert narrow["config"]["dma_data_width"] == 32
+    assert narrow["model"]["bus_bytes_per_cycle"] == 4
+    with pytest.raises(ValueError, match="dma_width"):
+        bench_core.run_kernels(argparse.Namespace(quick=True, kernels="gemm", dma_width=96,
+                                                  widths=""))
