@@ -17,6 +17,9 @@ from cocotb.utils import get_sim_time
 
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
+from cocotb_tests.common.streams import (Scoreboard, StreamMonitor, StreamSink, StreamSource,
+                                         seeded_rng)
+from cocotb_tests.common.tb import pack_lanes, random_seed, unpack_lanes
 from sim.dtypes import Format, RoundMode
 from sim.lut import TableSpec, compile_table
 from sim.tables import SHIPPED
@@ -33,26 +36,10 @@ F32_EDGES = [
 ]
 
 
-def _rng():
-    seed = int(cocotb.RANDOM_SEED)
-    return random.Random(seed), seed
-
-
 def rand_f32(rng, lo_exp=110, hi_exp=140):
     s = rng.getrandbits(1)
     e = rng.randint(lo_exp, hi_exp)
     return (s << 31) | (e << 23) | rng.getrandbits(23)
-
-
-def pack(values, width=32):
-    out = 0
-    for i, v in enumerate(values):
-        out |= (int(v) & ((1 << width) - 1)) << (width * i)
-    return out
-
-
-def unpack(word, lanes, width=32):
-    return [(int(word) >> (width * i)) & ((1 << width) - 1) for i in range(lanes)]
 
 
 def beats_of(values, lanes):
@@ -60,15 +47,6 @@ def beats_of(values, lanes):
     while len(values) % lanes:
         values.append(values[len(values) % lanes])
     return [values[i:i + lanes] for i in range(0, len(values), lanes)]
-
-
-class Port:
-    """A stream port of the DUT: ``<name>__valid``, ``__ready``, ``__payload``."""
-
-    def __init__(self, dut, name):
-        self.valid = getattr(dut, f"{name}__valid")
-        self.ready = getattr(dut, f"{name}__ready")
-        self.payload = getattr(dut, f"{name}__payload")
 
 
 class Tb:
@@ -82,45 +60,29 @@ class Tb:
         self.idle = idle
         self.stall = stall
         self.model = VectorEngineModel(self.lanes, self.depth, seed=0)
-        self.ports = {n: Port(dut, n) for n in ("cmd", "a", "b", "o", "cfg", "rdata")}
-        for n in ("cmd", "a", "b", "cfg"):
-            self.ports[n].valid.value = 0
-            self.ports[n].payload.value = 0
-        for n in ("o", "rdata"):
-            self.ports[n].ready.value = 0
+        self.sources = {n: StreamSource(dut, n, rng=rng) for n in ("cmd", "a", "b", "cfg")}
+        for n in self.sources:
+            getattr(dut, f"{n}__payload").value = 0
+        self.sinks = {n: StreamSink(dut, n, rng=rng) for n in ("o", "rdata")}
+        self.monitors = [StreamMonitor(dut, n) for n in ("o", "rdata")]
         dut.seed.value = 0
         dut.seed_load.value = 0
 
     async def source(self, name, beats):
-        p = self.ports[name]
-        for beat in beats:
-            while self.rng.random() < self.idle:
-                p.valid.value = 0
-                await RisingEdge(self.dut.clk)
-            p.valid.value = 1
-            p.payload.value = beat
-            await ReadOnly()
-            assert p.ready.value.is_resolvable, f"{name}.ready is {p.ready.value}"
-            while not p.ready.value:
-                await RisingEdge(self.dut.clk)
-                await ReadOnly()
-            await RisingEdge(self.dut.clk)
-        p.valid.value = 0
+        """Send ``beats`` on stream ``name`` with idle cycles of probability ``idle``."""
+        src = self.sources[name]
+        src.idle_p = self.idle
+        await src.send_all(beats)
 
     async def sink(self, name, n, out, timeout=20000, hold=0):
         """Take ``n`` beats into ``out``, ready low for the first ``hold`` cycles, then low with
         probability ``stall``."""
-        p = self.ports[name]
-        waited = 0
-        while len(out) < n:
-            p.ready.value = 0 if waited < hold or self.rng.random() < self.stall else 1
-            await ReadOnly()
-            if p.valid.value and p.ready.value:
-                out.append(int(p.payload.value))
-            await RisingEdge(self.dut.clk)
-            waited += 1
-            assert waited < timeout, f"{name}: timed out after {len(out)} of {n} beats"
-        p.ready.value = 0
+        snk = self.sinks[name]
+        snk.ready_p = 1.0 - self.stall
+        if hold:
+            snk.ready.value = 0
+            await ClockCycles(self.dut.clk, hold)
+        out.extend(await snk.collect(n, timeout=timeout))
 
     async def cfg_write(self, writes):
         beats = [(a & 0xFFFF) | ((d & 0xFFFFFFFF) << 16) | (1 << 48) for a, d in writes]
@@ -154,23 +116,24 @@ class Tb:
         snk = cocotb.start_soon(self.sink("o", len(expected), got, hold=hold))
         tasks = [cocotb.start_soon(self.source("cmd", [pack_cmd(**fields)]))]
         if a_beats:
-            tasks.append(cocotb.start_soon(self.source("a", [pack(x) for x in a_beats])))
+            tasks.append(cocotb.start_soon(self.source("a", [pack_lanes(x, 32)
+                                                              for x in a_beats])))
         if b_beats:
-            tasks.append(cocotb.start_soon(self.source("b", [pack(x) for x in b_beats])))
+            tasks.append(cocotb.start_soon(self.source("b", [pack_lanes(x, 32)
+                                                              for x in b_beats])))
         t0 = get_sim_time(unit="ns")
         for t in tasks:
             await t
         await snk
         self.cycles = round((get_sim_time(unit="ns") - t0) / PERIOD_NS)
-        for i, (g, e) in enumerate(zip(got, expected)):
-            g = unpack(g, lanes)
-            e = [int(x) for x in e]
-            if g != e:
-                ins = a_beats[i] if i < len(a_beats) else None
-                raise AssertionError(
-                    f"{what} beat {i} (seed {self.seed}) cmd {fields}\n inputs "
-                    f"{[hex(x) for x in ins] if ins else 'acc'}\n got      "
-                    f"{[hex(x) for x in g]}\n expected {[hex(x) for x in e]}")
+
+        def describe(i):
+            ins = a_beats[i] if i < len(a_beats) else None
+            return f"inputs {[hex(x) for x in ins] if ins else 'acc'}"
+        Scoreboard(f"{what} (seed {self.seed}) cmd {fields}", fmt=hex, describe=describe).compare(
+            [unpack_lanes(g, 32, lanes) for g in got], [[int(x) for x in e] for e in expected])
+        for mon in self.monitors:
+            mon.check()
         return got
 
 
@@ -204,7 +167,7 @@ async def idle_q_monitor(dut, seen, rng):
 
 
 async def setup(dut, **kw):
-    rng, seed = _rng()
+    rng, seed = seeded_rng(dut), random_seed()
     start_clock(dut)
     tb = Tb(dut, rng, seed, **kw)
     dut.idle_hold.value = 0
@@ -388,7 +351,7 @@ async def test_int32_exact_copy(dut):
     for idle, stall in ((0.3, 0.3), (0.0, 0.8), (0.0, 0.0)):
         tb.idle, tb.stall = idle, stall
         got = await tb.run(copy, vals, what=f"int32 copy idle {idle} stall {stall}")
-        flat = [w for g in got for w in unpack(g, lanes)][:len(vals)]
+        flat = [w for g in got for w in unpack_lanes(g, 32, lanes)][:len(vals)]
         bad = [i for i, (g, v) in enumerate(zip(flat, vals)) if g != v]
         assert not bad, (f"{seed_note(tb)}: {len(bad)} of {len(vals)} words changed, first "
                          f"{vals[bad[0]]:#x} -> {flat[bad[0]]:#x}")
@@ -433,7 +396,7 @@ async def test_requantize(dut):
                  what="requant lane scale/bias")
     expect = _requant_numpy(ints, f32(0.5), 0)
     got = await tb.run(requant(f32(0.5)), ints, what="requant vs numpy")
-    flat = [w for g in got for w in unpack(g, lanes)][:len(ints)]
+    flat = [w for g in got for w in unpack_lanes(g, 32, lanes)][:len(ints)]
     assert flat == expect, (seed_note(tb), flat, expect)
     n = int(__import__("os").environ.get("VECTOR_SWEEP", "16"))
     for i in range(n):
@@ -588,15 +551,15 @@ async def test_output_blocked(dut):
     taken = []
 
     async def count_a():
-        p = tb.ports["a"]
+        valid, ready = tb.dut.a__valid, tb.dut.a__ready
         n = 0
         for cycle in range(hold + 1):
             await ReadOnly()
-            if p.valid.value and p.ready.value:
+            if valid.value and ready.value:
                 n += 1
             if cycle == hold - 1:
                 # Everything that can drain into the FIFO has: the input must be held.
-                taken.append((n, int(p.ready.value)))
+                taken.append((n, int(ready.value)))
             await RisingEdge(tb.dut.clk)
 
     await tb.load(compile_table(SHIPPED["gelu"], depth=tb.depth, budget=BUDGET), 0)

@@ -162,7 +162,7 @@ def test_units_parameter():
         VectorEngine(4, 64, units=0)
     with pytest.raises(TypeError, match="units must be an integer"):
         VectorEngine(4, 64, units=2.0)
-    with pytest.raises(ValueError, match="units must divide lanes"):
+    with pytest.raises(ValueError, match="units must be a divisor of lanes \\(4\\), not 3"):
         InterleavedAcc(4, 3)
     with pytest.raises(TypeError, match="mul must be a bool"):
         VectorAlu(0, mul=1)

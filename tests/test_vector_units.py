@@ -16,7 +16,7 @@ from amaranth.sim import Simulator
 
 from rtl.arith.common import delay
 from rtl.vector.alu import VectorAlu
-from rtl.vector.engine import _AccUnit
+from rtl.vector.lane_acc import AccUnit
 from rtl.vector.lut import exp2_reduce, int_to_f32, segment_offset
 from rtl.vector.mul import LaneMultiplier
 from sim.formats import fp32_add, fp32_mul
@@ -378,7 +378,7 @@ def _flags(v):
 
 @pytest.mark.parametrize("op", [AccOp.MAX, AccOp.MIN])
 def test_acc_unit_max_min_vs_golden(op):
-    """The engine's accumulator unit (``rtl.vector.engine._AccUnit``) under MAX and MIN, as the
+    """The engine's accumulator unit (``rtl.vector.lane_acc.AccUnit``) under MAX and MIN, as the
     engine drives it: reset to the identity, a cycle for the keys to follow ``acc`` and one for
     the first look-ahead compare (``next_key`` shows each operand's key a cycle before it), then
     runs of elements one per cycle (``we``) with idle cycles between, against
@@ -386,7 +386,7 @@ def test_acc_unit_max_min_vs_golden(op):
     NaN), values equal to the accumulator and random ones."""
     rng = np.random.default_rng(SEED + 40 + int(op))
     pool = EDGES + [0x00000010, 0x80000010, 0x807FFFFF, 0x00400000]
-    dut = _AccUnit(0)
+    dut = AccUnit(0)
     log = []
 
     async def bench(ctx):

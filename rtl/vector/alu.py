@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.arith.common import check_stages, delay
 from rtl.arith.fp32_add import FP32Adder
 from rtl.arith.fp32_mul import FP32Multiplier
+from sim.config import check_bool
 from sim.dtypes import CANONICAL_NAN_F32
 from sim.vector import ONE_F32, AluOp
 
@@ -56,9 +57,7 @@ class VectorAlu(wiring.Component):
 
     def __init__(self, stages=0, *, mul=True):
         self._stages = check_stages(stages, self.MAX_STAGES)
-        if not isinstance(mul, bool):
-            raise TypeError(f"mul must be a bool, not {mul!r}")
-        self._mul = mul
+        self._mul = check_bool("mul", mul)
         super().__init__({"op": In(4), "x": In(32), "s": In(32), "en": In(1, init=1),
                           "o": Out(32)})
 

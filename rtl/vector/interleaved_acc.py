@@ -1,12 +1,13 @@
 """Accumulators of a vector engine whose lanes share evaluation units (``VectorEngine(units=...)``):
 one accumulate unit per evaluation unit, the lanes' accumulators in registers."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.arith.common import check_stages, delay
 from rtl.vector.alu import VectorAlu
+from rtl.vector.lut import check_units
 from sim.config import check_int
 from sim.vector import AccOp, AluOp
 
@@ -54,9 +55,7 @@ class InterleavedAcc(wiring.Component):
 
     def __init__(self, lanes, units, stages=0):
         self._lanes = check_int("lanes", lanes, 1, 128)
-        self._units = check_int("units", units, 1, lanes)
-        if lanes % units:
-            raise ValueError(f"units must divide lanes ({lanes}), not {units}")
+        self._units = check_units(units, lanes)
         self._stages = check_stages(stages, VectorAlu.MAX_STAGES)
         self._subs = lanes // units
         super().__init__({

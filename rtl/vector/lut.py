@@ -17,7 +17,7 @@ from rtl.vector.lut_arith import exp2_reduce, int_to_f32, ldexp_ftz, segment_off
 from rtl.vector.lut_config import CFG_LAYOUT, LutConfig
 from rtl.vector.lut_header import LutHeader
 from rtl.vector.lut_lane import STAGES, LutLane, latency_of
-from sim.config import check_int, check_pow2
+from sim.config import check_bool, check_int, check_pow2
 from sim.vector import DESC_BASE_BITS, MAX_BINADES
 
 __all__ = ["Lut", "CFG_LAYOUT", "check_lanes", "check_depth", "int_to_f32", "ldexp_ftz",
@@ -32,6 +32,17 @@ MAX_LANES = 128
 def check_lanes(lanes):
     """``sim.config.check_int("lanes", lanes, 1, MAX_LANES)``."""
     return check_int("lanes", lanes, 1, MAX_LANES)
+
+
+def check_units(units, lanes):
+    """``units`` evaluation units for ``lanes`` lanes: ``lanes`` when None, else an integer
+    from 1 to ``lanes`` that divides it."""
+    if units is None:
+        return lanes
+    check_int("units", units, 1, lanes)
+    if lanes % units:
+        raise ValueError(f"units must be a divisor of lanes ({lanes}), not {units}")
+    return units
 
 
 def check_depth(depth):
@@ -93,9 +104,7 @@ class Lut(wiring.Component):
     def __init__(self, lanes, depth=512, *, deep=True):
         self._lanes = check_lanes(lanes)
         self._depth = check_depth(depth)
-        if not isinstance(deep, bool):
-            raise TypeError(f"deep must be a bool, not {deep!r}")
-        self._deep = deep
+        self._deep = check_bool("deep", deep)
         super().__init__({
             "cfg": In(stream.Signature(CFG_LAYOUT)),
             "rdata": Out(stream.Signature(32)),
