@@ -5,10 +5,11 @@ from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.arith.common import delay, ge_const
+from rtl.arith.common import delay
 from rtl.arith.fp32_mul import FP32Multiplier
 from rtl.vector.lut_arith import exp2_reduce, segment_offset
 from rtl.vector.lut_header import MODE_FLAGS
+from rtl.vector.lut_special import LutSpecial
 from sim.vector import DESC_BASE_BITS, ENTRY_OVER, ENTRY_UNDER, RangeMode
 
 __all__ = ["LutReduce", "STAGES", "STAGE3", "latency_of", "lane_registers"]
@@ -134,39 +135,11 @@ class LutReduce(wiring.Component):
                                delay(m, en, x, 1, nm, reset_less=True))
 
         # The special results by mode (NaN, Inf, zero and range-limit inputs): the pre-scaled
-        # value's class is registered with ``s1_w`` (beside EXP2's fixed-point shift), and
-        # the choice by mode is made in stage 1 from those flags and the registered mode,
-        # for the s2 registers: the multiplier's output -> 23-bit compare -> choice by mode
-        # is not one cycle.
-        E, M = pre_mul.o[23:31], pre_mul.o[0:23]
-        e_ones, m_nz = E == 0xFF, M != 0
-        nan = D(e_ones & m_nz, 1, "pre_nan")
-        inf = D(e_ones & ~m_nz, 1, "pre_inf")
-        zero = D(E == 0, 1, "pre_zero")
-        big = D(ge_const(E, 134), 1, "pre_big")
-        s = s1_w[31]
-        special = S(1, "special")
-        sval = S(32, "sval")
-        # By mode, in order (the first condition that holds; NaN before all):
-        #   EXP2   inf | big: s ? +0 : +Inf
-        #   RECIP  zero: Inf with w's sign; inf: zero with w's sign
-        #   RSQRT  zero: Inf with w's sign; inf & ~s: +0; s: NaN
-        #   SQRT   zero: zero with w's sign; inf & ~s: +Inf; s: NaN
-        #   LOG    zero: -Inf; inf & ~s: +Inf; s: NaN
-        # Every such value is a sign, an exponent of all ones or zeros and NaN's quiet bit
-        # (the rest zero), and ``sval`` matters only where ``special`` holds, so each of the
-        # three is an AND-OR of the mode flags and the class flags, not a choice by the
-        # mode's code and then by the conditions (``s1_mode`` -> ``s2_sval``).
-        m_exp2, m_recip, m_rsqrt, m_sqrt, m_log = (s1_is[r] for r in (
-            RangeMode.EXP2, RangeMode.RECIP, RangeMode.RSQRT, RangeMode.SQRT,
-            RangeMode.LOG))
-        m.d.comb += special.eq(nan | m_exp2 & (inf | big) | m_recip & (zero | inf) |
-                               s1_sq & (zero | inf | s))
-        sv_quiet = nan | s1_sq & s & ~zero
-        sv_ones = (nan | m_log | m_exp2 & ~s | m_recip & zero | m_rsqrt & (zero | s) |
-                   m_sqrt & ~zero)
-        sv_sign = ~nan & (m_recip & s | m_log & zero | (m_rsqrt | m_sqrt) & zero & s)
-        m.d.comb += sval.eq(Cat(Const(0, 22), sv_quiet, sv_ones.replicate(8), sv_sign))
+        # value's class is registered with ``s1_w`` and the choice by mode made in stage 1.
+        sp = sub("special", LutSpecial())
+        m.d.comb += [sp.w.eq(pre_mul.o), sp.en.eq(en), sp.s1_sign.eq(s1_w[31]),
+                     sp.s1_is.eq(self.s1_is), sp.s1_sq.eq(s1_sq)]
+        special, sval = sp.special, sp.sval
 
         # -- stage 1 -> 2: range reduction ----------------------------------------------
         w = s1_w
