@@ -28,7 +28,7 @@ __all__ = ["KernelError", "DRAMTensor", "Tile", "Buffer", "Op", "Trace", "curren
            "ndarray", "constant", "sbuf_tile", "psum_tile", "load", "store", "matmul",
            "activation", "tensor_tensor", "tensor_scalar", "reduce", "cast", "copy",
            "seed", "broadcast", "transpose", "requantize", "ALU_OPS", "FUNCTIONS", "ROUNDING",
-           "Layout", "wide_dma"]
+           "Layout", "wide_dma", "preload_table"]
 
 
 class KernelError(ValueError):
