@@ -24,5 +24,5 @@ __all__ = ["DTYPES", "as_dtype", "DType", "bf16", "fp8_e3m4", "fp8_e4m3", "fp8_e
            "fp32", "int8", "int32", "Compiled", "Kernel", "Run", "default_config", "kernel",
            "ALU_OPS", "FUNCTIONS", "ROUNDING", "DRAMTensor", "KernelError", "Layout", "Tile",
            "activation", "broadcast", "cast", "constant", "copy", "load", "matmul", "ndarray",
-           "preload_table", "psum_tile", "reduce", "requantize", "sbuf_tile", "seed", "store", "tensor_scalar",
-           "tensor_tensor", "transpose", "wide_dma"]
+           "preload_table", "psum_tile", "reduce", "requantize", "sbuf_tile", "seed", "store",
+           "tensor_scalar", "tensor_tensor", "transpose", "wide_dma"]
