@@ -118,8 +118,8 @@ def _specs():
         # Compute-dominated sizes (on the wide core's memories at every width).
         ("mlp_128", "gelu(x @ w1 + b1) @ w2 + b2, N=K=H=M=128, BF16", lib.mlp,
          (b(128, 128), b(128, 128), n(128), b(128, 128), n(128)), {}, wide_config(32)),
-        ("attention_64", "attention head, S=T=64, d=8, BF16", lib.attention,
-         (b(64, 8), b(64, 8), b(64, 8)), {}, wide_config(32)),
+        ("attention_64", "attention head, S=T=64, d=64, BF16", lib.attention,
+         (b(64, 64), b(64, 64), b(64, 64)), {}, wide_config(32)),
     ]
 
 

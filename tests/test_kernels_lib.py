@@ -173,16 +173,29 @@ def test_layernorm_rmsnorm():
     assert np.all(np.abs(y - rn) <= 2 ** -8 * np.abs(rn) + 2 ** -18)
 
 
-@pytest.mark.parametrize("S, T, d", [(8, 16, 8), (10, 20, 8), (5, 8, 4)])
-def test_attention(S, T, d):
+@pytest.mark.parametrize("cfg", [CFG8, CFG8.replace(sbuf_depth=2048, psum_depth=512,
+                                                  dma_data_width=128)],
+                         ids=["core8", "core8_w128"])
+@pytest.mark.parametrize("S, T, d", [(8, 16, 8), (10, 20, 8), (5, 8, 4), (10, 24, 32),
+                                     (8, 16, 64)])
+def test_attention(S, T, d, cfg):
+    """Heads of ``d`` up to ``rows`` and multiples of it (the scores accumulated over K tiles
+    of ``d``)."""
     rng = _rng("attn", S, T, d)
     q, k, v = (rng.standard_normal(s).astype(BF) for s in ((S, d), (T, d), (T, d)))
-    o = attention(q, k, v, config=CFG8)
+    o = attention(q, k, v, config=cfg)
     qf, kf, vf = (a.astype(np.float64) for a in (q, k, v))
     s = qf @ kf.T / np.sqrt(d)
     p = np.exp(s - s.max(1, keepdims=True))
     p /= p.sum(1, keepdims=True)
     assert np.all(np.abs(o - p @ vf) <= 4 * 2 ** -8 * np.abs(vf).max())
+
+
+def test_attention_head_size_limit():
+    q = np.zeros((8, 12), BF)
+    with pytest.raises(ValueError, match="head size d = 12 .* must be at most rows = 8 or a "
+                                         "multiple of it"):
+        attention(q, q, q, config=CFG8)
 
 
 @pytest.mark.parametrize("C, H, W, O, kh, kw", [(3, 6, 7, 5, 3, 3), (2, 5, 5, 9, 2, 1)])

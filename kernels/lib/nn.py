@@ -107,24 +107,27 @@ def rmsnorm(x, gamma, eps=1e-6):
 @kl.kernel
 def attention(q, k, v):
     """One attention head ``softmax(q @ k.T / sqrt(d)) @ v``: ``q [S, d]``, ``k [T, d]``,
-    ``v [T, d]`` in one tensor format (``d <= rows``); FP32 out ``[S, d]``. Queries go in
-    tiles of ``cols``; the probabilities are rounded to the inputs' format for ``P @ V``."""
+    ``v [T, d]`` in one tensor format (``d`` at most ``rows``, or a multiple of it: the
+    scores accumulate over ``d / rows`` K tiles); FP32 out ``[S, d]``. Queries go in tiles of
+    ``cols``; the probabilities are rounded to the inputs' format for ``P @ V``."""
     cfg = current().config
     S, d = q.shape
     T = k.shape[0]
-    if d > cfg.rows or d > cfg.cols:
-        raise KernelError(f"attention: head size d = {d} (dimension 1 of q); the limit is "
-                          f"min(rows, cols) = {min(cfg.rows, cfg.cols)}")
+    P = cfg.rows
+    if d > P and d % P:
+        raise KernelError(f"attention: head size d = {d} (dimension 1 of q) must be at most "
+                          f"rows = {P} or a multiple of it")
     dt = q.dtype
     out = kl.ndarray((S, d), kl.fp32, name="o")
-    ol = kl.Layout(out, cfg.cols)
-    kT = kl.load(k.T, name="kT")                        # [d, T]
-    v_tiles = load_ktiles(kl.Layout(v, cfg.rows), "v")  # K tiles [tt, d]
+    ol, ql = kl.Layout(out, cfg.cols), kl.Layout(q.T, P)
+    kT_tiles = load_ktiles(kl.Layout(k.T, P), "kT")     # K tiles [dd, T]
+    v_tiles = load_ktiles(kl.Layout(v, P), "v")         # K tiles [tt, d]
     for s0 in range(0, S, cfg.cols):
         s = min(cfg.cols, S - s0)
-        qT = kl.load(q[s0:s0 + s, :].T, name="qT")      # [d, s]
+        qT_tiles = load_ktiles(ql.cols(s0, s), "qT")    # K tiles [dd, s]
         sc = kl.psum_tile((s, T), kl.fp32, name="scores")
-        kl.matmul(sc, qT, kT)
+        for i, (qt, kt) in enumerate(zip(qT_tiles, kT_tiles)):
+            kl.matmul(sc, qt, kt, accumulate=i > 0)
         p = _softmax_tile(sc, scale=1.0 / math.sqrt(d), out_dtype=dt)
         o = kl.psum_tile((s, d), kl.fp32, name="o_ps")
         t0 = 0
