@@ -179,6 +179,21 @@ class VectorIssue(wiring.Component):
         idle = self.idle
         a_in_ready, b_in_ready = self.a_ready, self.b_ready
         a_valid, b_valid = self.a_valid, self.b_valid
+
+        def prologue(take_lane, then_pro1):
+            """PRO0/PRO1: one ``b`` beat (``G`` sub-beats) for the lane registers of an operand,
+            then PRO1 if ``then_pro1``, else BODY."""
+            m.d.comb += take_lane.eq(b_valid)
+            if G == 1:
+                m.d.comb += b_in_ready.eq(1)
+            with m.If(b_valid):
+                step_sub()
+                with if_last():
+                    with m.If(then_pro1):
+                        m.next = "PRO1"
+                    with m.Else():
+                        m.next = "BODY"
+
         m.d.sync += self.acc_rst.eq(0)
         with m.FSM() as fsm:
             with m.State("IDLE"):
@@ -198,24 +213,9 @@ class VectorIssue(wiring.Component):
                     with m.Else():
                         m.next = "BODY"
             with m.State("PRO0"):
-                m.d.comb += self.take_lane0.eq(b_valid)
-                if G == 1:
-                    m.d.comb += b_in_ready.eq(1)
-                with m.If(b_valid):
-                    step_sub()
-                    with if_last():
-                        with m.If(c.src1 == Src.LANE):
-                            m.next = "PRO1"
-                        with m.Else():
-                            m.next = "BODY"
+                prologue(self.take_lane0, c.src1 == Src.LANE)
             with m.State("PRO1"):
-                m.d.comb += self.take_lane1.eq(b_valid)
-                if G == 1:
-                    m.d.comb += b_in_ready.eq(1)
-                with m.If(b_valid):
-                    step_sub()
-                    with if_last():
-                        m.next = "BODY"
+                prologue(self.take_lane1, Const(0, 1))
             with m.State("BODY"):
                 def finish():
                     with m.If(c.emit_acc):
