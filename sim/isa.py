@@ -330,14 +330,14 @@ def layout_width(layout):
 
 RECORD_SLOTS = {e: layout_width(l) // 32 for e, l in RECORDS.items()}
 
-#: The record slots the core's EMIT check reads (``rtl/core/top.py``'s check terms: TENSOR's
+#: The record slots the core's EMIT check reads (``rtl/core/record_check.py``'s terms: TENSOR's
 #: n in slot 2, k, m and fmt in slot 3; VECTOR's op, alu, rnd and b_space in slot 0). The
 #: sequencer registers a slot's terms in the cycle after its write, so an EMIT of that engine
 #: right after a write of one of these slots holds one cycle (``sim/cycles.py``).
 CHECKED_SLOTS = {Engine.TENSOR: (2, 3), Engine.VECTOR: (0,)}
 
 # --------------------------------------------------------------------------------------------
-# Record validity (the core's engines): the one rule set the RTL check (``rtl/core/top.py``)
+# Record validity (the core's engines): the one rule set the RTL check (``rtl/core/record_check.py``)
 # and the reference simulator (``sim/refsim.py``, ``check=True``) implement. An invalid record
 # raises ``ErrorBit.ILLEGAL_FIELD`` when the microroutine EMITs it (nothing is queued).
 # --------------------------------------------------------------------------------------------

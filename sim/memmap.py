@@ -74,7 +74,7 @@ def lut_window_address(cfg_addr):
 
 def lut_cfg_address(page, word):
     """The cfg address that LUT window word ``word`` reaches with LUT_PAGE = ``page`` (the
-    core's window decode, ``rtl/core/top.py``)."""
+    core's window decode, ``rtl/core/lut_window.py``)."""
     region, bank, low = (word >> 8) & 3, (word >> 10) & 1, word & 0xFF
     index = ((page & ((1 << LUT_PAGE_BITS) - 1)) << LUT_INDEX_BITS) | low
     return 0x8000 | index if region == 3 else (bank << 14) | (region << 12) | index
