@@ -67,11 +67,13 @@ CONFIGS = {
                      params={"rows": 2, "cols": 2, "sbuf_depth": 256, "psum_depth": 64,
                              "formats": ["INT8"], "lut_entries": 16, "pmem_depth": 64,
                              "dma_windows": 1}, bench=False),
-    # core2i with FP8 and the compact vector engine (vector_units=1).
+    # core2i with FP8 and the compact vector engine (vector_units=1). It does NOT fit: about ten
+    # times the UP5K's logic cells, four times its flip-flops (docs/fpga.md).
     "core2c": Config("core2c", _core(**_CORE2C), 24e6, pes=4,
                      description="NeuronCore 2x2, INT8 + FP8 (E4M3, E5M2), compact vector "
-                                 "engine (1 unit), SBUF 2x256, PSUM 2x64, LUT 16",
-                     params=dict(_CORE2C), route=False),
+                                 "engine (1 unit), SBUF 2x256, PSUM 2x64, LUT 16 "
+                                 "(does NOT fit a UP5K)",
+                     params=dict(_CORE2C), bench=False, route=False),
 }
 
 BOARD = Board(name="icebreaker", platform=ICEBreakerPlatform, family="ice40", fin=FIN,
