@@ -9,15 +9,12 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.arith.common import Pipe, Pipelined, check_stages, ge_const
+from rtl.round.encoder_compose import FLOATS as _FLOATS, EncoderCompose
 from sim.config import check_int
 from sim.dtypes import FORMAT_BITS, Format, RoundMode
-from sim.rounding import (MAX_N_RAND, RAW_MODE, canonical_nan, encode_params, max_finite_bits,
-                          target_bits)
+from sim.rounding import MAX_N_RAND, RAW_MODE, encode_params, max_finite_bits
 
 __all__ = ["FPEncoder"]
-
-
-_FLOATS = (Format.BF16, Format.FP16, Format.FP8_E4M3, Format.FP8_E5M2, Format.FP8_E3M4)
 
 
 class FPEncoder(Pipelined, wiring.Component):
@@ -60,6 +57,9 @@ class FPEncoder(Pipelined, wiring.Component):
     Mode code 3 is not a ``RoundMode``: with ``fmt`` FP32 it passes ``a`` unchanged
     (``sim.rounding.RAW_MODE``, the vector engine's exact INT32 copy); with any other format
     the encoder rounds it like RNE (the golden model rejects it).
+
+    The last stage, the word per format from the rounded significand and the class and range
+    flags, is :class:`rtl.round.encoder_compose.EncoderCompose`.
     """
 
     MAX_STAGES = 3
@@ -241,91 +241,19 @@ class FPEncoder(Pipelined, wiring.Component):
                      for f, fls in big_flags.items()}
         rtz = pipe(2, mode == RoundMode.RTZ, "rtz")
         raw = pipe(2, mode == RAW_MODE, "raw")
-        sign = a[31]
 
-        # Compose per format.
-        o = Signal(32)
-        with m.Switch(fmt):
-            for f in _FLOATS:
-                man_bits, bias, exp_bits, has_inf = encode_params(f)
-                bits = target_bits(f)
-                with m.Case(f):
-                    mag = Signal(8 + man_bits + 2, name=f"mag_{f.name.lower()}")
-                    m.d.comb += mag.eq(ebase + k)
-                    s = sign << (bits - 1)
-                    # h = k >> man_bits: 2 (bit man_bits + 1, the rest zero), 1 or 0
-                    h_is = (~k[man_bits] & ~k[man_bits + 1], k[man_bits], k[man_bits + 1])
-                    fl = big_flags[f]
-                    if has_inf:
-                        big = Signal(name=f"ovf_{f.name.lower()}")
-                        m.d.comb += big.eq((h_is[0] & fl[0][0]) | (h_is[1] & fl[1][0]) |
-                                           (h_is[2] & fl[2][0]))
-                    else:
-                        maxf = max_finite_bits(f)
-                        man_gt = ge_const(k[:man_bits], (maxf & ((1 << man_bits) - 1)) + 1)
-                        big = Signal(name=f"ovf_{f.name.lower()}")
-                        m.d.comb += big.eq(
-                            (h_is[0] & (fl[0][0] | (fl[0][1] & man_gt))) |
-                            (h_is[1] & (fl[1][0] | (fl[1][1] & man_gt))) |
-                            (h_is[2] & fl[2][0]))     # h = 2: the mantissa bits are zero
-                    if has_inf:
-                        inf_code = ((1 << exp_bits) - 1) << man_bits
-                        with m.If(is_nan):
-                            m.d.comb += o.eq(canonical_nan(f))
-                        with m.Elif(is_inf):
-                            m.d.comb += o.eq(s | inf_code)
-                        with m.Elif(is_zero):
-                            m.d.comb += o.eq(s)
-                        with m.Elif(big):                   # mag >= inf_code
-                            m.d.comb += o.eq(s | Mux(rtz, inf_code - 1, inf_code))
-                        with m.Else():
-                            m.d.comb += o.eq(s | mag)
-                    else:
-                        maxf = max_finite_bits(f)
-                        with m.If(is_nan):
-                            m.d.comb += o.eq(canonical_nan(f))
-                        with m.Elif(is_zero):
-                            m.d.comb += o.eq(s)
-                        with m.Elif(is_inf | big):          # mag > maxf
-                            m.d.comb += o.eq(s | maxf)
-                        with m.Else():
-                            m.d.comb += o.eq(s | mag)
-            for f, bits, lo_mag, hi in ((Format.INT8, 8, 128, 127),
-                                        (Format.INT32, 32, 1 << 31, (1 << 31) - 1)):
-                with m.Case(f):
-                    mag = Signal(32, name=f"mag_{f.name.lower()}")
-                    if f == Format.INT32:
-                        # e in 150..157: exact, shifted left by e - 150 (no rounding)
-                        m.d.comb += mag.eq(Mux(e_ge150, int_big, k))
-                        ovf = e_ge158 | is_inf
-                    else:
-                        m.d.comb += mag.eq(k)
-                        ovf = e_ge150 | is_inf
-                    neg = Signal(32, name=f"neg_{f.name.lower()}")
-                    m.d.comb += neg.eq(-mag)
-                    mask = (1 << bits) - 1
-                    with m.If(is_nan | is_zero):
-                        m.d.comb += o.eq(0)
-                    # The range checks as logic against constants (ge_const), beside the
-                    # negation's carry chain rather than as two more chains.
-                    with m.Elif(sign):
-                        with m.If(ovf | ge_const(mag, lo_mag + 1)):
-                            m.d.comb += o.eq((-lo_mag) & mask)
-                        with m.Else():
-                            m.d.comb += o.eq(neg[:bits])
-                    with m.Else():
-                        with m.If(ovf | ge_const(mag, hi + 1)):
-                            m.d.comb += o.eq(hi)
-                        with m.Else():
-                            m.d.comb += o.eq(mag)
-            with m.Case(Format.FP32):
-                with m.If(raw):
-                    m.d.comb += o.eq(a)
-                with m.Elif(is_nan):
-                    m.d.comb += o.eq(0x7FC00000)
-                with m.Elif(is_zero):
-                    m.d.comb += o.eq(sign << 31)
-                with m.Else():
-                    m.d.comb += o.eq(a)
-        m.d.comb += self.o.eq(o)
+        # The composition per format: a combinational sub-component (encoder_compose.py).
+        m.submodules.compose = compose = EncoderCompose()
+        m.d.comb += [
+            compose.a.eq(a), compose.fmt.eq(fmt), compose.k.eq(k), compose.ebase.eq(ebase),
+            compose.int_big.eq(int_big), compose.is_nan.eq(is_nan), compose.is_inf.eq(is_inf),
+            compose.is_zero.eq(is_zero), compose.e_ge150.eq(e_ge150),
+            compose.e_ge158.eq(e_ge158), compose.rtz.eq(rtz), compose.raw.eq(raw),
+            self.o.eq(compose.o),
+        ]
+        for f, fls in big_flags.items():
+            name = f.name.lower()
+            m.d.comb += getattr(compose, f"ge_{name}").eq(Cat(fl[0] for fl in fls))
+            if len(fls[0]) > 1:
+                m.d.comb += getattr(compose, f"eq_{name}").eq(Cat(fl[1] for fl in fls))
         return m
