@@ -5,12 +5,13 @@ Nothing about the register set is written here: every register, port and window 
 from the :class:`sim.memmap.MemoryMap` given to the constructor.
 """
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from sim.memmap import MemoryMap, MEMORY_MAP, CTRL_CLEAR_COUNTERS
 from rtl.bus.axi import AXI4LiteSignature, RESP_OKAY, RESP_SLVERR, RESP_DECERR
+from rtl.bus.axi_lite_read_mux import AXI4LiteReadMux, read_sources
 
 __all__ = ["WindowSignature", "AXI4LiteRegisters"]
 
@@ -77,6 +78,8 @@ class AXI4LiteRegisters(wiring.Component):
     register read answers 3 cycles after the AR handshake, a window read ``read_latency + 1``
     cycles later; a write takes effect and answers 2 cycles after both AW and W are held, and a
     read waits until 3 cycles after a write took effect.
+
+    The register read multiplexer is :class:`rtl.bus.axi_lite_read_mux.AXI4LiteReadMux`.
     """
 
     def __init__(self, memory_map=MEMORY_MAP):
@@ -263,58 +266,19 @@ class AXI4LiteRegisters(wiring.Component):
                     with m.Else():
                         m.d.sync += bresp.eq(RESP_SLVERR)
 
-        # Reads. The register multiplexer is registered in two levels (``r_grp_*`` then
-        # ``r_mux_data``, loaded every cycle from the held address; ``r_mux_resp`` with the
-        # first): a read executes once the address has been held for two cycles
-        # (``ar_settled2``) and not in the three cycles after a write's decision (``wr_go``,
-        # ``wrote``, ``wrote2``), so the word is the register's value after every earlier
-        # write. This takes the wide multiplexer and the inputs' own logic out of the path
-        # into ``rdata``, and splits it in two register-to-register levels (one cycle more per
-        # read than a single level).
+        # Reads. The register multiplexer (axi_lite_read_mux.py) is registered in two levels,
+        # loaded every cycle from the held address: a read executes once the address has been
+        # held for two cycles (``ar_settled2``) and not in the three cycles after a write's
+        # decision (``wr_go``, ``wrote``, ``wrote2``), so the word is the register's value
+        # after every earlier write. This takes the wide multiplexer and the inputs' own logic
+        # out of the path into ``rdata``.
         r_word = ar_addr[2:aw]
-        r_mux_data = Signal(32)
-        r_mux_resp = Signal(2)
-        # The multiplexer is a tree indexed by the low word-address bits (the registers sit in
-        # the first 2**k words), not a compare per register: 128 words are about three routed
-        # levels on ECP5, the compare-per-register form twelve (scripts.logic_depth).
-        k = max((reg.offset >> 2) for reg in mm.registers).bit_length() if mm.registers else 0
-        words = [Const(0, 32)] * (1 << k)
-        mapped = 0                   # bit w: word w holds a register
-        for reg in mm.registers:
-            if reg.access == "wo":
-                value = Const(0, 32)
-            elif reg.access == "rw":
-                value = getattr(self, reg.port)
-            elif reg.value is not None:
-                value = Const(reg.value, 32)
-            elif reg.internal:
-                assert reg.name == "LOCK_REFUSED", reg
-                value = refused
-            else:
-                value = getattr(self, reg.port)
-            words[reg.offset >> 2] = value
-            mapped |= 1 << (reg.offset >> 2)
-        in_range = (r_word >> k) == 0
-        index = r_word[:k]
-        # First level: a multiplexer per group of 2**lo words indexed by the low bits, and a
-        # one-hot select of the group (0 for an address out of range); second level: an
-        # AND-OR of the groups that hold a register.
-        lo = (k + 1) // 2
-        or_tree = Const(0, 32)
-        for g in range(1 << (k - lo)):
-            group = words[g << lo:(g + 1) << lo]
-            if not (mapped >> (g << lo)) & ((1 << (1 << lo)) - 1):
-                continue
-            r_grp = Signal(32, name=f"r_grp_{g}")
-            r_grp_sel = Signal(name=f"r_grp_sel_{g}")
-            m.d.sync += [r_grp.eq(Array(group)[index[:lo]]),
-                         r_grp_sel.eq(in_range & (index[lo:] == g))]
-            or_tree = or_tree | Mux(r_grp_sel, r_grp, 0)
-        m.d.sync += [
-            r_mux_data.eq(or_tree),
-            r_mux_resp.eq(Mux(in_range & Const(mapped, 1 << k).bit_select(index, 1),
-                              RESP_OKAY, RESP_DECERR)),
-        ]
+        m.submodules.read_mux = read_mux = AXI4LiteReadMux(mm)
+        m.d.comb += read_mux.addr.eq(ar_addr)
+        for reg in read_sources(mm):
+            value = refused if reg.internal else getattr(self, reg.port)
+            m.d.comb += getattr(read_mux, reg.port).eq(value)
+        r_mux_data, r_mux_resp = read_mux.data, read_mux.resp
         with m.If(do_read):
             m.d.sync += [rvalid.eq(1), rresp.eq(r_mux_resp), rdata.eq(r_mux_data)]
             for i, win in enumerate(mm.windows):
