@@ -87,7 +87,8 @@ def test_chunk_pack_matches_model(partitions, data_width):
 
 def test_error_report_sources():
     """Each source gives its code, address and information; ``err_valid`` is one pulse the
-    cycle after ``report``; the registers hold until the next report."""
+    cycle after ``report``; the registers hold until the next report; a check error
+    registered by ``hold`` is reported with its values at ``release``."""
     dut = ErrorReport(data_width=128)
     fields = dict(r_burst=0x1000, r_beat=3, rresp=2, bresp=3, b_addr=0x2000, row_addr=0x3000,
                   ext_addr=0x4001, store=1, sbuf_addr=77, part_end=300)
@@ -115,6 +116,30 @@ def test_error_report_sources():
             await ctx.tick().repeat(2)
             assert ctx.get(dut.err_valid) == 0
             assert (ctx.get(dut.err_code), ctx.get(dut.err_addr), ctx.get(dut.err_info)) == got
+        # A check error held (``hold``) and reported later (``release``): the values at the
+        # hold, whatever the sources are at the release; no err_valid before it.
+        for flags, code, addr, info in cases[2:]:
+            for k in ("load", "st", "row_v", "misaligned"):
+                ctx.set(getattr(dut, k), flags.get(k, 0))
+            ctx.set(dut.hold, 1)
+            await ctx.tick()
+            ctx.set(dut.hold, 0)
+            ctx.set(dut.row_addr, 0x5000)
+            for k in ("row_v", "misaligned"):
+                ctx.set(getattr(dut, k), 1 - flags.get(k, 0))
+            await ctx.tick().repeat(3)
+            assert ctx.get(dut.err_valid) == 0
+            ctx.set(dut.load, 1)                     # a data side flag: release wins
+            ctx.set(dut.report, 1)
+            ctx.set(dut.release, 1)
+            await ctx.tick()
+            ctx.set(dut.report, 0)
+            ctx.set(dut.release, 0)
+            ctx.set(dut.load, 0)
+            ctx.set(dut.row_addr, 0x3000)
+            got = (ctx.get(dut.err_code), ctx.get(dut.err_addr), ctx.get(dut.err_info))
+            assert ctx.get(dut.err_valid) == 1 and got == (code, addr, info), (flags, got)
+            await ctx.tick()
 
     simulate(dut, bench)
 
@@ -286,11 +311,23 @@ def test_protection_check_matches_model():
 
 def test_control_sequences():
     """Directed: an empty record completes, a misaligned one reports, a failing row reports,
-    a failing union retries, a run finishes with ``done``, an abort drains without it, the
-    write stage keeps ``busy`` in IDLE; the strobes come in the documented cycles."""
+    a failing union retries; a store is done two cycles after its last write response, a
+    load the cycle after its data side finishes; a record behind a load of the same
+    direction issues before the load is done and goes to the data side when it is free; a
+    store behind a load waits; a check error behind a load is held until the load is done;
+    an abort drains without done, the write stage keeps ``busy`` in IDLE; an AXI error stops
+    the issue and is reported once."""
     dut = DmaControl()
 
     async def bench(ctx):
+        names = ("empty", "misaligned", "part_over", "row_v", "row_ok", "row_last", "union",
+                 "r_error", "b_error", "drained", "running", "pending", "ld_fin", "st_fin",
+                 "r_rec_last", "b_rec")
+
+        def inputs(**kw):
+            for k in names:
+                ctx.set(getattr(dut, k), kw.get(k, 1 if k == "drained" else 0))
+
         async def take(store=0):
             ctx.set(dut.cmd.payload.store, store)
             ctx.set(dut.cmd.valid, 1)
@@ -304,10 +341,15 @@ def test_control_sequences():
                     return seq
                 await ctx.tick()
 
-        def inputs(**kw):
-            for k in ("empty", "misaligned", "part_over", "row_v", "row_ok", "row_last",
-                      "union", "r_error", "b_error", "drained", "finished", "pending"):
-                ctx.set(getattr(dut, k), kw.get(k, 0))
+        async def to_run(store, **kw):
+            """Take a record whose rows pass; return run and dstart of the CHECK cycle."""
+            inputs(**kw)
+            await take(store)
+            await ctx.tick()
+            inputs(row_v=1, row_ok=1, row_last=1, **kw)
+            got = ctx.get(dut.run), ctx.get(dut.dstart)
+            await ctx.tick()
+            return got
 
         # Empty: done the cycle after SPAN, back in IDLE.
         inputs(empty=1)
@@ -320,7 +362,7 @@ def test_control_sequences():
         # Misaligned: a report in SPAN, err after it, no done.
         inputs(misaligned=1)
         await take()
-        assert ctx.get(dut.report)
+        assert ctx.get(dut.report) and not ctx.get(dut.hold)
         await ctx.tick()
         assert ctx.get(dut.idle) and ctx.get(dut.err) and not ctx.get(dut.done)
         # A failing union retries (back to SPAN), then a failing row reports.
@@ -338,27 +380,93 @@ def test_control_sequences():
         assert ctx.get(dut.check) and ctx.get(dut.report) and not ctx.get(dut.retry)
         await ctx.tick()
         assert ctx.get(dut.idle)
-        # Rows pass, a store runs; finished gives done.
-        inputs()
-        await take(store=1)
-        await ctx.tick()
-        inputs(row_v=1, row_ok=1, row_last=1)
-        assert ctx.get(dut.run)
-        await ctx.tick()
-        inputs()
+        # A store: run and dstart together; its data side ends at st_fin, done two cycles
+        # after the last write response.
+        assert await to_run(1, running=1) == (1, 1)
+        inputs(running=1)
         assert ctx.get(dut.st) and not ctx.get(dut.load) and ctx.get(dut.busy)
-        await ctx.tick().repeat(3)
-        assert ctx.get(dut.st) and not ctx.get(dut.done)
-        inputs(finished=1)
+        assert ctx.get(dut.d_act) and not ctx.get(dut.dstart)
+        inputs()
+        await ctx.tick()
+        assert ctx.get(dut.idle) and ctx.get(dut.st) and ctx.get(dut.busy)
+        inputs(st_fin=1)
         await ctx.tick()
         inputs()
-        assert ctx.get(dut.done) and ctx.get(dut.idle) and not ctx.get(dut.st)
+        assert not ctx.get(dut.d_act) and ctx.get(dut.b_wait) and ctx.get(dut.busy)
+        assert not ctx.get(dut.done)
+        inputs(b_rec=1)
+        await ctx.tick()
+        inputs()
+        assert not ctx.get(dut.done) and ctx.get(dut.busy)
+        await ctx.tick()
+        assert ctx.get(dut.done) and not ctx.get(dut.busy)
+        await ctx.tick()
+        # A load on the data side; a second load issues before it is done and goes to the
+        # data side at its end; a store behind them waits for the data side to be idle.
+        await to_run(0, running=1)
+        inputs()
+        assert ctx.get(dut.load) and not ctx.get(dut.idle)
+        await ctx.tick()
+        assert ctx.get(dut.load) and ctx.get(dut.idle) and ctx.get(dut.cmd.ready)
+        assert await to_run(0, running=1) == (1, 0)   # the data side is busy: no dstart
+        inputs()
+        assert ctx.get(dut.d_act) and not ctx.get(dut.dstart) and not ctx.get(dut.idle)
+        await ctx.tick().repeat(2)
+        assert not ctx.get(dut.idle)                  # not handed yet
+        inputs(ld_fin=1)
+        await ctx.tick()
+        inputs()
+        assert ctx.get(dut.done) and not ctx.get(dut.d_act)
+        assert ctx.get(dut.dstart)                    # handed, and the front is free
+        await ctx.tick()
+        assert ctx.get(dut.idle) and ctx.get(dut.load) and ctx.get(dut.d_act)
+        inputs(r_rec_last=1)
+        await ctx.tick()
+        inputs()
+        assert ctx.get(dut.r_hold)
+        assert await to_run(1) == (0, 0)              # a store behind a load waits
+        await ctx.tick().repeat(3)
+        assert not ctx.get(dut.run) and not ctx.get(dut.st)
+        inputs(ld_fin=1)
+        await ctx.tick()
+        inputs()
+        assert ctx.get(dut.done) and ctx.get(dut.run) and ctx.get(dut.dstart)
+        await ctx.tick()
+        assert ctx.get(dut.st) and not ctx.get(dut.r_hold)
+        inputs(st_fin=1)
+        await ctx.tick()
+        inputs(b_rec=1)
+        await ctx.tick()
+        inputs()
+        await ctx.tick()
+        assert ctx.get(dut.done) and ctx.get(dut.idle)
+        # A window error behind a load is held until the load is done.
+        await to_run(0)
+        inputs()
+        await ctx.tick()
+        await take(0)
+        await ctx.tick()
+        inputs(row_v=1)
+        assert ctx.get(dut.hold) and not ctx.get(dut.report)
+        await ctx.tick()
+        inputs()
+        await ctx.tick().repeat(3)
+        assert not ctx.get(dut.report) and not ctx.get(dut.release) and not ctx.get(dut.err)
+        inputs(ld_fin=1)
+        assert not ctx.get(dut.release)
+        await ctx.tick()
+        inputs()
+        assert ctx.get(dut.done) and ctx.get(dut.release) and ctx.get(dut.report)
+        await ctx.tick()
+        assert ctx.get(dut.idle) and ctx.get(dut.err) and not ctx.get(dut.done)
+        await ctx.tick()
         # A load aborted in RUN: halt until drained, no done; the write stage keeps busy.
+        inputs(running=1)
         await take(store=0)
         await ctx.tick()
-        inputs(row_v=1, row_ok=1, row_last=1)
+        inputs(row_v=1, row_ok=1, row_last=1, running=1)
         await ctx.tick()
-        inputs()
+        inputs(running=1, drained=0)
         assert ctx.get(dut.load)
         ctx.set(dut.abort, 1)
         await ctx.tick()
@@ -366,21 +474,19 @@ def test_control_sequences():
         assert ctx.get(dut.stopping) and ctx.get(dut.halt) and ctx.get(dut.load)
         await ctx.tick().repeat(2)
         assert ctx.get(dut.halt)
-        inputs(drained=1, finished=1, pending=1)
+        inputs(drained=1, ld_fin=1, pending=1)
         await ctx.tick()
         assert ctx.get(dut.idle) and not ctx.get(dut.done) and not ctx.get(dut.load)
         assert ctx.get(dut.busy) and ctx.get(dut.cmd.ready)
         inputs()
         assert not ctx.get(dut.busy)
         # An AXI error in RUN stops the issue (stopping) and is reported once.
-        await take(store=1)
-        await ctx.tick()
-        inputs(row_v=1, row_ok=1, row_last=1)
-        await ctx.tick()
-        inputs(b_error=1)
+        await to_run(1, running=1)
+        inputs(b_error=1, running=1, drained=0)
         assert ctx.get(dut.report) and not ctx.get(dut.stopping)
         await ctx.tick()
-        inputs()
+        inputs(running=1, drained=0)
         assert ctx.get(dut.err) and ctx.get(dut.stopping) and ctx.get(dut.halt)
+        assert not ctx.get(dut.report)
 
     simulate(dut, bench)

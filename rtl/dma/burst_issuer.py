@@ -13,10 +13,13 @@ from .layouts import DmaRecord
 from .record_checks import seg_bits_of
 from .walker import AddressWalker
 
-__all__ = ["BurstIssuer", "DataBurst"]
+__all__ = ["BurstIssuer", "DataBurst", "WriteBurst"]
 
-#: A burst as the data side sees it: first beat's address, AXI length, one beat only.
-DataBurst = data.StructLayout({"addr": 32, "len": 8, "single": 1})
+#: A burst as the data side sees it: first beat's address, AXI length, one beat only, the
+#: record's last burst.
+DataBurst = data.StructLayout({"addr": 32, "len": 8, "single": 1, "last": 1})
+#: A write burst waiting for its response: its address, the record's last burst.
+WriteBurst = data.StructLayout({"addr": 32, "last": 1})
 
 
 class BurstIssuer(wiring.Component):
@@ -37,8 +40,11 @@ class BurstIssuer(wiring.Component):
     ``stopping`` holds the issue; ``halt`` ends the record's issue (an error or an abort);
     the bursts in flight retire by the last R beat (loads, ``r_last``) or by B (stores).
 
-    Write responses are taken whenever ``st`` (the store data path is active): a response
-    other than OKAY raises ``b_error`` (unless ``err``: the record has already failed).
+    Write responses are taken whenever ``st`` (a store's data side is active or waits for its
+    responses): a response other than OKAY raises ``b_error`` (unless ``err``: the record has
+    already failed); ``b_rec``: the response of a record's last burst is taken. A record's
+    bursts may be issued while an earlier record's (of the same direction) are in flight:
+    ``outstanding`` counts them all, and the data side tells a record's end by ``last``.
 
     Parameters
     ----------
@@ -81,6 +87,8 @@ class BurstIssuer(wiring.Component):
         The address of the oldest write burst without its B.
     b_error : Out(1)
         A B response other than OKAY is taken.
+    b_rec : Out(1)
+        The B response of a record's last burst is taken.
     """
 
     def __init__(self, *, data_width=32, max_burst=16, max_outstanding=4):
@@ -97,7 +105,7 @@ class BurstIssuer(wiring.Component):
             "data": Out(DataBurst), "data_level": Out(range(mo + 1)), "data_push": Out(1),
             "data_pop": In(1), "r_last": In(1),
             "st": In(1), "err": In(1), "bvalid": In(1), "bresp": In(2), "bready": Out(1),
-            "b_addr": Out(32), "b_error": Out(1),
+            "b_addr": Out(32), "b_error": Out(1), "b_rec": Out(1),
         })
 
     def elaborate(self, platform):
@@ -133,10 +141,10 @@ class BurstIssuer(wiring.Component):
         # The bursts in flight (``BurstQueue``): both queues hold only bursts counted in
         # ``outstanding``, so they are never pushed full nor popped empty and take the issue
         # and the pop through their pointers' enables alone, with no ready test.
-        m.submodules.b_fifo = b_fifo = BurstQueue(32, MO)
+        m.submodules.b_fifo = b_fifo = BurstQueue(WriteBurst, MO)
         m.submodules.d_fifo = d_fifo = BurstQueue(DataBurst, MO)
         m.d.comb += [self.data.eq(d_fifo.head), self.data_level.eq(d_fifo.level),
-                     d_fifo.pop.eq(self.data_pop), self.b_addr.eq(b_fifo.head)]
+                     d_fifo.pop.eq(self.data_pop), self.b_addr.eq(b_fifo.head.addr)]
 
         iss_ok = Signal()
         issue = Signal()
@@ -151,7 +159,9 @@ class BurstIssuer(wiring.Component):
             m.d.comb += [
                 d_fifo.push.eq(1), d_fifo.w_data.addr.eq(bursts.cur),
                 d_fifo.w_data.len.eq(bursts.length), d_fifo.w_data.single.eq(bursts.single),
-                b_fifo.push.eq(c.store), b_fifo.w_data.eq(bursts.cur),
+                d_fifo.w_data.last.eq(bursts.end & bursts.last),
+                b_fifo.push.eq(c.store), b_fifo.w_data.addr.eq(bursts.cur),
+                b_fifo.w_data.last.eq(bursts.end & bursts.last),
             ]
             with m.If(bursts.end):
                 with m.If(bursts.last):
@@ -166,12 +176,14 @@ class BurstIssuer(wiring.Component):
         # Write responses.
         b_take = Signal()
         m.d.comb += [self.bready.eq(self.st), b_take.eq(self.bvalid & self.bready),
-                     b_fifo.pop.eq(b_take),
+                     b_fifo.pop.eq(b_take), self.b_rec.eq(b_take & b_fifo.head.last),
                      self.b_error.eq(b_take & (self.bresp != RESP_OKAY) & ~self.err)]
 
-        # Outstanding bursts: +1 per issue, -1 per last R beat (loads) or B (stores).
+        # Outstanding bursts: +1 per issue, -1 per last R beat (loads) or B (stores); the bursts
+        # in flight go one direction (the control issues another only once none are in flight),
+        # so at most one of the two comes in a cycle.
         retire = Signal()
-        m.d.comb += retire.eq(Mux(c.store, b_take, self.r_last))
+        m.d.comb += retire.eq(b_take | self.r_last)
         m.d.sync += outstanding.eq(outstanding + issue - retire)
         # ``iss_ok`` == iss_run & ~iss_load & (outstanding < max_outstanding), a cycle ahead:
         # the segment's last burst clears iss_run or sets iss_load (iss_run is 0 outside a

@@ -53,9 +53,17 @@ Order of work for one record
 
 Write ordering: W beats are produced in AW order; a W beat is only sent for a burst whose AW has
 been issued.
+
+Records back to back (``DmaControl``, ``docs/dma.md``): the front (the setup, the checks and
+the issue above, on the control's ``rec``) takes the next record once the current one's bursts
+are issued and the data side (the element walk and the data paths, on a copy of the record
+taken when it starts) holds it; records of one direction overlap on the bus, the data side
+takes them one at a time and in order, and a record of the other direction issues only when
+every earlier one is done. A load's data side takes no R beat after its record's last
+(``r_hold``), so the next record's beats wait on R until it starts.
 """
 
-from amaranth.hdl import Module, Mux
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -192,7 +200,28 @@ class DMA(wiring.Component):
         m.submodules.errors = erp = ErrorReport(data_width=dw)
         c = ctl.rec
 
-        # Control: the command, the states' strobes, the record's end.
+        # The data side's record and derived values: the front's while the data side is free
+        # (so that ``dstart`` starts the walk on them), a copy taken at ``dstart`` while it
+        # holds a record (the front moves on to the next record meanwhile).
+        d_rec = Signal(DmaRecord)
+        d_esh, d_esize = Signal(2), Signal(3)
+        d_contig, d_ilv, d_rows = Signal(), Signal(), Signal()
+        with m.If(ctl.dstart):
+            m.d.sync += [d_rec.eq(c), d_esh.eq(chk.esh), d_esize.eq(chk.esize),
+                         d_contig.eq(chk.contiguous), d_ilv.eq(chk.ilv),
+                         d_rows.eq(chk.rows_contig)]
+        dr = Signal(DmaRecord)
+        dr_esh, dr_esize = Signal(2), Signal(3)
+        dr_contig, dr_ilv, dr_rows = Signal(), Signal(), Signal()
+        sel = ctl.d_act
+        m.d.comb += [
+            dr.eq(Mux(sel, d_rec, c)), dr_esh.eq(Mux(sel, d_esh, chk.esh)),
+            dr_esize.eq(Mux(sel, d_esize, chk.esize)),
+            dr_contig.eq(Mux(sel, d_contig, chk.contiguous)),
+            dr_ilv.eq(Mux(sel, d_ilv, chk.ilv)), dr_rows.eq(Mux(sel, d_rows, chk.rows_contig)),
+        ]
+
+        # Control: the command, the states' strobes, the records' ends.
         wiring.connect(m, wiring.flipped(self.cmd), ctl.cmd)
         m.d.comb += [
             ctl.abort.eq(self.abort), self.busy.eq(ctl.busy), self.done.eq(ctl.done),
@@ -201,9 +230,10 @@ class DMA(wiring.Component):
             ctl.row_v.eq(prot.row_v), ctl.row_ok.eq(prot.row_ok),
             ctl.row_last.eq(prot.row_last), ctl.union.eq(prot.union),
             ctl.r_error.eq(ld.r_error), ctl.b_error.eq(iss.b_error),
-            ctl.drained.eq(iss.quiet & ~sto.w_valid),
-            ctl.finished.eq(~iss.running & iss.quiet & ~sto.w_valid & elw.done &
-                            Mux(c.store, ~sto.busy, ~ld.buffered & ~ld.pending)),
+            ctl.drained.eq(iss.quiet & ~sto.w_valid), ctl.running.eq(iss.running | iss.a_valid),
+            ctl.ld_fin.eq(elw.done & ~ld.buffered & ~ld.pending),
+            ctl.st_fin.eq(elw.done & ~sto.busy),
+            ctl.r_rec_last.eq(ld.r_last & iss.data.last), ctl.b_rec.eq(iss.b_rec),
             ctl.pending.eq(ld.pending),
         ]
         # The record's derived values and its protection check.
@@ -220,7 +250,7 @@ class DMA(wiring.Component):
             iss.rec.eq(c), iss.contiguous.eq(chk.contiguous), iss.ilv.eq(chk.ilv),
             iss.rows_contig.eq(chk.rows_contig), iss.seg_bytes.eq(chk.seg_bytes),
             iss.walk.eq(ctl.walk), iss.run.eq(ctl.run), iss.halt.eq(ctl.halt),
-            iss.stopping.eq(ctl.stopping), iss.st.eq(ctl.st), iss.err.eq(ctl.err),
+            iss.stopping.eq(ctl.stopping), iss.st.eq(ctl.st | ctl.b_wait), iss.err.eq(ctl.err),
             iss.a_ready.eq(Mux(c.store, axi.awready, axi.arready)),
             iss.data_pop.eq(ld.r_last | sto.data_pop), iss.r_last.eq(ld.r_last),
             iss.bvalid.eq(axi.bvalid), iss.bresp.eq(axi.bresp), axi.bready.eq(iss.bready),
@@ -236,15 +266,15 @@ class DMA(wiring.Component):
         ]
         # The SBUF side's walk, stepped by the data path in use.
         m.d.comb += [
-            elw.rec.eq(c), elw.esh.eq(chk.esh), elw.esize.eq(chk.esize),
-            elw.contiguous.eq(chk.contiguous), elw.ilv.eq(chk.ilv),
-            elw.rows_contig.eq(chk.rows_contig), elw.start.eq(ctl.walk),
+            elw.rec.eq(dr), elw.esh.eq(dr_esh), elw.esize.eq(dr_esize),
+            elw.contiguous.eq(dr_contig), elw.ilv.eq(dr_ilv),
+            elw.rows_contig.eq(dr_rows), elw.start.eq(ctl.dstart),
             elw.step.eq(ld.step | sto.step),
         ]
         # The load side (R beats to SBUF writes) and the store side (SBUF reads to W beats).
         for path in (ld, sto):
             m.d.comb += [
-                path.clear.eq(ctl.walk), path.ilv.eq(chk.ilv), path.esh.eq(chk.esh),
+                path.clear.eq(ctl.dstart), path.ilv.eq(dr_ilv), path.esh.eq(dr_esh),
                 path.off.eq(elw.off), path.beat_end.eq(elw.beat_end), path.part.eq(elw.part),
                 path.addr.eq(elw.addr), path.chunk_base.eq(elw.chunk_base),
                 path.chunk_n.eq(elw.chunk_n), path.clear_counters.eq(self.clear_counters),
@@ -252,10 +282,11 @@ class DMA(wiring.Component):
         wiring.connect(m, ld.sbuf_w, wiring.flipped(self.sbuf_w))
         wiring.connect(m, sto.sbuf_r, wiring.flipped(self.sbuf_r))
         m.d.comb += [
-            ld.load.eq(ctl.load), ld.err.eq(ctl.err), ld.nbytes.eq(elw.nbytes),
+            ld.load.eq(ctl.load), ld.r_hold.eq(ctl.r_hold & ~ctl.err), ld.err.eq(ctl.err),
+            ld.nbytes.eq(elw.nbytes),
             ld.rvalid.eq(axi.rvalid), ld.rlast.eq(axi.rlast), ld.rdata.eq(axi.rdata),
             ld.rresp.eq(axi.rresp), axi.rready.eq(ld.rready), self.rd_bytes.eq(ld.rd_bytes),
-            sto.st.eq(ctl.st), sto.done.eq(elw.done), sto.esize.eq(chk.esize),
+            sto.st.eq(ctl.st), sto.done.eq(elw.done), sto.esize.eq(dr_esize),
             sto.chunk_off.eq(elw.chunk_off),
             sto.data_len.eq(iss.data.len), sto.data_single.eq(iss.data.single),
             sto.data_level.eq(iss.data_level), sto.data_push.eq(iss.data_push),
@@ -265,7 +296,8 @@ class DMA(wiring.Component):
         ]
         # The error report.
         m.d.comb += [
-            erp.report.eq(ctl.report), erp.load.eq(ctl.load), erp.st.eq(ctl.st),
+            erp.report.eq(ctl.report), erp.hold.eq(ctl.hold), erp.release.eq(ctl.release),
+            erp.load.eq(ctl.load), erp.st.eq(ctl.st | ctl.b_wait),
             erp.row_v.eq(prot.row_v), erp.misaligned.eq(chk.misaligned),
             erp.r_burst.eq(iss.data.addr), erp.r_beat.eq(ld.r_beat), erp.rresp.eq(axi.rresp),
             erp.bresp.eq(axi.bresp), erp.b_addr.eq(iss.b_addr),

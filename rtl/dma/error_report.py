@@ -1,6 +1,6 @@
 """The DMA's error report: the code, address and information of a record's first error."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -23,6 +23,11 @@ class ErrorReport(wiring.Component):
     keep them apart). ``err_valid`` is a one-cycle pulse the cycle after ``report``; the code,
     address and information hold until the next report.
 
+    A check error found while an earlier record is still moving data is registered by
+    ``hold`` (``row_v``, ``misaligned`` or else ``SBUF_RANGE``, as above) and reported by
+    ``release`` (with ``report``) once that record is done, so that errors and ``done``
+    pulses come in the order of the records.
+
     Parameters
     ----------
     data_width : int
@@ -31,6 +36,7 @@ class ErrorReport(wiring.Component):
     Members
     -------
     report, load, st, row_v, misaligned : In(1)
+    hold, release : In(1)
     r_burst : In(32)
         The address of the burst being read.
     r_beat : In(8)
@@ -49,7 +55,8 @@ class ErrorReport(wiring.Component):
     def __init__(self, *, data_width=32):
         self._data_width = check_pow2("data_width", data_width, 32, 512)
         super().__init__({
-            "report": In(1), "load": In(1), "st": In(1), "row_v": In(1),
+            "report": In(1), "hold": In(1), "release": In(1), "load": In(1), "st": In(1),
+            "row_v": In(1),
             "misaligned": In(1), "r_burst": In(32), "r_beat": In(8), "rresp": In(2),
             "bresp": In(2), "b_addr": In(32), "row_addr": In(32), "ext_addr": In(32),
             "store": In(1), "sbuf_addr": In(16), "part_end": In(9),
@@ -61,22 +68,38 @@ class ErrorReport(wiring.Component):
         m = Module()
         bsh = (self._data_width // 8 - 1).bit_length()
         m.d.sync += self.err_valid.eq(0)
+        # A check error's code, address and information (the sources of ``hold``).
+        chk_code = Signal(ERROR_CODE_BITS)
+        chk_addr = Signal(32)
+        chk_info = Signal(32)
+        with m.If(self.row_v):
+            m.d.comb += [chk_code.eq(ErrorCode.DMA_WINDOW), chk_addr.eq(self.row_addr),
+                         chk_info.eq(self.store)]
+        with m.Elif(self.misaligned):
+            m.d.comb += [chk_code.eq(ErrorCode.DMA_ALIGN), chk_addr.eq(self.ext_addr),
+                         chk_info.eq(0)]
+        with m.Else():
+            m.d.comb += [chk_code.eq(ErrorCode.SBUF_RANGE), chk_addr.eq(self.sbuf_addr),
+                         chk_info.eq(self.part_end)]
+        held_code = Signal(ERROR_CODE_BITS)
+        held_addr = Signal(32)
+        held_info = Signal(32)
+        with m.If(self.hold):
+            m.d.sync += [held_code.eq(chk_code), held_addr.eq(chk_addr),
+                         held_info.eq(chk_info)]
         with m.If(self.report):
             m.d.sync += self.err_valid.eq(1)
-            with m.If(self.load):
+            with m.If(self.release):
+                m.d.sync += [self.err_code.eq(held_code), self.err_addr.eq(held_addr),
+                             self.err_info.eq(held_info)]
+            with m.Elif(self.load):
                 m.d.sync += [self.err_code.eq(ErrorCode.DMA_AXI_READ),
                              self.err_addr.eq(self.r_burst + (self.r_beat << bsh)),
                              self.err_info.eq(self.rresp)]
             with m.Elif(self.st):
                 m.d.sync += [self.err_code.eq(ErrorCode.DMA_AXI_WRITE),
                              self.err_addr.eq(self.b_addr), self.err_info.eq(self.bresp)]
-            with m.Elif(self.row_v):
-                m.d.sync += [self.err_code.eq(ErrorCode.DMA_WINDOW),
-                             self.err_addr.eq(self.row_addr), self.err_info.eq(self.store)]
-            with m.Elif(self.misaligned):
-                m.d.sync += [self.err_code.eq(ErrorCode.DMA_ALIGN),
-                             self.err_addr.eq(self.ext_addr), self.err_info.eq(0)]
             with m.Else():
-                m.d.sync += [self.err_code.eq(ErrorCode.SBUF_RANGE),
-                             self.err_addr.eq(self.sbuf_addr), self.err_info.eq(self.part_end)]
+                m.d.sync += [self.err_code.eq(chk_code), self.err_addr.eq(chk_addr),
+                             self.err_info.eq(chk_info)]
         return m

@@ -43,6 +43,8 @@ class LoadPath(wiring.Component):
     Members
     -------
     load, err, clear, ilv : In(1)
+    r_hold : In(1)
+        Take no R beat (the record has all its beats; the next record's follow on R).
     esh : In(2)
     off : In(range(data_width // 8))
     beat_end : In(1)
@@ -79,7 +81,8 @@ class LoadPath(wiring.Component):
         bw = data_width // 8
         pbits = max(1, (partitions - 1).bit_length())
         super().__init__({
-            "load": In(1), "err": In(1), "clear": In(1), "ilv": In(1), "esh": In(2),
+            "load": In(1), "r_hold": In(1), "err": In(1), "clear": In(1), "ilv": In(1),
+            "esh": In(2),
             "off": In(range(bw)), "beat_end": In(1), "part": In(pbits),
             "addr": In(range(sbuf_depth)), "chunk_base": In(pbits),
             "chunk_n": In(range(bw + 1)), "nbytes": In(range(bw + 1)), "step": Out(1),
@@ -114,7 +117,8 @@ class LoadPath(wiring.Component):
         # flip-flops.
         r_take = Signal()
         m.d.comb += [
-            self.rready.eq(self.load & (~buf_valid | (~wstage.full & self.beat_end))),
+            self.rready.eq(self.load & ~self.r_hold &
+                           (~buf_valid | (~wstage.full & self.beat_end))),
             r_take.eq(self.rvalid & self.rready),
             self.r_last.eq(r_take & self.rlast),
             self.r_error.eq(r_take & (self.rresp != RESP_OKAY) & ~self.err),
