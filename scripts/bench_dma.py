@@ -13,8 +13,12 @@ one beat of the widest bus), loads and stores, per bus width and transfer size:
 * ``transposing``: each partition's row contiguous (``ext_stride0`` = 4), one element per
   cycle into one partition.
 
-Bytes per cycle = bytes moved / cycles from the command's handshake to ``done`` (the record's
-setup, window check and the first burst's latency included); peak = ``data_width / 8``.
+Two figures per record: *stream*, a queue of ``stream_count(size)`` copies of the record
+offered back to back (the DMA overlaps a record's setup, checks and bursts with the data of
+the one before): bytes per cycle = bytes moved / cycles from the first command's handshake to
+the last ``done``, the bandwidth the engine sustains; and *single* (latency-inclusive), one
+record alone: bytes / cycles from its handshake to its ``done`` (its setup, window check and
+the first burst's latency included). Peak = ``data_width / 8``.
 """
 
 import json
@@ -28,13 +32,18 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.bus.axi import AXI4Signature
 from sim.config import check_int, check_pow2
-from sim.dma_timing import dma_record_cycles
+from sim.dma_timing import dma_record_cycles, dma_stream_cycles
 
 __all__ = ["BenchMemory", "run", "add_arguments"]
 
 WIDTHS = (32, 64, 128, 256, 512)
 SIZES = (64, 256, 1024, 4096, 16384, 65536, 262144, 1 << 20)
 QUICK_SIZES = (64, 4096, 65536)
+
+
+def stream_count(size):
+    """Copies of a record of ``size`` bytes in a stream measurement."""
+    return 8 if size <= 65536 else 3
 KINDS = ("contiguous", "strided", "transposing")
 PARTITIONS = 16
 ESIZE = 4
@@ -128,7 +137,9 @@ class BenchMemory(wiring.Component):
 
 class BenchHarness(wiring.Component):
     """DMA + SBUF + :class:`BenchMemory`, with the DMA's command, ``done``/``err`` and
-    ``busy`` as ports and a free-running cycle counter."""
+    ``busy`` as ports and a free-running cycle counter; ``stream_start`` offers the record on
+    ``cmd.payload`` ``stream_count`` times back to back (``cmd.valid`` is then ignored), and
+    ``stream_done`` is the last of their ``done`` pulses."""
 
     def __init__(self, *, data_width, sbuf_depth, size_bytes, latency, max_burst):
         from rtl.dma.dma import DMA, DmaRecord, WindowLayout
@@ -139,6 +150,7 @@ class BenchHarness(wiring.Component):
         self.sbuf_depth = sbuf_depth
         super().__init__({"cmd": In(stream.Signature(DmaRecord)), "done": Out(1),
                           "err_valid": Out(1), "busy": Out(1), "cycle": Out(32),
+                          "stream_start": In(1), "stream_count": In(8), "stream_done": Out(1),
                           "windows": In(data.ArrayLayout(WindowLayout, 1))})
 
     def elaborate(self, platform):
@@ -151,7 +163,21 @@ class BenchHarness(wiring.Component):
         wiring.connect(m, dma.axi, mem.axi)
         wiring.connect(m, dma.sbuf_r, sbuf.r_dma)
         wiring.connect(m, dma.sbuf_w, sbuf.w_dma)
-        wiring.connect(m, wiring.flipped(self.cmd), dma.cmd)
+        # The stream: records left to offer, done pulses left to see.
+        offer, wait = Signal(8), Signal(8)
+        m.d.comb += [
+            dma.cmd.payload.eq(self.cmd.payload),
+            dma.cmd.valid.eq(Mux(wait != 0, offer != 0, self.cmd.valid)),
+            self.cmd.ready.eq(dma.cmd.ready & (wait == 0)),
+        ]
+        m.d.comb += self.stream_done.eq(dma.done & (wait == 1))
+        with m.If(self.stream_start):
+            m.d.sync += [offer.eq(self.stream_count), wait.eq(self.stream_count)]
+        with m.Else():
+            with m.If(dma.cmd.valid & dma.cmd.ready & (wait != 0)):
+                m.d.sync += offer.eq(offer - 1)
+            with m.If(dma.done & (wait != 0)):
+                m.d.sync += wait.eq(wait - 1)
         m.d.comb += [self.done.eq(dma.done), self.err_valid.eq(dma.err_valid),
                      self.busy.eq(dma.busy), dma.windows.eq(self.windows),
                      dma.abort.eq(0), dma.clear_counters.eq(0)]
@@ -175,7 +201,7 @@ def records(kind, nbytes, store):
 
 try:
     import cocotb
-    from cocotb.triggers import RisingEdge
+    from cocotb.triggers import ClockCycles, First, RisingEdge
 
     @cocotb.test()
     async def bench_records(dut):
@@ -186,6 +212,8 @@ try:
         cfg = json.loads(os.environ["BENCH_DMA"])
         Clock(dut.clk, 10, unit="ns").start()
         dut.cmd__valid.value = 0
+        dut.stream_start.value = 0
+        dut.stream_count.value = 0
         dut.windows.value = (0xFFFFFFFF << 32) | (3 << 64)        # all of memory, read/write
         dut.rst.value = 1
         for _ in range(3):
@@ -193,7 +221,7 @@ try:
         dut.rst.value = 0
         await RisingEdge(dut.clk)
         out = []
-        for rec in cfg["records"]:
+        for rec, count in zip(cfg["records"], cfg["counts"]):
             # The DMA is idle, so the command is taken at the next edge.
             dut.cmd__payload.value = pack(DMA_RECORD, **rec)
             dut.cmd__valid.value = 1
@@ -201,7 +229,21 @@ try:
             start = int(dut.cycle.value)
             dut.cmd__valid.value = 0
             await RisingEdge(dut.done)
-            out.append(int(dut.cycle.value) - start)
+            single = int(dut.cycle.value) - start
+            await RisingEdge(dut.clk)
+            assert not int(dut.err_valid.value) and not int(dut.busy.value)
+            # The same record ``count`` times back to back: from the edge that takes the
+            # first (the DMA is idle: the edge after ``stream_start``) to the last done.
+            dut.stream_count.value = count
+            dut.stream_start.value = 1
+            await RisingEdge(dut.clk)
+            dut.stream_start.value = 0
+            await RisingEdge(dut.clk)
+            start = int(dut.cycle.value)
+            await First(RisingEdge(dut.stream_done),
+                        ClockCycles(dut.clk, 4 * count * single + 1000))
+            assert int(dut.stream_done.value), f"stream of {count} did not finish: {rec}"
+            out.append((single, int(dut.cycle.value) - start))
             await RisingEdge(dut.clk)
             assert not int(dut.err_valid.value) and not int(dut.busy.value)
         pathlib.Path(cfg["out"]).write_text(json.dumps(out))
@@ -214,9 +256,52 @@ def _depth(sizes):
     return max(16, 1 << (max(sizes) // (PARTITIONS * ESIZE) - 1).bit_length())
 
 
+def _measure_amaranth(cfg, recs, counts):
+    """The cycles of ``bench_records`` on Amaranth's simulator (in process, no build)."""
+    from amaranth.sim import Simulator
+    from sim.isa import DMA_RECORD, pack
+    h = BenchHarness(**cfg)
+    out = []
+
+    async def until(ctx, sig, limit):
+        for n in range(1, limit + 1):
+            await ctx.tick()
+            if ctx.get(sig):
+                return n
+        raise AssertionError(f"no {sig.name} within {limit} cycles")
+
+    async def bench(ctx):
+        ctx.set(h.windows.as_value(), (0xFFFFFFFF << 32) | (3 << 64))
+        await ctx.tick()
+        for rec, count in zip(recs, counts):
+            ctx.set(h.cmd.payload.as_value(), pack(DMA_RECORD, **rec))
+            ctx.set(h.cmd.valid, 1)
+            await ctx.tick()                     # taken (the DMA is idle)
+            ctx.set(h.cmd.valid, 0)
+            single = await until(ctx, h.done, 1 << 22)
+            await ctx.tick()
+            assert not ctx.get(h.busy) and not ctx.get(h.err_valid)
+            ctx.set(h.stream_count, count)
+            ctx.set(h.stream_start, 1)
+            await ctx.tick()
+            ctx.set(h.stream_start, 0)
+            await ctx.tick()                     # the first is taken
+            stream = await until(ctx, h.stream_done, 4 * count * single + 1000)
+            await ctx.tick()
+            assert not ctx.get(h.busy) and not ctx.get(h.err_valid)
+            out.append((single + 1, stream + 1))     # handshake to done inclusive, as above
+
+    sim = Simulator(h)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
 def measure(data_width, sizes, kinds=KINDS, *, latency=16, max_burst=256,
             simulator="verilator"):
-    """``{(kind, direction, size): cycles}`` for one bus width."""
+    """``{(kind, direction, size): (single, stream)}`` for one bus width: the cycles of one
+    record alone and of a stream of ``stream_count(size)`` copies."""
     from cocotb_tests.common.runner import run_cocotb
     recs, keys = [], []
     for kind in kinds:
@@ -228,13 +313,18 @@ def measure(data_width, sizes, kinds=KINDS, *, latency=16, max_burst=256,
     size_bytes = 1 << 16                         # (addresses wrap: the data do not matter)
     cfg = dict(data_width=data_width, sbuf_depth=depth, size_bytes=size_bytes,
                latency=latency, max_burst=max_burst)
+    counts = [stream_count(k[2]) for k in keys]
+    if simulator == "amaranth":
+        return dict(zip(keys, _measure_amaranth(cfg, recs, counts)))
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "cycles.json"
         run_cocotb(lambda: BenchHarness(**cfg), name=f"bench_dma_w{data_width}", config=cfg,
                    test_module="scripts.bench_dma", simulator=simulator,
-                   extra_env={"BENCH_DMA": json.dumps(dict(records=recs, out=str(out)))})
+                   extra_env={"BENCH_DMA": json.dumps(dict(
+                       records=recs, counts=counts,
+                       out=str(out)))})
         cycles = json.loads(out.read_text())
-    return dict(zip(keys, cycles))
+    return {k: tuple(c) for k, c in zip(keys, cycles)}
 
 
 def add_arguments(parser):
@@ -242,32 +332,52 @@ def add_arguments(parser):
                         help="bus widths in bits (default 32,64,128,256,512)")
     parser.add_argument("--latency", type=int, default=16,
                         help="memory latency from AR to the first R beat (default 16)")
-    parser.add_argument("--simulator", default="verilator", choices=("verilator", "icarus"))
+    parser.add_argument("--simulator", default="verilator",
+                        choices=("verilator", "icarus", "amaranth"))
+    parser.add_argument("--sizes", default="",
+                        help="transfer sizes in bytes (default: all, or the quick set)")
 
 
 def run(args):
     widths = [int(w) for w in str(getattr(args, "widths", "") or
                                   ",".join(map(str, WIDTHS))).split(",")]
     sizes = QUICK_SIZES if getattr(args, "quick", False) else SIZES
+    if getattr(args, "sizes", ""):
+        sizes = tuple(int(x) for x in str(args.sizes).split(","))
     latency = getattr(args, "latency", 16)
     rows = []
     for w in widths:
         got = measure(w, sizes, latency=latency,
                       simulator=getattr(args, "simulator", "verilator"))
-        for (kind, direction, size), cycles in got.items():
+        for (kind, direction, size), (cycles, stream) in got.items():
             moved = max(1, size // (PARTITIONS * ESIZE)) * PARTITIONS * ESIZE
+            rec = records(kind, size, direction == "store")
+            kw = dict(data_width=w, sbuf_depth=_depth(sizes), max_burst=MAX_BURST,
+                      latency=latency)
+            n = stream_count(size)
             rate = moved / cycles
-            model = dma_record_cycles(records(kind, size, direction == "store"),
-                                      data_width=w, sbuf_depth=_depth(sizes),
-                                      max_burst=MAX_BURST, latency=latency)
+            rate_s = n * moved / stream
+            model = dma_record_cycles(rec, **kw)
+            model_s = dma_stream_cycles(rec, n, **kw)
             rows.append(dict(width=w, kind=kind, direction=direction, bytes=moved,
+                             peak=w // 8, stream_count=n, stream_cycles=stream,
+                             stream_bytes_per_cycle=round(rate_s, 3),
+                             stream_fraction=round(rate_s / (w // 8), 4),
+                             stream_model_cycles=model_s,
+                             stream_model_error=round(model_s / stream - 1, 4),
                              cycles=cycles, bytes_per_cycle=round(rate, 3),
-                             peak=w // 8, fraction=round(rate / (w // 8), 4),
+                             fraction=round(rate / (w // 8), 4),
                              model_cycles=model, model_error=round(model / cycles - 1, 4)))
     goal = [r for r in rows if r["kind"] == "contiguous" and r["bytes"] >= 4096]
     big = [r for r in rows if r["bytes"] >= 4096]
-    return {"partitions": PARTITIONS, "format": "fp32", "latency": latency,
+    return {"simulator": getattr(args, "simulator", "verilator"),
+            "partitions": PARTITIONS, "format": "fp32", "latency": latency,
             "max_burst": MAX_BURST, "max_outstanding": 4, "sizes": list(sizes), "rows": rows,
+            "contiguous_4k_stream_fraction": {
+                w: min((r["stream_fraction"] for r in goal if r["width"] == w), default=None)
+                for w in widths},
             "contiguous_4k_fraction": {w: min((r["fraction"] for r in goal if r["width"] == w),
                                               default=None) for w in widths},
-            "model_max_error_4k": max((abs(r["model_error"]) for r in big), default=None)}
+            "model_max_error_4k": max((abs(r["model_error"]) for r in big), default=None),
+            "stream_model_max_error_4k": max((abs(r["stream_model_error"]) for r in big),
+                                             default=None)}

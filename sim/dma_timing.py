@@ -13,7 +13,7 @@ within 2 % of the RTL for its records of 4 KiB and more, every width).
 
 from sim.dtypes import STORAGE_BITS, Format
 
-__all__ = ["dma_record_cycles", "across_partitions"]
+__all__ = ["dma_record_cycles", "dma_stream_cycles", "across_partitions"]
 
 M32 = (1 << 32) - 1
 #: Cycles of a record before its window check, and after it until the first burst's issue.
@@ -23,6 +23,10 @@ SETUP = 3
 LOAD_TAIL, STORE_TAIL = 7, 6
 #: Cycles a burst holds an outstanding slot beyond its beats and the memory's latency.
 ROUND_TRIP = 2
+#: In a stream of records: cycles between one record's last element and the next one's first
+#: on the data side, and from a record's last burst issued to the next one's first beyond the
+#: next one's setup and window check.
+GAP, ISSUE_GAP = 4, 3
 
 
 def _signed(x):
@@ -56,26 +60,11 @@ def _bursts(addr, nbytes, bw, max_burst):
     return out
 
 
-def dma_record_cycles(r, *, data_width=32, sbuf_depth=256, max_burst=16, max_outstanding=4,
-                      latency=16):
-    """Cycles of DMA record ``r`` (a dict of ``sim.isa.DMA_RECORD`` fields).
-
-    Parameters
-    ----------
-    r : dict
-    data_width : int
-        The DMA's AXI data width in bits.
-    sbuf_depth : int
-        Words per SBUF partition.
-    max_burst, max_outstanding : int
-        As the DMA's parameters (bursts are at most 2 KiB).
-    latency : int
-        Cycles from a read burst's address to its first beat.
-    """
+def _parts(r, *, data_width, sbuf_depth, max_burst):
+    """``(rows, bursts, units, segments)`` of a non-empty record: its window-check rows, the
+    beats of each burst, its SBUF cycles and its number of segments."""
     es = STORAGE_BITS[Format(r["fmt"])] // 8
     n0, n1, pc = r["n0"], r["n1"], r["part_count"]
-    if not n0 or not n1 or not pc:
-        return SETUP
     bw = data_width // 8
     mb = min(max_burst, 16384 // data_width)
     s0 = _signed(r["ext_stride0"])
@@ -111,10 +100,61 @@ def dma_record_cycles(r, *, data_width=32, sbuf_depth=256, max_burst=16, max_out
                 else:
                     segs += [(row + j * s0, es) for j in range(n0)]
     bursts = [b for a, nb in segs for b in _bursts(a & M32, nb, bw, mb)]
-    stream = max(units, sum(bursts), 2 * len(segs))
+    return rows, bursts, units, len(segs)
+
+
+def dma_record_cycles(r, *, data_width=32, sbuf_depth=256, max_burst=16, max_outstanding=4,
+                      latency=16):
+    """Cycles of DMA record ``r`` (a dict of ``sim.isa.DMA_RECORD`` fields) alone, from its
+    command's handshake to its ``done``.
+
+    Parameters
+    ----------
+    r : dict
+    data_width : int
+        The DMA's AXI data width in bits.
+    sbuf_depth : int
+        Words per SBUF partition.
+    max_burst, max_outstanding : int
+        As the DMA's parameters (bursts are at most 2 KiB).
+    latency : int
+        Cycles from a read burst's address to its first beat.
+    """
+    if not r["n0"] or not r["n1"] or not r["part_count"]:
+        return SETUP
+    rows, bursts, units, segs = _parts(r, data_width=data_width, sbuf_depth=sbuf_depth,
+                                       max_burst=max_burst)
+    stream = max(units, sum(bursts), 2 * segs)
     if r["store"]:
         body = max(stream, sum(b + ROUND_TRIP for b in bursts) / max_outstanding) + STORE_TAIL
     else:
         trips = sum(b + latency + ROUND_TRIP for b in bursts) / max_outstanding
         body = max(latency + stream, trips + ROUND_TRIP + 1) + LOAD_TAIL
     return int(round(SETUP + rows + 1 + body))
+
+
+def dma_stream_cycles(r, count, *, data_width=32, sbuf_depth=256, max_burst=16,
+                      max_outstanding=4, latency=16):
+    """Cycles of ``count`` copies of record ``r`` offered back to back, from the first one's
+    handshake to the last one's ``done`` (the DMA overlaps a record's front with the data of
+    the one before: ``docs/dma.md``).
+
+    The first costs :func:`dma_record_cycles`; each further one the longest of its data side
+    (SBUF cycles, beats, the bursts' round trips, plus ``GAP`` cycles between one record's
+    last element and the next one's first), its issue (two cycles per segment, plus its
+    setup and window check and ``ISSUE_GAP``: the next record's front starts when this one's
+    last burst is issued) and half a record alone (the front and the data side are the two
+    stages of the pipeline). Parameters as :func:`dma_record_cycles`.
+    """
+    kw = dict(data_width=data_width, sbuf_depth=sbuf_depth, max_burst=max_burst)
+    first = dma_record_cycles(r, max_outstanding=max_outstanding, latency=latency, **kw)
+    if count <= 1:
+        return first
+    if not r["n0"] or not r["n1"] or not r["part_count"]:
+        return first + (count - 1) * (SETUP + 1)
+    rows, bursts, units, segs = _parts(r, **kw)
+    lat = 0 if r["store"] else latency
+    trips = sum(b + lat + ROUND_TRIP for b in bursts) / max_outstanding
+    data = max(units, sum(bursts), trips) + GAP
+    issue = 2 * segs + SETUP + rows + 1 + ISSUE_GAP
+    return int(round(first + (count - 1) * max(data, issue, first / 2)))
