@@ -49,6 +49,9 @@ STREAM_SIZES = (64, 4096)
 #: done; ``scripts/bench_dma.py`` on Amaranth's simulator, whose single-record cycles equal
 #: RTL_CYCLES' above), per (width, kind, direction): one per size of STREAM_SIZES.
 RTL_STREAM_CYCLES = {
+    (32, 'contiguous', 'load'): [723, 39027], (32, 'contiguous', 'store'): [442, 16570],
+    (32, 'strided', 'load'): [723, 39027], (32, 'strided', 'store'): [442, 16570],
+    (32, 'transposing', 'load'): [723, 8263], (32, 'transposing', 'store'): [442, 8246],
     (64, 'contiguous', 'load'): [159, 4152], (64, 'contiguous', 'store'): [103, 4135],
     (64, 'strided', 'load'): [159, 4152], (64, 'strided', 'store'): [103, 4135],
     (64, 'transposing', 'load'): [159, 8263], (64, 'transposing', 'store'): [442, 8246],
@@ -77,9 +80,10 @@ def test_stream_model_matches_rtl(key):
 
 
 def test_stream_contiguous_goal():
-    """Contiguous 4 KiB streams reach 90 % of the bus peak from 64 bits up (RTL figures)."""
+    """Contiguous 4 KiB streams reach 90 % of the bus peak from 64 bits up (RTL figures; at
+    32 bits there is no across-partitions path)."""
     for (width, kind, direction), cycles in RTL_STREAM_CYCLES.items():
-        if kind == "contiguous":
+        if kind == "contiguous" and width > 32:
             rate = stream_count(4096) * 4096 / cycles[1]
             assert rate >= 0.9 * width / 8, (width, direction, rate)
 
