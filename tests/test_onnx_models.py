@@ -98,10 +98,10 @@ def test_qlinearmatmul_int8_zero_point_at_the_end_of_the_range():
 
 @pytest.mark.long
 def test_squeezenet_end_to_end():
-    """The light SqueezeNet of the ONNX backend tests (349 M MACs, about an hour on the
-    reference simulator) end to end, with the ONNX runner's input: within the softmax's
-    4 BF16 ULP of its expected output (its weights are constants, so every class has the
-    same probability)."""
+    """The light SqueezeNet of the ONNX backend tests (349 M MACs; its time on the reference
+    simulator is in docs/onnx.md) end to end, with the ONNX runner's input: within the
+    softmax's 4 BF16 ULP of its expected output (its weights are constants, so every class
+    has the same probability)."""
     from scripts.bench_models import squeezenet
     rec = squeezenet("refsim")
     assert rec["max_error"] <= 4 * 2.0 ** -7 * rec["expected_max"], rec
