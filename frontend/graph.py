@@ -36,7 +36,9 @@ class UnsupportedModel(ValueError):
 @dataclasses.dataclass
 class Node:
     """One node of the plan: ``op``, ``name``, ``inputs``/``outputs`` (value names; ``""`` is
-    an omitted optional input), ``attrs`` (a plain dict) and ``index`` in graph order."""
+    an omitted optional input), ``attrs`` (a plain dict), ``index`` in graph order and
+    ``opset``, the model's version of the default domain (``None``: not imported), for
+    operators whose meaning changed between versions."""
 
     op: str
     name: str
@@ -44,6 +46,7 @@ class Node:
     outputs: list
     attrs: dict
     index: int
+    opset: int = None
 
 
 @dataclasses.dataclass
@@ -149,10 +152,11 @@ def plan(proto, supported):
     g = proto.graph
     constants = GraphInfo({t.name: numpy_helper.to_array(t) for t in g.initializer},
                           *_shapes(proto))
+    opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
     nodes, problems = [], []
     for i, n in enumerate(g.node):
         name = n.name or f"{n.op_type}_{i}"
-        node = Node(n.op_type, name, list(n.input), list(n.output), _attrs(n), i)
+        node = Node(n.op_type, name, list(n.input), list(n.output), _attrs(n), i, opset)
         if n.domain not in ("", "ai.onnx"):
             problems.append((n.op_type, name, f"domain {n.domain!r} is not supported"))
             continue

@@ -386,11 +386,38 @@ def _h_reduce(ctx, node, x, axes_in=None):
     return [y]
 
 
+def _softmax_rows(ctx, node, x):
+    """Softmax of each row of ``x [R, F]``: ``kernels.lib.softmax``, or for a row longer than
+    SBUF holds its steps as row kernels (in chunks of ``frontend.kernels.CHUNK``): the row's
+    max, ``exp(x - max)``, their sum, its reciprocal (the same tables) and the product."""
+    try:
+        return _rowwise(ctx, node, lib.softmax, x)
+    except kl.KernelError as e:
+        if "sbuf_depth" not in str(e):
+            raise
+    F = x.shape[1]
+
+    def spread(v):
+        return _f32(np.broadcast_to(v, x.shape))
+    mx = _rowwise(ctx, node, fk.reduce_rows, x, op="max")
+    e = _rowwise(ctx, node, fk.binary, x, spread(mx), op="subtract")
+    e = _rowwise(ctx, node, fk.unary, e, func="exp")
+    r = _rowwise(ctx, node, fk.unary, _rowwise(ctx, node, fk.reduce_rows, e, op="add"),
+                 func="reciprocal")
+    return _rowwise(ctx, node, fk.binary, e, spread(r), op="multiply").reshape(-1, F)
+
+
 def _h_softmax(ctx, node, x):
     x = _f32(x)
+    if node.opset is not None and node.opset < 13 and x.ndim:
+        # Before opset 13 Softmax sees its input as 2-D, [prod(shape[:axis]),
+        # prod(shape[axis:])] (axis 1 by default), and normalizes each row.
+        axis = node.attrs.get("axis", 1) % x.ndim
+        rows = int(np.prod(x.shape[:axis]))
+        return [_softmax_rows(ctx, node, x.reshape(rows, -1)).reshape(x.shape)]
     axis = node.attrs.get("axis", -1) % x.ndim if x.ndim else 0
     moved = np.moveaxis(x, axis, -1)
-    y = _rowwise(ctx, node, lib.softmax, _f32(_2d(moved)))
+    y = _softmax_rows(ctx, node, _f32(_2d(moved)))
     return [np.moveaxis(y.reshape(moved.shape), -1, axis)]
 
 

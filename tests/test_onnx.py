@@ -118,6 +118,37 @@ def test_mlp_against_onnxruntime():
     assert all(s.kernels >= 1 for s in res.layers)
 
 
+def _softmax_2d(x, axis):
+    """Softmax as opset 1-12 defines it: ``x`` as 2-D ``[prod(shape[:axis]), rest]``."""
+    z = x.reshape(int(np.prod(x.shape[:axis])), -1).astype(np.float64)
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True)).reshape(x.shape)
+
+
+@pytest.mark.parametrize("opset, shape, axis, equal", [
+    (9, (1, 1000, 1, 1), None, True),        # SqueezeNet's tail: 1,000 equal logits
+    (11, (2, 3, 4, 5), 2, False),
+    (13, (2, 3, 4, 5), None, False)])
+def test_softmax_axis_by_opset(opset, shape, axis, equal):
+    """Before opset 13 Softmax normalizes the input flattened to 2-D at ``axis`` (default 1;
+    a row longer than SBUF holds runs as row kernels); from 13 along ``axis`` (default -1).
+    Within the Softmax tolerance of 4 BF16 ULP (docs/onnx.md, Tolerances)."""
+    rng = np.random.default_rng(opset)
+    x = (np.full(shape, 9.4e9) if equal else rng.standard_normal(shape)).astype(np.float32)
+    attrs = {} if axis is None else {"axis": axis}
+    model = _model([helper.make_node("Softmax", ["x"], ["y"], name="sm", **attrs)],
+                   [_vi("x", list(shape))], [_vi("y", list(shape))], opset=opset)
+    got = frontend.Model(model).run({"x": x}).outputs["y"]
+    if opset < 13:
+        exp = _softmax_2d(x, 1 if axis is None else axis)
+    else:
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        exp = e / e.sum(axis=-1, keepdims=True)
+    assert np.all(np.abs(got - exp) <= 4 * 2.0 ** -7 * np.abs(exp)), np.max(np.abs(got - exp))
+    if equal:
+        assert np.unique(got).size == 1
+
+
 # -- refusal and bad input -----------------------------------------------------------------
 
 def _model(nodes, inputs, outputs, inits=(), opset=17):
