@@ -47,6 +47,21 @@ def _add(a, b, fmt):
     return formats.fp32_add(a, b)
 
 
+def _matmul_args(stationary, moving, fmt):
+    """``(fmt, stationary, moving)`` checked: an engine format, two 2-D uint64 arrays with
+    the same K."""
+    fmt = Format(fmt)
+    if fmt not in ENGINE_FORMATS:
+        raise ValueError(f"fmt must be one of {', '.join(f.name for f in ENGINE_FORMATS)}, "
+                         f"not {fmt.name}")
+    st = np.asarray(stationary, dtype=np.uint64)
+    mv = np.asarray(moving, dtype=np.uint64)
+    if st.ndim != 2 or mv.ndim != 2 or st.shape[0] != mv.shape[0]:
+        raise ValueError(f"stationary (K, M) and moving (K, N) must share K, not "
+                         f"{st.shape} and {mv.shape}")
+    return fmt, st, mv
+
+
 def matmul(stationary, moving, fmt, *, rows=None):
     """Bit-exact ``stationary.T @ moving`` of the tensor engine.
 
@@ -64,15 +79,7 @@ def matmul(stationary, moving, fmt, *, rows=None):
     -------
     numpy.ndarray of uint32, shape (M, N)
     """
-    fmt = Format(fmt)
-    if fmt not in ENGINE_FORMATS:
-        raise ValueError(f"fmt must be one of {', '.join(f.name for f in ENGINE_FORMATS)}, "
-                         f"not {fmt.name}")
-    st = np.asarray(stationary, dtype=np.uint64)
-    mv = np.asarray(moving, dtype=np.uint64)
-    if st.ndim != 2 or mv.ndim != 2 or st.shape[0] != mv.shape[0]:
-        raise ValueError(f"stationary (K, M) and moving (K, N) must share K, not "
-                         f"{st.shape} and {mv.shape}")
+    fmt, st, mv = _matmul_args(stationary, moving, fmt)
     K = st.shape[0]
     if K < 1:
         raise ValueError("K must be at least 1")
@@ -176,15 +183,7 @@ def _column_sums_f32(p, rows):
 
 def matmul_fast(stationary, moving, fmt, *, rows=None):
     """:func:`matmul` (same arguments, same bits) through numpy float32 arithmetic."""
-    fmt = Format(fmt)
-    if fmt not in ENGINE_FORMATS:
-        raise ValueError(f"fmt must be one of {', '.join(f.name for f in ENGINE_FORMATS)}, "
-                         f"not {fmt.name}")
-    st = np.asarray(stationary, dtype=np.uint64)
-    mv = np.asarray(moving, dtype=np.uint64)
-    if st.ndim != 2 or mv.ndim != 2 or st.shape[0] != mv.shape[0]:
-        raise ValueError(f"stationary (K, M) and moving (K, N) must share K, not "
-                         f"{st.shape} and {mv.shape}")
+    fmt, st, mv = _matmul_args(stationary, moving, fmt)
     K, M = st.shape
     N = mv.shape[1]
     if K < 1:
