@@ -381,3 +381,53 @@ def run(args):
             "model_max_error_4k": max((abs(r["model_error"]) for r in big), default=None),
             "stream_model_max_error_4k": max((abs(r["stream_model_error"]) for r in big),
                                              default=None)}
+
+
+def measure_sequence(data_width, recs, *, latency=16, sbuf_depth=256, max_burst=MAX_BURST,
+                     gaps=None):
+    """Cycles of the records ``recs`` (dicts of ``sim.isa.DMA_RECORD`` fields) offered in
+    order on Amaranth's simulator: record ``k`` is offered ``gaps[k]`` cycles after the
+    previous one is taken (default 0: back to back). Returns ``[(take, done), ...]``: the
+    cycle of each record's handshake and of its ``done`` pulse, counted from the first
+    handshake."""
+    from amaranth.sim import Simulator
+    from sim.isa import DMA_RECORD, pack
+    h = BenchHarness(data_width=data_width, sbuf_depth=sbuf_depth, size_bytes=1 << 16,
+                     latency=latency, max_burst=max_burst)
+    gaps = list(gaps or [0] * len(recs))
+    takes, dones = [], []
+
+    async def bench(ctx):
+        ctx.set(h.windows.as_value(), (0xFFFFFFFF << 32) | (3 << 64))
+        await ctx.tick()
+        cycle = 0
+        k = 0
+        idle = gaps[0]
+        limit = 64 + sum(gaps) + sum(4 * dma_record_cycles(
+            r, data_width=data_width, sbuf_depth=sbuf_depth, max_burst=max_burst,
+            latency=latency) for r in recs)
+        while len(dones) < len(recs):
+            offer = k < len(recs) and idle <= 0
+            if offer:
+                ctx.set(h.cmd.payload.as_value(), pack(DMA_RECORD, **recs[k]))
+            ctx.set(h.cmd.valid, offer)
+            await ctx.delay(1e-9)
+            taken = offer and ctx.get(h.cmd.ready)
+            if ctx.get(h.done):
+                dones.append(cycle)
+            assert not ctx.get(h.err_valid), f"error on record {len(dones)}"
+            await ctx.tick()
+            if taken:
+                takes.append(cycle)
+                k += 1
+                idle = gaps[k] if k < len(recs) else 0
+            else:
+                idle -= 1
+            cycle += 1
+            assert cycle < limit, f"no done for record {len(dones)} within {limit} cycles"
+
+    sim = Simulator(h)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    return [(t - takes[0], d - takes[0]) for t, d in zip(takes, dones)]

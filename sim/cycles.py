@@ -19,9 +19,13 @@ and an EMIT
 right after a write of a slot its engine's record check reads (``sim.isa.CHECKED_SLOTS``: the
 slot's check terms are registered in the cycle after the write); a SEMRD holds its
 first two cycles and writes the semaphore as it was in the second (a SEMINC reaches the
-semaphore two cycles after X). Engines are modelled as serial servers:
+semaphore two cycles after X). The tensor and vector engines are modelled as serial servers:
 record ``i`` of an engine is accepted at ``max(valid_i, done_{i-1})`` and completes
-``cost(record)`` cycles later. The result is the timeline of every record (emit, accept, done
+``cost(record)`` cycles later. With a core configuration in the cost (``EngineCost.dma_config``)
+the DMA's records overlap as in the RTL (``sim.dma_timing.DmaTimeline``: a record is taken once
+the one before has issued its bursts and started its data, and its data follow the data before
+it; a record of the other direction waits for every earlier one); without one they are serial
+servers too. The result is the timeline of every record (emit, accept, done
 cycles), the sequencer's cycle count and per-engine busy / semaphore-wait / idle cycles.
 
 Being a second, independent executor of the microcode, it is also checked against the
@@ -85,6 +89,17 @@ class EngineCost:
         fields."""
         units = getattr(config, "vector_units", None) or config.rows
         return cls(rows=config.rows, cols=config.cols, vector_subs=config.rows // units, **kwargs)
+
+    def dma_timeline(self):
+        """A fresh ``sim.dma_timing.DmaTimeline`` for the DMA records of one run (they overlap
+        as in the RTL), or None where a DMA record is charged :meth:`__call__`'s cycles one
+        after another (no ``dma_config``)."""
+        if self.dma_config is None:
+            return None
+        from sim.dma_timing import DmaTimeline
+        c = self.dma_config
+        return DmaTimeline(data_width=c.dma_data_width, sbuf_depth=c.sbuf_depth,
+                           max_burst=c.max_burst, latency=self.dma_latency)
 
     def __call__(self, engine, r):
         if engine == Engine.DMA and self.dma_config is not None:
@@ -150,6 +165,8 @@ class MicroSim:
         self.ucode = list(control_store or microcode.control_store())
         self.omap = list(opcode_map or microcode.opcode_map())
         self.cost = cost or EngineCost()
+        timeline = getattr(self.cost, "dma_timeline", None)
+        self._dma = timeline() if timeline is not None else None
         self.regs = [0] * isa.NUM_REGS
         self.flags = {"EQ": 0, "LT": 0, "LTU": 0}
         self.sems = [0] * isa.NUM_SEMS
@@ -203,9 +220,15 @@ class MicroSim:
         tl = self.timeline[e]
         prev = tl[-1] if tl else None
         accept = c + 1
-        if prev is not None:
-            accept = max(accept, prev.accept + 1, prev.done)
-        r = RecordTiming(e, word, c, accept, accept + max(int(self.cost(e, f)), 1), f)
+        if e == Engine.DMA and self._dma is not None:
+            if prev is not None:
+                accept = max(accept, prev.accept + 1)
+            accept, done = self._dma.add(f, accept)
+            r = RecordTiming(e, word, c, accept, max(done, accept + 1), f)
+        else:
+            if prev is not None:
+                accept = max(accept, prev.accept + 1, prev.done)
+            r = RecordTiming(e, word, c, accept, accept + max(int(self.cost(e, f)), 1), f)
         tl.append(r)
         self.trace[e].append(word)
         if f["sem_en"]:

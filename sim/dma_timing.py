@@ -9,11 +9,15 @@ two cycles per segment (a segment's first burst is issued the cycle after it is 
 the bursts' round trips shared by ``max_outstanding`` slots. A load adds the memory's latency
 to the first beat. Exact for records on a memory that never stalls (``scripts/bench_dma.py``:
 within 2 % of the RTL for its records of 4 KiB and more, every width).
+
+:class:`DmaTimeline` places records offered one after another the way the DMA overlaps them
+(a record's front, its setup, checks and bursts, beside the data of the one before); the
+cycle model (``sim.cycles.MicroSim``) takes the DMA's records from it.
 """
 
 from sim.dtypes import STORAGE_BITS, Format
 
-__all__ = ["dma_record_cycles", "dma_stream_cycles", "across_partitions"]
+__all__ = ["dma_record_cycles", "dma_stream_cycles", "across_partitions", "DmaTimeline"]
 
 M32 = (1 << 32) - 1
 #: Cycles of a record before its window check, and after it until the first burst's issue.
@@ -158,3 +162,82 @@ def dma_stream_cycles(r, count, *, data_width=32, sbuf_depth=256, max_burst=16,
     data = max(units, sum(bursts), trips) + GAP
     issue = 2 * segs + SETUP + rows + 1 + ISSUE_GAP
     return int(round(first + (count - 1) * max(data, issue, first / 2)))
+
+
+#: Cycles from the last burst issued (or the front's record handed) to the next take.
+FRONT_GAP = 3
+#: Cycles from a data side's ``ld_fin``/``st_fin`` to the record's ``done``.
+LOAD_FIN, STORE_FIN = 1, 3
+#: Cycles the last burst's issue follows the completion of the burst ``max_outstanding``
+#: before it, as estimated from the data side's pace (a store's slot is freed by its B).
+SLOT_LOAD, SLOT_STORE = -5, 5
+
+
+class DmaTimeline:
+    """The DMA's records back to back (``rtl/dma/control.py``, ``docs/dma.md``): when each
+    record is taken and when it is done, for records offered in order.
+
+    A record passes the *front* (its setup and window check, ``SETUP + rows + 1`` cycles from
+    the take, then the issue of its bursts) and the *data side* (the element walk and the
+    data path). The model keeps, per record, the take ``a``, the issue start ``s``, the data
+    side's end ``fin`` (``done`` is ``LOAD_FIN``/``STORE_FIN`` later) and follows the RTL's
+    rules:
+
+    * the issue starts at ``a + SETUP + rows + 1``; a record of the other direction than the
+      one before starts it only once that one is done;
+    * alone, a record ends where :func:`dma_record_cycles` says; behind another one its data
+      side ends no earlier than ``GAP`` cycles plus its own data (SBUF cycles, beats, the
+      bursts' round trips) after the previous one's;
+    * the front takes the next record once the current one's bursts are issued
+      (``FRONT_GAP`` cycles after two cycles per segment and one per further burst, and, with
+      more than ``max_outstanding`` bursts, no earlier than the completion of the one
+      ``max_outstanding`` before its last) and the data side holds it (two cycles after the
+      previous record's data side is free).
+
+    Parameters as :func:`dma_record_cycles`.
+    """
+
+    def __init__(self, *, data_width=32, sbuf_depth=256, max_burst=16, max_outstanding=4,
+                 latency=16):
+        self._kw = dict(data_width=data_width, sbuf_depth=sbuf_depth, max_burst=max_burst)
+        self._mo = max_outstanding
+        self._latency = latency
+        self._last = None           # (store, done, fin) of the record before
+        self.free = 0               # the first cycle the front may take a record
+
+    def add(self, r, valid):
+        """Offers record ``r`` (a dict of ``sim.isa.DMA_RECORD`` fields) from cycle ``valid``
+        (the record's handshake is at the earliest then); returns ``(take, done)``."""
+        a = max(valid, self.free)
+        mo, lat = self._mo, self._latency
+        alone = dma_record_cycles(r, max_outstanding=mo, latency=lat, **self._kw)
+        last = self._last
+        if not r["n0"] or not r["n1"] or not r["part_count"]:
+            done = a + alone if last is None else max(a + alone, last[1] + 1)
+            self.free = done + 1
+            self._last = (last[0] if last else r["store"], done, done - 1)
+            return a, done
+        rows, bursts, units, segs = _parts(r, **self._kw)
+        store = r["store"]
+        pre = SETUP + rows + 1
+        tail = STORE_FIN if store else LOAD_FIN
+        s = a + pre
+        if last is not None and last[0] != store:
+            s = max(s, last[1])
+        fin = s + alone - pre - tail
+        trips = sum(b + (0 if store else lat) + ROUND_TRIP for b in bursts) / mo
+        data = max(units, sum(bursts), trips)
+        if last is not None:
+            fin = max(fin, last[2] + GAP + data)
+        fin = int(round(fin))
+        free = s + 2 * segs + len(bursts) - segs + FRONT_GAP
+        if len(bursts) > mo:
+            after = sum(bursts[-mo:])       # beats behind the burst whose slot the last takes
+            free = max(free, int(round(fin - data * after / sum(bursts))) +
+                       (SLOT_STORE if store else SLOT_LOAD))
+        if last is not None:
+            free = max(free, last[2] + 2)
+        self.free = free
+        done = fin + tail
+        self._last = (store, done, fin)
+        return a, done
