@@ -56,7 +56,9 @@ def vector_commands(rec, parts):
         e.update(op0=rec["alu"], imm0=rec["scalar"])
     elif op == VecOp.REDUCE:
         e.update(emit=0, acc_reset=1, emit_acc=1, acc_op=_REDUCE.get(rec["alu"], AccOp.NONE))
-        c.update(o_n=1, **({} if rec["alu"] in _REDUCE else nop))
+        c.update(o_n=1)
+        if rec["alu"] not in _REDUCE:
+            c.update(nop)
     elif op == VecOp.TABLE:
         c.update(kind=KIND_TABLE, n=n << 1, a_psum=0, o_n=0, parts=1)
     elif op == VecOp.SEED:

@@ -23,6 +23,7 @@ from sim import isa
 from sim.config import CoreConfig
 from sim.dtypes import STORAGE_BITS, Format
 from sim.isa import Engine, ErrorBit, Opcode, VecOp
+from sim.records import KIND_NOP, KIND_SEED, KIND_TABLE, vector_commands
 
 __all__ = ["RefSim", "record_fields", "MASK32"]
 
@@ -296,6 +297,8 @@ class RefSim:
                         self.sbuf[part, a] = v
 
     def _matmul(self, r):
+        """A TENSOR record on the tensor engine's model (``sim/tensor.py``); its command is the
+        record's fields unchanged (``sim.records.tensor_command``)."""
         from sim import tensor
         fmt = Format(r["fmt"])
         K, M, N = r["k"], r["m"], r["n"]
@@ -322,70 +325,47 @@ class RefSim:
             else:
                 self.psum[:, a] = res[:, n]
 
-    def _read_lanes(self, space, addr, count):
-        """``count`` beats of P lanes from SBUF or PSUM (PSUM lanes >= cols read +0.0)."""
+    def _read_lanes(self, space, addr, count, stride=1):
+        """``count`` beats of P lanes from SBUF or PSUM at ``addr``, ``addr + stride``, ...
+        (PSUM lanes >= cols read +0.0)."""
         out = np.zeros((count, self.P), dtype=np.uint32)
         for i in range(count):
+            a = addr + i * stride
             if space == isa.Space.SBUF:
-                out[i] = self.sbuf[:, (addr + i) % self.sbuf_depth]
+                out[i] = self.sbuf[:, a % self.sbuf_depth]
             else:
-                out[i, :self.cols] = self.psum[:, (addr + i) % self.psum_depth]
+                out[i, :self.cols] = self.psum[:, a % self.psum_depth]
         return out
 
     def _vector(self, r):
-        """A VECTOR record on the vector engine's golden model (sim/vector.py)."""
-        from sim import vector as V
-        if self.vec is None:
-            self.vec = V.VectorEngineModel(self.P, depth=self.lut_entries,
-                                           n_rand=self.n_rand)
-        op, n = r["op"], r["n"]
-        if op == VecOp.SEED:
-            self.vec.ru.reseed(r["scalar"])
-            return
-        if op == VecOp.TABLE:
-            for i in range(n):
-                self.vec.cfg_write(int(self.sbuf[0, (r["a_addr"] + 2 * i) % self.sbuf_depth]),
-                                   int(self.sbuf[0, (r["a_addr"] + 2 * i + 1)
-                                                 % self.sbuf_depth]))
-            return
-        base = dict(fmt_a=r["in_fmt"], fmt_b=r["in_fmt"], fmt_o=r["out_fmt"], rmode=r["rnd"],
-                    count=n, emit=1)
-        a = self._read_lanes(r["a_space"], r["a_addr"], n)
-        b = np.zeros((0, self.P), dtype=np.uint32)
-        alu = r["alu"]
-        if alu > max(V.AluOp) or r["rnd"] > max(isa_round_modes()):
+        """A VECTOR record: the vector controller's commands of it (``sim.records``) on the
+        vector engine's golden model (``sim/vector.py``)."""
+        # An ALU op or rounding mode the engine lacks has no data semantics (with ``check``
+        # such a record traps before it gets here).
+        if r["op"] not in (VecOp.SEED, VecOp.TABLE) and \
+                (r["alu"] > isa.VEC_ALU_MAX or r["rnd"] > isa.VEC_RND_MAX):
             self.skipped.append((Engine.VECTOR, r))
             return
-        if op == VecOp.ACT:
-            cmd = V.make_cmd(op0=V.AluOp.MUL, imm0=r["scalar"], op1=V.AluOp.ADD,
-                             imm1=r["bias"], lut=int(not r["func"] & isa.ACT_FUNC_LINEAR),
-                             bank=r["func"] & 1,
-                             acc_op=V.AccOp.SUM if r["acc"] else V.AccOp.NONE, **base)
-        elif op == VecOp.TT:
-            cmd = V.make_cmd(op0=alu, src0=V.Src.TENSOR, **base)
-            b = self._read_lanes(r["b_space"], r["b_addr"], n)
-        elif op == VecOp.TS:
-            cmd = V.make_cmd(op0=alu, imm0=r["scalar"], **base)
-        elif op == VecOp.COPY:
-            cmd = V.make_cmd(**base)
-        elif op == VecOp.REDUCE:
-            acc_op = {isa.VecAlu.ADD: V.AccOp.SUM, isa.VecAlu.MAX: V.AccOp.MAX,
-                      isa.VecAlu.MIN: V.AccOp.MIN}.get(alu)
-            if acc_op is None:
+        for c in vector_commands(r, self.P):
+            if c["kind"] == KIND_NOP:
                 self.skipped.append((Engine.VECTOR, r))
-                return
-            cmd = V.make_cmd(**{**base, "emit": 0}, acc_op=acc_op, acc_reset=1, emit_acc=1)
-        elif op == VecOp.ACC_RD:
-            cmd = V.make_cmd(**{**base, "emit": 0, "count": 0}, emit_acc=1)
-            a = a[:0]
-        else:
-            self.skipped.append((Engine.VECTOR, r))
-            return
-        outs = self.vec.execute(cmd, a, b)
-        for i, o in enumerate(outs):
-            self.sbuf[:, (r["dst_addr"] + i) % self.sbuf_depth] = o
-        if op == VecOp.ACC_RD:
-            self.vec.acc[:] = 0
+            elif c["kind"] == KIND_SEED:
+                self.vec.ru.reseed(c["scalar"])
+            elif c["kind"] == KIND_TABLE:
+                # n words of SBUF partition 0, alternating LUT address and data.
+                w = self._read_lanes(isa.Space.SBUF, c["a_addr"], c["n"], c["a_stride"])[:, 0]
+                for addr, data in zip(w[0::2], w[1::2]):
+                    self.vec.cfg_write(int(addr), int(data))
+            else:
+                a = self._read_lanes(c["a_psum"], c["a_addr"], c["n"], c["a_stride"])
+                # The core reads b from SBUF only (a TT record with b_space = PSUM traps,
+                # isa.vector_record_error); without the check the ISA's b_space applies.
+                b = self._read_lanes(r["b_space"], c["b_addr"], c["n"], c["b_stride"]) \
+                    if c["b_en"] else None
+                outs = self.vec.execute(c["op"], a, () if b is None else b)
+                assert len(outs) == c["o_n"], (c, len(outs))
+                for i, o in enumerate(outs):
+                    self.sbuf[:, (c["o_addr"] + i * c["o_stride"]) % self.sbuf_depth] = o
 
     # -- execution ----------------------------------------------------------------------------
     def run(self, max_steps=1_000_000):
@@ -500,11 +480,6 @@ class RefSim:
                 self.issue(engine, record_fields(engine, op, f, R, self.r))
         self.retired += 1
         self.pc = npc & MASK32
-
-
-def isa_round_modes():
-    from sim.dtypes import RoundMode
-    return [int(m) for m in RoundMode]
 
 
 def _alu(name, a, b):
