@@ -48,12 +48,10 @@ class BurstIssuer(wiring.Component):
 
     Parameters
     ----------
-    data_width : int
-        Bus bits, a power of two from 32 to 512.
+    data_width, max_outstanding : int
+        The ``DMA``'s (``rtl/dma/dma.py``).
     max_burst : int
-        Longest burst in beats, a power of two from 1 to 256.
-    max_outstanding : int
-        Bursts in flight at most, 1 to 16.
+        The ``DMA``'s ``burst_beats``.
 
     Members
     -------

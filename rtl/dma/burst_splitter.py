@@ -28,10 +28,10 @@ class BurstSplitter(wiring.Component):
     Parameters
     ----------
     data_width : int
-        Bytes per beat times 8: a power of two from 32 to 512.
+        The ``DMA``'s (``rtl/dma/dma.py``).
     max_burst : int
-        Beats per burst at most, a power of two from 1 to ``min(256, 16384 // data_width)``
-        (at most half a 4 KiB page, so that a page holds more beats than a burst).
+        The ``DMA``'s ``burst_beats``: a power of two from 1 to ``min(256, 16384 //
+        data_width)``.
     seg_bits : int
         Width of ``seg_bytes``, 19 to 32.
 

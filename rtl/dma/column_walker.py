@@ -27,7 +27,7 @@ class ColumnWalker(wiring.Component):
     Parameters
     ----------
     data_width : int
-        Bits per bus beat, a power of two from 32 to 512.
+        The ``DMA``'s (``rtl/dma/dma.py``).
 
     Members
     -------

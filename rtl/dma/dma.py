@@ -106,6 +106,9 @@ class DMA(wiring.Component):
     windows : int
         Number of address windows, 1 to 8.
 
+    The units in ``rtl/dma/`` take these parameters with the meanings and ranges given here;
+    each unit documents only what is its own.
+
     Members
     -------
     cmd : In(stream.Signature(DmaRecord))

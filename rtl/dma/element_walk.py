@@ -28,12 +28,8 @@ class ElementWalk(wiring.Component):
 
     Parameters
     ----------
-    partitions : int
-        SBUF partitions P, 1 to 256.
-    sbuf_depth : int
-        Words per partition, a power of two from 2 to 65536.
-    data_width : int
-        Bus bits, a power of two from 32 to 512 (the chunk walk exists above 32).
+    partitions, sbuf_depth, data_width : int
+        The ``DMA``'s (``rtl/dma/dma.py``); the chunk walk exists above 32 bits.
 
     Members
     -------

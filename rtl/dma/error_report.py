@@ -31,7 +31,7 @@ class ErrorReport(wiring.Component):
     Parameters
     ----------
     data_width : int
-        Bus bits, a power of two from 32 to 512 (a beat's bytes, for the R address).
+        The ``DMA``'s (``rtl/dma/dma.py``): a beat's bytes, for the R address.
 
     Members
     -------

@@ -41,7 +41,7 @@ class BeatUnpack(wiring.Component):
     Parameters
     ----------
     data_width : int
-        Beat bits, a power of two from 32 to 512.
+        The ``DMA``'s (``rtl/dma/dma.py``).
     lanes : int
         Words of ``lanes``, 1 to 256.
 
@@ -89,7 +89,7 @@ class ChunkPack(wiring.Component):
     partitions : int
         Words of ``words``, 1 to 256.
     data_width : int
-        Beat bits, a power of two from 32 to 512.
+        The ``DMA``'s (``rtl/dma/dma.py``).
 
     Members
     -------

@@ -33,12 +33,8 @@ class LoadPath(wiring.Component):
 
     Parameters
     ----------
-    partitions : int
-        SBUF partitions P, 1 to 256.
-    sbuf_depth : int
-        Words per partition, a power of two from 2 to 65536.
-    data_width : int
-        Bus bits, a power of two from 32 to 512 (chunks exist above 32).
+    partitions, sbuf_depth, data_width : int
+        The ``DMA``'s (``rtl/dma/dma.py``); chunks exist above 32 bits.
 
     Members
     -------

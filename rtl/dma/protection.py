@@ -36,10 +36,8 @@ class ProtectionCheck(wiring.Component):
 
     Parameters
     ----------
-    windows : int
-        Number of address windows, 1 to 8.
-    data_width : int
-        Bus bits, a power of two from 32 to 512 (the union check exists above 32).
+    windows, data_width : int
+        The ``DMA``'s (``rtl/dma/dma.py``); the union check exists above 32 bits.
 
     Members
     -------

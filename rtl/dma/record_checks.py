@@ -35,13 +35,10 @@ class RecordChecks(wiring.Component):
 
     Parameters
     ----------
-    partitions : int
-        SBUF partitions P, 1 to 256.
-    sbuf_depth : int
-        Words per partition, a power of two from 2 to 65536.
-    data_width : int
-        Bus bits, a power of two from 32 to 512; wider than 32 builds the across-partitions
-        decision (``ilv``, ``docs/dma.md``), else ``ilv`` and ``rows_contig`` are 0.
+    partitions, sbuf_depth, data_width : int
+        The ``DMA``'s (``rtl/dma/dma.py``). A ``data_width`` wider than 32 builds the
+        across-partitions decision (``ilv``, ``docs/dma.md``), else ``ilv`` and
+        ``rows_contig`` are 0.
 
     Members
     -------

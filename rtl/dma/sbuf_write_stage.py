@@ -29,9 +29,9 @@ class SbufWriteStage(wiring.Component):
     Parameters
     ----------
     partitions : int
-        SBUF partitions, 1 to 256.
+        The ``DMA``'s (``rtl/dma/dma.py``).
     depth : int
-        Words per partition, a power of two from 2 to 65536.
+        The ``DMA``'s ``sbuf_depth``.
     lanes : bool
         Entries are whole writes (``mask``, ``data``) rather than one element (``part``,
         ``elem``).

@@ -16,32 +16,27 @@ class StorePath(wiring.Component):
     """Reads the elements (or, across partitions, chunks) of a record from SBUF in walk order,
     one per cycle, packs them into W beats and offers the beats in order.
 
-    Pipeline: the read is issued (``sbuf_r.en``, ``step``: the walk moves on) while ``st``,
-    the walk is not ``done`` and stage 1 is free or moves on; stage 1 is the block RAM's
-    output, which stage 2 registers whole (every partition's word: the RAM's output reaches
-    only a register) with the element's partition and where its bytes land in the beat (both
-    decided as the read was issued); stage 2 selects the element's word and ORs its bytes
-    into the beat accumulator. Two cycles from the read to the accumulator, one element per cycle. A beat
-    is finished by an element with ``beat_end`` and enters a two-entry W FIFO, whose head is
-    the W channel; a beat is packed only if its burst was issued (``data_level`` not 0) and
-    the FIFO has room, both known from a flip-flop registered from the next levels
-    (``data_push``, ``data_pop``), so ``wready`` reaches only the FIFO's read side. Stalls
-    (no room, no burst) hold stage 2, then stage 1, then the reads; the RAM port holds its
-    data while not read. The burst's last beat sets ``wlast`` and pops ``data``.
+    Pipeline: the read is issued (``sbuf_r.en``, ``step``: the walk moves on) while ``st``, the
+    walk is not ``done`` and stage 1 is free or moves on; stage 1 is the block RAM's output,
+    which stage 2 registers whole (every partition's word: the RAM's output reaches only a
+    register) with the element's partition and where its bytes land in the beat (both decided as
+    the read was issued); stage 2 selects the element's word and ORs its bytes into the beat
+    accumulator. Two cycles from the read to the accumulator, one element per cycle. A beat is
+    finished by an element with ``beat_end`` and enters a two-entry W FIFO, whose head is the W
+    channel; a beat is packed only if its burst was issued (``data_level`` not 0) and the FIFO
+    has room, both known from a flip-flop registered from the next levels (``data_push``,
+    ``data_pop``), so ``wready`` reaches only the FIFO's read side. Stalls (no room, no burst)
+    hold stage 2, then stage 1, then the reads; the RAM port holds its data while not read. The
+    burst's last beat sets ``wlast`` and pops ``data``.
 
     ``clear`` empties the stages and the accumulator (between records); ``busy``: a stage
     holds an element.
 
     Parameters
     ----------
-    partitions : int
-        SBUF partitions P, 1 to 256.
-    sbuf_depth : int
-        Words per partition, a power of two from 2 to 65536.
-    data_width : int
-        Bus bits, a power of two from 32 to 512 (chunks exist above 32).
-    max_outstanding : int
-        Bursts in flight at most, 1 to 16 (the range of ``data_level``).
+    partitions, sbuf_depth, data_width, max_outstanding : int
+        The ``DMA``'s (``rtl/dma/dma.py``); chunks exist above 32 bits; ``max_outstanding``
+        is the range of ``data_level``.
 
     Members
     -------

@@ -36,7 +36,7 @@ class WindowCheck(wiring.Component):
     Parameters
     ----------
     windows : int
-        Number of windows, 1 to 8.
+        The ``DMA``'s (``rtl/dma/dma.py``).
 
     Members
     -------
