@@ -360,6 +360,7 @@ def run(args):
             model = dma_record_cycles(rec, **kw)
             model_s = dma_stream_cycles(rec, n, **kw)
             rows.append(dict(width=w, kind=kind, direction=direction, bytes=moved,
+                             simulator=getattr(args, "simulator", "verilator"),
                              peak=w // 8, stream_count=n, stream_cycles=stream,
                              stream_bytes_per_cycle=round(rate_s, 3),
                              stream_fraction=round(rate_s / (w // 8), 4),

@@ -28,9 +28,8 @@ LOAD_TAIL, STORE_TAIL = 7, 6
 #: Cycles a burst holds an outstanding slot beyond its beats and the memory's latency.
 ROUND_TRIP = 2
 #: In a stream of records: cycles between one record's last element and the next one's first
-#: on the data side, and from a record's last burst issued to the next one's first beyond the
-#: next one's setup and window check.
-GAP, ISSUE_GAP = 4, 3
+#: on the data side.
+GAP = 4
 
 
 def _signed(x):
@@ -141,27 +140,14 @@ def dma_stream_cycles(r, count, *, data_width=32, sbuf_depth=256, max_burst=16,
                       max_outstanding=4, latency=16):
     """Cycles of ``count`` copies of record ``r`` offered back to back, from the first one's
     handshake to the last one's ``done`` (the DMA overlaps a record's front with the data of
-    the one before: ``docs/dma.md``).
-
-    The first costs :func:`dma_record_cycles`; each further one the longest of its data side
-    (SBUF cycles, beats, the bursts' round trips, plus ``GAP`` cycles between one record's
-    last element and the next one's first), its issue (two cycles per segment, plus its
-    setup and window check and ``ISSUE_GAP``: the next record's front starts when this one's
-    last burst is issued) and half a record alone (the front and the data side are the two
-    stages of the pipeline). Parameters as :func:`dma_record_cycles`.
-    """
-    kw = dict(data_width=data_width, sbuf_depth=sbuf_depth, max_burst=max_burst)
-    first = dma_record_cycles(r, max_outstanding=max_outstanding, latency=latency, **kw)
-    if count <= 1:
-        return first
-    if not r["n0"] or not r["n1"] or not r["part_count"]:
-        return first + (count - 1) * (SETUP + 1)
-    rows, bursts, units, segs = _parts(r, **kw)
-    lat = 0 if r["store"] else latency
-    trips = sum(b + lat + ROUND_TRIP for b in bursts) / max_outstanding
-    data = max(units, sum(bursts), trips) + GAP
-    issue = 2 * segs + SETUP + rows + 1 + ISSUE_GAP
-    return int(round(first + (count - 1) * max(data, issue, first / 2)))
+    the one before: :class:`DmaTimeline`). Parameters as :func:`dma_record_cycles`."""
+    tl = DmaTimeline(data_width=data_width, sbuf_depth=sbuf_depth, max_burst=max_burst,
+                     max_outstanding=max_outstanding, latency=latency)
+    valid = done = 0
+    for _ in range(count):
+        take, done = tl.add(r, valid)
+        valid = take + 1
+    return done
 
 
 #: Cycles from the last burst issued (or the front's record handed) to the next take.
