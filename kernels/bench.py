@@ -56,7 +56,8 @@ def wide_config(dma_data_width=128):
 @dataclasses.dataclass
 class Workload:
     """One compiled kernel call: ``name``, ``what``, ``config``, ``image`` (inputs placed),
-    ``compiled`` (``kernels.Compiled``), ``macs`` (multiply-accumulates of its matmuls),
+    ``compiled`` (``kernels.Compiled``), ``macs`` (multiply-accumulates of its matmuls, not
+    counting transposes on the array, ``kernels.pe_transpose``),
     ``dma_bytes`` (bytes its DMA records move), ``roofline_cycles``, ``args`` (the input
     arrays)."""
 
@@ -79,7 +80,7 @@ def _stats(compiled):
     macs = bytes_ = 0
     for op in compiled.trace.ops:
         a = op.args
-        if op.kind == "matmul":
+        if op.kind == "matmul" and not a.get("transpose"):
             macs += a["k"] * a["m"] * a["n"]
         elif op.kind in ("dma_ld", "dma_st"):
             bytes_ += a["p"] * a["n0"] * a["n1"] * a["dram"].dtype.nbytes

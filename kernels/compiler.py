@@ -483,7 +483,9 @@ BLOCK_RECORDS = 144
 
 def _group(ops):
     """Runs of consecutive matmul operations (in trace order) become one ``block`` operation
-    with the union of their accesses; the tensor engine applies them in order."""
+    with the union of their accesses; the tensor engine applies them in order. A run is cut
+    at a matmul marked ``cut`` (``kernels.lang.new_block``) and, past ``BLOCK_RECORDS``, at
+    its next overwrite."""
     out, run = [], []
 
     def flush():
@@ -497,7 +499,8 @@ def _group(ops):
         run.clear()
     for op in ops:
         if op.kind == "matmul":
-            if len(run) >= BLOCK_RECORDS and not op.args["accumulate"]:
+            if op.args.get("cut") or (len(run) >= BLOCK_RECORDS and
+                                      not op.args["accumulate"]):
                 flush()
             run.append(op)
         else:

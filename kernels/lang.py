@@ -27,7 +27,8 @@ from kernels.dtypes import as_dtype, fp32, int32
 __all__ = ["KernelError", "DRAMTensor", "Tile", "Buffer", "Op", "Trace", "current",
            "ndarray", "constant", "sbuf_tile", "psum_tile", "load", "store", "matmul",
            "activation", "tensor_tensor", "tensor_scalar", "reduce", "cast", "copy",
-           "seed", "broadcast", "transpose", "requantize", "ALU_OPS", "FUNCTIONS", "ROUNDING",
+           "seed", "broadcast", "transpose", "pe_transpose", "new_block", "requantize",
+           "ALU_OPS", "FUNCTIONS", "ROUNDING",
            "Layout", "wide_dma", "preload_table"]
 
 
@@ -399,6 +400,7 @@ class Trace:
         self.tables = {}              # LUT bank -> function name, as the vector engine has it
         self.acc_dirty = True         # the vector engine's accumulators may hold a value
         self.table_uses = []
+        self.cut = False              # the next matmul starts a block (new_block)
 
     def unique(self, name):
         n = self.names.get(name, 0)
@@ -650,8 +652,31 @@ def matmul(dst, stationary, moving, accumulate=False):
                           f"{dst.dtype}")
     reads = [_acc(stationary), _acc(moving)] + ([_acc(dst)] if accumulate else [])
     args = dict(dst=dst, stat=stationary, mov=moving, k=K, m=M, n=N, fmt=dt,
-                accumulate=bool(accumulate))
+                accumulate=bool(accumulate), cut=tr.cut)
+    tr.cut = False
     tr.add(Op("tensor", "matmul", args, reads, [_acc(dst)]))
+    return dst
+
+
+def new_block():
+    """Start a new block of matmuls at the next ``matmul``. The compiler rolls consecutive
+    matmuls into one block, which the sequencer issues as one operation once every input of
+    the block is ready; a kernel cuts a run where its second part waits for a later input
+    (a vector result) than its first."""
+    current().cut = True
+
+
+def pe_transpose(dst, a, identity):
+    """``dst = a.T`` on the tensor engine: ``a [p, f]`` (SBUF, a tensor format, ``f <= cols``)
+    is the stationary operand and ``identity [p, p]`` (the same format, ones on the diagonal)
+    the moving one, so ``dst [f, p]`` (PSUM) holds each element times one plus zeros: exact
+    for finite values. Its multiply-accumulates move data: the operation is marked
+    ``transpose`` (``kernels.bench`` leaves it out of a workload's MACs)."""
+    if identity.shape != (a.parts, a.parts):
+        raise KernelError(f"pe_transpose: identity '{identity.name}' is "
+                          f"{list(identity.shape)}, expected [{a.parts}, {a.parts}]")
+    matmul(dst, a, identity)
+    current().ops[-1].args["transpose"] = True
     return dst
 
 

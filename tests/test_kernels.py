@@ -228,3 +228,56 @@ def test_bench_roofline_at_the_dma_width():
     wide = workloads(["gemm"], dma_data_width=128)[0]
     assert bus_bytes(wide.config) == 16
     assert wide.roofline_cycles == max(-(-w.macs // cells), -(-w.dma_bytes // 16))
+
+
+def test_tensor_engine_transpose():
+    """``pe_transpose``: ``a.T`` through the array against an identity, exact for BF16
+    values (FP32 in PSUM), and left out of the benchmark's MACs."""
+    from kernels.bench import _stats
+
+    @kl.kernel
+    def k(a):
+        out = kl.ndarray((a.shape[1], a.shape[0]), kl.fp32, "t")
+        ident = kl.load(kl.constant(np.eye(a.shape[0]), kl.bf16, name="eye"))
+        ps = kl.psum_tile((a.shape[1], a.shape[0]), kl.fp32)
+        kl.pe_transpose(ps, kl.load(a), ident)
+        kl.store(out, kl.copy(ps))
+        return out
+    a = np.random.default_rng(5).standard_normal((4, 3)).astype(BF)
+    assert np.array_equal(k(a, config=CFG), a.T.astype(np.float32))
+    assert _stats(k.last_run.compiled) == (0, 4 * 4 * 2 + 4 * 3 * 2 + 3 * 4 * 4)
+
+    @kl.kernel
+    def bad(a):
+        ps = kl.psum_tile((a.shape[1], a.shape[0]), kl.fp32)
+        kl.pe_transpose(ps, kl.load(a), kl.load(kl.constant(np.eye(3), kl.bf16), name="i3"))
+        return kl.ndarray((1, 1), kl.fp32)
+    with pytest.raises(kl.KernelError, match=r"identity 'i3' is \[3, 3\], expected \[4, 4\]"):
+        bad(a, config=CFG)
+
+
+def test_new_block_cuts_a_run_of_matmuls():
+    """Consecutive matmuls with constant strides are rolled into one hardware loop; with
+    ``new_block`` before each they are blocks of their own (no loop), and the result is the
+    same."""
+    def make(cut):
+        @kl.kernel
+        def k(w, x):
+            out = kl.ndarray((4, 8), kl.fp32, "y")
+            wt, xt = kl.load(w), kl.load(x)
+            ps = kl.psum_tile((4, 8), kl.fp32)
+            for i in range(4):
+                if cut:
+                    kl.new_block()
+                kl.matmul(ps, wt[:, 4 * i:4 * i + 4], xt[:, 8 * i:8 * i + 8],
+                          accumulate=i > 0)
+            kl.store(out, kl.copy(ps))
+            return out
+        return k
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal((4, 16)).astype(BF)
+    x = rng.standard_normal((4, 32)).astype(BF)
+    rolled, cut = make(False), make(True)
+    assert np.array_equal(rolled(w, x, config=CFG), cut(w, x, config=CFG))
+    assert "loop" in rolled.last_run.compiled.asm
+    assert "loop" not in cut.last_run.compiled.asm

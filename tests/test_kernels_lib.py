@@ -15,8 +15,9 @@ a bound derived from the formats:
   3.4e-3 absolute, 3 % relative where ``|f| < 2**-12``); softmax has three factors
   (exp, reciprocal, and the exp inside the sum): ``3 * 2**-8`` relative; the norms one
   (rsqrt): ``2**-8`` of ``|x_norm * gamma|`` plus FP32 rounding.
-* attention: the scores' exp and reciprocal (``3 * 2**-8``) and the probabilities rounded to
-  BF16 (``2**-9``): ``|err| <= 4 * 2**-8 * max|v|`` (the probabilities sum to 1).
+* attention: the scores' exp and the sums' reciprocal (``3 * 2**-8``) and the exponentials
+  rounded to BF16 before the products and the sums (``2**-9``): ``|err| <= 4 * 2**-8 *
+  max|v|`` (the probabilities sum to 1).
 * MLP: the hidden layer rounded to BF16 after the LUT (``2 * 2**-8`` relative per element):
   ``|err| <= 2**-6 * (|h| @ |w2|) + GEMM bound``.
 """

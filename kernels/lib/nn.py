@@ -8,6 +8,8 @@ scalar operands are per instruction, not per lane.
 
 import math
 
+import numpy as np
+
 import kernels as kl
 from kernels.lang import KernelError, current
 from kernels.lib.linalg import chunk_size, load_ktiles, project
@@ -108,8 +110,22 @@ def rmsnorm(x, gamma, eps=1e-6):
 def attention(q, k, v):
     """One attention head ``softmax(q @ k.T / sqrt(d)) @ v``: ``q [S, d]``, ``k [T, d]``,
     ``v [T, d]`` in one tensor format (``d`` at most ``rows``, or a multiple of it: the
-    scores accumulate over ``d / rows`` K tiles); FP32 out ``[S, d]``. Queries go in tiles of
-    ``cols``; the probabilities are rounded to the inputs' format for ``P @ V``."""
+    scores accumulate over ``d / rows`` K tiles); FP32 out ``[S, d]``.
+
+    Queries and keys go in tiles of ``b = min(rows, cols)``. Per query tile: the scores in
+    PSUM, their row maximum (spread along the row by :func:`kernels.broadcast`) subtracted,
+    ``e = exp(scale * (s - max))`` rounded to the inputs' format, ``e`` transposed key tile
+    by key tile on the tensor engine (:func:`kernels.pe_transpose`), ``e @ [V | 1]`` (V with
+    a column of ones per key tile, so that the row sums come out of the same matmuls) and
+    the products times the reciprocal of the sums.
+
+    The query tiles form a software pipeline. The tensor engine takes, per tile ``i``, the
+    transposes of tile ``i`` interleaved with the scores of tile ``i+2`` (the sequencer
+    issues two short transposes while the array streams one score matmul), then the products
+    of tile ``i``; meanwhile the vector engine computes the exponentials of tile ``i+1``, the
+    copy of tile ``i``'s transposes and the normalization of tile ``i-1``. Every matmul is
+    a block of its own (:func:`kernels.new_block`), so that the scheduler can issue vector
+    and DMA records between them."""
     cfg = current().config
     S, d = q.shape
     T = k.shape[0]
@@ -118,24 +134,100 @@ def attention(q, k, v):
         raise KernelError(f"attention: head size d = {d} (dimension 1 of q) must be at most "
                           f"rows = {P} or a multiple of it")
     dt = q.dtype
+    B = min(P, cfg.cols)
     out = kl.ndarray((S, d), kl.fp32, name="o")
     ol, ql = kl.Layout(out, cfg.cols), kl.Layout(q.T, P)
     kT_tiles = load_ktiles(kl.Layout(k.T, P), "kT")     # K tiles [dd, T]
-    v_tiles = load_ktiles(kl.Layout(v, P), "v")         # K tiles [tt, d]
-    for s0 in range(0, S, cfg.cols):
-        s = min(cfg.cols, S - s0)
+    qts = [(s0, min(B, S - s0)) for s0 in range(0, S, B)]
+    kts = [(t0, min(B, T - t0)) for t0 in range(0, T, B)]
+    scale = 1.0 / math.sqrt(d)
+
+    def matmul(*args, **kw):
+        kl.new_block()
+        kl.matmul(*args, **kw)
+
+    def scores(i):
+        """Tile ``i``'s score tile and the functions that each issue one of its matmuls."""
+        s0, s = qts[i]
         qT_tiles = load_ktiles(ql.cols(s0, s), "qT")    # K tiles [dd, s]
         sc = kl.psum_tile((s, T), kl.fp32, name="scores")
-        for i, (qt, kt) in enumerate(zip(qT_tiles, kT_tiles)):
-            kl.matmul(sc, qt, kt, accumulate=i > 0)
-        p = _softmax_tile(sc, scale=1.0 / math.sqrt(d), out_dtype=dt)
-        o = kl.psum_tile((s, d), kl.fp32, name="o_ps")
-        t0 = 0
-        for i, vt in enumerate(v_tiles):
-            pT = kl.transpose(p[:, t0:t0 + vt.parts], name="pT")     # [tt, s]
-            kl.matmul(o, pT, vt, accumulate=i > 0)
-            t0 += vt.parts
-        kl.store(ol.rows(s0, s), kl.copy(o, dtype=kl.fp32, name="o_sb"))
+        return sc, [lambda j=j, qt=qt, kt=kt: matmul(sc, qt, kt, accumulate=j > 0)
+                    for j, (qt, kt) in enumerate(zip(qT_tiles, kT_tiles))]
+
+    sc = {}
+    for i in range(min(2, len(qts))):
+        sc[i], mms = scores(i)
+        for f in mms:
+            f()
+    # [V | 1] per key tile: the moving operand of e @ V, its last column the row sums (the
+    # ones written as 0 * k + 1 by the vector engine, idle until the first scores).
+    vl = kl.Layout(v, B) if T % B == 0 else kl.Layout.plain(v, B)
+    vbuf = kl.sbuf_tile((B, len(kts) * (d + 1)), dt, name="v1")
+    for j in range(len(kts)):
+        c = j * (d + 1) + d
+        kl.activation(None, kT_tiles[0][:, 0:1], scale=0.0, bias=1.0, out=vbuf[:, c:c + 1])
+    # The tables before V (a table load is fenced from every DMA record).
+    kl.preload_table("exp")
+    kl.preload_table("reciprocal")
+    for j, (t0, tt) in enumerate(kts):
+        c = j * (d + 1)
+        kl.load(vl.rows(t0, tt), out=vbuf[0:tt, c:c + d])
+    ident = kl.load(kl.constant(np.eye(B), dt, name="eye"), name="ident")
+
+    def exps(i):
+        mx = kl.reduce("max", sc[i], name="mx")
+        xc = kl.tensor_tensor("subtract", sc[i], kl.broadcast(mx, T, name="mxb"), name="xc")
+        return kl.activation("exp", xc, scale=scale, dtype=dt, name="e")
+
+    def products(i, e):
+        """The transposes and products of tile ``i`` (the scores of tile ``i+2`` between
+        them); returns the products' PSUM tile and the exponentials of tile ``i+1``."""
+        s = qts[i][1]
+        pT_ps = kl.psum_tile((B, len(kts) * s), kl.fp32, name="eT_ps")
+        trans = [lambda j=j, t0=t0, tt=tt: (
+            kl.new_block(), kl.pe_transpose(pT_ps[0:tt, j * s:(j + 1) * s],
+                                            e[:, t0:t0 + tt], ident[0:s, 0:s]))
+            for j, (t0, tt) in enumerate(kts)]
+        later = []
+        if i + 2 < len(qts):
+            sc[i + 2], later = scores(i + 2)
+        while trans:
+            if later:
+                later.pop(0)()
+            trans.pop(0)()
+            if trans:
+                trans.pop(0)()
+        nxt = exps(i + 1) if i + 1 < len(qts) else None
+        full = [j for j, (_, tt) in enumerate(kts) if tt == B]
+        stat = {}
+        if full:
+            eT = kl.copy(pT_ps[:, 0:len(full) * s], dtype=dt, name="eT")
+            stat.update((j, eT[:, j * s:(j + 1) * s]) for j in full)
+        if len(full) < len(kts):
+            j, tt = len(kts) - 1, kts[-1][1]
+            stat[j] = kl.copy(pT_ps[0:tt, j * s:(j + 1) * s], dtype=dt, name="eT_edge")
+        for f in later:                  # the rest of the scores while the copy runs
+            f()
+        o = kl.psum_tile((s, d + 1), kl.fp32, name="o_ps")
+        for j, (t0, tt) in enumerate(kts):
+            matmul(o, stat[j], vbuf[0:tt, j * (d + 1):(j + 1) * (d + 1)], accumulate=j > 0)
+        return o, nxt
+
+    def normalize(i, o):
+        s0, s = qts[i]
+        r = kl.activation("reciprocal", o[:, d:d + 1], name="rcp")
+        y = kl.tensor_tensor("multiply", o[:, 0:d], kl.broadcast(r, d, name="rb"),
+                             name="o_sb")
+        kl.store(ol.rows(s0, s), y)
+
+    e = exps(0)
+    pending = None
+    for i in range(len(qts)):
+        o, e = products(i, e)
+        if pending is not None:
+            normalize(*pending)
+        pending = (i, o)
+    normalize(*pending)
     return out
 
 
