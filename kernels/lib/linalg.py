@@ -362,26 +362,65 @@ def _linear_layouts(x, ws, out):
             kl.Layout(out.T, cfg.cols))
 
 
+def _linear_rows(x, w, out, epilogue, acc_dtype, before=None, split=False):
+    """``out = epilogue(x @ w)`` with the rows of ``x [N, K]`` on the array's columns: per
+    N tile of ``cols`` rows, ``x.T`` K tiles (stationary) against the K tiles of ``w [K, M]``
+    (moving, ``M`` columns per matmul, in chunks that fit a quarter of PSUM), the PSUM tile
+    ``[n, m]`` rows of the output. ``epilogue(ps, n0, nn, m0, mm)`` returns the SBUF tile
+    stored at rows ``n0..``, columns ``m0..``; ``before()`` is called once the first loads
+    are traced (a kernel's table load: it is fenced from the DMA); with ``split`` W comes in
+    one record per K tile, so that the first matmul waits for the first only. Every matmul
+    is a block of its own (:func:`kernels.new_block`): the sequencer, stalled while the
+    tensor engine's queue is full, then issues DMA and vector records between them."""
+    cfg = current().config
+    N, K = x.shape
+    M = w.shape[1]
+    if w.shape[0] != K:
+        raise KernelError(f"linear: w has K = {w.shape[0]} rows (dimension 0), x has {K}")
+    C = cfg.cols
+    xl, wl, ol = kl.Layout(x.T, cfg.rows), kl.Layout(w, cfg.rows), kl.Layout(out, C)
+    xT = load_ktiles(xl, "xT")                          # K tiles [kk, N]
+    w_tiles = load_ktiles(wl, "w", split=split)          # K tiles [kk, M]
+    if before is not None:
+        before()
+    mc = max(1, min(M, 512, cfg.psum_depth // 4))
+    for n0 in range(0, N, C):
+        nn = min(C, N - n0)
+        for m0 in range(0, M, mc):
+            mm = min(mc, M - m0)
+            ps = kl.psum_tile((nn, mm), acc_dtype, name="ps")
+            for t, (xt, wt) in enumerate(zip(xT, w_tiles)):
+                kl.new_block()
+                kl.matmul(ps, xt[:, n0:n0 + nn], wt[:, m0:m0 + mm], accumulate=t > 0)
+            y = epilogue(ps, n0, nn, m0, mm)
+            dst = ol.cols(m0, mm)
+            kl.store(dst.rows(n0, nn), y)
+
+
 @kl.kernel
 def linear(x, w, b, func="linear", out_dtype="fp32", rnd="rne"):
     """Linear layer ``func(x @ w + b)``: ``x [N, K]``, ``w [K, M]`` in one tensor format,
     ``b [M]`` FP32; ``func`` a LUT function (``linear``: none). Output ``[N, M]`` in
-    ``out_dtype``, rounded with ``rnd``."""
+    ``out_dtype``, rounded with ``rnd``. The rows of ``x`` go on the array's columns
+    (:func:`_linear_rows`), so that ``b`` is one tile ``[cols, M]`` for every N tile."""
     cfg = current().config
     N, K = x.shape
     M = w.shape[1]
     if b.shape != (M,) or b.dtype is not kl.fp32:
         raise KernelError(f"linear: b must be fp32 [{M}], not {b.dtype} {list(b.shape)}")
     out = kl.ndarray((N, M), out_dtype, name="y")
-    xl, wl, ol = _linear_layouts(x, [w], out)
-    nc = chunk_size(N, cfg)
-    for c0 in range(0, N, nc):
-        n = min(nc, N - c0)
-        xT = lambda c0=c0, n=n: load_ktiles(xl.cols(c0, n), "xT", split=xl.blocked)
+    P = min(cfg.cols, N)
+    bias = {}
 
-        def emit(y, m0, mm, c0=c0, n=n):
-            kl.store(ol.cols(c0, n).rows(m0, mm), y)
-        _linear_t(xT, wl[0], b, func, kl.as_dtype(out_dtype), rnd, emit)
+    def before():
+        # b on every partition (partition stride 0), then the table.
+        bias["t"] = kl.load(b.as_strided((P, M), (0, b.strides[0])), name="bias")
+        kl.preload_table(func)
+
+    def epi(ps, n0, nn, m0, mm):
+        h = kl.tensor_tensor("add", ps, bias["t"][0:nn, m0:m0 + mm], name="h")
+        return kl.activation(func, h, dtype=kl.as_dtype(out_dtype), rnd=rnd, name="y")
+    _linear_rows(x, w, out, epi, kl.fp32, before)
     return out
 
 
@@ -417,22 +456,15 @@ def mlp(x, w1, b1, w2, b2, func="gelu", out_dtype="fp32"):
 @kl.kernel
 def linear_int8(x, w, scale, bias=0.0, rnd="rne"):
     """INT8 linear layer with INT32 accumulation and requantization:
-    ``sat(round((x @ w) * scale + bias))`` to INT8, ``x [N, K]``, ``w [K, M]`` INT8."""
-    cfg = current().config
+    ``sat(round((x @ w) * scale + bias))`` to INT8, ``x [N, K]``, ``w [K, M]`` INT8 (the
+    rows of ``x`` on the array's columns, :func:`_linear_rows`)."""
     N, K = x.shape
     M = w.shape[1]
     out = kl.ndarray((N, M), kl.int8, name="y")
-    xl, (wl,), ol = _linear_layouts(x, [w], out)
-    w_tiles = load_ktiles(wl, "w")
-    nc = chunk_size(N, cfg)
-    for c0 in range(0, N, nc):
-        n = min(nc, N - c0)
-        xT = load_ktiles(xl.cols(c0, n), "xT")
 
-        def epi(ps, m0, mm, c0=c0, n=n):
-            q = kl.requantize(ps, scale, bias, rnd=rnd, name="q")
-            kl.store(ol.cols(c0, n).rows(m0, mm), q)
-        project(w_tiles, xT, M, epi, kl.int32)
+    def epi(ps, n0, nn, m0, mm):
+        return kl.requantize(ps, scale, bias, rnd=rnd, name="q")
+    _linear_rows(x, w, out, epi, kl.int32, split=True)
     return out
 
 
