@@ -252,15 +252,22 @@ def _gemm_body(w, x, out_dtype, acc_dtype):
 def _gemm_wide(w, x, out, nc, out_dtype, acc_dtype):
     """``out = w.T @ x`` (``kernels.Layout`` in blocks) M tile by M tile in chunks of ``nc``
     columns, W loaded M tile by M tile during the first chunk (every K tile of the tile's
-    columns in one record): the array starts after the first chunk of X and the first M tile
-    of W, and each tile's copy and store overlap the next tile's matmuls."""
+    columns in one record) and the first chunk of X K tile by K tile: the array starts after
+    the first M tile of W and the first K tile of X, and each tile's copy and store overlap
+    the next tile's matmuls. Every matmul is a block of its own (``kernels.new_block``), so
+    that each waits for its own K tile and the scheduler issues loads, copies and stores
+    between them."""
     cfg = current().config
     P, C = cfg.rows, cfg.cols
     (K, M), N = w.shape, x.shape[1]
     kt = K // P
     w_cols = {}
     for c0, n in [(c0, min(nc, N - c0)) for c0 in range(0, N, nc)]:
-        x_tiles = load_ktiles(x.cols(c0, n), "x")
+        if c0 == 0:
+            w_cols[0] = kl.load(w.cols(0, min(C, M)).tiles(0, kt), name="w")
+        # The first chunk K tile by K tile, so that the array starts after the first M tile
+        # of W and the first K tile of X.
+        x_tiles = load_ktiles(x.cols(c0, n), "x", split=c0 == 0)
         for m0 in range(0, M, C):
             mm = min(C, M - m0)
             if m0 not in w_cols:
@@ -268,6 +275,7 @@ def _gemm_wide(w, x, out, nc, out_dtype, acc_dtype):
             wt = w_cols[m0]
             ps = kl.psum_tile((mm, n), acc_dtype, name="ps")
             for t, xt in enumerate(x_tiles):
+                kl.new_block()
                 kl.matmul(ps, wt[:, t * mm:(t + 1) * mm], xt, accumulate=t > 0)
             kl.store(out.cols(c0, n).rows(m0, mm), kl.copy(ps, dtype=out_dtype, name="o"))
 
