@@ -53,16 +53,28 @@ def load_ktiles(src, name, out=None, split=False):
     return views
 
 
+def block_cut(kt):
+    """Matmuls per block in a run of ``kt`` accumulating K tiles: a quarter of them (at least
+    one), so that each block waits for its own operands and the scheduler issues DMA and
+    vector records between blocks, while runs of four or more still roll into hardware
+    loops (fewer instructions)."""
+    return max(1, kt // 4)
+
+
 def project(w_tiles, x_tiles, M, epilogue, acc_dtype=kl.fp32):
     """``epilogue(ps, m0, mm)`` after the matmuls of every M tile of ``W.T @ X``:
     ``w_tiles`` are K tiles ``[kk, M]``, ``x_tiles`` K tiles ``[kk, n]`` (same ``kk``), ``ps``
-    the PSUM tile ``[mm, n]`` of rows ``m0 .. m0+mm-1``."""
+    the PSUM tile ``[mm, n]`` of rows ``m0 .. m0+mm-1``, its matmuls in blocks of
+    :func:`block_cut`."""
     C = current().config.cols
     n = x_tiles[0].f
+    cut = block_cut(len(w_tiles))
     for m0 in range(0, M, C):
         mm = min(C, M - m0)
         ps = kl.psum_tile((mm, n), acc_dtype, name="ps")
         for t, (w, x) in enumerate(zip(w_tiles, x_tiles)):
+            if t % cut == 0:
+                kl.new_block()
             kl.matmul(ps, w[:, m0:m0 + mm], x, accumulate=t > 0)
         epilogue(ps, m0, mm)
 
@@ -358,6 +370,8 @@ def _linear_blocked(xT_tiles, w, b, func, out_dtype, rnd, emit):
             preload_table(func)
         ps = kl.psum_tile((mm, n), kl.fp32, name="ps")
         for t, x in enumerate(xT_tiles):
+            if t % block_cut(kt) == 0:
+                kl.new_block()
             kl.matmul(ps, wt[:, t * mm:(t + 1) * mm], x, accumulate=t > 0)
         epi(ps, m0, mm)
 
