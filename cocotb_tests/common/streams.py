@@ -154,15 +154,40 @@ class StreamSink(_StreamPort):
         self.cycle += cycle
         return out
 
+    async def serve(self, on_beat, *, ready=None):
+        """Take beats for as long as the test runs (start it with ``cocotb.start_soon``):
+        ``on_beat(payload, cycle)`` for each beat taken (in the ``ReadOnly`` phase before the
+        edge that transfers it), ``cycle`` counted in clock edges from this call.
+        ``ready(cycle) -> bool`` decides ``ready`` at the start of every cycle (default: with
+        probability ``ready_p``); a model may drive its other inputs of that cycle there, as
+        both then count the same cycles."""
+        cycle = 0
+        while True:
+            if ready is not None:
+                r = bool(ready(cycle))
+            else:
+                r = self.ready_p >= 1.0 or self.rng.random() < self.ready_p
+            self.ready.value = int(r)
+            await ReadOnly()
+            if r and self.valid.value:
+                on_beat(self.payload.value.to_unsigned(), cycle)
+            await RisingEdge(self.clk)
+            cycle += 1
+            self.cycle += 1
+
 
 class StreamMonitor(_StreamPort):
     """Checks the stream protocol of port ``name`` every cycle, in the background: once
     ``valid`` is 1 it stays 1 with an unchanged ``payload`` until ``ready``. Counts the
-    beats transferred. :meth:`check` raises ``AssertionError`` with the first violations."""
+    beats transferred. :meth:`check` raises ``AssertionError`` with the first violations.
 
-    def __init__(self, dut, name, *, clk=None, max_report=5):
+    ``on_beat(payload)``, if given, is called with every beat transferred, in the
+    ``ReadOnly`` phase before the edge that transfers it (a model fed in transfer order)."""
+
+    def __init__(self, dut, name, *, clk=None, max_report=5, on_beat=None):
         super().__init__(dut, name, clk)
         self.max_report = max_report
+        self.on_beat = on_beat
         self.beats = 0
         self.violations = []
         self._task = cocotb.start_soon(self._run())
@@ -183,6 +208,8 @@ class StreamMonitor(_StreamPort):
                                            f"to 0x{payload:x} while waiting for ready")
             taken = valid and bool(self.ready.value)
             self.beats += taken
+            if taken and self.on_beat is not None:
+                self.on_beat(payload)
             held = payload if valid and not taken else None
             await RisingEdge(self.clk)
             cycle += 1
