@@ -24,28 +24,43 @@ def _rows(x, what):
     return [(r0, min(P, x.shape[0] - r0)) for r0 in range(0, x.shape[0], P)]
 
 
-def _softmax_tile(t, scale=1.0, out_dtype=kl.fp32):
-    """Softmax of each row of ``t [p, F]`` (SBUF or PSUM) times ``scale``:
-    ``exp(scale*(x - max)) / sum``."""
-    F = t.f
-    if t.dtype is not kl.fp32:
-        t = kl.cast(t, kl.fp32, name="xf")
-    mx = kl.reduce("max", t, name="mx")
-    xc = kl.tensor_tensor("subtract", t, kl.broadcast(mx, F, name="mxb"), name="xc")
-    s = kl.sbuf_tile((t.parts, 1), kl.fp32, name="sum")
-    e = kl.activation("exp", xc, scale=scale, reduce_res=s, name="e")
-    r = kl.activation("reciprocal", s, name="rcp")
-    return kl.tensor_tensor("multiply", e, kl.broadcast(r, F, name="rb"), dtype=out_dtype,
-                            name="p")
+#: Row tiles a row-wise kernel takes through each step together: one tile's broadcast (a DMA
+#: round trip) overlaps the others' vector work.
+GROUP = 4
+
+
+def _groups(x, what):
+    rows = _rows(x, what)
+    return [rows[g:g + GROUP] for g in range(0, len(rows), GROUP)]
+
+
+def _softmax_tiles(ts, out_dtype=kl.fp32):
+    """Softmax of each row of every tile ``[p, F]`` of ``ts``: ``exp(x - max) / sum``, each
+    step for every tile before the next step."""
+    ts = [kl.cast(t, kl.fp32, name="xf") if t.dtype is not kl.fp32 else t for t in ts]
+    mx = [kl.reduce("max", t, name="mx") for t in ts]
+    mb = [kl.broadcast(m, t.f, name="mxb") for m, t in zip(mx, ts)]
+    xc = [kl.tensor_tensor("subtract", t, b, name="xc") for t, b in zip(ts, mb)]
+    es, ss = [], []
+    for c in xc:
+        ss.append(kl.sbuf_tile((c.parts, 1), kl.fp32, name="sum"))
+        es.append(kl.activation("exp", c, reduce_res=ss[-1], name="e"))
+    rs = [kl.activation("reciprocal", s, name="rcp") for s in ss]
+    rb = [kl.broadcast(r, e.f, name="rb") for r, e in zip(rs, es)]
+    return [kl.tensor_tensor("multiply", e, b, dtype=out_dtype, name="p")
+            for e, b in zip(es, rb)]
 
 
 @kl.kernel
 def softmax(x):
-    """Softmax along the last dimension of ``x [R, F]`` (FP32 or BF16 in, FP32 out)."""
+    """Softmax along the last dimension of ``x [R, F]`` (FP32 or BF16 in, FP32 out), in
+    groups of ``GROUP`` row tiles."""
     out = kl.ndarray(x.shape, kl.fp32, name="y")
     xl, ol = _row_layouts(x, out)
-    for r0, p in _rows(x, "softmax"):
-        kl.store(ol.rows(r0, p), _softmax_tile(kl.load(xl.rows(r0, p), name="x")))
+    for grp in _groups(x, "softmax"):
+        ys = _softmax_tiles([kl.load(xl.rows(r0, p), name="x") for r0, p in grp])
+        for (r0, p), y in zip(grp, ys):
+            kl.store(ol.rows(r0, p), y)
     return out
 
 
@@ -60,49 +75,59 @@ def _row_vector(v, p, name):
     return kl.load(v.as_strided((p, v.shape[0]), (0, v.strides[0])), name=name)
 
 
+def _scaled_rows(ts, ss, F, eps):
+    """``t * rsqrt(s / F + eps)`` for each tile ``t`` and its row sums ``s`` (step by step
+    over the tiles)."""
+    rstd = [kl.activation("rsqrt", s, scale=1.0 / F, bias=eps, name="rstd") for s in ss]
+    rb = [kl.broadcast(r, F, name="rb") for r in rstd]
+    return [kl.tensor_tensor("multiply", t, b, name="xn") for t, b in zip(ts, rb)]
+
+
 @kl.kernel
 def layernorm(x, gamma, beta, eps=1e-5):
     """Layer norm of each row of ``x [R, F]``: ``(x - mean) * rsqrt(var + eps) * gamma +
-    beta`` (FP32; ``var`` the biased variance)."""
+    beta`` (FP32; ``var`` the biased variance), in groups of ``GROUP`` row tiles."""
     R, F = x.shape
     out = kl.ndarray(x.shape, kl.fp32, name="y")
     xl, ol = _row_layouts(x, out)
-    rows = _rows(x, "layernorm")
+    groups = _groups(x, "layernorm")
     # gamma and beta on every partition, loaded once (a partition stride of 0 moves one
     # element per cycle).
-    p_max = max(p for _, p in rows)
+    p_max = max(p for g in groups for _, p in g)
     g_all, b_all = _row_vector(gamma, p_max, "g"), _row_vector(beta, p_max, "b")
-    for r0, p in rows:
-        t = kl.load(xl.rows(r0, p), name="x")
-        s = kl.reduce("add", t, name="s")
-        mean = kl.tensor_scalar("multiply", s, 1.0 / F, name="mean")
-        xc = kl.tensor_tensor("subtract", t, kl.broadcast(mean, F, name="mb"), name="xc")
-        sq = kl.tensor_tensor("multiply", xc, xc, name="sq")
-        v = kl.reduce("add", sq, name="v")
-        rstd = kl.activation("rsqrt", v, scale=1.0 / F, bias=eps, name="rstd")
-        y = kl.tensor_tensor("multiply", xc, kl.broadcast(rstd, F, name="rb"), name="xn")
-        y = kl.tensor_tensor("multiply", y, g_all[0:p, :], name="yg")
-        y = kl.tensor_tensor("add", y, b_all[0:p, :], name="y")
-        kl.store(ol.rows(r0, p), y)
+    for grp in groups:
+        ts = [kl.load(xl.rows(r0, p), name="x") for r0, p in grp]
+        ss = [kl.reduce("add", t, name="s") for t in ts]
+        means = [kl.tensor_scalar("multiply", s, 1.0 / F, name="mean") for s in ss]
+        mb = [kl.broadcast(m, F, name="mb") for m in means]
+        xc = [kl.tensor_tensor("subtract", t, b, name="xc") for t, b in zip(ts, mb)]
+        sq = [kl.tensor_tensor("multiply", c, c, name="sq") for c in xc]
+        vs = [kl.reduce("add", q, name="v") for q in sq]
+        ys = _scaled_rows(xc, vs, F, eps)
+        ys = [kl.tensor_tensor("multiply", y, g_all[0:y.parts, :], name="yg") for y in ys]
+        ys = [kl.tensor_tensor("add", y, b_all[0:y.parts, :], name="y") for y in ys]
+        for (r0, p), y in zip(grp, ys):
+            kl.store(ol.rows(r0, p), y)
     return out
 
 
 @kl.kernel
 def rmsnorm(x, gamma, eps=1e-6):
-    """RMS norm of each row of ``x [R, F]``: ``x * rsqrt(mean(x^2) + eps) * gamma`` (FP32)."""
+    """RMS norm of each row of ``x [R, F]``: ``x * rsqrt(mean(x^2) + eps) * gamma`` (FP32),
+    in groups of ``GROUP`` row tiles."""
     R, F = x.shape
     out = kl.ndarray(x.shape, kl.fp32, name="y")
     xl, ol = _row_layouts(x, out)
-    rows = _rows(x, "rmsnorm")
-    g_all = _row_vector(gamma, max(p for _, p in rows), "g")
-    for r0, p in rows:
-        t = kl.load(xl.rows(r0, p), name="x")
-        sq = kl.tensor_tensor("multiply", t, t, name="sq")
-        v = kl.reduce("add", sq, name="v")
-        rstd = kl.activation("rsqrt", v, scale=1.0 / F, bias=eps, name="rstd")
-        y = kl.tensor_tensor("multiply", t, kl.broadcast(rstd, F, name="rb"), name="xn")
-        y = kl.tensor_tensor("multiply", y, g_all[0:p, :], name="y")
-        kl.store(ol.rows(r0, p), y)
+    groups = _groups(x, "rmsnorm")
+    g_all = _row_vector(gamma, max(p for g in groups for _, p in g), "g")
+    for grp in groups:
+        ts = [kl.load(xl.rows(r0, p), name="x") for r0, p in grp]
+        sq = [kl.tensor_tensor("multiply", t, t, name="sq") for t in ts]
+        vs = [kl.reduce("add", q, name="v") for q in sq]
+        ys = _scaled_rows(ts, vs, F, eps)
+        ys = [kl.tensor_tensor("multiply", y, g_all[0:y.parts, :], name="y") for y in ys]
+        for (r0, p), y in zip(grp, ys):
+            kl.store(ol.rows(r0, p), y)
     return out
 
 
