@@ -173,7 +173,10 @@ class DmaTimeline:
       one before starts it only once that one is done;
     * alone, a record ends where :func:`dma_record_cycles` says; behind another one its data
       side ends no earlier than ``GAP`` cycles plus its own data (SBUF cycles, beats, the
-      bursts' round trips) after the previous one's;
+      bursts' round trips) after the previous one's; one bound by the issue of more than
+      ``max_outstanding`` bursts (whose further bursts wait for slots only its own data
+      free) ends no earlier than its data alone, less the first bursts' issue, after the
+      previous one's, and its front is late by as much;
     * the front takes the next record once the current one's bursts are issued
       (``FRONT_GAP`` cycles after two cycles per segment and one per further burst, and, with
       more than ``max_outstanding`` bursts, no earlier than the completion of the one
@@ -213,10 +216,18 @@ class DmaTimeline:
         fin = s + alone - pre - tail
         trips = sum(b + (0 if store else lat) + ROUND_TRIP for b in bursts) / mo
         data = max(units, sum(bursts), trips)
+        issue = 2 * segs + len(bursts) - segs
+        paced = len(bursts) > mo and issue > data
         if last is not None:
             fin = max(fin, last[2] + GAP + data)
+            if paced:
+                # Its bursts beyond the first ``mo`` wait for slots that only its own data
+                # free: an issue-bound record runs as alone from the data before it.
+                fin = max(fin, last[2] + alone - pre - tail - 2 * mo)
         fin = int(round(fin))
-        free = s + 2 * segs + len(bursts) - segs + FRONT_GAP
+        free = s + issue + FRONT_GAP
+        if paced:                           # its issue is late by as much as its data
+            free += fin - (s + alone - pre - tail)
         if len(bursts) > mo:
             after = sum(bursts[-mo:])       # beats behind the burst whose slot the last takes
             free = max(free, int(round(fin - data * after / sum(bursts))) +

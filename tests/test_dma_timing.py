@@ -215,6 +215,26 @@ def test_timeline_matches_rtl(width, latency):
         assert serial >= 1.15 * rtl[-1][1], (serial, rtl[-1][1])
 
 
+def test_timeline_paced_records():
+    """Records bound by their bursts' issue (a column per segment: two cycles each) behind a
+    record whose bursts hold the slots for long (a single partition: a beat's eight columns
+    take eight cycles): the issue-bound record runs as alone from the end of the data before
+    it, and the front takes the next one when its late bursts are issued. Each take and done
+    within 3 cycles of the DMA's (Amaranth's simulator)."""
+    from scripts.bench_dma import measure_sequence
+    from sim.dtypes import Format
+    rec = dict(ext_addr=0, ext_stride0=2, ext_stride1=16, ext_part_stride=2, n0=8, n1=8,
+               part_start=0, part_count=1, sbuf_addr=0, fmt=int(Format.BF16), store=0)
+    recs = [rec, dict(rec, part_count=3, ext_addr=0x1000, sbuf_addr=100, ext_stride1=20),
+            dict(rec, part_count=3, ext_addr=0x2000, sbuf_addr=200, ext_stride1=20), rec,
+            dict(rec, part_count=2, ext_addr=0x3000, sbuf_addr=300)]
+    rtl = measure_sequence(128, recs, latency=3, sbuf_depth=512)
+    model, serial = _timeline(128, 3, 512, recs, [0] * len(recs))
+    for k, ((take, done), (t, d)) in enumerate(zip(rtl, model)):
+        print(k, "rtl", take, done, "model", t, d)
+        assert abs(t - take) <= 3 and abs(d - done) <= 3, k
+
+
 @pytest.mark.parametrize("width, latency, seed", [(128, 3, 1), (128, 16, 2), (64, 3, 3),
                                                   (512, 8, 4)])
 def test_timeline_matches_rtl_random(width, latency, seed):
