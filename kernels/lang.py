@@ -736,7 +736,8 @@ def _vector_op(kind, dst, a, b=None, **opts):
     return tr.add(Op("vector", kind, args, reads, [_all_lanes(dst)]))
 
 
-#: Words per TABLE_LD record when loading a LUT function (None: an eighth of SBUF, at most 256).
+#: Words per TABLE_LD record when loading a LUT function (None: an eighth of SBUF, at most
+#: 1024: a function of up to 512 pairs in one record, so one DMA and one fence per table).
 TABLE_PIECE = None
 
 #: ``func`` of an ACT without the LUT (``sim.isa.ACT_FUNC_LINEAR``): ``data * scale + bias``.
@@ -774,7 +775,7 @@ def _ensure_table(func):
     src = constant(np.array(words, np.uint32).view(np.int32).reshape(1, -1), int32,
                    f"lut_{func}")
     # In pieces of whole (address, data) pairs that leave most of SBUF to the kernel.
-    step = TABLE_PIECE or max(2, min(256, tr.config.sbuf_depth // 8) // 2 * 2)
+    step = TABLE_PIECE or max(2, min(1024, tr.config.sbuf_depth // 8) // 2 * 2)
     # One SBUF tile for every piece: each piece's load waits for the previous TABLE_LD, so the
     # table's DMA writes and the vector engine's TABLE reads never overlap in time.
     t = sbuf_tile((1, min(step, len(words))), int32, f"lut_{func}_sb")
