@@ -18,6 +18,7 @@ from cocotb.triggers import FallingEdge, Timer
 
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
+from cocotb_tests.common.streams import StreamMonitor, StreamSink, seeded_rng
 from cocotb_tests.test_sequencer_progs import DIRECTED, HANG_REGRESSIONS, random_program
 from sim import isa, microcode
 from sim.asm import assemble
@@ -33,8 +34,12 @@ DBG = {"sem": 64, "flags": 80, "err_status": 81, "err_pc": 82, "pc": 83, "retire
 class Harness:
     """Drives the sequencer's ports and models the three engines.
 
-    ``latency`` (lo, hi) cycles from acceptance to completion; ``ready_p`` probability of
-    ``ready`` per cycle per engine (back-pressure and idle patterns).
+    Each engine's record stream is taken by a ``StreamSink`` (``ready`` at random with
+    probability ``ready_p``, every ``ready_period``-th cycle, or, with ``cost``, only when
+    the engine is idle) and checked by a ``StreamMonitor``; the engine pulses ``<engine>_done``
+    once per record, in order, ``latency`` (lo, hi) cycles after acceptance (random) or
+    ``cost`` cycles after it, driven by the sink's ``ready`` decision at the start of each
+    cycle, so that both count the same cycles (from the harness's creation).
     """
 
     def __init__(self, dut, rng, latency=(1, 12), ready_p=0.6, cost=None):
@@ -51,7 +56,11 @@ class Harness:
         self.done_cycle = None
         self.cycle = 0
         self.clear_log()
-        cocotb.start_soon(self._engines())
+        self.monitors = {e: StreamMonitor(dut, _NAMES[e]) for e in Engine}
+        for e in Engine:
+            sink = StreamSink(dut, _NAMES[e], rng=rng)
+            cocotb.start_soon(sink.serve(lambda word, cycle, e=e: self._accept(e, word, cycle),
+                                         ready=lambda cycle, e=e: self._tick(e, cycle)))
 
     def clear_log(self):
         self.log = {e: [] for e in Engine}
@@ -67,40 +76,39 @@ class Harness:
         """Engines whose record stream offers a record (``valid``) not yet accepted."""
         return sum(getattr(self.dut, _NAMES[e] + "__valid").value == 1 for e in Engine)
 
-    async def _engines(self):
-        dut = self.dut
-        while True:
-            await FallingEdge(dut.clk)
-            self.cycle += 1
-            for e in Engine:
-                name = _NAMES[e]
-                due = self.due[e]
-                fire = bool(due) and due[0] <= self.cycle
-                if fire:
-                    due.pop(0)
-                    self.done_at[e].append(self.cycle)
-                getattr(dut, name + "_done").value = int(fire)
-                valid = getattr(dut, name + "__valid").value
-                if self.ready_period[e]:
-                    ready = int(self.cycle % self.ready_period[e] == 0)
-                elif self.cost is None:
-                    ready = int(self.rng.random() < self.ready_p[e])
-                else:
-                    ready = int(not due or due[-1] <= self.cycle)
-                getattr(dut, name + "__ready").value = ready
-                if ready and valid == 1:
-                    word = getattr(dut, name + "__payload").value.to_unsigned()
-                    self.log[e].append(word)
-                    self.accepted_at[e].append(self.cycle)
-                    if self.cost is None:
-                        lo, hi = self.latency[e]
-                        t = self.cycle + self.rng.randint(lo, hi)
-                    else:
-                        t = self.cycle + max(1, int(self.cost(
-                            e, isa.unpack(isa.RECORDS[e], word))))
-                    if due:
-                        t = max(t, due[-1] + 1)
-                    due.append(t)
+    def _tick(self, e, cycle):
+        """Engine ``e``'s cycle ``cycle`` (its sink's count, from the harness's creation): its
+        ``done`` pulse and its ``ready``."""
+        self.cycle = cycle
+        due = self.due[e]
+        fire = bool(due) and due[0] <= cycle
+        if fire:
+            due.pop(0)
+            self.done_at[e].append(cycle)
+        getattr(self.dut, _NAMES[e] + "_done").value = int(fire)
+        if self.ready_period[e]:
+            return cycle % self.ready_period[e] == 0
+        if self.cost is None:
+            return self.rng.random() < self.ready_p[e]
+        return not due or due[-1] <= cycle
+
+    def _accept(self, e, word, cycle):
+        self.log[e].append(word)
+        self.accepted_at[e].append(cycle)
+        if self.cost is None:
+            t = cycle + self.rng.randint(*self.latency[e])
+        else:
+            t = cycle + max(1, int(self.cost(e, isa.unpack(isa.RECORDS[e], word))))
+        due = self.due[e]
+        due.append(max(t, due[-1] + 1) if due else t)
+
+    def check_streams(self, label):
+        """The engines' record streams obeyed the stream rules so far."""
+        for e in Engine:
+            try:
+                self.monitors[e].check()
+            except AssertionError as exc:
+                raise AssertionError(f"{label}: {exc}") from None
 
     async def idle_inputs(self):
         d = self.dut
@@ -242,11 +250,7 @@ def compare(h, hw, ref, label):
 
 
 async def _setup(dut, seed_offset=0):
-    seed = int(getattr(cocotb, "RANDOM_SEED", os.environ.get("COCOTB_RANDOM_SEED", 1))) \
-        + seed_offset
-    dut._log.info("seed %d (replay: COCOTB_RANDOM_SEED=%s)", seed,
-                  os.environ.get("COCOTB_RANDOM_SEED", "<the seed cocotb logged at start>"))
-    rng = random.Random(seed)
+    rng = seeded_rng(dut, seed_offset)
     start_clock(dut)
     h = Harness(dut, rng)
     await h.idle_inputs()
@@ -259,6 +263,7 @@ async def _check(h, words, label, extensions=None):
     await h.run(words)
     hw = await h.state()
     compare(h, hw, ref, label)
+    h.check_streams(label)
     ref.order_claims = check_order(h, ref, label)
     return hw, ref
 
