@@ -41,15 +41,9 @@ class LoadPath(wiring.Component):
     load, err, clear, ilv : In(1)
     r_hold : In(1)
         Take no R beat (the record has all its beats; the next record's follow on R).
-    esh : In(2)
-    off : In(range(data_width // 8))
-    beat_end : In(1)
-    part : In(pbits)
-    addr : In(range(sbuf_depth))
-    chunk_base : In(pbits)
-    chunk_n : In(range(data_width // 8 + 1))
-    nbytes : In(range(data_width // 8 + 1))
-        The element (chunk) from the element walk (``ElementWalk``).
+    esh, off, beat_end, part, addr, chunk_base, chunk_n, nbytes : In
+        The element (chunk) from the element walk: ``ElementWalk``'s members of these names
+        and shapes (``esh`` the record's element-size shift).
     step : Out(1)
         The element enters the write stage.
     rvalid, rlast : In(1)

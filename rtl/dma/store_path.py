@@ -42,16 +42,9 @@ class StorePath(wiring.Component):
     -------
     st, clear, ilv, done : In(1)
         ``done``: the element walk is over.
-    esh : In(2)
-    esize : In(3)
-    off : In(range(data_width // 8))
-    beat_end : In(1)
-    part : In(pbits)
-    addr : In(range(sbuf_depth))
-    chunk_base : In(pbits)
-    chunk_n : In(range(data_width // 8 + 1))
-    chunk_off : In(range(data_width // 8))
-        The element (chunk) from the element walk (``ElementWalk``).
+    esh, esize, off, beat_end, part, addr, chunk_base, chunk_n, chunk_off : In
+        The element (chunk) from the element walk: ``ElementWalk``'s members of these names
+        and shapes (``esh``, ``esize``: the record's element-size shift and size).
     step : Out(1)
         The element is read.
     sbuf_r : Out(PartitionReadSignature(partitions, sbuf_depth))
