@@ -401,6 +401,7 @@ class Trace:
         self.acc_dirty = True         # the vector engine's accumulators may hold a value
         self.table_uses = []
         self.cut = False              # the next matmul starts a block (new_block)
+        self.staged = []              # tables loaded, TABLE_LDs not traced (preload_table)
 
     def unique(self, name):
         n = self.names.get(name, 0)
@@ -744,30 +745,40 @@ TABLE_PIECE = None
 _LINEAR = 2
 
 
-def preload_table(func):
-    """Load LUT function ``func`` now if no bank holds it (``activation`` would on first use).
-    A TABLE_LD is fenced from the DMA (every DMA record traced after it waits for it), so a
-    kernel loads its table after its first loads and before the loads of its loop."""
-    if func not in (None, "linear"):
-        _ensure_table(func)
+def preload_table(*funcs, stage=False):
+    """Load the LUT functions ``funcs`` now, those no bank holds (``activation`` would on
+    first use).
+
+    A TABLE_LD is fenced from the DMA: it waits for every DMA record traced before it, and
+    every DMA record traced after it waits for it. So a kernel loads its tables after its
+    first loads and before the loads of its loop. With ``stage=True`` only the tables' DMA
+    loads are traced now (they overlap the kernel's first loads, traced next); their
+    TABLE_LDs follow at the next ``preload_table()`` (no functions: it commits the staged
+    tables) or at the first ``activation`` through a staged table. The tables' loads all come
+    before their TABLE_LDs."""
+    tr = current()
+    for func in funcs:
+        if func not in (None, "linear") and not any(f == func for f in tr.tables.values()):
+            _stage_table(func)
+    if not stage:
+        _commit_tables()
 
 
-def _ensure_table(func):
-    """The LUT bank holding ``func``, loading it (DMA + TABLE_LD) if neither bank has it."""
+def _stage_table(func):
+    """Claim a bank for ``func`` (the one used least recently) and trace its table's first
+    DMA load; the TABLE_LDs wait in ``Trace.staged`` for :func:`_commit_tables`."""
     tr = current()
     if func not in FUNCTIONS:
         raise KernelError(f"activation: func must be one of {', '.join(FUNCTIONS)}, not "
                           f"{func!r}")
-    for bank, f in tr.tables.items():
-        if f == func:
-            tr.table_uses.append(bank)
-            return bank
-    # Evict the bank used least recently.
     bank = 0
     if 0 in tr.tables:
         bank = 1 if 1 not in tr.tables else (
             0 if max((i for i, b in enumerate(tr.table_uses) if b == 0), default=-1) <
             max((i for i, b in enumerate(tr.table_uses) if b == 1), default=-1) else 1)
+    if any(b == bank for b, *_ in tr.staged):
+        raise KernelError(f"preload_table: '{func}' would evict a table not loaded yet (the "
+                          f"LUT has two banks)")
     from sim.tables import table
     words = []
     for a, d in table(func, tr.config.lut_entries).writes(bank):
@@ -779,12 +790,36 @@ def _ensure_table(func):
     # One SBUF tile for every piece: each piece's load waits for the previous TABLE_LD, so the
     # table's DMA writes and the vector engine's TABLE reads never overlap in time.
     t = sbuf_tile((1, min(step, len(words))), int32, f"lut_{func}_sb")
-    for w0 in range(0, len(words), step):
-        n = min(step, len(words) - w0)
-        load(src[:, w0:w0 + n], out=t[:, 0:n])
-        tr.add(Op("vector", "table_ld", dict(tile=t, n=n // 2), [_acc(t)], []))
+    pieces = [(w0, min(step, len(words) - w0)) for w0 in range(0, len(words), step)]
+    load(src[:, 0:pieces[0][1]], out=t[:, 0:pieces[0][1]])
     tr.tables[bank] = func
     tr.table_uses.append(bank)
+    tr.staged.append((bank, src, t, pieces))
+    return bank
+
+
+def _commit_tables():
+    """The TABLE_LDs of the staged tables (and the loads of their later pieces)."""
+    tr = current()
+    for _, src, t, pieces in tr.staged:
+        for i, (w0, n) in enumerate(pieces):
+            if i:
+                load(src[:, w0:w0 + n], out=t[:, 0:n])
+            tr.add(Op("vector", "table_ld", dict(tile=t, n=n // 2), [_acc(t)], []))
+    tr.staged = []
+
+
+def _ensure_table(func):
+    """The LUT bank holding ``func``, loading it (DMA + TABLE_LD) if neither bank has it."""
+    tr = current()
+    for bank, f in tr.tables.items():
+        if f == func:
+            if any(b == bank for b, *_ in tr.staged):
+                _commit_tables()
+            tr.table_uses.append(bank)
+            return bank
+    bank = _stage_table(func)
+    _commit_tables()
     return bank
 
 

@@ -281,3 +281,34 @@ def test_new_block_cuts_a_run_of_matmuls():
     assert np.array_equal(rolled(w, x, config=CFG), cut(w, x, config=CFG))
     assert "loop" in rolled.last_run.compiled.asm
     assert "loop" not in cut.last_run.compiled.asm
+
+
+def test_staged_tables_load_before_their_table_lds():
+    """``preload_table(..., stage=True)`` traces the tables' DMA loads at once and their
+    TABLE_LDs at the next ``preload_table()`` or, without one, at the first ``activation``
+    through a staged table: both tables' loads precede both TABLE_LDs, and the results equal
+    those of tables loaded on first use."""
+    def make(stage, commit):
+        @kl.kernel
+        def k(x):
+            out = kl.ndarray(x.shape, kl.fp32, "y")
+            if stage:
+                kl.preload_table("exp", "reciprocal", stage=True)
+            t = kl.load(x)
+            if commit:
+                kl.preload_table()
+            e = kl.activation("exp", t)
+            kl.store(out, kl.activation("reciprocal", e))
+            return out
+        return k
+    x = np.random.default_rng(7).standard_normal((4, 12)).astype(np.float32)
+    plain = make(False, False)
+    want = plain(x, config=CFG)
+    for commit in (True, False):
+        k = make(True, commit)
+        assert np.array_equal(k(x, config=CFG), want)
+        kinds = [op.kind for op in k.last_run.compiled.trace.ops]
+        first = kinds.index("table_ld")
+        assert kinds[:first].count("dma_ld") == 3          # both tables, then x
+    kinds = [op.kind for op in plain.last_run.compiled.trace.ops]
+    assert kinds[:kinds.index("table_ld")].count("dma_ld") == 2

@@ -171,10 +171,13 @@ def attention(q, k, v):
         kl.new_block()
         kl.matmul(*args, **kw)
 
+    # Q in one record: per-tile loads would queue ahead of the broadcasts.
+    qT_all = load_ktiles(ql, "qT")                      # K tiles [dd, S]
+
     def scores(i):
         """Tile ``i``'s score tile and the functions that each issue one of its matmuls."""
         s0, s = qts[i]
-        qT_tiles = load_ktiles(ql.cols(s0, s), "qT")    # K tiles [dd, s]
+        qT_tiles = [t[:, s0:s0 + s] for t in qT_all]
         sc = kl.psum_tile((s, T), kl.fp32, name="scores")
         return sc, [lambda j=j, qt=qt, kt=kt: matmul(sc, qt, kt, accumulate=j > 0)
                     for j, (qt, kt) in enumerate(zip(qT_tiles, kT_tiles))]
@@ -191,16 +194,21 @@ def attention(q, k, v):
     for j in range(len(kts)):
         c = j * (d + 1) + d
         kl.activation(None, kT_tiles[0][:, 0:1], scale=0.0, bias=1.0, out=vbuf[:, c:c + 1])
-    # The tables before V (a table load is fenced from every DMA record).
-    kl.preload_table("exp")
-    kl.preload_table("reciprocal")
-    for j, (t0, tt) in enumerate(kts):
-        c = j * (d + 1)
-        kl.load(vl.rows(t0, tt), out=vbuf[0:tt, c:c + d])
-    ident = kl.load(kl.constant(np.eye(B), dt, name="eye"), name="ident")
+    # The first tile's row maxima before the tables, so that their broadcast is the first
+    # DMA record after the TABLE_LDs (ahead of V's loads).
+    mx0 = kl.reduce("max", sc[0], name="mx")
+    # The tables before V (a TABLE_LD is fenced from every DMA record).
+    kl.preload_table("exp", "reciprocal")
+    ident = {}
 
-    def exps(i):
-        mx = kl.reduce("max", sc[i], name="mx")
+    def load_v():
+        for j, (t0, tt) in enumerate(kts):
+            c = j * (d + 1)
+            kl.load(vl.rows(t0, tt), out=vbuf[0:tt, c:c + d])
+        ident["t"] = kl.load(kl.constant(np.eye(B), dt, name="eye"), name="ident")
+
+    def exps(i, mx=None):
+        mx = kl.reduce("max", sc[i], name="mx") if mx is None else mx
         xc = kl.tensor_tensor("subtract", sc[i], kl.broadcast(mx, T, name="mxb"), name="xc")
         return kl.activation("exp", xc, scale=scale, dtype=dt, name="e")
 
@@ -211,7 +219,7 @@ def attention(q, k, v):
         pT_ps = kl.psum_tile((B, len(kts) * s), kl.fp32, name="eT_ps")
         trans = [lambda j=j, t0=t0, tt=tt: (
             kl.new_block(), kl.pe_transpose(pT_ps[0:tt, j * s:(j + 1) * s],
-                                            e[:, t0:t0 + tt], ident[0:s, 0:s]))
+                                            e[:, t0:t0 + tt], ident['t'][0:s, 0:s]))
             for j, (t0, tt) in enumerate(kts)]
         later = []
         if i + 2 < len(qts):
@@ -245,7 +253,9 @@ def attention(q, k, v):
                              name="o_sb")
         kl.store(ol.rows(s0, s), y)
 
-    e = exps(0)
+    e = exps(0, mx0)
+    # V after the first tile's broadcast (which then leads the DMA queue).
+    load_v()
     pending = None
     for i in range(len(qts)):
         o, e = products(i, e)
