@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 import cocotb
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ReadOnly, RisingEdge
 
 from cocotb_tests.common.clock import reset, start_clock
 from cocotb_tests.common.config import dut_config
@@ -41,14 +41,18 @@ def _pack_in(data, fmt, mode):
 class Harness:
     """Drives ``i`` (``StreamSource``) and takes ``o`` (``StreamSink``) with seeded random idle
     cycles and back-pressure, both streams checked by a ``StreamMonitor``. The golden model
-    converts each input beat in the cycle it is taken, so a re-seed pulsed in the same cycle
-    as a beat's transfer acts on the beats after it."""
+    converts each input beat in the cycle it is taken. A re-seed acts on the beats after every
+    beat taken on ``i`` in the cycle of the pulse or before and every beat offered on ``o`` in
+    that cycle: with ``stages`` 0 a beat waiting on ``o`` is the beat on ``i``, so the model
+    re-seeds after that beat is taken."""
 
     def __init__(self, dut, lanes, n_rand, rng, seed=0):
         self.dut = dut
         self.lanes = lanes
         self.rng = rng
         self.model = RoundingUnitModel(lanes, n_rand, seed)
+        self.comb = dut_config()["stages"] == 0
+        self.held_seed = None   # a re-seed waiting for the beat on ``o`` (``stages`` 0)
         self.inputs = []        # (data, fmt, mode) of each beat taken by the unit
         self.expected = []
         self.outputs = []
@@ -70,18 +74,30 @@ class Harness:
         self.inputs.append((data, fmt, mode))
         self.expected.append([int(v) for v in
                               self.model.convert(np.array(data, dtype=np.uint32), fmt, mode)])
+        if self.held_seed is not None:
+            self.model.reseed(self.held_seed)
+            self.held_seed = None
 
     def _describe(self, k):
         data, fmt, mode = self.inputs[k]
         return f"input {fmt.name} {mode.name} {[hex(v) for v in data]}"
 
     async def _pulse_seed(self, seed):
-        """``seed_load`` for one cycle; the model re-seeds after the edge that loads it."""
-        self.dut.seed.value = seed
-        self.dut.seed_load.value = 1
-        await RisingEdge(self.dut.clk)
-        self.dut.seed_load.value = 0
-        self.model.reseed(seed)
+        """``seed_load`` for one cycle; the model re-seeds after the edge that loads it, or
+        (``stages`` 0, a beat waiting on ``o``) after that beat is taken."""
+        dut = self.dut
+        dut.seed.value = seed
+        dut.seed_load.value = 1
+        await ReadOnly()
+        o_waits = bool(dut.o__valid.value) and not bool(dut.o__ready.value)
+        await RisingEdge(dut.clk)
+        dut.seed_load.value = 0
+        dut.seed.value = seed ^ 0xFFFFFFFF    # ``seed`` matters in the cycle of the pulse only
+        if self.comb and o_waits:
+            self.held_seed = seed
+        else:
+            self.held_seed = None
+            self.model.reseed(seed)
 
     async def reseed(self, seed):
         """Pulse ``seed_load`` with no beat in flight (no beat can use the old streams)."""
@@ -110,18 +126,16 @@ class Harness:
                for w in await self.sink.collect(len(beats), timeout=timeout)]
         await send
         await pulses
-        Scoreboard("o", fmt=hex, describe=lambda k: self._describe(first + k)).compare(
-            got, self.expected[first:first + len(beats)])
-        mon_i, mon_o = self.monitors
-        mon_i.check()
-        if reseed_at and dut_config()["stages"] == 0:
-            # A combinational unit offers ``o`` only while a random word is held
-            # (``o.valid = i.valid & has_word``), so a seed_load withdraws a beat waiting for
-            # ``o.ready``; the beat is offered again, converted with the new streams when taken.
-            mon_o.violations.clear()
-        mon_o.check()
-        self.outputs += got
+        self.check(first, got)
         return got
+
+    def check(self, first, got):
+        """Both streams' protocol, then ``got`` against the model's beats from ``first``."""
+        for mon in self.monitors:
+            mon.check()
+        Scoreboard("o", fmt=hex, describe=lambda k: self._describe(first + k)).compare(
+            got, self.expected[first:first + len(got)])
+        self.outputs += got
 
 
 def _random_beats(rng, lanes, count):
@@ -164,6 +178,39 @@ async def bit_exact_with_backpressure_and_reseed(dut):
         await h.run(beats, idle_p, ready_p, reseed_at=reseed, max_cycles=50 * count + 1000)
         dut._log.info(f"idle {idle_p} ready {ready_p}: {count} beats bit-exact, "
                       f"re-seeds {sorted(reseed.values())}")
+
+
+@cocotb.test()
+async def reseed_while_output_waits(dut):
+    """A re-seed pulsed while ``o`` holds a beat waiting for ``ready``: the beat stays offered
+    with its payload (the monitor) and uses the old streams, the beats after it the new ones
+    (the model). Repeated with the pulse 1 to 3 cycles into the wait and a second pulse."""
+    cfg = dut_config()
+    lanes, n_rand = cfg["lanes"], cfg["n_rand"]
+    rng = seeded_rng(dut, 4)
+    h = Harness(dut, lanes, n_rand, rng)
+    await h.start()
+    x = [0x3F800000 + rng.getrandbits(16) for _ in range(lanes)]
+    for k in range(6):
+        first = len(h.expected)
+        beats = [(x, Format.BF16, RoundMode.SR)] * 3
+        send = cocotb.start_soon(h.src.send_all([_pack_in(*b) for b in beats]))
+        dut.o__ready.value = 0
+        while True:
+            await ReadOnly()
+            if dut.o__valid.value:
+                break
+            await RisingEdge(dut.clk)
+        for _ in range(1 + k % 3):
+            await RisingEdge(dut.clk)
+        await h._pulse_seed(rng.getrandbits(32))
+        if k >= 3:
+            await h._pulse_seed(rng.getrandbits(32))
+        await RisingEdge(dut.clk)
+        got = [unpack_lanes(w, 32, lanes) for w in await h.sink.collect(len(beats))]
+        await send
+        h.check(first, got)
+    dut._log.info("6 re-seeds while o waits: beats held, bit-exact")
 
 
 @cocotb.test()

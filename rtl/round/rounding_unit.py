@@ -48,8 +48,15 @@ class RoundingUnit(wiring.Component):
         A pulse re-seeds every lane from ``seed`` (``sim.prng.lane_states``); this takes
         ``6 * lanes + 6`` cycles (``LanePrngs.seed_cycles``), then one more to fill the lanes'
         random-word buffer, during which ``i.ready`` is 0 (so is it in the first cycle after
-        reset). A beat accepted in the cycle of the pulse still uses the old streams. After
-        reset the lanes hold the streams of seed 0.
+        reset). After reset the lanes hold the streams of seed 0.
+
+        When the load takes effect: every beat accepted on ``i`` up to and including the cycle
+        of the pulse, and every beat offered on ``o`` in that cycle, uses the old streams;
+        the beats after them use the new ones. With ``stages >= 1`` a beat on ``o`` was
+        accepted earlier, so the load takes effect at the pulse. With ``stages = 0`` the beat
+        on ``o`` is the beat on ``i``: a pulse while ``o`` waits for ``ready`` is held (with
+        its ``seed``) and takes effect in the cycle that beat is taken, so the beat keeps its
+        payload; a further pulse before then replaces the held seed.
 
     A lane draws one random word per element only for beats in mode SR, so the results depend
     only on the seed and the sequence of SR beats. Back-pressure: the pipeline advances when
@@ -106,7 +113,29 @@ class RoundingUnit(wiring.Component):
         m = Module()
         lanes, n, stages = self._lanes, self._n_rand, self._stages
         prngs = m.submodules.prngs = LanePrngs(lanes)
-        m.d.comb += [prngs.seed.eq(self.seed), prngs.seed_load.eq(self.seed_load)]
+        # ``load``: the re-seed takes effect (at the end of this cycle).
+        if stages == 0:
+            # A combinational unit offers ``o`` only while a random word is held, and a load
+            # empties the buffer: a load while ``o`` waits for ``ready`` waits in ``load_held``
+            # (the seed in ``held_seed``) until that beat is taken, so the beat is not withdrawn.
+            o_wait = Signal()
+            load = Signal()
+            load_held = Signal()
+            held_seed = Signal(32)
+            m.d.comb += [
+                o_wait.eq(self.o.valid & ~self.o.ready),
+                load.eq((self.seed_load | load_held) & ~o_wait),
+                prngs.seed.eq(Mux(self.seed_load, self.seed, held_seed)),
+            ]
+            with m.If(o_wait):
+                with m.If(self.seed_load):
+                    m.d.sync += [load_held.eq(1), held_seed.eq(self.seed)]
+            with m.Else():
+                m.d.sync += load_held.eq(0)
+        else:
+            load = self.seed_load
+            m.d.comb += prngs.seed.eq(self.seed)
+        m.d.comb += prngs.seed_load.eq(load)
 
         # The lanes' random words wait in a two-entry buffer (``cnt`` words held, the same for
         # every lane). The generators advance on ``fill``, a term of registers only (``~busy &
@@ -114,8 +143,8 @@ class RoundingUnit(wiring.Component):
         # reaches the buffer instead of the generators' 192 clock enables per lane. The words
         # are used in the order the generators give them, so the results are the same.
         # ``i.ready`` is 0 while the buffer is empty: one cycle after reset and after
-        # re-seeding. A ``seed_load`` empties it (a beat accepted in the cycle of the pulse
-        # still takes the old head).
+        # re-seeding. A ``load`` empties it (a beat accepted in the cycle of the load still
+        # takes the old head).
         #
         # The buffer does not shift: each lane has two word registers, ``rb0`` and ``rb1``,
         # and ``h`` says which one is the head. A fill writes the word behind the words held,
@@ -125,13 +154,13 @@ class RoundingUnit(wiring.Component):
         # clock enables of the head's ``n_rand`` bits in every lane (as a shifting head would).
         # The
         # head multiplexer (``Mux(h, rb1, rb0)``) is then on the data path into ``s1_rand``.
-        # ``h`` need not be reset by a ``seed_load``: the positions are relative to it.
+        # ``h`` need not be reset by a ``load``: the positions are relative to it.
         en = Signal()                 # the whole pipeline moves
         accept = Signal()
         pop = Signal()                # an SR beat takes the head
         cnt = Signal(range(3))
         # ``cnt != 0`` as a flip-flop of its own: it is set by the first fill after reset or
-        # re-seeding and cleared only by ``seed_load`` (from one word, a pop always comes with
+        # re-seeding and cleared only by ``load`` (from one word, a pop always comes with
         # a fill). It also implies ``~busy`` (``cnt`` is 0 from the pulse until the first fill
         # after seeding), so ``i.ready`` is ``en & has_word``.
         has_word = Signal()
@@ -168,7 +197,7 @@ class RoundingUnit(wiring.Component):
             with m.Case(2):
                 with m.If(pop):
                     m.d.sync += cnt.eq(1)
-        with m.If(self.seed_load):
+        with m.If(load):
             m.d.sync += [cnt.eq(0), has_word.eq(0)]
 
         # Stage 0: the beat as accepted, with its random bits.
