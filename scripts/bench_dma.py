@@ -336,6 +336,8 @@ def add_arguments(parser):
                         choices=("verilator", "icarus", "amaranth"))
     parser.add_argument("--sizes", default="",
                         help="transfer sizes in bytes (default: all, or the quick set)")
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help="transfer kinds (default contiguous,strided,transposing)")
 
 
 def run(args):
@@ -347,7 +349,11 @@ def run(args):
     latency = getattr(args, "latency", 16)
     rows = []
     for w in widths:
-        got = measure(w, sizes, latency=latency,
+        kinds = [k for k in str(getattr(args, "kinds", "") or ",".join(KINDS)).split(",") if k]
+        for k in kinds:
+            if k not in KINDS:
+                raise ValueError(f"kinds must be among {', '.join(KINDS)}, not {k!r}")
+        got = measure(w, sizes, kinds, latency=latency,
                       simulator=getattr(args, "simulator", "verilator"))
         for (kind, direction, size), (cycles, stream) in got.items():
             moved = max(1, size // (PARTITIONS * ESIZE)) * PARTITIONS * ESIZE
