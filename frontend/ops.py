@@ -297,14 +297,6 @@ def _check_gelu(node, consts):
     return None if approx in ("none", "tanh") else f"approximate = {approx!r}"
 
 
-def _scalar_const(node, consts, which=1):
-    name = node.inputs[which] if len(node.inputs) > which else ""
-    v = consts.get(name)
-    if v is not None and np.asarray(v).size == 1:
-        return float(np.asarray(v).reshape(()))
-    return None
-
-
 def _h_binary(ctx, node, a, b):
     op = _BINARY[node.op]
     a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)

@@ -69,7 +69,6 @@ def _mish(x):
 
 _IDENT = (0.0, 1.0, 0.0)
 _ZERO = (0.0, 0.0, 0.0)
-_INF = math.inf
 _LN2 = math.log(2.0)
 _LOG2E = 1.0 / math.log(2.0)
 _NORMAL = 2.0 ** -126

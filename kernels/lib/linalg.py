@@ -26,10 +26,6 @@ def chunk_size(n, cfg, limit=128):
     return max(1, min(n, limit, cfg.psum_depth // 4))
 
 
-def _ktiles(K, P):
-    return [(k0, min(P, K - k0)) for k0 in range(0, K, P)]
-
-
 def load_ktiles(src, name, out=None, split=False):
     """``src [K, F]`` (a DRAM view, or a :class:`kernels.Layout` in blocks of ``rows``) as
     SBUF views of at most ``rows`` partitions (K tiles). The full K tiles come in one DMA
@@ -77,21 +73,6 @@ def project(w_tiles, x_tiles, M, epilogue, acc_dtype=kl.fp32):
                 kl.new_block()
             kl.matmul(ps, w[:, m0:m0 + mm], x, accumulate=t > 0)
         epilogue(ps, m0, mm)
-
-
-def project_chunk(w_tiles, x_tiles, M, acc_dtype=kl.fp32):
-    """The matmuls of one chunk into one PSUM tile ``[cols, MT*n]`` holding every M tile
-    (so that they form one run of the compiler, rolled into hardware loops); returns the
-    tile."""
-    C = current().config.cols
-    n = x_tiles[0].f
-    mts = [(m0, min(C, M - m0)) for m0 in range(0, M, C)]
-    ps = kl.psum_tile((min(C, M), len(mts) * n), acc_dtype, name="ps")
-    for i, (m0, mm) in enumerate(mts):
-        view = ps[0:mm, i * n:(i + 1) * n]
-        for t, (w, x) in enumerate(zip(w_tiles, x_tiles)):
-            kl.matmul(view, w[:, m0:m0 + mm], x, accumulate=t > 0)
-    return ps
 
 
 class _Columns:

@@ -27,7 +27,7 @@ from amaranth.lib.wiring import In, Out
 from sim.config import check_int, check_pow2
 
 from .axi import AXI4LiteSignature
-from .uart import UartRx, UartTx, _check_divisor, uart_divisor
+from .uart import UartRx, UartTx, _check_divisor
 
 __all__ = ["CMD_READ", "CMD_WRITE", "CMD_PING", "REPLY_READ", "REPLY_WRITE", "REPLY_PING",
            "PROTOCOL_VERSION", "StreamBridge", "UartBridge"]
@@ -243,11 +243,6 @@ class UartBridge(wiring.Component):
             "frame_error": Out(1),
             "busy": Out(1),
         })
-
-    @classmethod
-    def for_baud(cls, clk_freq, baud, **kwargs):
-        """A bridge for ``baud`` at ``clk_freq`` Hz (ValueError if the rate is not reachable)."""
-        return cls(divisor=uart_divisor(clk_freq, baud), **kwargs)
 
     @property
     def divisor(self):
