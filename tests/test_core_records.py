@@ -11,17 +11,19 @@ from rtl.core.tensor_record import TensorRecordAdapter
 from rtl.core.vector_ctrl import vector_cmd_layout
 from rtl.core.vector_record import VectorRecordAdapter
 from rtl.vector.engine import CMD_LAYOUT
-from sim.isa import VecAlu, VecOp
-from sim.records import KIND_ENGINE, TENSOR_RECORD_FIELDS, tensor_command, vector_commands
+from sim.isa import VECTOR_RECORD, VecAlu, VecOp
+from sim.records import (KIND_ENGINE, KIND_NOP, TENSOR_RECORD_FIELDS, tensor_command,
+                         vector_commands)
 from sim.vector import unpack_cmd
 
 PARTS = 4
 VCMD = vector_cmd_layout(CMD_LAYOUT.size, PARTS, 256, 64)
 
 
-def _record(rng, op):
-    alu = rng.choice([VecAlu.ADD, VecAlu.MAX, VecAlu.MIN]) if op == VecOp.REDUCE else \
-        rng.randrange(13)
+def _record(rng, op, alu=None):
+    if alu is None:
+        alu = rng.choice([VecAlu.ADD, VecAlu.MAX, VecAlu.MIN]) if op == VecOp.REDUCE else \
+            rng.randrange(13)
     return dict(op=op, alu=alu, func=rng.randrange(4), a_space=rng.randrange(2),
                 in_fmt=rng.randrange(8), out_fmt=rng.randrange(8), rnd=rng.randrange(3),
                 acc=rng.randrange(2), sem=rng.randrange(16), a_addr=rng.randrange(256),
@@ -30,14 +32,10 @@ def _record(rng, op):
                 bias=rng.randrange(1 << 32))
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_vector_record_adapter(seed):
-    """Random records of every op, with random gaps and back-pressure: the commands in order,
-    ACC_RD as two, each field as the translation in the adapter's docstring."""
-    rng = random.Random(seed)
-    dut = VectorRecordAdapter(PARTS, VCMD, CMD_LAYOUT)
-    recs = [_record(rng, op) for _ in range(6) for op in VecOp]
-    rng.shuffle(recs)
+def _check_vector_adapter(recs, rng, seed, adapter=VectorRecordAdapter):
+    """Stream ``recs`` through the adapter with random gaps and back-pressure; its commands
+    must be ``vector_commands`` of each record, in order, field by field."""
+    dut = adapter(PARTS, VCMD, CMD_LAYOUT)
     got = []
 
     async def source(ctx):
@@ -75,6 +73,36 @@ def test_vector_record_adapter(seed):
                 assert getattr(c, f) == v, (what, f)
         if want["kind"] == KIND_ENGINE:
             assert unpack_cmd(c.op) == want["op"], what
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_vector_record_adapter(seed):
+    """Random records of every op, with random gaps and back-pressure: the commands in order,
+    ACC_RD as two, each field as the translation in the adapter's docstring."""
+    rng = random.Random(seed)
+    recs = [_record(rng, op) for _ in range(6) for op in VecOp]
+    rng.shuffle(recs)
+    _check_vector_adapter(recs, rng, seed)
+
+
+def test_vector_record_adapter_reduce_alu_and_unknown_ops():
+    """A REDUCE with every value of the 4-bit ALU field (ADD, MAX, MIN reduce; every other op,
+    named or not, is one NOP) and every op value outside ``VecOp``, each one NOP: the adapter
+    gives the model's commands, between records of every op."""
+    rng = random.Random(4)
+    width = dict(VECTOR_RECORD)
+    reduces = [_record(rng, VecOp.REDUCE, alu) for alu in range(1 << width["alu"])
+               for _ in range(2)]
+    unknown = [_record(rng, op) for op in range(1 << width["op"]) if op not in list(VecOp)
+               for _ in range(2)]
+    assert unknown
+    for rec in reduces + unknown:
+        kinds = [c["kind"] for c in vector_commands(rec, PARTS)]
+        nop = rec["op"] != VecOp.REDUCE or rec["alu"] not in (VecAlu.ADD, VecAlu.MAX, VecAlu.MIN)
+        assert kinds == ([KIND_NOP] if nop else [KIND_ENGINE]), rec
+    recs = reduces + unknown + [_record(rng, op) for op in VecOp]
+    rng.shuffle(recs)
+    _check_vector_adapter(recs, rng, 4)
 
 
 def test_tensor_record_adapter():
