@@ -109,6 +109,33 @@ def test_lane_multiplier_vs_fp32_mul(logic_bits):
     assert len(bad) == 0, [(hex(a[i]), hex(b[i]), hex(got[i]), hex(exp[i])) for i in bad[:5]]
 
 
+@pytest.mark.parametrize("stages", [0, 4])
+def test_lane_multiplier_corner_logic(stages):
+    """Three MULT18X18D pieces and the top 6 x 6 piece in logic: bit-exact with
+    ``fp32_mul`` (edge pairs, random pairs, products near the underflow threshold and
+    significands with every top-six-bit pattern)."""
+    rng = np.random.default_rng(SEED + 40 + stages)
+    ea, eb = np.meshgrid(EDGES, EDGES)
+    ua, ub = near_underflow(rng, 300)
+    top = np.arange(64, dtype=np.uint64)
+    ta, tb = (v.ravel() for v in np.meshgrid(top, top))
+    ta = (ta << 18 & 0x7FFFFF) | (rng.integers(100, 150, ta.size, dtype=np.uint64) << 23)
+    tb = (tb << 18 & 0x7FFFFF) | (rng.integers(100, 150, tb.size, dtype=np.uint64) << 23)
+    ta |= rng.integers(0, 1 << 18, ta.size, dtype=np.uint64)
+    a = np.concatenate([ea.ravel(), rng.integers(0, 2 ** 32, 800), ua, ta]).astype(np.uint32)
+    b = np.concatenate([eb.ravel(), rng.integers(0, 2 ** 32, 800), ub, tb]).astype(np.uint32)
+    dut = LaneMultiplier(corner_logic=True, stages=stages)
+    if stages:
+        got = simulate_pipelined(dut, ["a", "b"], zip(a, b), stages, rng)
+    else:
+        got = simulate(dut, ["a", "b"], ["o"], zip(a, b))[:, 0]
+    exp = fp32_mul(a, b)
+    bad = np.nonzero(got != exp)[0]
+    assert len(bad) == 0, [(hex(a[i]), hex(b[i]), hex(got[i]), hex(exp[i])) for i in bad[:5]]
+    with pytest.raises(ValueError, match="corner_logic needs a_bits 24 and logic_bits 0"):
+        LaneMultiplier(corner_logic=True, logic_bits=6)
+
+
 @pytest.mark.parametrize("stages", [1, 2, 3, 4])
 def test_lane_multiplier_pipelined(stages):
     rng = np.random.default_rng(SEED + 10 + stages)

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.arith.common import check_stages, delay
 from rtl.arith.fp32_add import FP32Adder
-from rtl.arith.fp32_mul import FP32Multiplier
+from rtl.vector.mul import LaneMultiplier
 from sim.config import check_bool
 from sim.dtypes import CANONICAL_NAN_F32
 from sim.vector import ONE_F32, AluOp
@@ -26,7 +26,8 @@ def order_key(m, x, name):
 class VectorAlu(wiring.Component):
     """``o = x OP s`` on FP32 patterns, ``stages`` enabled cycles after the operands.
 
-    ADD/SUB/RSUB/MUL are ``FP32Adder``/``FP32Multiplier`` (RNE, DAZ/FTZ, canonical NaN).
+    ADD/SUB/RSUB/MUL are ``FP32Adder``/``LaneMultiplier(corner_logic=True)`` (RNE, DAZ/FTZ,
+    canonical NaN).
     MAX/MIN/comparisons read subnormals as zeros; MAX/MIN give the canonical NaN if either
     operand is NaN and, for equal zeros, +0 (MAX) / -0 (MIN) unless both have the other sign;
     comparisons give 1.0 or 0.0 and are false on NaN except NE. BYPASS passes ``x`` unchanged.
@@ -38,7 +39,7 @@ class VectorAlu(wiring.Component):
         Pipeline registers, 0 (combinational) to 4: those of the adder and the multiplier; the
         other operations' results wait beside them. Throughput one operation per cycle.
     mul : bool
-        Build the multiplier (4 MULT18X18D). Without it MUL gives +0, as codes 13..15 do: for
+        Build the multiplier (3 MULT18X18D). Without it MUL gives +0, as codes 13..15 do: for
         users that never issue MUL (an accumulator: ADD, MAX, MIN, BYPASS).
 
     Members
@@ -73,7 +74,8 @@ class VectorAlu(wiring.Component):
         m.submodules.add = add = FP32Adder(stages=n)
         m.d.comb += add.en.eq(self.en)
         if self._mul:
-            m.submodules.mul = mul = FP32Multiplier(stages=n)
+            # Three MULT18X18D and the significands' top 6 x 6 bits in logic.
+            m.submodules.mul = mul = LaneMultiplier(corner_logic=True, stages=n)
             m.d.comb += [mul.en.eq(self.en), mul.a.eq(x), mul.b.eq(s)]
         sign = Const(0x80000000, 32)
         # SUB is x + (-s) and RSUB (-x) + s: the adder is commutative (``sim.formats.fp32_add``

@@ -6,8 +6,8 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.arith.common import delay
-from rtl.arith.fp32_mul import FP32Multiplier
 from rtl.vector.lut_arith import exp2_reduce, segment_offset
+from rtl.vector.mul import LaneMultiplier
 from rtl.vector.lut_header import MODE_FLAGS
 from rtl.vector.lut_special import LutSpecial
 from sim.vector import DESC_BASE_BITS, ENTRY_OVER, ENTRY_UNDER, RangeMode
@@ -112,7 +112,7 @@ class LutReduce(wiring.Component):
 
         # -- stage 0 -> 1: w = z * PRE (or z when bypassed) -----------------------------
         z = self.z
-        pre_mul = sub("pre_mul", FP32Multiplier(stages=PRE))
+        pre_mul = sub("pre_mul", LaneMultiplier(corner_logic=True, stages=PRE))
         m.d.comb += [pre_mul.a.eq(z), pre_mul.b.eq(self.pre_q), pre_mul.en.eq(en)]
         byp = D(self.bypass, PRE, "byp")
         s1_w = S(32, "s1_w")
