@@ -14,10 +14,11 @@ from sim.rounding import RAW_MODE, encode
 SEED = 20261131
 
 
-@pytest.mark.parametrize("lanes,depth,deep", [(2, 4, False), (1, 8, True)])
-def test_output_order_and_credits(lanes, depth, deep):
+@pytest.mark.parametrize("lanes,depth,deep,units", [(2, 4, False, None), (1, 8, True, None),
+                                                    (4, 4, True, 1)])
+def test_output_order_and_credits(lanes, depth, deep, units):
     rng = np.random.default_rng(SEED + lanes + depth)
-    dut = VectorOutput(lanes, depth, deep=deep)
+    dut = VectorOutput(lanes, depth, deep=deep, units=units)
     sent, got = [], []
     n = 120
 
@@ -53,9 +54,16 @@ def test_output_order_and_credits(lanes, depth, deep):
     assert got == sent
 
 
-@pytest.mark.parametrize("deep", [False, True])
-def test_output_latency(deep):
-    dut = VectorOutput(1, 4, deep=deep)
+@pytest.mark.parametrize("deep,lanes,units", [(False, 1, None), (True, 1, None), (True, 4, 1),
+                                              (True, 4, 2)])
+def test_output_latency(deep, lanes, units):
+    """Latency without stalls: FIFO 2, the register after it 1, the rounding unit 2 +
+    encoder stages; with ``G`` sub-beats the serial unit in place of the last three:
+    ``G + 1`` + encoder stages."""
+    dut = VectorOutput(lanes, 4, deep=deep, units=units)
+    subs = lanes // (units or lanes)
+    enc = 3 if deep else 0
+    assert dut.latency == (2 + 1 + 2 + enc if subs == 1 else 2 + subs + 1 + enc)
     seen = []
 
     async def bench(ctx):
@@ -65,7 +73,7 @@ def test_output_latency(deep):
         ctx.set(dut.w_en, 1)
         await ctx.tick()
         ctx.set(dut.w_en, 0)
-        for t in range(1, 12):
+        for t in range(1, 20):
             if ctx.get(dut.o.valid):
                 seen.append(t)
             await ctx.tick()

@@ -171,10 +171,11 @@ class VectorEngine(wiring.Component):
     @property
     def latency(self):
         """Cycles from an ``a`` beat taken to its ``o`` beat valid: the stages before the LUT,
-        the LUT, the hold register ``y_h``, the result FIFO (2), the register after it and
-        the rounding unit's registers (input, encoder stages, output)."""
+        the LUT, the hold register ``y_h`` and the output stage
+        (``VectorOutput.latency_of``: the result FIFO, the rounding unit's registers; with
+        fewer units its sub-beats)."""
         return (VectorFront.front(self._deep)[2] + Lut.latency_of(self._deep) + 1 +
-                VectorOutput.encoder_stages(self._deep) + 5)
+                VectorOutput.latency_of(self._deep, self.subs))
 
     def elaborate(self, platform):
         m = Module()
@@ -198,7 +199,7 @@ class VectorEngine(wiring.Component):
         # only when the result FIFO has room for everything in flight (credits, counted by the
         # sequencer), so nothing downstream can push back into the pipeline.
         m.submodules.out = out_stage = VectorOutput(lanes, self.fifo_depth, self._n_rand,
-                                                    deep=self._deep)
+                                                    deep=self._deep, units=units)
         m.d.comb += [out_stage.seed.eq(self.seed), out_stage.seed_load.eq(self.seed_load)]
         wiring.connect(m, out_stage.o, wiring.flipped(self.o))
 

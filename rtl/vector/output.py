@@ -8,7 +8,8 @@ from amaranth.lib.wiring import In, Out
 from rtl.bus.pipeline_register import PipelineRegister
 from rtl.bus.skid import SkidBuffer
 from rtl.round.rounding_unit import RoundingUnit
-from rtl.vector.lut import check_lanes
+from rtl.vector.lut import check_lanes, check_units
+from rtl.vector.serial_round import SerialRounding
 from sim.config import check_bool, check_int, check_pow2
 from sim.rounding import MAX_N_RAND
 
@@ -33,8 +34,15 @@ class VectorOutput(wiring.Component):
     register to the consumer) out of the rounding unit. A beat keeps the format and rounding
     mode it was written with.
 
+    With ``units`` below ``lanes`` the rounding unit is a
+    :class:`rtl.vector.serial_round.SerialRounding` with ``units`` encoders, which takes the
+    FIFO's beat straight from its read port (its sub-beat multiplexer is followed by a
+    register) and encodes it in ``lanes // units`` sub-beats: one beat leaves every
+    ``lanes // units`` cycles, the rate at which the compact engine's elements come.
+
     Latency: a beat written with ``w_en`` is valid on ``o`` ``latency`` cycles later when
-    nothing waits (FIFO 2, the register 1, the rounding unit ``2 + encoder_stages``).
+    nothing waits (FIFO 2, the register 1, the rounding unit ``2 + encoder_stages``; with
+    fewer ``units``: FIFO 2, the serial unit ``lanes // units + 1 + encoder_stages``).
     Back-pressure on ``o`` fills the skid buffer, the rounding unit, the register and the
     FIFO in turn.
 
@@ -48,6 +56,8 @@ class VectorOutput(wiring.Component):
         Random bits per SR decision.
     deep : bool
         The rounding unit's encoder pipelined (3 stages) or not.
+    units : int or None
+        Encoders (a divisor of ``lanes``; ``None``: one per lane).
 
     Members
     -------
@@ -62,8 +72,9 @@ class VectorOutput(wiring.Component):
         Encoded results, low-aligned.
     """
 
-    def __init__(self, lanes, depth, n_rand=16, *, deep=True):
+    def __init__(self, lanes, depth, n_rand=16, *, deep=True, units=None):
         self._lanes = check_lanes(lanes)
+        self._units = check_units(units, lanes)
         self._depth = check_pow2("depth", depth, 1, 4096)
         self._n_rand = check_int("n_rand", n_rand, 1, MAX_N_RAND)
         self._deep = check_bool("deep", deep)
@@ -80,13 +91,22 @@ class VectorOutput(wiring.Component):
     def encoder_stages(deep):
         return 3 if deep else 0
 
+    @staticmethod
+    def latency_of(deep, subs=1):
+        """:attr:`latency` of an output stage whose beats are encoded in ``subs`` sub-beats."""
+        if subs == 1:
+            return 2 + 1 + 2 + VectorOutput.encoder_stages(deep)
+        return 2 + subs + 1 + VectorOutput.encoder_stages(deep)
+
     @property
     def latency(self):
-        return 2 + 1 + 2 + self.encoder_stages(self._deep)
+        return self.latency_of(self._deep, self._lanes // self._units)
 
     def elaborate(self, platform):
         m = Module()
         lanes = self._lanes
+        if self._units < lanes:
+            return self._serial(m)
         # The rounding unit registers its input (stages=2): the FIFO's data is a block RAM's
         # output, which reaches a register, not the encoder's first stage.
         m.submodules.ru = ru = RoundingUnit(lanes=lanes, n_rand=self._n_rand, stages=2,
@@ -102,6 +122,23 @@ class VectorOutput(wiring.Component):
                      ru_in.i.payload.eq(ofifo.r_data),
                      ru.i.valid.eq(ru_in.o.valid), ru_in.o.ready.eq(ru.i.ready),
                      ru.i.payload.eq(ru_in.o.payload),
+                     skid.i.valid.eq(ru.o.valid), skid.i.payload.eq(ru.o.payload.data),
+                     ru.o.ready.eq(skid.i.ready)]
+        wiring.connect(m, skid.o, wiring.flipped(self.o))
+        return m
+
+    def _serial(self, m):
+        lanes = self._lanes
+        m.submodules.ru = ru = SerialRounding(lanes, self._units, self._n_rand,
+                                              self.encoder_stages(self._deep))
+        beat = ru.i.payload.shape()
+        m.submodules.ofifo = ofifo = fifo.SyncFIFOBuffered(width=beat.size, depth=self._depth)
+        m.submodules.o_skid = skid = SkidBuffer(data.ArrayLayout(32, lanes))
+        m.d.comb += [ofifo.w_en.eq(self.w_en), ofifo.w_data.eq(self.w_data),
+                     self.ret.eq(ofifo.r_en & ofifo.r_rdy),
+                     ru.seed.eq(self.seed), ru.seed_load.eq(self.seed_load),
+                     ru.i.valid.eq(ofifo.r_rdy), ofifo.r_en.eq(ru.i.ready),
+                     ru.i.payload.eq(ofifo.r_data),
                      skid.i.valid.eq(ru.o.valid), skid.i.payload.eq(ru.o.payload.data),
                      ru.o.ready.eq(skid.i.ready)]
         wiring.connect(m, skid.o, wiring.flipped(self.o))
