@@ -35,7 +35,9 @@ class VectorEngine(wiring.Component):
     deep, 0 not); an element's ``o`` beat is valid ``latency`` cycles after its ``a`` beat is
     taken (52 deep, 14 not), so an instruction takes about ``count * (1 + acc_wait) + latency
     + 2`` cycles. With fewer ``units`` than lanes an element takes ``element_cycles(acc_op)``
-    cycles (``lanes // units`` at least) and ``latency`` is unchanged.
+    cycles (``lanes // units`` at least), and ``latency`` is ``lanes // units - 2`` cycles
+    longer from three sub-beats on: the rounding unit then has one encoder per unit and encodes
+    a beat in sub-beats (``rtl.vector.serial_round.SerialRounding``).
 
     The pipeline has no clock enable: it never stalls. Its results enter a FIFO of
     ``fifo_depth`` entries before the rounding unit, and an element is taken only while the
