@@ -6,7 +6,6 @@ and its latency and throughput."""
 
 import numpy as np
 import pytest
-from amaranth.hdl import Module
 from amaranth.sim import Simulator
 
 from rtl.round.prng import LanePrngs
