@@ -17,8 +17,10 @@ ratios are given for both. Verilog generation and builds are excluded from the r
 reported separately: ``build_s`` (fastsim: the compile of the model as recorded beside it,
 ``built_now`` says whether this run built it; cocotb: the run's wall time outside the
 simulation, which is the build on a cache miss). The record notes the load average before and
-after. The cocotb Verilator model is compiled at ``-Os`` (``VERILATOR_CXX_OPT`` overrides it),
-fastsim's at its default (``fastsim.build``). ``--quick``: the 4x4 core only.
+after. The cocotb Verilator model is compiled at ``-Os`` (``VERILATOR_CXX_OPT`` overrides it:
+``-O0`` builds the 8x8 model in a fraction of the time, and the cocotb path's rate is set by
+its Python side), fastsim's with its defaults (``fastsim.build``). ``--quick``: the 4x4 core
+only.
 """
 
 import os
@@ -39,8 +41,8 @@ def add_arguments(parser):
                         help="fastsim: runs of the workload timed together (default 50)")
     parser.add_argument("--cxx-opts", default="",
                         help="fastsim only: measure build time and cycles/s at each of these "
-                             "C++ optimisation levels, e.g. -O1,-Os,-O1+pgo (+pgo: with "
-                             "profile-guided optimisation)")
+                             "C++ optimisation levels, e.g. -O1,-Os,-O1+pgo,-O1+clang (+pgo: "
+                             "with profile-guided optimisation; +gcc, +clang: that compiler)")
 
 
 def _cocotb(rows, simulator):
@@ -66,7 +68,7 @@ def _cpu_s(core):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _fastsim(rows, repeat, cxx_opt=None, pgo=None):
+def _fastsim(rows, repeat, cxx_opt=None, pgo=None, compiler=None):
     from fastsim import FastCore, workloads
     from fastsim.build import build_info
     from scripts.profile import core_config
@@ -74,7 +76,7 @@ def _fastsim(rows, repeat, cxx_opt=None, pgo=None):
     cfg = CoreConfig.from_dict(core_config(rows))
     from fastsim.build import build
     t0, started = time.monotonic(), time.time()
-    exe = build(cfg, cxx_opt=cxx_opt, pgo=pgo)
+    exe = build(cfg, cxx_opt=cxx_opt, pgo=pgo, compiler=compiler)
     built_now = exe.stat().st_mtime >= started
     with FastCore(cfg, exe=exe) as core:
         startup = time.monotonic() - t0
@@ -95,7 +97,8 @@ def _fastsim(rows, repeat, cxx_opt=None, pgo=None):
             "cpu_s": round(cpu, 3), "cycles_per_cpu_s": round(cycles / max(cpu, 1e-9), 1),
             "startup_s_incl_build": round(startup, 1), "build_s": info.get("build_s"),
             "verilog_s": info.get("verilog_s"), "built_now": built_now,
-            "cxx_opt": info.get("cxx_opt"), "pgo": info.get("pgo", False),
+            "compiler": info.get("compiler", "gcc"), "cxx_opt": info.get("cxx_opt"),
+            "pgo": info.get("pgo", False),
             "checked": "bit-exact vs refsim"}
 
 
@@ -117,11 +120,14 @@ def run(args):
         sweep = {}
         for rows in rows_list:
             for opt in opts:
-                level, _, pgo = opt.partition("+")
-                if pgo not in ("", "pgo"):
-                    raise ValueError(f"cxx-opts items must be a level with an optional +pgo, "
-                                     f"not {opt!r}")
-                r = _fastsim(rows, repeat, level, pgo == "pgo")
+                level, *extra = opt.split("+")
+                compilers = [e for e in extra if e in ("gcc", "clang")]
+                if (len(compilers) > 1 or extra.count("pgo") > 1 or
+                        len(extra) != len(compilers) + extra.count("pgo")):
+                    raise ValueError(f"cxx-opts items must be a level with an optional +pgo "
+                                     f"and +gcc or +clang, not {opt!r}")
+                r = _fastsim(rows, repeat, level, "pgo" in extra,
+                             compilers[0] if compilers else None)
                 sweep[f"{rows}x{rows} {opt}"] = {
                     "build_s": r["build_s"], "cycles_per_s": r["cycles_per_s"],
                     "cycles_per_cpu_s": r["cycles_per_cpu_s"]}

@@ -58,6 +58,10 @@ def test_bad_arguments():
         FastCore(SMALL, pgo=1)
     with pytest.raises(ValueError, match="exe must be an executable harness"):
         FastCore(SMALL, exe="/nonexistent/Vharness")
+    with pytest.raises(ValueError, match="compiler must be one of gcc, clang, not 'icc'"):
+        FastCore(SMALL, compiler="icc")
+    with pytest.raises(ValueError, match="pgo needs compiler='gcc', not 'clang'"):
+        FastCore(SMALL, pgo=True, compiler="clang")
     with pytest.raises(ValueError, match="workload must be one of"):
         workloads.build("nope", SMALL)
     with pytest.raises(TypeError, match="config must be"):
@@ -221,5 +225,24 @@ def test_pgo_build_is_cycle_exact():
         check(a)
         assert compare(b, a) == [] and a.cycles == b.cycles
         ra, rb = (fuzz.run(SMALL, seed=9, count=30, core=c) for c in (pgo, plain))
+        assert ra["mismatch_count"] == 0, ra["mismatches"]
+        assert ra["cycles"] == rb["cycles"]
+
+
+@pytest.mark.long
+def test_compilers_are_cycle_exact():
+    """A model compiled by g++ and one compiled by clang give the same outcome, cycle for
+    cycle, on a workload and on random programs."""
+    from fastsim.build import build_info, clang_available
+    if not clang_available():
+        pytest.skip("needs the ziglang wheel")
+    image, check = workloads.build("attention", SMALL, seed=8)
+    with FastCore(SMALL, compiler="gcc") as gcc, FastCore(SMALL, compiler="clang") as clang:
+        assert (build_info(gcc.exe)["compiler"], build_info(clang.exe)["compiler"]) == \
+            ("gcc", "clang")
+        a, b = clang.run_image(image), gcc.run_image(image)
+        check(a)
+        assert compare(b, a) == [] and a.cycles == b.cycles
+        ra, rb = (fuzz.run(SMALL, seed=11, count=30, core=c) for c in (clang, gcc))
         assert ra["mismatch_count"] == 0, ra["mismatches"]
         assert ra["cycles"] == rb["cycles"]
