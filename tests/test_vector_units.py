@@ -482,3 +482,21 @@ def test_acc_unit_max_min_vs_golden(op):
     sim.add_testbench(bench)
     sim.run()
     assert not log, log[:5]
+
+
+@pytest.mark.parametrize("stages", [3, 4])
+def test_lane_multiplier_corner_logic_ecp5_netlist(stages, tmp_path):
+    """On an ECP5 the three DSP pieces take their operand registers inside MULT18X18D
+    instances (``rtl.arith.dsp``): the netlist with the block model gives the fabric version's
+    products and ``fp32_mul`` (the check of ``tests/test_dsp_regs.py``, three blocks)."""
+    import importlib.util
+    import pathlib
+    import shutil
+    if shutil.which("iverilog") is None:
+        pytest.skip("needs Icarus Verilog")
+    path = pathlib.Path(__file__).with_name("test_dsp_regs.py")
+    spec = importlib.util.spec_from_file_location("_dsp_regs_check", path)
+    dsp_regs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dsp_regs)
+    dsp_regs.test_ecp5_netlist_matches(
+        lambda s: LaneMultiplier(corner_logic=True, stages=s), stages, 3, tmp_path)
