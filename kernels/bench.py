@@ -156,16 +156,32 @@ class RtlCost(EngineCost):
     cycle per contiguous row and a set-up (two cycles per element when its innermost stride
     is not one element); on a wider DMA a record takes ``sim.dma_timing``'s cycles (the
     memory's latency ``kernels.compiler.DMA_LATENCY``); a matmul keeps the array ``n``
-    cycles (its moving columns); a TABLE record ``TABLE_PER_PAIR`` cycles per pair plus
-    ``TABLE_SETUP``; the other vector records as ``EngineCost``. Build it with
-    :meth:`for_config`."""
+    cycles (its moving columns) and is done ``m`` + :meth:`tensor_latency` cycles after
+    that (its tile's load, the array's and PSUM's pipelines); a TABLE record
+    ``TABLE_PER_PAIR`` cycles per pair plus ``TABLE_SETUP``; the other vector records as
+    ``EngineCost``. Build it with :meth:`for_config`."""
+
+    @staticmethod
+    def tensor_latency(config):
+        """Cycles from the array taking a matmul's last moving column to its done pulse, beside
+        its stationary tile's load (``EngineCost.tensor_latency``): SBUF's read port register,
+        the controller's stream and ``psum_wr`` pipeline registers (3), the array's fill and
+        drain (``TensorEngine.latency``: ``mul_stages + rows * row_delay + cols``) and PSUM's
+        write latency (``2 + PSUM_ADD_STAGES``), after which ``done`` pulses."""
+        from rtl.core.top import PSUM_ADD_STAGES
+        from rtl.tensor.pe import row_delay
+        fmts = config.formats
+        engine = (config.tensor_mul_stages + config.rows * row_delay(fmts,
+                  config.tensor_add_stages) + config.cols)
+        return 3 + engine + 2 + PSUM_ADD_STAGES
 
     @classmethod
     def for_config(cls, config):
         wide = bus_bytes(config) > 4
         return cls(rows=config.rows, cols=config.cols, dma_bus_bytes=bus_bytes(config),
                    dma_config=config if wide else None, dma_latency=kc.DMA_LATENCY,
-                   vector_pipeline=kc.VECTOR_PIPELINE, vector_acc_wait=kc.VECTOR_ACC_WAIT)
+                   vector_pipeline=kc.VECTOR_PIPELINE, vector_acc_wait=kc.VECTOR_ACC_WAIT,
+                   tensor_latency=cls.tensor_latency(config))
 
     def __call__(self, engine, r):
         if engine == Engine.DMA and self.dma_config is not None:

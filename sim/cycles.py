@@ -20,12 +20,14 @@ right after a write of a slot its engine's record check reads (``sim.isa.CHECKED
 slot's check terms are registered in the cycle after the write); a SEMRD holds its
 first two cycles and writes the semaphore as it was in the second (a SEMINC reaches the
 semaphore two cycles after X). The tensor and vector engines are modelled as serial servers:
-record ``i`` of an engine is accepted at ``max(valid_i, done_{i-1})`` and completes
-``cost(record)`` cycles later. With a core configuration in the cost (``EngineCost.dma_config``)
-the DMA's records overlap as in the RTL (``sim.dma_timing.DmaTimeline``: a record is taken once
-the one before has issued its bursts and started its data, and its data follow the data before
-it; a record of the other direction waits for every earlier one); without one they are serial
-servers too. The result is the timeline of every record (emit, accept, done
+record ``i`` of an engine is accepted at ``max(valid_i, free_{i-1})`` and frees the engine
+``cost(record)`` cycles later; it completes then, or ``cost.latency(engine, record)`` cycles
+after that (``EngineCost.tensor_latency``: the tensor engine's pipeline). With a core
+configuration in the cost (``EngineCost.dma_config``) the DMA's records overlap as in the RTL
+(``sim.dma_timing.DmaTimeline``: a record is taken once the one before has issued its bursts
+and started its data, and its data follow the data before it; a record of the other direction
+waits for every earlier one); without one they are serial servers too. The result is the
+timeline of every record (emit, accept, done
 cycles), the sequencer's cycle count and per-engine busy / semaphore-wait / idle cycles.
 
 Being a second, independent executor of the microcode, it is also checked against the
@@ -81,6 +83,11 @@ class EngineCost:
     #: element_cycles``; the last beat is taken ``vector_subs - 1`` cycles after its first
     #: sub-beat entered.
     vector_subs: int = 1
+    #: Tensor engine: cycles from the array taking a record's moving stream to its done pulse
+    #: beyond the ``cost`` it keeps the array (:meth:`latency`): the stationary tile's load
+    #: (``m`` beats) plus this many (SBUF read, the array's fill and drain, PSUM's write). The
+    #: array takes the next record after ``cost``; 0: done after ``cost``.
+    tensor_latency: int = 0
 
     @classmethod
     def of_config(cls, config, **kwargs):
@@ -100,6 +107,13 @@ class EngineCost:
         c = self.dma_config
         return DmaTimeline(data_width=c.dma_data_width, sbuf_depth=c.sbuf_depth,
                            max_burst=c.max_burst, latency=self.dma_latency)
+
+    def latency(self, engine, r):
+        """Cycles from the end of a record's ``cost`` to its done pulse, during which its
+        engine already takes the next record (the tensor engine's pipeline; 0 otherwise)."""
+        if engine == Engine.TENSOR and self.tensor_latency:
+            return max(r["m"], 1) + self.tensor_latency
+        return 0
 
     def __call__(self, engine, r):
         if engine == Engine.DMA and self.dma_config is not None:
@@ -138,6 +152,12 @@ class RecordTiming:
     accept: int = 0
     done: int = 0
     fields: dict = field(default_factory=dict)
+    #: The cycle the engine may take the next record (``done`` unless the cost has a latency).
+    free: int = None
+
+    def __post_init__(self):
+        if self.free is None:
+            self.free = self.done
 
 
 
@@ -227,8 +247,12 @@ class MicroSim:
             r = RecordTiming(e, word, c, accept, max(done, accept + 1), f)
         else:
             if prev is not None:
-                accept = max(accept, prev.accept + 1, prev.done)
-            r = RecordTiming(e, word, c, accept, accept + max(int(self.cost(e, f)), 1), f)
+                accept = max(accept, prev.accept + 1, prev.free)
+            free = accept + max(int(self.cost(e, f)), 1)
+            latency = getattr(self.cost, "latency", None)
+            done = max(free + (int(latency(e, f)) if latency is not None else 0), prev.done + 1
+                       if prev is not None else 0)
+            r = RecordTiming(e, word, c, accept, done, f, free)
         tl.append(r)
         self.trace[e].append(word)
         if f["sem_en"]:

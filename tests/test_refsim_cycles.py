@@ -10,7 +10,7 @@ import pytest
 from cocotb_tests.test_sequencer_progs import DIRECTED, random_program
 from sim import isa, microcode
 from sim.asm import assemble
-from sim.cycles import MicroSim
+from sim.cycles import EngineCost, MicroSim
 from sim.isa import Engine
 from sim.refsim import RefSim
 
@@ -140,6 +140,36 @@ def test_engine_timeline_serial_and_concurrent():
     assert v.accept < t0.done                        # concurrent across engines
     assert m.perf[Engine.TENSOR]["busy"] >= 200
     assert m.cycle > t1.done
+
+
+class _Columns(EngineCost):
+    """A matmul keeps the array ``n`` cycles; other records one cycle."""
+
+    def __call__(self, engine, r):
+        return r["n"] if engine == Engine.TENSOR else 1
+
+
+def test_tensor_latency_overlaps_the_next_record():
+    """With a latency the tensor engine takes the next matmul after ``cost`` (its moving
+    columns) while the done pulse, and so the semaphore a WAIT sees, comes ``m + latency``
+    later; without one the records are serial."""
+    words = assemble("""
+        li r2, 64
+        matmul r0, r0, r0, r2, k=1, m=4, sem=1, sem_en=1
+        matmul r0, r0, r0, r2, k=1, m=4, sem=1, sem_en=1
+        waiti 1, 2
+        halt
+    """)
+    cycles = {}
+    for lat in (0, 30):
+        m = MicroSim(words, cost=_Columns(tensor_latency=lat)).run()
+        t0, t1 = m.timeline[Engine.TENSOR]
+        extra = 4 + lat if lat else 0
+        assert t0.done == t0.accept + 64 + extra
+        assert t1.accept == t0.accept + 64              # the array is free after n columns
+        assert t1.done == t1.accept + 64 + extra
+        cycles[lat] = m.cycle
+    assert cycles[30] == cycles[0] + 34                 # the WAIT sees the later done
 
 
 def test_illegal_opcode_timing():
