@@ -17,10 +17,11 @@ the code a clock edge runs and moves the branches it never takes out of the way.
 its hash.
 
 The C++ compiler is g++ or the clang of the ``ziglang`` wheel (``python -m ziglang c++``, no
-system package needed): by default clang where the wheel is installed, as its model of the 8x8
-core runs 1.3 times as fast as g++'s at the same optimisation level (``docs/simulation.md``);
-profile-guided and traced builds use g++ (their tools, ``-fprofile-use`` data and the FST
-writer's libraries, are g++'s).
+system package needed). g++ is the default: a machine's first clang link also compiles zig's
+libc++ (tens of minutes, once). ``compiler="clang"`` or ``FASTSIM_COMPILER=clang`` chooses
+clang, whose model of the 8x8 core runs 1.3 times as fast as g++'s at the same optimisation
+level (``docs/simulation.md``); profile-guided and traced builds use g++ (their tools,
+``-fprofile-use`` data and the FST writer's libraries, are g++'s).
 """
 
 import hashlib
@@ -89,10 +90,13 @@ def clang_available():
 
 
 def default_compiler(*, pgo=False, trace=False):
-    """The compiler a build uses unless told: clang where the ``ziglang`` wheel is installed
-    (chosen by measurement, ``docs/simulation.md``), g++ otherwise and for profile-guided or
-    traced builds."""
-    return "clang" if clang_available() and not (pgo or trace) else "gcc"
+    """The compiler a build uses unless told: ``FASTSIM_COMPILER`` (``gcc`` or ``clang``) when
+    set, g++ otherwise; g++ always for profile-guided or traced builds."""
+    if pgo or trace:
+        return "gcc"
+    compiler = os.environ.get("FASTSIM_COMPILER", "gcc")
+    check_choice("FASTSIM_COMPILER", compiler, COMPILERS)
+    return compiler
 
 
 def _compiler_version(compiler):

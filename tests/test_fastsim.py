@@ -68,6 +68,19 @@ def test_bad_arguments():
         fuzz.run("core4", 1, 1)
 
 
+def test_default_compiler(monkeypatch):
+    """g++ unless FASTSIM_COMPILER says clang; g++ always for PGO and traced builds."""
+    from fastsim.build import default_compiler
+    monkeypatch.delenv("FASTSIM_COMPILER", raising=False)
+    assert default_compiler() == "gcc"
+    monkeypatch.setenv("FASTSIM_COMPILER", "clang")
+    assert (default_compiler(), default_compiler(pgo=True), default_compiler(trace=True)) == \
+        ("clang", "gcc", "gcc")
+    monkeypatch.setenv("FASTSIM_COMPILER", "icc")
+    with pytest.raises(ValueError, match="FASTSIM_COMPILER must be one of gcc, clang, not 'icc'"):
+        default_compiler()
+
+
 # -- bit-exact with cocotb ------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(workloads.WORKLOADS))
 def test_workload_matches_cocotb(core, name):
