@@ -152,10 +152,11 @@ TABLE_PER_PAIR, TABLE_SETUP = 2, 6
 
 class RtlCost(EngineCost):
     """``sim.cycles.EngineCost`` with the engine costs ``kernels.compiler`` schedules with
-    (measured on the RTL): on a 32-bit DMA a record moves one element per cycle, plus one
-    cycle per contiguous row and a set-up (two cycles per element when its innermost stride
-    is not one element); on a wider DMA a record takes ``sim.dma_timing``'s cycles (the
-    memory's latency ``kernels.compiler.DMA_LATENCY``); a matmul keeps the array ``n``
+    (measured on the RTL): the DMA's records overlap as ``sim.dma_timing.DmaTimeline`` says
+    at every width (the memory's latency ``kernels.compiler.DMA_LATENCY``; built without
+    a ``dma_config``, a record moves one element per cycle, plus one cycle per contiguous row
+    and a set-up, two cycles per element when its innermost stride is not one element, one
+    record after another); a matmul keeps the array ``n``
     cycles (its moving columns) and is done ``m`` + :meth:`tensor_latency` cycles after
     that (its tile's load, the array's and PSUM's pipelines); a TABLE record
     ``TABLE_PER_PAIR`` cycles per pair plus ``TABLE_SETUP``; the other vector records as
@@ -177,9 +178,8 @@ class RtlCost(EngineCost):
 
     @classmethod
     def for_config(cls, config):
-        wide = bus_bytes(config) > 4
         return cls(rows=config.rows, cols=config.cols, dma_bus_bytes=bus_bytes(config),
-                   dma_config=config if wide else None, dma_latency=kc.DMA_LATENCY,
+                   dma_config=config, dma_latency=kc.DMA_LATENCY,
                    vector_pipeline=kc.VECTOR_PIPELINE, vector_acc_wait=kc.VECTOR_ACC_WAIT,
                    tensor_latency=cls.tensor_latency(config))
 

@@ -301,3 +301,14 @@ def test_microsim_overlaps_dma_records():
     assert b.done - a.accept < 2 * alone
     assert EngineCost(dma_config=cfg).dma_timeline() is not None
     assert EngineCost().dma_timeline() is None
+
+
+@pytest.mark.parametrize("width", [32, 128])
+def test_rtl_cost_overlaps_dma_records_at_every_width(width):
+    """``kernels.bench.RtlCost`` (the bench's model of the RTL) gives the DMA its timeline
+    at every width: the RTL's DMA overlaps consecutive records at 32 bits too."""
+    from kernels.bench import RtlCost
+    from sim.config import CoreConfig
+    cost = RtlCost.for_config(CoreConfig(dma_data_width=width))
+    assert cost.dma_config.dma_data_width == width
+    assert cost.dma_timeline() is not None
