@@ -79,9 +79,10 @@ class EngineCost:
     vector_pipeline: int = 54
     vector_acc_wait: int = 3
     #: Cycles an element beat takes to enter the vector engine's evaluation units (``lanes //
-    #: units`` of ``VectorEngine``; 1: a unit per lane): per element, ``sim.vector.
-    #: element_cycles``; the last beat is taken ``vector_subs - 1`` cycles after its first
-    #: sub-beat entered.
+    #: units`` of ``VectorEngine``; 1: a unit per lane): a record costs what it costs with one
+    #: unit per lane plus the difference of the engine's spans (:meth:`_vector_span`: per
+    #: element ``sim.vector.element_cycles``, the last beat taken ``vector_subs - 1`` cycles
+    #: after its first sub-beat, ``vector_subs - 2`` cycles more latency).
     vector_subs: int = 1
     #: Tensor engine: cycles from the array taking a record's moving stream to its done pulse
     #: beyond the ``cost`` it keeps the array (:meth:`latency`): the stationary tile's load
@@ -132,16 +133,35 @@ class EngineCost:
         n = r["n"]
         if r["op"] in (isa.VecOp.SEED,):
             return 1
+        extra = self._vector_span(r, self.vector_subs) - self._vector_span(r, 1)
         if r["op"] == isa.VecOp.ACC_RD:
-            return 1 + self.vector_pipeline
+            return 1 + self.vector_pipeline + extra
         summing = (r["op"] == isa.VecOp.ACT and r["acc"]) or \
             (r["op"] == isa.VecOp.REDUCE and r["alu"] == isa.VecAlu.ADD)
-        if self.vector_subs == 1:
-            return n * (1 + (self.vector_acc_wait if summing else 0)) + self.vector_pipeline
-        accumulating = (r["op"] == isa.VecOp.ACT and r["acc"]) or r["op"] == isa.VecOp.REDUCE
-        per = element_cycles(self.vector_subs, self.vector_acc_wait,
-                             AccOp.SUM if accumulating else AccOp.NONE)
-        return n * per + self.vector_pipeline + self.vector_subs - 1
+        return n * (1 + (self.vector_acc_wait if summing else 0)) + self.vector_pipeline + extra
+
+    def _vector_span(self, r, subs):
+        """Cycles from a vector record's first element entering ``rtl.vector.engine.
+        VectorEngine`` with ``subs`` sub-beats per element to its last ``o`` beat, beyond a
+        one-beat engine's ``latency``: the elements (``sim.vector.element_cycles`` apart), the
+        last one's sub-beats (its ``a`` beat is taken with the last) or, for a record that
+        emits only its accumulators (REDUCE, ACC_RD), the read-out's wait for the last
+        update (``max(subs + 1, 1 + acc_wait, subs + acc_wait - 1)``; 2, or ``1 + acc_wait``
+        after a sum, with one unit per lane), and the serial rounding unit's ``subs - 2``
+        cycles of latency (``VectorOutput.latency_of``)."""
+        op, w = r["op"], self.vector_acc_wait
+        reduce = op in (isa.VecOp.REDUCE, isa.VecOp.ACC_RD)
+        summing = (op == isa.VecOp.ACT and r["acc"]) or \
+            (op == isa.VecOp.REDUCE and r["alu"] == isa.VecAlu.ADD)
+        accumulating = (op == isa.VecOp.ACT and r["acc"]) or op == isa.VecOp.REDUCE
+        n = 0 if op == isa.VecOp.ACC_RD else r["n"]
+        if subs == 1:
+            per = element_cycles(1, w, AccOp.SUM if summing else AccOp.NONE)
+            tail = (max(2, 1 + w) if summing else 2) if reduce else 0
+        else:
+            per = element_cycles(subs, w, AccOp.SUM if accumulating else AccOp.NONE)
+            tail = max(subs + 1, 1 + w, subs + w - 1) if reduce else subs - 1
+        return max(n - 1, 0) * per + tail + max(subs - 2, 0)
 
 
 @dataclass

@@ -183,3 +183,69 @@ def test_illegal_opcode_timing():
     m = MicroSim(assemble("nop\n.word 0xF5\nhalt")).run()
     assert m.error == 1 << isa.ErrorBit.ILLEGAL_OPCODE and m.err_pc == 1
     assert m.cycle == nop_cost + 3 + 1
+
+
+def _vector_engine_cycles(units, cmds, lanes=4):
+    """Cycles from a command's valid to its last ``o`` beat on ``rtl.vector.engine.
+    VectorEngine(lanes, units=units)`` (deep), for each ``(fields, n)`` of ``cmds`` in turn,
+    ``a`` always valid, ``o`` always ready (Amaranth's simulator)."""
+    from amaranth.sim import Simulator
+
+    from rtl.vector.engine import VectorEngine
+    from sim.vector import pack_cmd
+    dut = VectorEngine(lanes=lanes, depth=64, deep=True, units=units)
+    out = []
+
+    async def bench(ctx):
+        ctx.set(dut.o.ready, 1)
+        ctx.set(dut.a.payload.as_value(), 0x3F800000)
+        for fields, n in cmds:
+            await ctx.tick().repeat(4)
+            beats = n * fields.get("emit", 0) + fields.get("emit_acc", 0)
+            ctx.set(dut.cmd.payload.as_value(), pack_cmd(count=n, **fields))
+            ctx.set(dut.cmd.valid, 1)
+            ctx.set(dut.a.valid, n > 0)
+            sent = got = cycles = 0
+            while got < beats:
+                took_cmd = ctx.get(dut.cmd.valid) and ctx.get(dut.cmd.ready)
+                took_a = ctx.get(dut.a.valid) and ctx.get(dut.a.ready)
+                got += ctx.get(dut.o.valid)
+                await ctx.tick()
+                cycles += 1
+                if took_cmd:
+                    ctx.set(dut.cmd.valid, 0)
+                if took_a:
+                    sent += 1
+                    ctx.set(dut.a.valid, sent < n)
+            out.append(cycles)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
+def test_compact_vector_cost_follows_the_engine():
+    """``EngineCost(vector_subs=G)`` charges a record what the engine with ``G`` sub-beats
+    per element takes beyond the one-unit-per-lane engine (4 lanes, one unit: ``G`` = 4),
+    measured on the RTL: elements ``element_cycles`` apart, the last one's sub-beats, the
+    read-out's wait for the last accumulator update and the serial rounding unit's
+    latency."""
+    from sim.vector import AccOp
+    VecOp, VecAlu = isa.VecOp, isa.VecAlu
+    n = 5
+    cases = [  # (record fields, engine command of the core's vector_record.py)
+        (dict(op=VecOp.COPY, acc=0, alu=0, n=n), dict(emit=1)),
+        (dict(op=VecOp.ACT, acc=1, alu=0, n=n), dict(emit=1, acc_op=AccOp.SUM, acc_reset=1)),
+        (dict(op=VecOp.REDUCE, acc=0, alu=VecAlu.ADD, n=n),
+         dict(emit_acc=1, acc_op=AccOp.SUM, acc_reset=1)),
+        (dict(op=VecOp.REDUCE, acc=0, alu=VecAlu.MAX, n=n),
+         dict(emit_acc=1, acc_op=AccOp.MAX, acc_reset=1)),
+    ]
+    cmds = [(c, n) for _, c in cases]
+    one, compact = _vector_engine_cycles(None, cmds), _vector_engine_cycles(1, cmds)
+    base, four = EngineCost(), EngineCost(vector_subs=4)
+    for (rec, _), a, b in zip(cases, one, compact):
+        got = four(Engine.VECTOR, rec) - base(Engine.VECTOR, rec)
+        assert got == b - a, (rec, got, b - a)

@@ -183,8 +183,9 @@ def test_element_cycles():
 
 
 def test_cycle_model_compact_cost():
-    """``EngineCost(vector_subs=...)``: ``n`` elements at ``element_cycles`` each, the pipeline
-    and the last beat's sub-beats; a unit per lane is unchanged."""
+    """``EngineCost(vector_subs=...)``: the cost with a unit per lane (unchanged) plus the
+    compact engine's extra span: elements ``element_cycles`` apart, the last one's sub-beats
+    (or a read-out's wait), the serial rounding unit's ``G - 2`` cycles."""
     act = {"op": isa.VecOp.ACT, "acc": 0, "n": 10}
     act_acc = dict(act, acc=1)
     red_max = {"op": isa.VecOp.REDUCE, "alu": isa.VecAlu.MAX, "n": 10}
@@ -192,10 +193,10 @@ def test_cycle_model_compact_cost():
     assert one(isa.Engine.VECTOR, act) == 10 + 54
     assert one(isa.Engine.VECTOR, act_acc) == 40 + 54
     assert one(isa.Engine.VECTOR, red_max) == 10 + 54
-    assert four(isa.Engine.VECTOR, act) == 40 + 54 + 3
-    assert four(isa.Engine.VECTOR, act_acc) == 40 + 54 + 3
-    assert two(isa.Engine.VECTOR, act) == 20 + 54 + 1
-    assert two(isa.Engine.VECTOR, red_max) == 40 + 54 + 1
+    assert four(isa.Engine.VECTOR, act) == 10 + 54 + 10 * 3 + 2
+    assert four(isa.Engine.VECTOR, act_acc) == 40 + 54 + 3 + 2
+    assert two(isa.Engine.VECTOR, act) == 10 + 54 + 10 * 1
+    assert two(isa.Engine.VECTOR, red_max) == 10 + 54 + 9 * 3 + 4 - 2
 
 
 @quiet
