@@ -181,7 +181,9 @@ class RtlCost(EngineCost):
         return cls(rows=config.rows, cols=config.cols, dma_bus_bytes=bus_bytes(config),
                    dma_config=config, dma_latency=kc.DMA_LATENCY,
                    vector_pipeline=kc.VECTOR_PIPELINE, vector_acc_wait=kc.VECTOR_ACC_WAIT,
-                   tensor_latency=cls.tensor_latency(config))
+                   tensor_latency=cls.tensor_latency(config),
+                   vector_subs=config.rows // (getattr(config, "vector_units", None)
+                                               or config.rows))
 
     def __call__(self, engine, r):
         if engine == Engine.DMA and self.dma_config is not None:

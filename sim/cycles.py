@@ -144,17 +144,19 @@ class EngineCost:
         """Cycles from a vector record's first element entering ``rtl.vector.engine.
         VectorEngine`` with ``subs`` sub-beats per element to its last ``o`` beat, beyond a
         one-beat engine's ``latency``: the elements (``sim.vector.element_cycles`` apart), the
-        last one's sub-beats (its ``a`` beat is taken with the last) or, for a record that
-        emits only its accumulators (REDUCE, ACC_RD), the read-out's wait for the last
-        update (``max(subs + 1, 1 + acc_wait, subs + acc_wait - 1)``; 2, or ``1 + acc_wait``
-        after a sum, with one unit per lane), and the serial rounding unit's ``subs - 2``
-        cycles of latency (``VectorOutput.latency_of``)."""
+        last one's sub-beats (its ``a`` beat is taken with the last) or, for a REDUCE (it
+        emits only its accumulators), the read-out's wait for the last update (``max(subs +
+        1, 1 + acc_wait, subs + acc_wait - 1)``; 2, or ``1 + acc_wait`` after a sum, with one
+        unit per lane), and the serial rounding unit's ``subs - 2`` cycles of latency
+        (``VectorOutput.latency_of``; all an ACC_RD, which has no elements, adds)."""
         op, w = r["op"], self.vector_acc_wait
-        reduce = op in (isa.VecOp.REDUCE, isa.VecOp.ACC_RD)
+        if op == isa.VecOp.ACC_RD:
+            return max(subs - 2, 0)
+        reduce = op == isa.VecOp.REDUCE
         summing = (op == isa.VecOp.ACT and r["acc"]) or \
             (op == isa.VecOp.REDUCE and r["alu"] == isa.VecAlu.ADD)
         accumulating = (op == isa.VecOp.ACT and r["acc"]) or op == isa.VecOp.REDUCE
-        n = 0 if op == isa.VecOp.ACC_RD else r["n"]
+        n = r["n"]
         if subs == 1:
             per = element_cycles(1, w, AccOp.SUM if summing else AccOp.NONE)
             tail = (max(2, 1 + w) if summing else 2) if reduce else 0

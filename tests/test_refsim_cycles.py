@@ -242,8 +242,9 @@ def test_compact_vector_cost_follows_the_engine():
          dict(emit_acc=1, acc_op=AccOp.SUM, acc_reset=1)),
         (dict(op=VecOp.REDUCE, acc=0, alu=VecAlu.MAX, n=n),
          dict(emit_acc=1, acc_op=AccOp.MAX, acc_reset=1)),
+        (dict(op=VecOp.ACC_RD, acc=0, alu=0, n=0), dict(emit_acc=1)),
     ]
-    cmds = [(c, n) for _, c in cases]
+    cmds = [(c, r["n"]) for r, c in cases]
     one, compact = _vector_engine_cycles(None, cmds), _vector_engine_cycles(1, cmds)
     base, four = EngineCost(), EngineCost(vector_subs=4)
     for (rec, _), a, b in zip(cases, one, compact):
