@@ -59,7 +59,8 @@ try:
                    config=cfg, test_module="cocotb_tests.test_arith_fp32_add",
                    simulator=simulator)
 
-    @pytest.mark.parametrize("simulator", SIMULATORS)
+    @pytest.mark.parametrize("simulator", [pytest.param("icarus", marks=pytest.mark.long),
+                                           "verilator"])
     def test_fp32_add(simulator):
         """Edge pairs and 100,000 seeded random pairs, 2 stages, en low 25% of cycles."""
         _test(simulator, 2, 100_000, 0.75)

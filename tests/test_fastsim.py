@@ -108,6 +108,7 @@ def test_latency_matches_cocotb(core, latency):
     assert fast.cycles > base.cycles        # the latency is really there
 
 
+@pytest.mark.long
 def test_wide_dma_matches_cocotb():
     """A 128-bit DMA bus: full-width read beats, strobed write beats, with and without
     latency, cycle for cycle as AxiRam."""

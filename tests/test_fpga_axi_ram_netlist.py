@@ -8,7 +8,7 @@ instead of emulating it with a hold multiplexer on the output."""
 import pytest
 
 
-@pytest.mark.parametrize("data_width", [32, 64])
+@pytest.mark.parametrize("data_width", [pytest.param(32, marks=pytest.mark.long), 64])
 def test_block_ram_output_reaches_only_registers(data_width):
     from fpga.axi_ram import AxiRam
     from scripts.unit_fmax import unit_depth

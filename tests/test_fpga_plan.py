@@ -20,7 +20,8 @@ from scripts.synth import AFTER_READ, cells_by_module, core_units
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 #: Configurations whose elaboration takes minutes (all formats in every PE): long runs only.
-SLOW_PLANS = {"tensor8", "core4", "core4s", "core8", "core8c"}
+#: Plans of more than about a minute of elaboration; the default core2 plan stays in the default run.
+SLOW_PLANS = {"tensor8", "core4", "core4s", "core4c", "core8", "core8c", "core2i", "core2c"}
 BOARD_CONFIGS = [pytest.param(b, c, marks=[pytest.mark.long] if c in SLOW_PLANS else [])
                  for b in fbuild.BOARDS for c in fbuild.get_board(b).configs]
 

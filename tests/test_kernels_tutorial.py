@@ -34,6 +34,7 @@ def test_tutorial_refsim_blocks():
             exec(compile(code, str(DOC), "exec"), ns)
 
 
+@pytest.mark.long
 @pytest.mark.skipif(not _fast(), reason="fast RTL backend (fastsim) not available")
 def test_tutorial_rtl_blocks():
     ns = {}

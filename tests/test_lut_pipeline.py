@@ -211,7 +211,7 @@ def run_lut(deep, seed):
     return bad, counts
 
 
-@pytest.mark.parametrize("deep", [True, False])
+@pytest.mark.parametrize("deep", [pytest.param(True, marks=pytest.mark.long), False])
 def test_lut_vs_golden(deep):
     bad, counts = run_lut(deep, SEED)
     assert not bad, "\n".join(bad[:8])
