@@ -77,13 +77,22 @@ class StreamSource(_StreamPort):
         self.stall_cycles = 0    # edges with the beat offered and not taken
         self.valid.value = 0
 
-    async def send(self, payload, **sideband):
+    async def send(self, payload, *, idle=None, **sideband):
         """Offer one beat (after random idle cycles) and return once it is taken.
-        ``sideband`` signals (``dut.<key>``) are set with the beat and kept after it."""
-        while self.rng.random() < self.idle_p:
-            self.valid.value = 0
-            await RisingEdge(self.clk)
-            self.cycles += 1
+        ``sideband`` signals (``dut.<key>``) are set with the beat and kept after it.
+        ``idle``, if given, is the exact number of idle cycles before the beat instead of
+        random ones (nothing is drawn from ``rng``): a caller that decides its own offer
+        times, such as an exact-cycle test, keeps them."""
+        if idle is None:
+            while self.rng.random() < self.idle_p:
+                self.valid.value = 0
+                await RisingEdge(self.clk)
+                self.cycles += 1
+        else:
+            for _ in range(idle):
+                self.valid.value = 0
+                await RisingEdge(self.clk)
+                self.cycles += 1
         self.payload.value = payload
         for key, value in sideband.items():
             getattr(self.dut, key).value = value
