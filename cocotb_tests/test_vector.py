@@ -666,8 +666,10 @@ if pytest is not None:
                    simulator=simulator)
 
     # The compact engine (one evaluation unit for the four lanes, and two), both pipelines, on
-    # Icarus.
-    @pytest.mark.parametrize("deep,units", [(True, 1), (False, 1), (True, 2)])
+    # Icarus; the default run keeps the deep one-unit engine (core4c's).
+    @pytest.mark.parametrize("deep,units", [
+        (True, 1), pytest.param(False, 1, marks=pytest.mark.long),
+        pytest.param(True, 2, marks=pytest.mark.long)])
     def test_vector_engine_compact(deep, units):
         from rtl.vector.engine import VectorEngine
         config = dict(CONFIG, deep=deep, units=units)
