@@ -18,6 +18,23 @@ from sim.rounding import MAX_N_RAND
 __all__ = ["RoundingUnit"]
 
 
+def rounding_ports(lanes):
+    """The ports of a rounding unit of ``lanes`` lanes: the ``i`` stream (FP32 words, format,
+    mode), the ``o`` stream (encoded words, low-aligned), ``seed`` and ``seed_load``."""
+    return {
+        "i": In(stream.Signature(data.StructLayout({
+            "data": data.ArrayLayout(32, lanes),
+            "fmt": FORMAT_BITS,
+            "mode": 2,
+        }))),
+        "o": Out(stream.Signature(data.StructLayout({
+            "data": data.ArrayLayout(32, lanes),
+        }))),
+        "seed": In(32),
+        "seed_load": In(1),
+    }
+
+
 class RoundingUnit(wiring.Component):
     """Convert a vector of FP32 values to a narrow format with RNE, RTZ or SR.
 
@@ -75,18 +92,7 @@ class RoundingUnit(wiring.Component):
         self._lanes = lanes
         self._n_rand = n_rand
         self._stages = stages
-        super().__init__({
-            "i": In(stream.Signature(data.StructLayout({
-                "data": data.ArrayLayout(32, lanes),
-                "fmt": FORMAT_BITS,
-                "mode": 2,
-            }))),
-            "o": Out(stream.Signature(data.StructLayout({
-                "data": data.ArrayLayout(32, lanes),
-            }))),
-            "seed": In(32),
-            "seed_load": In(1),
-        })
+        super().__init__(rounding_ports(lanes))
 
     @property
     def lanes(self):

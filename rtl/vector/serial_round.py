@@ -1,14 +1,14 @@
 """The compact vector engine's rounding unit: ``lanes`` generators, ``units`` encoders."""
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data, wiring
 
 from rtl.arith.common import check_stages, delay
 from rtl.arith.dsp import registered_product
 from rtl.arith.fp32_mul import sum_shifted
 from rtl.round.encoder import FPEncoder
 from rtl.round.prng import LanePrngs
+from rtl.round.rounding_unit import rounding_ports
 from rtl.vector.lut import check_lanes, check_units
 from sim.config import check_int
 from sim.dtypes import FORMAT_BITS, RoundMode
@@ -103,18 +103,7 @@ class SerialRounding(wiring.Component):
         self._n_rand = check_int("n_rand", n_rand, 1, MAX_N_RAND)
         self._encoder_stages = check_stages(encoder_stages, FPEncoder.MAX_STAGES,
                                             "encoder_stages")
-        super().__init__({
-            "i": In(stream.Signature(data.StructLayout({
-                "data": data.ArrayLayout(32, lanes),
-                "fmt": FORMAT_BITS,
-                "mode": 2,
-            }))),
-            "o": Out(stream.Signature(data.StructLayout({
-                "data": data.ArrayLayout(32, lanes),
-            }))),
-            "seed": In(32),
-            "seed_load": In(1),
-        })
+        super().__init__(rounding_ports(lanes))
 
     @property
     def subs(self):
