@@ -38,11 +38,12 @@ def _signed(x):
 
 
 def across_partitions(r, *, data_width, sbuf_depth):
-    """Whether the DMA moves record ``r`` across partitions (``docs/dma.md``): a bus wider than
-    32 bits, ``ext_part_stride`` the element size, and no two elements with one destination
-    (loads: ``n0 * n1 <= sbuf_depth``; stores: strides below 2**16, columns and rows apart)."""
+    """Whether the DMA moves record ``r`` across partitions (``docs/dma.md``), at every
+    ``data_width``: ``ext_part_stride`` the element size, and no two elements with one
+    destination (loads: ``n0 * n1 <= sbuf_depth``; stores: strides below 2**16, columns and
+    rows apart)."""
     es = STORAGE_BITS[Format(r["fmt"])] // 8
-    if data_width <= 32 or r["ext_part_stride"] != es:
+    if r["ext_part_stride"] != es:
         return False
     if not r["store"]:
         return r["n0"] * r["n1"] <= sbuf_depth

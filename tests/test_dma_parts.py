@@ -58,7 +58,7 @@ def test_beat_unpack_matches_model(data_width, lanes):
     _comb(dut, bench)
 
 
-@pytest.mark.parametrize("partitions, data_width", [(8, 64), (16, 128), (3, 512)])
+@pytest.mark.parametrize("partitions, data_width", [(5, 32), (8, 64), (16, 128), (3, 512)])
 def test_chunk_pack_matches_model(partitions, data_width):
     dut = ChunkPack(partitions=partitions, data_width=data_width)
     bw = data_width // 8
@@ -161,15 +161,15 @@ def _random_record(rng, P, *, n_max=40):
                 sem=0, sem_en=0)
 
 
-def _checks_model(r, P, depth, wide):
+def _checks_model(r, P, depth):
     es = STORAGE_BITS[Format(r["fmt"])] // 8
     esh = es.bit_length() - 1
     s0, s1, n0, n1, pc = (r[k] for k in ("ext_stride0", "ext_stride1", "n0", "n1",
                                          "part_count"))
     col = pc * es
     st_ok = s0 < 1 << 16 and s0 >= col and (n1 == 1 or (s1 < 1 << 16 and s1 >= n0 * s0))
-    ilv = wide and r["ext_part_stride"] == es and (st_ok if r["store"] else n0 * n1 <= depth)
-    rows_contig = wide and s0 == col
+    ilv = r["ext_part_stride"] == es and (st_ok if r["store"] else n0 * n1 <= depth)
+    rows_contig = s0 == col
     contiguous = s0 == es
     if ilv:
         seg = col * n0 if rows_contig else col
@@ -181,7 +181,7 @@ def _checks_model(r, P, depth, wide):
                                            "ext_part_stride")),
         part_end=r["part_start"] + pc, part_over=r["part_start"] + pc > P, ilv=ilv,
         rows_contig=rows_contig, row_span=(n0 - 1) * _s32(s0),
-        seg_bytes=seg & ((1 << (27 if wide else 19)) - 1))
+        seg_bytes=seg & ((1 << 27) - 1))
 
 
 @pytest.mark.parametrize("data_width", [32, 128])
@@ -209,7 +209,7 @@ def test_record_checks_match_model(data_width):
                 ctx.set(strobe, 1)
                 await ctx.tick()
                 ctx.set(strobe, 0)
-            want = _checks_model(r, P, depth, data_width > 32)
+            want = _checks_model(r, P, depth)
             got = {k: ctx.get(getattr(dut, k)) for k in want}
             assert got == {k: int(v) for k, v in want.items()}, r
             await ctx.tick().repeat(rng.randrange(1, 3))

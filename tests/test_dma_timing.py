@@ -12,11 +12,11 @@ from sim.dma_timing import across_partitions, dma_record_cycles, dma_stream_cycl
 SIZES = (64, 4096, 65536)
 #: RTL cycles (command to done) per (width, kind, direction): one per size of SIZES.
 RTL_CYCLES = {
-    (32, 'contiguous', 'load'): [107, 4895, 77855],
-    (32, 'contiguous', 'store'): [57, 2073, 32793],
-    (32, 'strided', 'load'): [107, 4895, 77855],
-    (32, 'strided', 'store'): [57, 2073, 32793],
-    (32, 'transposing', 'load'): [107, 1067, 16427],
+    (32, 'contiguous', 'load'): [44, 1052, 16412],
+    (32, 'contiguous', 'store'): [27, 1035, 16395],
+    (32, 'strided', 'load'): [44, 1052, 16412],
+    (32, 'strided', 'store'): [27, 1035, 16395],
+    (32, 'transposing', 'load'): [44, 1067, 16427],
     (32, 'transposing', 'store'): [57, 1050, 16410],
     (64, 'contiguous', 'load'): [36, 540, 8220],
     (64, 'contiguous', 'store'): [19, 523, 8203],
@@ -50,9 +50,9 @@ STREAM_SIZES = (64, 4096)
 #: done; ``scripts/bench_dma.py`` on Amaranth's simulator, whose single-record cycles equal
 #: RTL_CYCLES' above), per (width, kind, direction): one per size of STREAM_SIZES.
 RTL_STREAM_CYCLES = {
-    (32, 'contiguous', 'load'): [723, 39027], (32, 'contiguous', 'store'): [442, 16570],
-    (32, 'strided', 'load'): [723, 39027], (32, 'strided', 'store'): [442, 16570],
-    (32, 'transposing', 'load'): [723, 8263], (32, 'transposing', 'store'): [442, 8246],
+    (32, 'contiguous', 'load'): [199, 8248], (32, 'contiguous', 'store'): [167, 8231],
+    (32, 'strided', 'load'): [199, 8248], (32, 'strided', 'store'): [167, 8231],
+    (32, 'transposing', 'load'): [199, 8263], (32, 'transposing', 'store'): [442, 8246],
     (64, 'contiguous', 'load'): [159, 4152], (64, 'contiguous', 'store'): [103, 4135],
     (64, 'strided', 'load'): [159, 4152], (64, 'strided', 'store'): [103, 4135],
     (64, 'transposing', 'load'): [159, 8263], (64, 'transposing', 'store'): [442, 8246],
@@ -81,10 +81,9 @@ def test_stream_model_matches_rtl(key):
 
 
 def test_stream_contiguous_goal():
-    """Contiguous 4 KiB streams reach 90 % of the bus peak from 64 bits up (RTL figures; at
-    32 bits there is no across-partitions path)."""
+    """Contiguous 4 KiB streams reach 90 % of the bus peak at every width (RTL figures)."""
     for (width, kind, direction), cycles in RTL_STREAM_CYCLES.items():
-        if kind == "contiguous" and width > 32:
+        if kind == "contiguous":
             rate = stream_count(4096) * 4096 / cycles[1]
             assert rate >= 0.9 * width / 8, (width, direction, rate)
 
@@ -117,7 +116,7 @@ def test_model_matches_rtl(key):
 def test_across_partitions_rule():
     rec = records("contiguous", 4096, 0)
     assert across_partitions(rec, data_width=64, sbuf_depth=64)
-    assert not across_partitions(rec, data_width=32, sbuf_depth=64)
+    assert across_partitions(rec, data_width=32, sbuf_depth=64)
     assert not across_partitions(rec, data_width=64, sbuf_depth=32)      # SBUF words wrap
     st = records("contiguous", 4096, 1)
     assert across_partitions(st, data_width=512, sbuf_depth=64)
@@ -192,13 +191,13 @@ SEQUENCE = [("contiguous", 256, 0), ("contiguous", 64, 0), ("contiguous", 1024, 
             ("transposing", 64, 1), ("contiguous", 1024, 1), ("contiguous", 64, 0)]
 
 
-@pytest.mark.parametrize("width, latency", [(128, 3), (128, 16), (512, 16)])
+@pytest.mark.parametrize("width, latency", [(32, 16), (128, 3), (128, 16), (512, 16)])
 def test_timeline_matches_rtl(width, latency):
     """``DmaTimeline`` against the DMA (Amaranth's simulator, ``measure_sequence``) on the
     records of SEQUENCE back to back, then with pauses: each take and done within 3 cycles
     plus the single-record model's error (``dma_record_cycles`` within 10 % below 4 KiB),
-    the whole sequence within 2 %; the records overlap (one after another is at least 15 %
-    slower)."""
+    the whole sequence within 2 %; the records overlap (one after another takes at least 7
+    cycles per record longer: their setup and checks hide behind the data before them)."""
     from scripts.bench_dma import measure_sequence
     recs = [records(k, n, st) for k, n, st in SEQUENCE]
     kw = dict(data_width=width, sbuf_depth=64, max_burst=256, latency=latency)
@@ -212,7 +211,7 @@ def test_timeline_matches_rtl(width, latency):
                 slack += 0.1 * dma_record_cycles(r, **kw)
             assert abs(t - take) <= 3 + slack and abs(d - done) <= 3 + slack, (k, gaps)
         assert abs(d - rtl[-1][1]) <= 0.02 * rtl[-1][1], (d, rtl[-1][1])
-        assert serial >= 1.15 * rtl[-1][1], (serial, rtl[-1][1])
+        assert serial - rtl[-1][1] >= 7 * (len(recs) - 1), (serial, rtl[-1][1])
 
 
 def test_timeline_paced_records():
@@ -235,8 +234,8 @@ def test_timeline_paced_records():
         assert abs(t - take) <= 3 and abs(d - done) <= 3, k
 
 
-@pytest.mark.parametrize("width, latency, seed", [(128, 3, 1), (128, 16, 2), (64, 3, 3),
-                                                  (512, 8, 4)])
+@pytest.mark.parametrize("width, latency, seed", [(32, 3, 5), (128, 3, 1), (128, 16, 2),
+                                                  (64, 3, 3), (512, 8, 4)])
 def test_timeline_matches_rtl_random(width, latency, seed):
     """``DmaTimeline`` against the DMA on a seeded random sequence of records of every layout
     (some of whose single-record cycles the model gives only within 10-15 %), offered back to

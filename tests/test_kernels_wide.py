@@ -4,7 +4,8 @@ partition-innermost so that loads and stores move across partitions, full-width 
 Every benchmark kernel's outputs on the reference simulator (race checker on) are
 bit-identical at 32 and 128 bits (the 32-bit outputs are checked against numpy in
 ``tests/test_kernels_lib.py``), and at 128 bits the large transfers are across-partitions
-records with contiguous rows while at 32 bits none is.
+records with contiguous rows while at 32 bits (row-major tensors) only the transposing loads
+are.
 """
 
 import ml_dtypes
@@ -51,7 +52,7 @@ def test_bit_identical_at_32_and_128_bits(name):
     for a, b in zip(_outputs(narrow), _outputs(wide)):
         assert a.dtype == b.dtype and a.shape == b.shape
         assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), name
-    assert _wide_bytes(narrow) == 0
+    assert _wide_bytes(narrow) < 0.25 * narrow.dma_bytes
     if name != "conv2d":                 # im2col gathers along partitions
         assert _wide_bytes(wide) >= 0.25 * wide.dma_bytes, name
 

@@ -37,7 +37,7 @@ Order of work for one record
    elements are registered once after the SBUF read (two cycles from the read to the beat
    accumulator, one element per cycle), so the block RAM's output reaches only a register.
 
-   *Across partitions* (``data_width > 32``, ``ext_part_stride`` equal to the element size,
+   *Across partitions* (``ext_part_stride`` equal to the element size, at every width,
    and no two elements with one destination: loads ``n0*n1 <= sbuf_depth``, stores with
    ascending columns and rows, strides below 2**16; ``docs/dma.md``) the elements move column
    by column (``i`` outer, ``j`` inner; a column is the ``part_count`` partitions at one SBUF

@@ -1,6 +1,6 @@
 """The DMA's element walk: the order in which the SBUF side moves a record's data."""
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -29,7 +29,7 @@ class ElementWalk(wiring.Component):
     Parameters
     ----------
     partitions, sbuf_depth, data_width : int
-        The ``DMA``'s (``rtl/dma/dma.py``); the chunk walk exists above 32 bits.
+        The ``DMA``'s (``rtl/dma/dma.py``).
 
     Members
     -------
@@ -81,7 +81,6 @@ class ElementWalk(wiring.Component):
         bsh = (bw - 1).bit_length()
         pbits = len(self.part)
         depth_bits = (self._sbuf_depth - 1).bit_length()
-        wide = self._data_width > 32
         m.submodules.elems = elw = AddressWalker()
         m.d.comb += [
             elw.base.eq(c.ext_addr), elw.ps.eq(c.ext_part_stride), elw.si.eq(c.ext_stride1),
@@ -96,27 +95,19 @@ class ElementWalk(wiring.Component):
         # The partition, below P (the record's checks passed before the walk moves), so
         # only its low bits are kept: the partition selects decode few bits.
         m.d.comb += self.part.eq((c.part_start + elw.p)[:pbits])
-        if wide:
-            m.submodules.cols = cw = ColumnWalker(data_width=self._data_width)
-            m.d.comb += [cw.base.eq(c.ext_addr), cw.s0.eq(c.ext_stride0),
-                         cw.s1.eq(c.ext_stride1), cw.n0.eq(c.n0), cw.n1.eq(c.n1),
-                         cw.count.eq(c.part_count), cw.esh.eq(self.esh),
-                         cw.rows_contig.eq(self.rows_contig),
-                         cw.start.eq(self.start), cw.step.eq(self.step & self.ilv)]
-            m.d.comb += [
-                self.done.eq(Mux(self.ilv, cw.done, elw.done)),
-                self.off.eq(Mux(self.ilv, cw.off, elw.addr[:bsh])),
-                self.beat_end.eq(Mux(self.ilv, cw.beat_end, last_in_beat)),
-                self.addr.eq((c.sbuf_addr + Mux(self.ilv, cw.sidx, elw.sidx))[:depth_bits]),
-                self.chunk_base.eq((c.part_start + cw.p_off)[:pbits]),
-                self.chunk_n.eq(cw.n), self.chunk_off.eq(cw.off),
-                self.nbytes.eq(Mux(self.ilv, cw.n << self.esh, self.esize)),
-            ]
-        else:
-            m.d.comb += [
-                self.done.eq(elw.done), self.off.eq(elw.addr[:bsh]),
-                self.beat_end.eq(last_in_beat),
-                self.addr.eq((c.sbuf_addr + elw.sidx)[:depth_bits]),
-                self.chunk_base.eq(Const(0)), self.nbytes.eq(self.esize),
-            ]
+        m.submodules.cols = cw = ColumnWalker(data_width=self._data_width)
+        m.d.comb += [cw.base.eq(c.ext_addr), cw.s0.eq(c.ext_stride0),
+                     cw.s1.eq(c.ext_stride1), cw.n0.eq(c.n0), cw.n1.eq(c.n1),
+                     cw.count.eq(c.part_count), cw.esh.eq(self.esh),
+                     cw.rows_contig.eq(self.rows_contig),
+                     cw.start.eq(self.start), cw.step.eq(self.step & self.ilv)]
+        m.d.comb += [
+            self.done.eq(Mux(self.ilv, cw.done, elw.done)),
+            self.off.eq(Mux(self.ilv, cw.off, elw.addr[:bsh])),
+            self.beat_end.eq(Mux(self.ilv, cw.beat_end, last_in_beat)),
+            self.addr.eq((c.sbuf_addr + Mux(self.ilv, cw.sidx, elw.sidx))[:depth_bits]),
+            self.chunk_base.eq((c.part_start + cw.p_off)[:pbits]),
+            self.chunk_n.eq(cw.n), self.chunk_off.eq(cw.off),
+            self.nbytes.eq(Mux(self.ilv, cw.n << self.esh, self.esize)),
+        ]
         return m

@@ -34,7 +34,7 @@ class LoadPath(wiring.Component):
     Parameters
     ----------
     partitions, sbuf_depth, data_width : int
-        The ``DMA``'s (``rtl/dma/dma.py``); chunks exist above 32 bits.
+        The ``DMA``'s (``rtl/dma/dma.py``).
 
     Members
     -------
@@ -87,7 +87,6 @@ class LoadPath(wiring.Component):
         m = Module()
         P = self._partitions
         bw = self._data_width // 8
-        wide = self._data_width > 32
         buf = Signal(8 * bw)
         buf_valid = self.buffered
         m.submodules.unpack = unpack = BeatUnpack(data_width=self._data_width,
@@ -95,7 +94,7 @@ class LoadPath(wiring.Component):
         m.d.comb += [unpack.beat.eq(buf), unpack.off.eq(self.off), unpack.esh.eq(self.esh)]
 
         m.submodules.w_stage = wstage = SbufWriteStage(partitions=P, depth=self._sbuf_depth,
-                                                       lanes=wide)
+                                                       lanes=True)
         wiring.connect(m, wstage.sbuf_w, wiring.flipped(self.sbuf_w))
         consume = self.step
         m.d.comb += [consume.eq(self.load & buf_valid & ~self.err & ~wstage.full),
@@ -113,17 +112,14 @@ class LoadPath(wiring.Component):
             self.r_last.eq(r_take & self.rlast),
             self.r_error.eq(r_take & (self.rresp != RESP_OKAY) & ~self.err),
         ]
-        if wide:
-            # A chunk's elements to the partitions from ``chunk_base`` on.
-            base = self.chunk_base
-            m.d.comb += [
-                wstage.mask.eq(Mux(self.ilv, ((Const(1) << self.chunk_n) - 1) << base,
-                                   Cat(*[self.part == p for p in range(P)]))),
-                wstage.data.as_value().eq(Mux(self.ilv, unpack.lanes << Cat(Const(0, 5), base),
-                                              unpack.elem.replicate(P))),
-            ]
-        else:
-            m.d.comb += [wstage.part.eq(self.part), wstage.elem.eq(unpack.elem)]
+        # A chunk's elements to the partitions from ``chunk_base`` on.
+        base = self.chunk_base
+        m.d.comb += [
+            wstage.mask.eq(Mux(self.ilv, ((Const(1) << self.chunk_n) - 1) << base,
+                               Cat(*[self.part == p for p in range(P)]))),
+            wstage.data.as_value().eq(Mux(self.ilv, unpack.lanes << Cat(Const(0, 5), base),
+                                          unpack.elem.replicate(P))),
+        ]
         with m.If(consume):
             m.d.sync += self.rd_bytes.eq(self.rd_bytes + self.nbytes)
             with m.If(self.beat_end):

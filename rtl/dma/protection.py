@@ -37,7 +37,7 @@ class ProtectionCheck(wiring.Component):
     Parameters
     ----------
     windows, data_width : int
-        The ``DMA``'s (``rtl/dma/dma.py``); the union check exists above 32 bits.
+        The ``DMA``'s (``rtl/dma/dma.py``).
 
     Members
     -------
@@ -81,8 +81,7 @@ class ProtectionCheck(wiring.Component):
         m.submodules.win_check = wchk = WindowCheck(self._windows)
         hold = Signal()
         union_off = Signal()
-        if self._data_width > 32:
-            m.d.comb += self.union.eq(self.ilv & ~self.row_span[-1] & ~union_off)
+        m.d.comb += self.union.eq(self.ilv & ~self.row_span[-1] & ~union_off)
         m.d.comb += [
             chk.base.eq(c.ext_addr), chk.ps.eq(c.ext_part_stride), chk.si.eq(c.ext_stride1),
             chk.ni.eq(c.n1), chk.np.eq(Mux(self.union, 1, c.part_count)),

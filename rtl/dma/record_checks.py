@@ -14,9 +14,9 @@ __all__ = ["RecordChecks", "seg_bits_of"]
 
 
 def seg_bits_of(data_width):
-    """Bits of a segment's byte count: a row across partitions (``data_width > 32``) holds up
-    to ``n0 * 255 * 4`` bytes, a row otherwise ``n0 * 4``."""
-    return 27 if data_width > 32 else 19
+    """Bits of a segment's byte count: a row across partitions holds up to ``n0 * 255 * 4``
+    bytes (at every ``data_width``)."""
+    return 27
 
 
 class RecordChecks(wiring.Component):
@@ -36,9 +36,7 @@ class RecordChecks(wiring.Component):
     Parameters
     ----------
     partitions, sbuf_depth, data_width : int
-        The ``DMA``'s (``rtl/dma/dma.py``). A ``data_width`` wider than 32 builds the
-        across-partitions decision (``ilv``, ``docs/dma.md``), else ``ilv`` and
-        ``rows_contig`` are 0.
+        The ``DMA``'s (``rtl/dma/dma.py``).
 
     Members
     -------
@@ -91,7 +89,6 @@ class RecordChecks(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         c = self.rec
-        wide = self._data_width > 32
         esh = self.esh
         fmt_esh = Signal(2)                      # log2(element bytes), decoded from c.fmt
         with m.Switch(c.fmt):
@@ -130,24 +127,22 @@ class RecordChecks(wiring.Component):
                 self.part_end.eq(c.part_start + c.part_count),
                 self.part_over.eq(c.part_start + c.part_count > self._partitions),
             ]
-            if wide:
-                # Across partitions the elements move in another order (columns): only
-                # where no two of them share a destination (the order is then unseen).
-                col = c.part_count << fmt_esh
-                s0, s1 = c.ext_stride0, c.ext_stride1
-                st_ok = ((s0[16:] == 0) & (s0 >= col) &
-                         ((c.n1 == 1) | ((s1[16:] == 0) & (s1 >= c.n0 * s0[:16]))))
-                ld_ok = c.n0 * c.n1 <= self._sbuf_depth
-                m.d.sync += [self.ilv.eq((c.ext_part_stride == (1 << fmt_esh)) &
-                                         Mux(c.store, st_ok, ld_ok)),
-                             self.rows_contig.eq(s0 == col)]
+            # Across partitions the elements move in another order (columns): only where
+            # no two of them share a destination (the order is then unseen).
+            col = c.part_count << fmt_esh
+            s0, s1 = c.ext_stride0, c.ext_stride1
+            st_ok = ((s0[16:] == 0) & (s0 >= col) &
+                     ((c.n1 == 1) | ((s1[16:] == 0) & (s1 >= c.n0 * s0[:16]))))
+            ld_ok = c.n0 * c.n1 <= self._sbuf_depth
+            m.d.sync += [self.ilv.eq((c.ext_part_stride == (1 << fmt_esh)) &
+                                     Mux(c.store, st_ok, ld_ok)),
+                         self.rows_contig.eq(s0 == col)]
         with m.If(self.sum):
             m.d.sync += self.row_span.eq((span_hi << 16) + span_lo)
         with m.If(self.span):
             m.d.sync += self.seg_bytes.eq(Mux(self.contiguous, c.n0 << esh, self.esize))
-            if wide:
-                col_bytes = c.part_count << esh
-                with m.If(self.ilv):
-                    m.d.sync += self.seg_bytes.eq(Mux(self.rows_contig, col_bytes * c.n0,
-                                                      col_bytes))
+            col_bytes = c.part_count << esh
+            with m.If(self.ilv):
+                m.d.sync += self.seg_bytes.eq(Mux(self.rows_contig, col_bytes * c.n0,
+                                                  col_bytes))
         return m

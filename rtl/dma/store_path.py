@@ -35,7 +35,7 @@ class StorePath(wiring.Component):
     Parameters
     ----------
     partitions, sbuf_depth, data_width, max_outstanding : int
-        The ``DMA``'s (``rtl/dma/dma.py``); chunks exist above 32 bits; ``max_outstanding``
+        The ``DMA``'s (``rtl/dma/dma.py``); ``max_outstanding``
         is the range of ``data_level``.
 
     Members
@@ -89,7 +89,6 @@ class StorePath(wiring.Component):
         P = self._partitions
         bw = self._data_width // 8
         pbits = len(self.part)
-        wide = self._data_width > 32
         st, esize = self.st, self.esize
         acc = Signal(8 * bw)
         acc_strb = Signal(bw)
@@ -144,19 +143,16 @@ class StorePath(wiring.Component):
         m.d.comb += pk_take.eq(st & s2_valid & (~s2_beat_end | w_go))
         w_last = Signal()
         m.d.comb += w_last.eq(Mux(w_first, self.data_single, w_rem_zero))
-        if wide:
-            s1_base, s2_base = Signal(pbits), Signal(pbits)
-            s1_n, s2_n = Signal.like(self.chunk_n), Signal.like(self.chunk_n)
-            s1_off, s2_off = Signal.like(self.chunk_off), Signal.like(self.chunk_off)
-            m.submodules.pack = pack = ChunkPack(partitions=P, data_width=self._data_width)
-            m.d.comb += [pack.words.eq(s2_words.as_value()), pack.base.eq(s2_base),
-                         pack.n.eq(s2_n),
-                         pack.off.eq(s2_off), pack.esh.eq(self.esh)]
-            ilv = self.ilv
-            pk_data, pk_strb = Mux(ilv, pack.data, s2_data), Mux(ilv, pack.strb, s2_strb)
-            pk_bytes = Mux(ilv, s2_n << self.esh, esize)
-        else:
-            pk_data, pk_strb, pk_bytes = s2_data, s2_strb, esize
+        s1_base, s2_base = Signal(pbits), Signal(pbits)
+        s1_n, s2_n = Signal.like(self.chunk_n), Signal.like(self.chunk_n)
+        s1_off, s2_off = Signal.like(self.chunk_off), Signal.like(self.chunk_off)
+        m.submodules.pack = pack = ChunkPack(partitions=P, data_width=self._data_width)
+        m.d.comb += [pack.words.eq(s2_words.as_value()), pack.base.eq(s2_base),
+                     pack.n.eq(s2_n),
+                     pack.off.eq(s2_off), pack.esh.eq(self.esh)]
+        ilv = self.ilv
+        pk_data, pk_strb = Mux(ilv, pack.data, s2_data), Mux(ilv, pack.strb, s2_strb)
+        pk_bytes = Mux(ilv, s2_n << self.esh, esize)
         with m.If(pk_take):
             m.d.sync += self.wr_bytes.eq(self.wr_bytes + pk_bytes)
             with m.If(s2_beat_end):
@@ -183,13 +179,11 @@ class StorePath(wiring.Component):
                          s2_part.eq(s1_part),
                          s2_beat_end.eq(s1_beat_end), s2_strb.eq(s1_strb), s1_valid.eq(0)]
             m.d.sync += [s2_sel[j].eq(s1_sel[j]) for j in range(bw)]
-            if wide:
-                m.d.sync += [s2_base.eq(s1_base), s2_n.eq(s1_n), s2_off.eq(s1_off)]
+            m.d.sync += [s2_base.eq(s1_base), s2_n.eq(s1_n), s2_off.eq(s1_off)]
         with m.If(rd_go):
             m.d.sync += [s1_valid.eq(1), s1_part.eq(self.part), s1_beat_end.eq(self.beat_end)]
-            if wide:
-                m.d.sync += [s1_base.eq(self.chunk_base), s1_n.eq(self.chunk_n),
-                             s1_off.eq(self.chunk_off)]
+            m.d.sync += [s1_base.eq(self.chunk_base), s1_n.eq(self.chunk_n),
+                         s1_off.eq(self.chunk_off)]
             sel_next = [Cat(*[(self.off == j - i) & (i < esize) for i in range(min(4, j + 1))])
                         for j in range(bw)]
             m.d.sync += [s1_sel[j].eq(sel_next[j]) for j in range(bw)]
