@@ -22,6 +22,7 @@ from amaranth.lib.wiring import In
 from sim.dtypes import Format, STORAGE_BITS
 from sim.errors import ErrorCode
 from sim.host import dma_model, dma_check
+from sim.dma_timing import across_partitions
 from sim.isa import DMA_RECORD, pack
 from sim.memmap import DMA_PERM_READ, DMA_PERM_WRITE
 from rtl.core.sbuf import SBUF, SBUFReadSignature, SBUFWriteSignature
@@ -249,6 +250,10 @@ class Bench:
             ram.write(address % RAM_SIZE, data)
         ram.read_if._read = _read
         ram.write_if._write = _write
+
+    def across(self, rec):
+        """Whether the DMA moves ``rec`` across partitions (``docs/dma.md``)."""
+        return across_partitions(rec, data_width=8 * self.bw, sbuf_depth=self.depth)
 
     async def start(self):
         d = self.dut
@@ -532,12 +537,16 @@ async def test_transfers(dut, pause):
     region = (0x0F00, 0x2300)             # crosses two 4 KiB boundaries
     ext, sbuf = await _random_memories(bench, rng, region)
     n = int(dut_config().get("transfers", 24))
+    across = 0
     for k in range(n):
         fmt = ALL_FORMATS[k % len(ALL_FORMATS)]
         store = rng.random() < 0.5
         rec = random_record(rng, bench.P, bench.depth, fmt, store, region)
         dut._log.info("record %d: %s", k, rec)
         await _check_transfer(bench, rec, ext, sbuf)
+        across += bench.across(rec)
+    dut._log.info("%d of %d records across partitions", across, n)
+    assert across >= n // 8, across
     assert not bench.mon.errors, bench.mon.errors[:5]
     # Byte counters: every element moved is counted in its direction.
     assert int(dut.rd_bytes.value) + int(dut.wr_bytes.value) > 0
@@ -558,6 +567,7 @@ async def test_sbuf_write_contention(dut):
     ext, sbuf = await _random_memories(bench, rng, region)
     bench.model_sbuf = sbuf
     n = int(dut_config().get("transfers", 24))
+    across = 0
     for k in range(n):
         bench.contend = rng.choice([0.3, 0.7, 1.0])
         fmt = ALL_FORMATS[k % len(ALL_FORMATS)]
@@ -566,7 +576,10 @@ async def test_sbuf_write_contention(dut):
         rec["n1"] = 1 if rec["n0"] * rec["n1"] > bench.depth // 2 else rec["n1"]
         dut._log.info("record %d (contend %.1f): %s", k, bench.contend, rec)
         await _check_transfer(bench, rec, ext, sbuf)
+        across += bench.across(rec)
     bench.contend = 0.0
+    dut._log.info("%d of %d records across partitions", across, n)
+    assert across >= n // 8, across
     dut._log.info("competing writes: %d taken, %d refused cycles", bench.contend_taken,
                   bench.contend_refused)
     assert bench.contend_taken > 0 and bench.contend_refused > 0
