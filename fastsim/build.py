@@ -29,6 +29,7 @@ import importlib.util
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -36,7 +37,8 @@ import time
 
 from sim.config import CoreConfig, check_bool, check_choice
 
-__all__ = ["DEFAULT_CXX_OPT", "DEFAULT_PGO", "CXX_OPTS", "COMPILERS", "VERILATOR_FLAGS",
+__all__ = ["DEFAULT_CXX_OPT", "DEFAULT_PGO", "CXX_OPTS", "COMPILERS", "HIER", "DEFAULT_HIER",
+           "VERILATOR_FLAGS",
            "PGO_TRAINING", "verilog_for", "build", "build_info", "verilator_available",
            "clang_available", "default_compiler", "BUILD_ROOT"]
 
@@ -52,6 +54,15 @@ DEFAULT_PGO = False
 CXX_OPTS = ("-O0", "-O1", "-O2", "-Os")
 #: C++ compilers of a model: the system's g++, or the clang of the ``ziglang`` wheel.
 COMPILERS = ("gcc", "clang")
+#: How the model is structured: ``"none"`` Verilates Amaranth's Verilog as it is (one module
+#: per instance); ``"merge"`` first merges identical modules (``fastsim.merge``); ``"pe"`` and
+#: ``"add"`` also make each class of processing element (or of PE adder) a Verilator
+#: hierarchy block, compiled once and called per instance.
+HIER = ("none", "merge", "pe", "add")
+DEFAULT_HIER = "none"
+#: The modules a hierarchy structure makes hierarchy blocks, by their kept module's name.
+_HIER_BLOCKS = {"pe": re.compile(r"\\top\.tensor\.array\.pe_r\d+_c\d+$"),
+                "add": re.compile(r"\\top\.tensor\.array\.pe_r\d+_c\d+\.add$")}
 #: Verilator options, as the cocotb runner's (``--x-assign 0 --x-initial 0``: registers start
 #: at their Amaranth reset values and the Verilog holds no x literal, so runs are reproducible).
 VERILATOR_FLAGS = ("-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-style", "-O2",
@@ -139,7 +150,7 @@ def _gcc_version():
         return "unknown"
 
 
-def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=None):
+def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=None, hier=None):
     """Return the path of the harness executable for ``config`` (a ``CoreConfig``), building
     it on a cache miss.
 
@@ -158,6 +169,10 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
     compiler : str
         ``"gcc"`` or ``"clang"`` (:data:`COMPILERS`; default :func:`default_compiler`).
         Profile-guided builds need ``"gcc"``; ``"clang"`` needs the ``ziglang`` wheel.
+    hier : str
+        Structure of the model, one of :data:`HIER` (default :data:`DEFAULT_HIER`). A
+        structure with hierarchy blocks cannot be traced (Verilator does not trace into
+        them): a traced build uses ``"merge"`` instead; nor profile-guided.
     """
     if not isinstance(config, CoreConfig):
         raise TypeError(f"config must be a sim.config.CoreConfig, not {type(config).__name__}")
@@ -170,6 +185,12 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
     pgo = pgo and not trace
     compiler = default_compiler(pgo=pgo, trace=trace) if compiler is None else compiler
     check_choice("compiler", compiler, COMPILERS)
+    hier = DEFAULT_HIER if hier is None else hier
+    check_choice("hier", hier, HIER)
+    if trace and hier in _HIER_BLOCKS:
+        hier = "merge"
+    if pgo and hier in _HIER_BLOCKS:
+        raise ValueError(f"pgo needs hier='none' or 'merge', not {hier!r}")
     if compiler == "clang":
         if pgo:
             raise ValueError("pgo needs compiler='gcc', not 'clang'")
@@ -186,10 +207,14 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
     flags = list(VERILATOR_FLAGS) + extra + ["--threads", str(threads)]
     if trace:
         flags += ["--trace-fst", "--trace-structs", "-CFLAGS", "-DFASTSIM_TRACE"]
+    if hier in _HIER_BLOCKS:
+        flags += ["--hierarchical"]
     h = hashlib.sha256()
     h.update(vpath.read_bytes())
     h.update(HARNESS.read_bytes())
     key_parts = [flags, cxx_opt, _verilator_version()]
+    if hier != "none":
+        key_parts += [hier, (HERE / "merge.py").read_text()]
     if compiler != "gcc":
         key_parts += [compiler, _compiler_version(compiler)]
     if pgo:
@@ -204,13 +229,20 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
             return exe
         obj = out_dir / "obj"
         shutil.rmtree(obj, ignore_errors=True)
+        source, t_merge = vpath, None
+        if hier != "none":
+            t2 = time.monotonic()
+            source = out_dir / f"{vpath.stem}-{hier}.v"
+            source.write_text(_structure(vpath.read_text(), hier))
+            t_merge = round(time.monotonic() - t2, 1)
         what = (f"{compiler} {cxx_opt}{', PGO' if pgo else ''}, threads {threads}"
+                f"{', hier ' + hier if hier != 'none' else ''}"
                 f"{', trace' if trace else ''}{', ' + ' '.join(extra) if extra else ''}")
         _log(f"building {config.name} ({what}) in {out_dir}")
         t1 = time.monotonic()
         cmd = ["verilator", "--cc", "--exe", "--build", "-j", "2", "--top-module", "top",
                "--Mdir", str(obj), "-o", str(exe), *flags,
-               "-CFLAGS", "-std=c++17", str(vpath), str(HARNESS)]
+               "-CFLAGS", "-std=c++17", str(source), str(HARNESS)]
         log_path = out_dir / "build.log"
         times = {}
         with open(log_path, "w") as log:
@@ -237,16 +269,32 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
             raise RuntimeError(f"fastsim build of {config.name} made no executable; see "
                                f"{log_path}")
         t_build = time.monotonic() - t1
+        cpp_bytes = sum(p.stat().st_size for p in obj.rglob("*")
+                        if p.suffix in (".cpp", ".h") and p.is_file())
         (out_dir / "build.json").write_text(json.dumps({
             "config": config.to_dict(), "compiler": compiler,
             "compiler_version": _compiler_version(compiler), "cxx_opt": cxx_opt, "pgo": pgo,
-            "threads": threads,
+            "threads": threads, "hier": hier, "merge_s": t_merge,
             "trace": trace, "verilog": str(vpath), "verilog_s": round(t_verilog, 1),
-            "build_s": round(t_build, 1), **times, "verilator": _verilator_version(),
-            "flags": flags}, indent=2))
+            "build_s": round(t_build, 1), "cpp_bytes": cpp_bytes, **times,
+            "verilator": _verilator_version(), "flags": flags}, indent=2))
         shutil.rmtree(obj, ignore_errors=True)        # the objects are large; keep the binary
         _log(f"built {config.name} in {t_build:.1f} s (Verilog {t_verilog:.1f} s)")
     return exe
+
+
+def _structure(text, hier):
+    """The Verilog of structure ``hier``: identical modules merged and, for a structure with
+    hierarchy blocks, the kept modules of the structure's pattern marked as blocks."""
+    from fastsim.merge import mark_hier_blocks, merge_modules
+    text, classes = merge_modules(text)
+    if hier in _HIER_BLOCKS:
+        blocks = [n for n in classes if _HIER_BLOCKS[hier].match(n)]
+        if not blocks:
+            raise RuntimeError(f"hier={hier!r}: no module matches "
+                               f"{_HIER_BLOCKS[hier].pattern}")
+        text = mark_hier_blocks(text, blocks)
+    return text
 
 
 def _cxx(compiler, out_dir):

@@ -55,6 +55,9 @@ class FastCore:
         Profile-guided optimisation of the build (default ``fastsim.build.DEFAULT_PGO``).
     compiler : str, optional
         ``"gcc"`` or ``"clang"`` (default ``fastsim.build.default_compiler``).
+    hier : str, optional
+        Structure of the model (``fastsim.build.HIER``; default
+        ``fastsim.build.DEFAULT_HIER``): identical modules merged, hierarchy blocks.
     exe : str or path, optional
         A harness executable built by ``fastsim.build.build`` for ``config`` to run instead
         of building one (the build options above are then ignored).
@@ -74,7 +77,7 @@ class FastCore:
     """
 
     def __init__(self, config, *, waves=None, wave_window=None, cxx_opt=None, threads=1,
-                 pgo=None, compiler=None, exe=None, latency=(0, 0), timeout=None):
+                 pgo=None, compiler=None, hier=None, exe=None, latency=(0, 0), timeout=None):
         if not isinstance(config, CoreConfig):
             raise TypeError(f"config must be a sim.config.CoreConfig, not "
                             f"{type(config).__name__}")
@@ -96,7 +99,7 @@ class FastCore:
         self._last = None
         if exe is None:
             exe = build(config, cxx_opt=cxx_opt, threads=threads, trace=waves is not None,
-                        pgo=pgo, compiler=compiler)
+                        pgo=pgo, compiler=compiler, hier=hier)
         elif not os.access(exe, os.X_OK):
             raise ValueError(f"exe must be an executable harness, not {os.fspath(exe)!r}")
         self.exe = exe

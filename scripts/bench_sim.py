@@ -42,7 +42,11 @@ def add_arguments(parser):
     parser.add_argument("--cxx-opts", default="",
                         help="fastsim only: measure build time and cycles/s at each of these "
                              "C++ optimisation levels, e.g. -O1,-Os,-O1+pgo,-O1+clang (+pgo: "
-                             "with profile-guided optimisation; +gcc, +clang: that compiler)")
+                             "with profile-guided optimisation; +gcc, +clang: that compiler; "
+                             "+merge, +pe, +add: that model structure, fastsim.build.HIER)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --cxx-opts: rounds over the variants, each round timing "
+                             "every variant once in turn (min / median / max reported)")
 
 
 def _cocotb(rows, simulator):
@@ -68,38 +72,115 @@ def _cpu_s(core):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _fastsim(rows, repeat, cxx_opt=None, pgo=None, compiler=None):
+def _open(rows, cxx_opt=None, pgo=None, compiler=None, hier=None):
+    """Build (or find) a fastsim model of the ``rows`` x ``rows`` core, start it and run the
+    GEMM once, checked against the reference simulator; return (core, image, record)."""
     from fastsim import FastCore, workloads
-    from fastsim.build import build_info
+    from fastsim.build import build, build_info
     from scripts.profile import core_config
     from sim.config import CoreConfig
     cfg = CoreConfig.from_dict(core_config(rows))
-    from fastsim.build import build
     t0, started = time.monotonic(), time.time()
-    exe = build(cfg, cxx_opt=cxx_opt, pgo=pgo, compiler=compiler)
+    exe = build(cfg, cxx_opt=cxx_opt, pgo=pgo, compiler=compiler, hier=hier)
     built_now = exe.stat().st_mtime >= started
-    with FastCore(cfg, exe=exe) as core:
-        startup = time.monotonic() - t0
-        image, check = workloads.build("gemm", cfg, seed=1, **SHAPE)
-        core.record_activity(True)
-        out = core.run_image(image)             # warm-up, checked against refsim
-        check(out)
-        c0, t1, u0 = core.cycle, time.monotonic(), _cpu_s(core)
-        for _ in range(repeat):
-            core.run_image(image)
-            core.activity()
-        wall = time.monotonic() - t1
-        cpu = _cpu_s(core) - u0
-        cycles = core.cycle - c0
-        info = build_info(core.exe)
-    return {"sim_cycles": cycles // repeat, "program_cycles": out.cycles, "repeat": repeat,
+    core = FastCore(cfg, exe=exe)
+    startup = time.monotonic() - t0
+    image, check = workloads.build("gemm", cfg, seed=1, **SHAPE)
+    core.record_activity(True)
+    out = core.run_image(image)             # warm-up, checked against refsim
+    check(out)
+    info = build_info(core.exe)
+    return core, image, {
+        "program_cycles": out.cycles, "startup_s_incl_build": round(startup, 1),
+        "build_s": info.get("build_s"), "verilog_s": info.get("verilog_s"),
+        "built_now": built_now, "compiler": info.get("compiler", "gcc"),
+        "cxx_opt": info.get("cxx_opt"), "pgo": info.get("pgo", False),
+        "hier": info.get("hier", "none"), "cpp_bytes": info.get("cpp_bytes"),
+        "code_bytes": _text_size(exe),
+        "checked": "bit-exact vs refsim"}
+
+
+def _text_size(exe):
+    """Bytes of machine code (the ``.text`` section) of an executable, None without
+    binutils."""
+    import subprocess
+    try:
+        out = subprocess.run(["size", "-A", str(exe)], capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0] == ".text":
+            return int(f[1])
+    return None
+
+
+def _time(core, image, repeat):
+    """Run ``image`` ``repeat`` times on ``core``; return cycles, wall and CPU seconds."""
+    c0, t1, u0 = core.cycle, time.monotonic(), _cpu_s(core)
+    for _ in range(repeat):
+        core.run_image(image)
+        core.activity()
+    return core.cycle - c0, time.monotonic() - t1, _cpu_s(core) - u0
+
+
+def _fastsim(rows, repeat, cxx_opt=None, pgo=None, compiler=None):
+    core, image, rec = _open(rows, cxx_opt, pgo, compiler)
+    with core:
+        cycles, wall, cpu = _time(core, image, repeat)
+    return {"sim_cycles": cycles // repeat, "repeat": repeat,
             "wall_s": round(wall, 3), "cycles_per_s": round(cycles / max(wall, 1e-9), 1),
             "cpu_s": round(cpu, 3), "cycles_per_cpu_s": round(cycles / max(cpu, 1e-9), 1),
-            "startup_s_incl_build": round(startup, 1), "build_s": info.get("build_s"),
-            "verilog_s": info.get("verilog_s"), "built_now": built_now,
-            "compiler": info.get("compiler", "gcc"), "cxx_opt": info.get("cxx_opt"),
-            "pgo": info.get("pgo", False),
-            "checked": "bit-exact vs refsim"}
+            **rec}
+
+
+def _variant(opt):
+    """(cxx_opt, pgo, compiler, hier) of a ``--cxx-opts`` item such as ``-O1+clang+pe``."""
+    from fastsim.build import HIER
+    level, *extra = opt.split("+")
+    compilers = [e for e in extra if e in ("gcc", "clang")]
+    hiers = [e for e in extra if e in HIER]
+    if (len(compilers) > 1 or extra.count("pgo") > 1 or len(hiers) > 1 or
+            len(extra) != len(compilers) + len(hiers) + extra.count("pgo")):
+        raise ValueError(f"cxx-opts items must be a level with an optional +pgo, +gcc or "
+                         f"+clang and one of +{', +'.join(HIER)}, not {opt!r}")
+    return (level, "pgo" in extra, compilers[0] if compilers else None,
+            hiers[0] if hiers else None)
+
+
+def _sweep(rows_list, opts, repeat, rounds):
+    """Every variant of ``opts`` on every core size: built one after the other, then timed
+    in ``rounds`` rounds, each timing every variant once in turn, so that a change of the
+    machine's load falls on all of them."""
+    import statistics
+    sweep = {}
+    for rows in rows_list:
+        opened = {}
+        try:
+            for opt in opts:
+                opened[opt] = _open(rows, *_variant(opt))
+            rates = {opt: [] for opt in opts}
+            walls = {opt: [] for opt in opts}
+            for _ in range(rounds):
+                for opt, (core, image, _) in opened.items():
+                    cycles, wall, cpu = _time(core, image, repeat)
+                    rates[opt].append(cycles / max(cpu, 1e-9))
+                    walls[opt].append(cycles / max(wall, 1e-9))
+            for opt, (_, _, rec) in opened.items():
+                r, w = sorted(rates[opt]), walls[opt]
+                sweep[f"{rows}x{rows} {opt}"] = {
+                    "build_s": rec["build_s"], "built_now": rec["built_now"],
+                    "hier": rec["hier"], "cpp_bytes": rec["cpp_bytes"],
+                    "code_bytes": rec["code_bytes"],
+                    "program_cycles": rec["program_cycles"],
+                    "cycles_per_cpu_s": {"min": round(r[0], 1),
+                                         "median": round(statistics.median(r), 1),
+                                         "max": round(r[-1], 1)},
+                    "cycles_per_s_median": round(statistics.median(w), 1)}
+        finally:
+            for core, _, _ in opened.values():
+                core.close()
+    return sweep
 
 
 def run(args):
@@ -117,22 +198,16 @@ def run(args):
     repeat = int(getattr(args, "repeat", 50))
     opts = [o for o in str(getattr(args, "cxx_opts", "") or "").split(",") if o]
     if opts:
-        sweep = {}
-        for rows in rows_list:
-            for opt in opts:
-                level, *extra = opt.split("+")
-                compilers = [e for e in extra if e in ("gcc", "clang")]
-                if (len(compilers) > 1 or extra.count("pgo") > 1 or
-                        len(extra) != len(compilers) + extra.count("pgo")):
-                    raise ValueError(f"cxx-opts items must be a level with an optional +pgo "
-                                     f"and +gcc or +clang, not {opt!r}")
-                r = _fastsim(rows, repeat, level, "pgo" in extra,
-                             compilers[0] if compilers else None)
-                sweep[f"{rows}x{rows} {opt}"] = {
-                    "build_s": r["build_s"], "cycles_per_s": r["cycles_per_s"],
-                    "cycles_per_cpu_s": r["cycles_per_cpu_s"]}
+        for opt in opts:
+            _variant(opt)
+        rounds = int(getattr(args, "rounds", 1))
+        if rounds < 1:
+            raise ValueError(f"rounds must be a positive integer, not {rounds}")
         return {"design": f"NeuronCore (bf16), GEMM K=2 tiles M=2 tiles N={SHAPE['N']}",
-                "fastsim_cxx_opt_sweep": sweep}
+                "repeat": repeat, "rounds": rounds,
+                "load_average_before": [round(x, 2) for x in os.getloadavg()],
+                "fastsim_cxx_opt_sweep": _sweep(rows_list, opts, repeat, rounds),
+                "load_average_after": [round(x, 2) for x in os.getloadavg()]}
     out = {"design": f"NeuronCore (bf16), GEMM K=2 tiles M=2 tiles N={SHAPE['N']}",
            "verilator_cxx_opt": os.environ["VERILATOR_CXX_OPT"],
            "load_average_before": [round(x, 2) for x in os.getloadavg()], "simulators": {},
