@@ -148,6 +148,10 @@ RUN_OVERHEAD = 65
 #: Cycles of a TABLE record (LUT writes) on the RTL: per (address, data) pair and per record
 #: (measured with one to three tables of 49 to 128 pairs).
 TABLE_PER_PAIR, TABLE_SETUP = 2, 6
+#: Cycles by which the vector engine takes a record before the one ahead of it is done (its
+#: pipeline's drain overlaps the next record's fill): 9 to 11 measured on the 8x8 core for
+#: pairs of REDUCE, TT, TS and COPY records of 1 to 64 elements.
+VECTOR_OVERLAP = 10
 
 
 class RtlCost(EngineCost):
@@ -181,7 +185,7 @@ class RtlCost(EngineCost):
         return cls(rows=config.rows, cols=config.cols, dma_bus_bytes=bus_bytes(config),
                    dma_config=config, dma_latency=kc.DMA_LATENCY,
                    vector_pipeline=kc.VECTOR_PIPELINE, vector_acc_wait=kc.VECTOR_ACC_WAIT,
-                   tensor_latency=cls.tensor_latency(config),
+                   tensor_latency=cls.tensor_latency(config), vector_overlap=VECTOR_OVERLAP,
                    vector_subs=config.rows // (getattr(config, "vector_units", None)
                                                or config.rows))
 

@@ -26,9 +26,11 @@ after that (``EngineCost.tensor_latency``: the tensor engine's pipeline). With a
 configuration in the cost (``EngineCost.dma_config``) the DMA's records overlap as in the RTL
 (``sim.dma_timing.DmaTimeline``: a record is taken once the one before has issued its bursts
 and started its data, and its data follow the data before it; a record of the other direction
-waits for every earlier one); without one they are serial servers too. The result is the
-timeline of every record (emit, accept, done
-cycles), the sequencer's cycle count and per-engine busy / semaphore-wait / idle cycles.
+waits for every earlier one), and its loads share SBUF's write port with the vector
+engine's outputs (``MicroSim._contend``); without one they are serial servers too. The vector
+engine takes a record ``EngineCost.vector_overlap`` cycles before the one ahead is done. The
+result is the timeline of every record (emit, accept, done cycles), the sequencer's cycle
+count and per-engine busy / semaphore-wait / idle cycles.
 
 Being a second, independent executor of the microcode, it is also checked against the
 instruction-level ``sim/refsim.py`` (architectural state and record traces) in
@@ -50,6 +52,10 @@ from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond,
 from sim.vector import AccOp, element_cycles
 
 __all__ = ["EngineCost", "MicroSim", "RecordTiming"]
+
+#: Cycles from a vector record's last SBUF write to its done pulse (``VectorController``:
+#: the done pulse follows the last output beat's write).
+VECTOR_WRITE_TO_DONE = 1
 
 MASK32 = 0xFFFFFFFF
 _UNPACKED = {}
@@ -89,6 +95,10 @@ class EngineCost:
     #: (``m`` beats) plus this many (SBUF read, the array's fill and drain, PSUM's write). The
     #: array takes the next record after ``cost``; 0: done after ``cost``.
     tensor_latency: int = 0
+    #: Vector engine: cycles of a record's drain during which the engine already takes the
+    #: next record (its done pulse comes that much after the engine is free; 0: serial). A
+    #: TABLE or SEED record has none.
+    vector_overlap: int = 0
 
     @classmethod
     def of_config(cls, config, **kwargs):
@@ -114,7 +124,14 @@ class EngineCost:
         engine already takes the next record (the tensor engine's pipeline; 0 otherwise)."""
         if engine == Engine.TENSOR and self.tensor_latency:
             return max(r["m"], 1) + self.tensor_latency
+        if engine == Engine.VECTOR:
+            return self._vector_overlap(r)
         return 0
+
+    def _vector_overlap(self, r):
+        if r["op"] in (isa.VecOp.TABLE, isa.VecOp.SEED):
+            return 0
+        return self.vector_overlap
 
     def __call__(self, engine, r):
         if engine == Engine.DMA and self.dma_config is not None:
@@ -130,6 +147,10 @@ class EngineCost:
             # Stationary load overlaps the previous tile; the moving stream and the array's
             # skew (rows + cols) dominate.
             return max(r["m"], 1) + max(r["n"], 1) + self.rows + self.cols
+        return self.vector_cost(r) - self._vector_overlap(r)
+
+    def vector_cost(self, r):
+        """Cycles from a vector record's take to its done pulse, alone."""
         n = r["n"]
         if r["op"] in (isa.VecOp.SEED,):
             return 1
@@ -195,11 +216,15 @@ class MicroSim:
         Default: the shipped ``sim.microcode`` contents.
     cost : callable ``(engine, record_fields) -> cycles``
         Default :class:`EngineCost`.
+    sbuf_port : bool
+        Whether the DMA's loads and the vector engine's outputs share SBUF's write port
+        (:meth:`_contend`); only with a cost that times the DMA as the RTL does
+        (``EngineCost.dma_config``).
     """
 
     def __init__(self, program, *, pmem_depth=1024, queue_depth=2,
                  max_outstanding=isa.MAX_OUTSTANDING, control_store=None, opcode_map=None,
-                 cost=None):
+                 cost=None, sbuf_port=True):
         self.program = [int(w) for w in program]
         self.pmem_depth = pmem_depth
         self.queue_depth = queue_depth
@@ -209,6 +234,7 @@ class MicroSim:
         self.cost = cost or EngineCost()
         timeline = getattr(self.cost, "dma_timeline", None)
         self._dma = timeline() if timeline is not None else None
+        self._port = bool(sbuf_port) and self._dma is not None
         self.regs = [0] * isa.NUM_REGS
         self.flags = {"EQ": 0, "LT": 0, "LTU": 0}
         self.sems = [0] * isa.NUM_SEMS
@@ -279,7 +305,94 @@ class MicroSim:
         self.trace[e].append(word)
         if f["sem_en"]:
             self._pending_incs.append((r.done, f["sem"]))
+        if self._port and e in (Engine.DMA, Engine.VECTOR):
+            self._contend(e, r, c)
         self.rec[e] = [0] * isa.RECORD_SLOTS[e]
+
+    # -- the shared SBUF write port --------------------------------------------------------------
+    def _writes(self, e, r):
+        """``(first, end, writes)``: the cycles in which record ``r`` of engine ``e`` writes
+        SBUF (its writes spread evenly over ``[first, end)``), or None if it writes none. A
+        DMA load writes its SBUF cycles (``sim.dma_timing``: an element along a partition, a
+        beat's elements across partitions) before its data side ends; a vector record with
+        element outputs writes one beat per element, ``sim.vector.element_cycles`` apart,
+        before its done pulse (a REDUCE or ACC_RD writes its accumulators once, a TABLE or
+        SEED nothing)."""
+        f = r.fields
+        if e == Engine.DMA:
+            if f["store"] or not (f["n0"] and f["n1"] and f["part_count"]):
+                return None
+            from sim.dma_timing import LOAD_FIN, _parts
+            c = self.cost.dma_config
+            _, bursts, units, _ = _parts(f, data_width=c.dma_data_width,
+                                         sbuf_depth=c.sbuf_depth, max_burst=c.max_burst)
+            end = r.done - LOAD_FIN
+            return end - max(units, sum(bursts)), end, units
+        op = f["op"]
+        if op in (isa.VecOp.TABLE, isa.VecOp.SEED, isa.VecOp.REDUCE, isa.VecOp.ACC_RD) \
+                or not f["n"]:
+            return None
+        acc = getattr(self.cost, "vector_acc_wait", 3)
+        per = element_cycles(1, acc, AccOp.SUM if op == isa.VecOp.ACT and f["acc"]
+                             else AccOp.NONE)
+        end = r.done - VECTOR_WRITE_TO_DONE
+        return end - f["n"] * per, end, f["n"]
+
+    def _contend(self, e, r, now):
+        """Record ``r`` of engine ``e`` (the DMA or the vector engine) just scheduled: where
+        its SBUF writes overlap those of the other writer's records, the write port
+        (``rtl.core.sbuf.SBUF``, one write per cycle) serves one of them. Writes spread
+        evenly over their spans meet ``overlap * density_r * density_q`` times; each meeting
+        costs the DMA a cycle (its load and the DMA records after it are late by as much).
+        The vector engine loses the same cycles only against a load with a zero inner stride
+        (``kernels.broadcast``'s); behind the other loads its output stream keeps its pace
+        (measured on the 8x8 core at 128 bits: 64 vector writes during a broadcast's load
+        cost the load 59 and the vector record 63 cycles; 128 during a contiguous load and a
+        LUT table's, the DMA 121 and the vector engine 9)."""
+        mine = self._writes(e, r)
+        if mine is None:
+            return
+        other = Engine.VECTOR if e == Engine.DMA else Engine.DMA
+        for q in self.timeline[other][-(self.max_outstanding + self.queue_depth + 1):]:
+            if q.done < now:
+                continue
+            theirs = self._writes(other, q)
+            if theirs is None:
+                continue
+            lo, hi = max(mine[0], theirs[0]), min(mine[1], theirs[1])
+            if hi <= lo:
+                continue
+            n = int(round((hi - lo) * mine[2] / max(mine[1] - mine[0], 1) * theirs[2] /
+                          max(theirs[1] - theirs[0], 1)))
+            if not n:
+                continue
+            dma, vec = (r, q) if e == Engine.DMA else (q, r)
+            self._delay(Engine.DMA, dma, n, now)
+            if dma.fields["ext_stride0"] == 0:
+                self._delay(Engine.VECTOR, vec, n, now)
+
+    def _delay(self, e, q, n, now):
+        """Record ``q`` of engine ``e`` and the records of ``e`` after it complete ``n``
+        cycles later (their semaphore increments with them)."""
+        tl = self.timeline[e]
+        start = next(i for i in range(len(tl) - 1, -1, -1) if tl[i] is q)
+        for k, x in enumerate(tl[start:]):
+            if x.done < now:
+                continue
+            old = (x.done, x.fields["sem"])
+            if k and e == Engine.VECTOR:
+                x.accept += n
+            x.free += n
+            x.done += n
+            if x.fields["sem_en"] and old in self._pending_incs:
+                self._pending_incs[self._pending_incs.index(old)] = (x.done, old[1])
+        if e == Engine.DMA:
+            # The data side of the DMA's last record ends later: the next record's data
+            # follow it (``DmaTimeline`` keeps ``(store, done, fin)`` of that record).
+            dt = self._dma
+            store, done, fin = dt._last
+            dt._last = (store, done + n, fin + n)
+            dt.free = max(dt.free, fin + n + 2)
 
     # -- micro-instruction execution ------------------------------------------------------------
     def _reg(self, i):

@@ -250,3 +250,58 @@ def test_compact_vector_cost_follows_the_engine():
     for (rec, _), a, b in zip(cases, one, compact):
         got = four(Engine.VECTOR, rec) - base(Engine.VECTOR, rec)
         assert got == b - a, (rec, got, b - a)
+
+
+def test_vector_overlap_takes_the_next_record():
+    """With ``vector_overlap`` the vector engine takes the next record that many cycles before
+    the one ahead is done, and each record is done its full cost after its take; a TABLE
+    record keeps the engine to its done pulse."""
+    words = assemble("""
+        li r2, 8
+        ts r0, r0, r0, r2, sem=2, sem_en=1
+        ts r0, r0, r0, r2, sem=2, sem_en=1
+        waiti 2, 2
+        halt
+    """)
+    cycles = {}
+    for ov in (0, 10):
+        cost = EngineCost(vector_overlap=ov)
+        m = MicroSim(words, cost=cost).run()
+        v0, v1 = m.timeline[Engine.VECTOR]
+        full = cost.vector_cost(v0.fields)
+        assert v0.done == v0.accept + full and v1.done == v1.accept + full
+        assert v1.accept == v0.done - ov
+        cycles[ov] = m.cycle
+    assert cycles[10] == cycles[0] - 10
+    table = dict(op=isa.VecOp.TABLE, n=8)
+    assert EngineCost(vector_overlap=10).latency(Engine.VECTOR, table) == 0
+
+
+def test_sbuf_write_port_delays_loads_and_broadcast_readers():
+    """On the 8x8 core at 128 bits (softmax, 16 x 64): where a vector record's outputs meet a
+    DMA load's SBUF writes, the load (and the DMA records behind it) is late; a vector
+    record meeting a zero-stride load (a broadcast's) is late by as many cycles, one meeting
+    another load is not."""
+    from kernels import bench as kb
+    w = kb.workloads(["softmax"], dma_data_width=128)[0]
+    cost = kb.RtlCost.for_config(w.config)
+    runs = {port: MicroSim(w.image.program, pmem_depth=w.config.pmem_depth, cost=cost,
+                           sbuf_port=port).run() for port in (False, True)}
+    free, shared = runs[False], runs[True]
+    assert shared.cycle > free.cycle
+    late = {}
+    for e in (Engine.DMA, Engine.VECTOR):
+        late[e] = [b.done - b.accept - (a.done - a.accept)
+                   for a, b in zip(free.timeline[e], shared.timeline[e])]
+    dma = free.timeline[Engine.DMA]
+    loads = [i for i, r in enumerate(dma) if not r.fields["store"]]
+    assert any(late[Engine.DMA][i] > 0 for i in loads)
+    assert all(late[Engine.DMA][i] == 0 for i, r in enumerate(dma) if r.fields["store"])
+    vec = free.timeline[Engine.VECTOR]
+    for i, v in enumerate(vec):
+        meets = [d for d in dma if not d.fields["store"] and d.accept < v.done and
+                 v.accept < d.done]
+        if late[Engine.VECTOR][i]:
+            assert any(d.fields["ext_stride0"] == 0 for d in meets), i
+    bcast = [i for i, v in enumerate(vec) if late[Engine.VECTOR][i] > 0]
+    assert bcast, "no vector record met a broadcast's load"
