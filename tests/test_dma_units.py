@@ -82,8 +82,9 @@ def test_burst_splitter_parameters():
 
 
 def test_sbuf_write_stage_order_and_backpressure():
-    """Random puts against random ``ready``: every element reaches the port once, in order,
-    as a one-hot request that holds while refused; ``full`` is exactly two waiting."""
+    """Random puts (an element in one partition or a chunk in several) against random
+    ``ready``: every write reaches the port once, in order, with its mask and words, and holds
+    while refused; ``full`` is exactly two waiting."""
     from rtl.dma.sbuf_write_stage import SbufWriteStage
     P, depth = 4, 64
     dut = SbufWriteStage(partitions=P, depth=depth)
@@ -97,19 +98,22 @@ def test_sbuf_write_stage_order_and_backpressure():
             assert ctx.get(dut.nonempty) == bool(waiting), cycle
             mask = ctx.get(dut.sbuf_w.mask)
             if waiting:
-                addr, part, elem = waiting[0]
-                assert mask == 1 << part, cycle
+                addr, wmask, words = waiting[0]
+                assert mask == wmask, cycle
                 assert ctx.get(dut.sbuf_w.addr) == addr, cycle
-                assert all(ctx.get(dut.sbuf_w.data[p]) == elem for p in range(P)), cycle
+                assert all(ctx.get(dut.sbuf_w.data[p]) == words[p] for p in range(P)
+                           if wmask >> p & 1), cycle
             else:
                 assert mask == 0, cycle
             put = not ctx.get(dut.full) and rng.random() < 0.6
             ready = rng.random() < 0.5
-            item = (rng.randrange(depth), rng.randrange(P), rng.getrandbits(32))
+            wmask = rng.choice([1 << rng.randrange(P), rng.randrange(1, 1 << P)])
+            item = (rng.randrange(depth), wmask, [rng.getrandbits(32) for _ in range(P)])
             ctx.set(dut.put, put)
             ctx.set(dut.addr, item[0])
-            ctx.set(dut.part, item[1])
-            ctx.set(dut.elem, item[2])
+            ctx.set(dut.mask, item[1])
+            for p in range(P):
+                ctx.set(dut.data[p], item[2][p])
             ctx.set(dut.sbuf_w.ready, ready)
             await ctx.tick()
             if waiting and ready:

@@ -93,8 +93,7 @@ class LoadPath(wiring.Component):
                                                   lanes=min(P, bw))
         m.d.comb += [unpack.beat.eq(buf), unpack.off.eq(self.off), unpack.esh.eq(self.esh)]
 
-        m.submodules.w_stage = wstage = SbufWriteStage(partitions=P, depth=self._sbuf_depth,
-                                                       lanes=True)
+        m.submodules.w_stage = wstage = SbufWriteStage(partitions=P, depth=self._sbuf_depth)
         wiring.connect(m, wstage.sbuf_w, wiring.flipped(self.sbuf_w))
         consume = self.step
         m.d.comb += [consume.eq(self.load & buf_valid & ~self.err & ~wstage.full),

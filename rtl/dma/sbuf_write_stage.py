@@ -1,24 +1,22 @@
 """The DMA's SBUF write stage: loaded elements on their way to the shared SBUF write port."""
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.bus.mem_ports import PartitionWriteSignature
-from sim.config import check_bool, check_int, check_pow2
+from sim.config import check_int, check_pow2
 
 __all__ = ["SbufWriteStage"]
 
 
 class SbufWriteStage(wiring.Component):
-    """A two-entry FIFO of elements in front of an SBUF write port.
+    """A two-entry FIFO of SBUF writes in front of an SBUF write port.
 
-    ``put`` (only while ``~full``) enters one 32-bit element for one partition at one word
-    address; the head element is the write request on ``sbuf_w`` (``mask`` one-hot, the
-    element on every partition's data), held until the port's ``ready`` takes it. One element
-    per cycle, one cycle from ``put`` to the request. With ``lanes`` an entry is a whole write
-    (``mask`` and a word per partition) instead: any set of partitions at one address per
-    cycle.
+    ``put`` (only while ``~full``) enters one write: a word address, the partitions written
+    (``mask``: one for an element along a partition, a chunk's across partitions) and a word
+    per partition; the head is the write request on ``sbuf_w``, held until the port's
+    ``ready`` takes it. One write per cycle, one cycle from ``put`` to the request.
 
     The request (address, mask, data) comes from registers and never from ``sbuf_w.ready``,
     as the port requires. The level is two flip-flops, ``nonempty`` (the request) and ``full``
@@ -32,43 +30,31 @@ class SbufWriteStage(wiring.Component):
         The ``DMA``'s (``rtl/dma/dma.py``).
     depth : int
         The ``DMA``'s ``sbuf_depth``.
-    lanes : bool
-        Entries are whole writes (``mask``, ``data``) rather than one element (``part``,
-        ``elem``).
 
     Members
     -------
     put : In(1)
-        Enter ``addr``, ``part``, ``elem``; must be low while ``full``.
+        Enter ``addr``, ``mask``, ``data``; must be low while ``full``.
     addr : In(range(depth))
-    part : In(range(partitions))
-        Without ``lanes``.
-    elem : In(32)
-        Without ``lanes``.
     mask : In(partitions)
-        With ``lanes``: the partitions written.
+        The partitions written.
     data : In(ArrayLayout(32, partitions))
-        With ``lanes``: a word per partition.
+        A word per partition.
     full : Out(1)
-        Two elements wait.
+        Two writes wait.
     nonempty : Out(1)
-        An element waits (the write request is raised).
+        A write waits (the write request is raised).
     sbuf_w : Out(PartitionWriteSignature(partitions, depth))
     """
 
-    def __init__(self, *, partitions, depth, lanes=False):
+    def __init__(self, *, partitions, depth):
         self._partitions = check_int("partitions", partitions, 1, 256)
         self._depth = check_pow2("depth", depth, 2, 1 << 16)
         depth_bits = (depth - 1).bit_length()
-        pbits = max(1, (partitions - 1).bit_length())
-        self._lanes = check_bool("lanes", lanes)
-        members = {"put": In(1), "addr": In(depth_bits)}
-        if self._lanes:
-            members.update({"mask": In(partitions), "data": In(data.ArrayLayout(32, partitions))})
-        else:
-            members.update({"part": In(pbits), "elem": In(32)})
         super().__init__({
-            **members, "full": Out(1), "nonempty": Out(1),
+            "put": In(1), "addr": In(depth_bits),
+            "mask": In(partitions), "data": In(data.ArrayLayout(32, partitions)),
+            "full": Out(1), "nonempty": Out(1),
             "sbuf_w": Out(PartitionWriteSignature(partitions, depth)),
         })
 
@@ -78,12 +64,8 @@ class SbufWriteStage(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         P = self._partitions
-        if self._lanes:
-            w_word = data.StructLayout({"addr": len(self.addr), "mask": P,
-                                        "data": data.ArrayLayout(32, P)})
-        else:
-            w_word = data.StructLayout({"addr": len(self.addr), "part": len(self.part),
-                                        "elem": 32})
+        w_word = data.StructLayout({"addr": len(self.addr), "mask": P,
+                                    "data": data.ArrayLayout(32, P)})
         m.submodules.words = wq_mem = memory.Memory(shape=w_word, depth=2, init=[])
         wq_w, wq_r = wq_mem.write_port(), wq_mem.read_port(domain="comb")
         wq_ne, wq_full = self.nonempty, self.full
@@ -102,15 +84,7 @@ class SbufWriteStage(wiring.Component):
             # A refused write stays at the head and the FIFO fills.
             self.sbuf_w.addr.eq(wq_r.data.addr),
         ]
-        if self._lanes:
-            m.d.comb += [wq_w.data.mask.eq(self.mask), wq_w.data.data.eq(self.data),
-                         self.sbuf_w.mask.eq(Mux(wq_ne, wq_r.data.mask, 0)),
-                         self.sbuf_w.data.eq(wq_r.data.data)]
-        else:
-            wq_part, wq_elem = wq_r.data.part, wq_r.data.elem
-            m.d.comb += [wq_w.data.part.eq(self.part), wq_w.data.elem.eq(self.elem),
-                         self.sbuf_w.mask.eq(Mux(wq_ne, Cat(*[wq_part == p for p in range(P)]),
-                                                 0))]
-            for p in range(P):
-                m.d.comb += self.sbuf_w.data[p].eq(wq_elem)
+        m.d.comb += [wq_w.data.mask.eq(self.mask), wq_w.data.data.eq(self.data),
+                     self.sbuf_w.mask.eq(Mux(wq_ne, wq_r.data.mask, 0)),
+                     self.sbuf_w.data.eq(wq_r.data.data)]
         return m
