@@ -17,7 +17,7 @@ from kernels.dtypes import (DTYPES, DType, as_dtype, bf16, fp8_e3m4, fp8_e4m3, f
 from kernels.kernel import Compiled, Kernel, Run, default_config, kernel
 from kernels.lang import (ALU_OPS, FUNCTIONS, ROUNDING, DRAMTensor, KernelError, Layout, Tile,
                           activation, broadcast, cast, constant, copy, load, matmul, ndarray,
-                          new_block, pe_transpose, preload_table, psum_tile, reduce,
+                          dma_order, new_block, pe_transpose, preload_table, psum_tile, reduce,
                           requantize, sbuf_tile, seed, store, tensor_scalar, tensor_tensor,
                           transpose, wide_dma)
 
@@ -25,6 +25,6 @@ __all__ = ["DTYPES", "as_dtype", "DType", "bf16", "fp8_e3m4", "fp8_e4m3", "fp8_e
            "fp32", "int8", "int32", "Compiled", "Kernel", "Run", "default_config", "kernel",
            "ALU_OPS", "FUNCTIONS", "ROUNDING", "DRAMTensor", "KernelError", "Layout", "Tile",
            "activation", "broadcast", "cast", "constant", "copy", "load", "matmul", "ndarray",
-           "new_block", "pe_transpose", "preload_table", "psum_tile", "reduce", "requantize",
-           "sbuf_tile", "seed", "store", "tensor_scalar", "tensor_tensor", "transpose",
+           "dma_order", "new_block", "pe_transpose", "preload_table", "psum_tile", "reduce",
+           "requantize", "sbuf_tile", "seed", "store", "tensor_scalar", "tensor_tensor", "transpose",
            "wide_dma"]

@@ -12,7 +12,8 @@
    vector engine writes after it reads, so its write-after-read and write-after-write edges
    are ordered by its queue. Everything else (any edge between engines, a vector read of a
    vector result, any DMA edge) waits for the producer's completion.
-3. **Scheduling.** The tensor and vector engines keep the trace's order; DMA records may move.
+3. **Scheduling.** The tensor and vector engines keep the trace's order; DMA records may move
+   (not ahead of a record traced before a ``kernels.lang.dma_order`` point).
    A list scheduler picks, among the operations whose predecessors are placed, the one the
    sequencer can issue first, with a model of the engines measured on the RTL (the constants
    below): serial DMA and vector engines, a pipelined array, and engine queues of two records
@@ -323,6 +324,9 @@ def _schedule(ops, preds, cfg):
             if op.engine in prev and prev[op.engine] not in dict(edges[op.index]):
                 edges[op.index].append((prev[op.engine], False))
             prev[op.engine] = op.index
+        after = getattr(op, "after", None)
+        if after is not None and after.index not in dict(edges[op.index]):
+            edges[op.index].append((after.index, False))    # the DMA queue keeps the order
     for i, ps in enumerate(edges):
         indeg[i] = len(ps)
         for j, _ in ps:

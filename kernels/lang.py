@@ -382,6 +382,8 @@ class Op:
         self.engine, self.kind, self.args = engine, kind, args
         self.reads, self.writes = reads, writes
         self.index = None
+        #: A DMA record this one issues after (``dma_order``), or None.
+        self.after = None
 
     def __repr__(self):
         return f"Op({self.index}, {self.kind})"
@@ -402,6 +404,7 @@ class Trace:
         self.table_uses = []
         self.cut = False              # the next matmul starts a block (new_block)
         self.staged = []              # tables loaded, TABLE_LDs not traced (preload_table)
+        self.dma_after = None         # the DMA op later DMA ops issue after (dma_order)
 
     def unique(self, name):
         n = self.names.get(name, 0)
@@ -418,6 +421,8 @@ class Trace:
         return b
 
     def add(self, op):
+        if op.engine == "dma":
+            op.after = self.dma_after
         op.index = len(self.ops)
         self.ops.append(op)
         return op
@@ -657,6 +662,14 @@ def matmul(dst, stationary, moving, accumulate=False):
     tr.cut = False
     tr.add(Op("tensor", "matmul", args, reads, [_acc(dst)]))
     return dst
+
+
+def dma_order():
+    """DMA records traced from now on are issued after the last one traced before (the
+    scheduler otherwise moves a load that is ready ahead of an earlier one that waits, such
+    as a broadcast's store behind its vector result)."""
+    tr = current()
+    tr.dma_after = next((op for op in reversed(tr.ops) if op.engine == "dma"), tr.dma_after)
 
 
 def new_block():

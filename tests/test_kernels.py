@@ -312,3 +312,34 @@ def test_staged_tables_load_before_their_table_lds():
         assert kinds[:first].count("dma_ld") == 3          # both tables, then x
     kinds = [op.kind for op in plain.last_run.compiled.trace.ops]
     assert kinds[:kinds.index("table_ld")].count("dma_ld") == 2
+
+
+def test_dma_order_keeps_later_loads_behind():
+    """A load traced after ``dma_order()`` is issued after the DMA record traced before it
+    (here a broadcast's load, which waits for a reduction), where without it the scheduler
+    issues the ready load first; the results are the same."""
+    def make(order):
+        @kl.kernel
+        def k(x, y):
+            out = kl.ndarray((4, 12), kl.fp32, "o")
+            t = kl.load(x)
+            b = kl.broadcast(kl.reduce("max", t), 12)
+            if order:
+                kl.dma_order()
+            u = kl.load(y, name="late")
+            kl.store(out, kl.tensor_tensor("add", kl.tensor_tensor("subtract", t, b), u))
+            return out
+        return k
+    rng = np.random.default_rng(3)
+    x, y = (rng.standard_normal((4, 12)).astype(np.float32) for _ in range(2))
+    got = {}
+    for order in (False, True):
+        k = make(order)
+        got[order] = k(x, y, config=CFG)
+        ops = k.last_run.compiled.program.order
+        dma = [op for op in ops if op.engine == "dma"]
+        names = [op.args["tile"].name for op in dma]
+        late = next(i for i, n in enumerate(names) if n.startswith("late"))
+        bcast = next(i for i, n in enumerate(names) if n.startswith("bcast"))
+        assert (late > bcast) == order
+    assert np.array_equal(got[False], got[True])

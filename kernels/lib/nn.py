@@ -144,13 +144,20 @@ def attention(q, k, v):
     a column of ones per key tile, so that the row sums come out of the same matmuls) and
     the products times the reciprocal of the sums.
 
+    The start: K and Q come in one record per K tile, K's and Q's alternating, so that the
+    first score matmuls wait for their own tiles only; the exp table's words are loaded
+    after them and its TABLE_LD (fenced from the DMA) follows the first tile's broadcast, so
+    that the broadcast does not wait for the table; V follows the broadcast
+    (:func:`kernels.dma_order`) and the reciprocal table the first products.
+
     The query tiles form a software pipeline. The tensor engine takes, per tile ``i``, the
     transposes of tile ``i`` interleaved with the scores of tile ``i+2`` (the sequencer
     issues two short transposes while the array streams one score matmul), then the products
-    of tile ``i``; meanwhile the vector engine computes the exponentials of tile ``i+1``, the
-    copy of tile ``i``'s transposes and the normalization of tile ``i-1``. Every matmul is
-    a block of its own (:func:`kernels.new_block`), so that the scheduler can issue vector
-    and DMA records between them."""
+    of tile ``i``; meanwhile the vector engine computes the row maxima of tile ``i+1`` (their
+    broadcast in flight), the copy of tile ``i``'s transposes, the exponentials of tile
+    ``i+1`` and the normalization of tile ``i-1``. Every matmul is a block of its own
+    (:func:`kernels.new_block`), so that the scheduler can issue vector and DMA records
+    between them."""
     cfg = current().config
     S, d = q.shape
     T = k.shape[0]
@@ -161,18 +168,31 @@ def attention(q, k, v):
     dt = q.dtype
     B = min(P, cfg.cols)
     out = kl.ndarray((S, d), kl.fp32, name="o")
-    ol, ql = kl.Layout(out, cfg.cols), kl.Layout(q.T, P)
-    kT_tiles = load_ktiles(kl.Layout(k.T, P), "kT")     # K tiles [dd, T]
+    ol, ql, kl_ = kl.Layout(out, cfg.cols), kl.Layout(q.T, P), kl.Layout(k.T, P)
+    if d % P == 0:                                      # K tiles [P, T] and [P, S]
+        kT_tiles, qT_all = [], []
+        for t in range(d // P):
+            kT_tiles.append(kl.load(kl_.rows(t * P, P), name="kT"))
+            qT_all.append(kl.load(ql.rows(t * P, P), name="qT"))
+    else:
+        kT_tiles, qT_all = load_ktiles(kl_, "kT"), load_ktiles(ql, "qT")
     qts = [(s0, min(B, S - s0)) for s0 in range(0, S, B)]
     kts = [(t0, min(B, T - t0)) for t0 in range(0, T, B)]
     scale = 1.0 / math.sqrt(d)
+    ident = kl.load(kl.constant(np.eye(B), dt, name="eye"), name="ident")
+    # [V | 1] per key tile: the moving operand of e @ V, its last column the row sums (the
+    # ones written as 0 * k + 1 by the vector engine, idle until the first scores).
+    vl = kl.Layout(v, B) if T % B == 0 else kl.Layout.plain(v, B)
+    vbuf = kl.sbuf_tile((B, len(kts) * (d + 1)), dt, name="v1")
+    for j in range(len(kts)):
+        c = j * (d + 1) + d
+        kl.activation(None, kT_tiles[0][:, 0:1], scale=0.0, bias=1.0, out=vbuf[:, c:c + 1])
+    # The exp table's words now; its TABLE_LD at the first exponentials.
+    kl.preload_table("exp", stage=True)
 
     def matmul(*args, **kw):
         kl.new_block()
         kl.matmul(*args, **kw)
-
-    # Q in one record: per-tile loads would queue ahead of the broadcasts.
-    qT_all = load_ktiles(ql, "qT")                      # K tiles [dd, S]
 
     def scores(i):
         """Tile ``i``'s score tile and the functions that each issue one of its matmuls."""
@@ -187,29 +207,17 @@ def attention(q, k, v):
         sc[i], mms = scores(i)
         for f in mms:
             f()
-    # [V | 1] per key tile: the moving operand of e @ V, its last column the row sums (the
-    # ones written as 0 * k + 1 by the vector engine, idle until the first scores).
-    vl = kl.Layout(v, B) if T % B == 0 else kl.Layout.plain(v, B)
-    vbuf = kl.sbuf_tile((B, len(kts) * (d + 1)), dt, name="v1")
-    for j in range(len(kts)):
-        c = j * (d + 1) + d
-        kl.activation(None, kT_tiles[0][:, 0:1], scale=0.0, bias=1.0, out=vbuf[:, c:c + 1])
-    # The first tile's row maxima before the tables, so that their broadcast is the first
-    # DMA record after the TABLE_LDs (ahead of V's loads).
-    mx0 = kl.reduce("max", sc[0], name="mx")
-    # The tables before V (a TABLE_LD is fenced from every DMA record).
-    kl.preload_table("exp", "reciprocal")
-    ident = {}
 
-    def load_v():
-        for j, (t0, tt) in enumerate(kts):
-            c = j * (d + 1)
-            kl.load(vl.rows(t0, tt), out=vbuf[0:tt, c:c + d])
-        ident["t"] = kl.load(kl.constant(np.eye(B), dt, name="eye"), name="ident")
-
-    def exps(i, mx=None):
-        mx = kl.reduce("max", sc[i], name="mx") if mx is None else mx
-        xc = kl.tensor_tensor("subtract", sc[i], kl.broadcast(mx, T, name="mxb"), name="xc")
+    def exps(i, between=None):
+        """The exponentials of tile ``i``; ``between`` traces its work after the row
+        maxima's broadcast and before the subtraction."""
+        mx = kl.reduce("max", sc[i], name="mx")
+        mxb = kl.broadcast(mx, T, name="mxb")
+        if i == 0:
+            kl.dma_order()           # V and the tables' words behind the first broadcast
+        if between is not None:
+            between()
+        xc = kl.tensor_tensor("subtract", sc[i], mxb, name="xc")
         return kl.activation("exp", xc, scale=scale, dtype=dt, name="e")
 
     def products(i, e):
@@ -219,7 +227,7 @@ def attention(q, k, v):
         pT_ps = kl.psum_tile((B, len(kts) * s), kl.fp32, name="eT_ps")
         trans = [lambda j=j, t0=t0, tt=tt: (
             kl.new_block(), kl.pe_transpose(pT_ps[0:tt, j * s:(j + 1) * s],
-                                            e[:, t0:t0 + tt], ident['t'][0:s, 0:s]))
+                                            e[:, t0:t0 + tt], ident[0:s, 0:s]))
             for j, (t0, tt) in enumerate(kts)]
         later = []
         if i + 2 < len(qts):
@@ -230,15 +238,21 @@ def attention(q, k, v):
             trans.pop(0)()
             if trans:
                 trans.pop(0)()
-        nxt = exps(i + 1) if i + 1 < len(qts) else None
         full = [j for j, (_, tt) in enumerate(kts) if tt == B]
         stat = {}
-        if full:
-            eT = kl.copy(pT_ps[:, 0:len(full) * s], dtype=dt, name="eT")
-            stat.update((j, eT[:, j * s:(j + 1) * s]) for j in full)
-        if len(full) < len(kts):
-            j, tt = len(kts) - 1, kts[-1][1]
-            stat[j] = kl.copy(pT_ps[0:tt, j * s:(j + 1) * s], dtype=dt, name="eT_edge")
+
+        def copies():
+            if full:
+                eT = kl.copy(pT_ps[:, 0:len(full) * s], dtype=dt, name="eT")
+                stat.update((j, eT[:, j * s:(j + 1) * s]) for j in full)
+            if len(full) < len(kts):
+                j, tt = len(kts) - 1, kts[-1][1]
+                stat[j] = kl.copy(pT_ps[0:tt, j * s:(j + 1) * s], dtype=dt, name="eT_edge")
+        if i + 1 < len(qts):
+            nxt = exps(i + 1, between=copies)
+        else:
+            nxt = None
+            copies()
         for f in later:                  # the rest of the scores while the copy runs
             f()
         o = kl.psum_tile((s, d + 1), kl.fp32, name="o_ps")
@@ -253,12 +267,17 @@ def attention(q, k, v):
                              name="o_sb")
         kl.store(ol.rows(s0, s), y)
 
-    e = exps(0, mx0)
-    # V after the first tile's broadcast (which then leads the DMA queue).
-    load_v()
+    e = exps(0)
+    for j, (t0, tt) in enumerate(kts):
+        kl.load(vl.rows(t0, tt), out=vbuf[0:tt, j * (d + 1):j * (d + 1) + d])
     pending = None
     for i in range(len(qts)):
         o, e = products(i, e)
+        if i == 0:
+            # The reciprocal table once the first products are queued, behind the
+            # broadcasts traced before it.
+            kl.dma_order()
+            kl.preload_table("reciprocal")
         if pending is not None:
             normalize(*pending)
         pending = (i, o)
