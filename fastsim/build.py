@@ -62,7 +62,8 @@ HIER = ("none", "merge", "pe", "add")
 DEFAULT_HIER = "none"
 #: The modules a hierarchy structure makes hierarchy blocks, by their kept module's name.
 _HIER_BLOCKS = {"pe": re.compile(r"\\top\.tensor\.array\.pe_r\d+_c\d+$"),
-                "add": re.compile(r"\\top\.tensor\.array\.pe_r\d+_c\d+\.add$")}
+                "add": re.compile(r"\\top\.tensor\.array\.pe_r\d+_c\d+\.add$"),
+                "lane": re.compile(r"\\top\.vector\.lut\.lane\d+$")}
 #: Verilator options, as the cocotb runner's (``--x-assign 0 --x-initial 0``: registers start
 #: at their Amaranth reset values and the Verilog holds no x literal, so runs are reproducible).
 VERILATOR_FLAGS = ("-Wno-fatal", "-Wno-WIDTH", "-Wno-lint", "-Wno-style", "-O2",

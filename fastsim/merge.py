@@ -174,14 +174,18 @@ def mark_hier_blocks(text, names):
         rename[n] = plain_name(n)
     if len(set(rename.values()) | (known - set(rename))) != len(known):
         raise ValueError("a plain module name would name two modules")
-    out = []
+    out, header = [], False
     for line in text.splitlines(keepends=True):
         m = _MODULE.match(line)
         if m and m.group(1) in rename:
-            if not line.rstrip().endswith(";"):
-                raise ValueError(f"module {m.group(1)}: its header must fit one line")
-            out.append(f"module {rename[m.group(1)]} " + line[m.end():].lstrip())
-            out.append("  /*verilator hier_block*/\n")
+            line = f"module {rename[m.group(1)]} " + line[m.end():].lstrip()
+            header = True
+        if header:
+            # The comment goes after the header, which Yosys wraps over several lines.
+            out.append(line)
+            if line.rstrip().endswith(";"):
+                out.append("  /*verilator hier_block*/\n")
+                header = False
             continue
         m = _INSTANCE.match(line.rstrip("\n"))
         if m and m.group(2) in rename:

@@ -96,8 +96,17 @@ def _open(rows, cxx_opt=None, pgo=None, compiler=None, hier=None):
         "built_now": built_now, "compiler": info.get("compiler", "gcc"),
         "cxx_opt": info.get("cxx_opt"), "pgo": info.get("pgo", False),
         "hier": info.get("hier", "none"), "cpp_bytes": info.get("cpp_bytes"),
-        "code_bytes": _text_size(exe),
+        "code_bytes": _text_size(exe), "verilog_sha256": _sha(info.get("verilog")),
         "checked": "bit-exact vs refsim"}
+
+
+def _sha(path):
+    """First 12 hex digits of the SHA-256 of a file (None when it is gone)."""
+    import hashlib
+    import pathlib
+    if path is None or not pathlib.Path(path).exists():
+        return None
+    return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()[:12]
 
 
 def _text_size(exe):
@@ -173,6 +182,7 @@ def _sweep(rows_list, opts, repeat, rounds):
                     "hier": rec["hier"], "cpp_bytes": rec["cpp_bytes"],
                     "code_bytes": rec["code_bytes"],
                     "program_cycles": rec["program_cycles"],
+                    "verilog_sha256": rec["verilog_sha256"],
                     "cycles_per_cpu_s": {"min": round(r[0], 1),
                                          "median": round(statistics.median(r), 1),
                                          "max": round(r[-1], 1)},
@@ -180,6 +190,9 @@ def _sweep(rows_list, opts, repeat, rounds):
         finally:
             for core, _, _ in opened.values():
                 core.close()
+        # The RTL may change between the builds of one run: say whether it did.
+        sweep[f"{rows}x{rows} same_verilog"] = len(
+            {rec["verilog_sha256"] for _, _, rec in opened.values()}) == 1
     return sweep
 
 

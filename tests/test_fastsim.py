@@ -60,7 +60,7 @@ def test_bad_arguments():
         FastCore(SMALL, exe="/nonexistent/Vharness")
     with pytest.raises(ValueError, match="compiler must be one of gcc, clang, not 'icc'"):
         FastCore(SMALL, compiler="icc")
-    with pytest.raises(ValueError, match="hier must be one of none, merge, pe, add, not 'x'"):
+    with pytest.raises(ValueError, match="hier must be one of none, merge, pe, add, lane, not 'x'"):
         FastCore(SMALL, hier="x")
     with pytest.raises(ValueError, match="pgo needs hier='none' or 'merge', not 'pe'"):
         FastCore(SMALL, hier="pe", pgo=True)

@@ -129,6 +129,10 @@ def test_mark_hier_blocks():
     assert back.split() == text.split()
     with pytest.raises(ValueError, match="no module named"):
         mark_hier_blocks(text, ["\\top.pe_b"])
+    # A header wrapped over two lines gets the comment after its end.
+    wrapped = text.replace("module \\top.pe_a (d, q, clk);", "module \\top.pe_a (d, q,\n, clk);")
+    assert "module top_pe_a (d, q,\n, clk);\n  /*verilator hier_block*/\n" in \
+        mark_hier_blocks(wrapped, ["\\top.pe_a"])
 
 
 def test_malformed_input():
