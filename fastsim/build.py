@@ -55,10 +55,10 @@ CXX_OPTS = ("-O0", "-O1", "-O2", "-Os")
 #: C++ compilers of a model: the system's g++, or the clang of the ``ziglang`` wheel.
 COMPILERS = ("gcc", "clang")
 #: How the model is structured: ``"none"`` Verilates Amaranth's Verilog as it is (one module
-#: per instance); ``"merge"`` first merges identical modules (``fastsim.merge``); ``"pe"`` and
-#: ``"add"`` also make each class of processing element (or of PE adder) a Verilator
-#: hierarchy block, compiled once and called per instance.
-HIER = ("none", "merge", "pe", "add")
+#: per instance); ``"merge"`` first merges identical modules (``fastsim.merge``); ``"pe"``,
+#: ``"add"`` and ``"lane"`` also make each class of processing element (of PE adder, of
+#: vector LUT lane) a Verilator hierarchy block, compiled once and called per instance.
+HIER = ("none", "merge", "pe", "add", "lane")
 DEFAULT_HIER = "none"
 #: The modules a hierarchy structure makes hierarchy blocks, by their kept module's name.
 _HIER_BLOCKS = {"pe": re.compile(r"\\top\.tensor\.array\.pe_r\d+_c\d+$"),
