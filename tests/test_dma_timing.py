@@ -129,7 +129,8 @@ def test_across_partitions_rule():
 def test_model_matches_rtl_measured(width):
     from scripts.bench_dma import measure
     got = measure(width, SIZES)
-    for (kind, direction, size), rtl in got.items():
+    for (kind, direction, size), (rtl, _) in got.items():
+        assert rtl == RTL_CYCLES[(width, kind, direction)][SIZES.index(size)], (kind, size)
         model = _model(width, kind, direction == "store", size)
         tol = 0.02 if size >= 1024 else 0.1
         assert abs(model - rtl) <= tol * rtl, (kind, direction, size, model, rtl)
