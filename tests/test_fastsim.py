@@ -267,7 +267,7 @@ def test_compilers_are_cycle_exact():
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("hier", ["merge", "pe", "add"])
+@pytest.mark.parametrize("hier", ["merge", "pe", "add", "lane"])
 def test_structures_are_cycle_exact(hier):
     """A model of merged modules, with or without hierarchy blocks, gives the same outcome,
     cycle for cycle, as the model of Amaranth's Verilog, on a workload and on random
