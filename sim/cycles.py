@@ -389,10 +389,7 @@ class MicroSim:
         if e == Engine.DMA:
             # The data side of the DMA's last record ends later: the next record's data
             # follow it (``DmaTimeline`` keeps ``(store, done, fin)`` of that record).
-            dt = self._dma
-            store, done, fin = dt._last
-            dt._last = (store, done + n, fin + n)
-            dt.free = max(dt.free, fin + n + 2)
+            self._dma.delay(n)
 
     # -- micro-instruction execution ------------------------------------------------------------
     def _reg(self, i):

@@ -239,3 +239,15 @@ class DmaTimeline:
         done = fin + tail
         self._last = (store, done, fin)
         return a, done
+
+    def delay(self, n):
+        """The last record offered completes ``n`` cycles later (its data side was held up,
+        for example by a write port it shares): its ``done`` and the end of its data side
+        move by ``n``, and the front takes the next record no earlier than two cycles after
+        that end (the data side holds it as :meth:`add` says). Nothing changes before the
+        first record."""
+        if self._last is None:
+            return
+        store, done, fin = self._last
+        self._last = (store, done + n, fin + n)
+        self.free = max(self.free, fin + n + 2)

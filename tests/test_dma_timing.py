@@ -278,6 +278,30 @@ def test_timeline_rules():
     assert DmaTimeline(**kw).add(st, 0) == (0, alone_st)
 
 
+def test_timeline_delay():
+    """``DmaTimeline.delay(n)``: the record behind a delayed one is taken no earlier than two
+    cycles after the delayed data side's end and is done ``n`` cycles later than without the
+    delay (its data follow the delayed one's); a delay before any record changes nothing."""
+    from sim.dma_timing import DmaTimeline
+    kw = dict(data_width=32, sbuf_depth=256, max_burst=16, latency=3)
+    ld = records("contiguous", 4096, 0)
+    ref, late = DmaTimeline(**kw), DmaTimeline(**kw)
+    late.delay(50)
+    assert late.add(ld, 0) == ref.add(ld, 0)
+    n = 3000                     # beyond the first record's end: the take must wait for it
+    late.delay(n)
+    fin = late._last[2]
+    assert late.free == fin + 2
+    t_ref, d_ref = ref.add(ld, 0)
+    t, d = late.add(ld, 0)
+    assert t == fin + 2 > t_ref and d >= d_ref + n
+    small = DmaTimeline(**kw)
+    small.add(ld, 0)
+    free = small.free
+    small.delay(1)              # the front's own bound stays when it is the later one
+    assert small.free == max(free, small._last[2] + 2)
+
+
 def test_microsim_overlaps_dma_records():
     """``MicroSim`` with ``EngineCost(dma_config=...)`` takes the second of two loads before
     the first is done (a serial server would not) and both finish sooner than one after
