@@ -210,7 +210,9 @@ def _dependencies(ops):
 # 3. Scheduling
 # ---------------------------------------------------------------------------------------------
 
-#: Costs of the engines as measured on the RTL (a 32-bit DMA; docs/kernels.md).
+#: Costs of the engines as measured on the RTL (docs/kernels.md). The four DMA constants are
+#: a per-element approximation of a 32-bit DMA (``kernels.bench.RtlCost`` without a
+#: ``dma_config``); the scheduler charges a DMA record ``sim.dma_timing``'s cycles.
 DMA_SETUP = 11              # cycles per DMA record
 DMA_RUN = 1                 # cycles per contiguous run (a partition row of a 2-D/3-D view)
 DMA_STRIDED = 2             # cycles per element when the innermost stride is not one element
@@ -243,17 +245,12 @@ def dma_record(a):
 
 
 def _dma_cycles(a, cfg):
-    """A DMA record's cycles: on a wide DMA (``dma_data_width > 32``) the RTL's timing
-    (``sim.dma_timing``); at 32 bits the constants above."""
-    if getattr(cfg, "dma_data_width", 32) > 32:
-        from sim.dma_timing import dma_record_cycles
-        return dma_record_cycles(dma_record(a), data_width=cfg.dma_data_width,
-                                 sbuf_depth=cfg.sbuf_depth, max_burst=cfg.max_burst,
-                                 latency=DMA_LATENCY)
-    elems = a["p"] * a["n0"] * a["n1"]
-    if a["stride0"] == a["dram"].dtype.nbytes:
-        return DMA_SETUP + DMA_RUN * a["p"] * a["n1"] + elems
-    return DMA_STRIDED_SETUP + DMA_STRIDED * elems
+    """A DMA record's cycles alone, as the RTL takes them at every width
+    (``sim.dma_timing.dma_record_cycles``)."""
+    from sim.dma_timing import dma_record_cycles
+    return dma_record_cycles(dma_record(a), data_width=getattr(cfg, "dma_data_width", 32),
+                             sbuf_depth=cfg.sbuf_depth, max_burst=cfg.max_burst,
+                             latency=DMA_LATENCY)
 
 
 def _cost(op, cfg):

@@ -113,12 +113,15 @@ def test_layout_falls_back_and_guards_the_buffer():
 
 
 def test_scheduler_takes_the_wide_dma_timing():
-    """At 128 bits the compiler's estimate and the cycle model use ``sim.dma_timing``: the
-    compute-dominated MLP's estimate drops well below its 32-bit one, agrees with the cycle
-    model, and keeps the tensor engine at least 80 % busy."""
+    """The compiler's estimate and the cycle model use ``sim.dma_timing`` at every width:
+    the compute-dominated MLP's estimate at 128 bits is well below its 32-bit one, agrees
+    with the cycle model, and keeps the tensor engine at least 80 % busy; at 32 bits the
+    estimate is within 10 % of the cycle model."""
     w32 = kb.workloads(["mlp_128"], dma_data_width=32)[0]
     w128 = kb.workloads(["mlp_128"], dma_data_width=128)[0]
-    assert w128.compiled.program.estimate < 0.6 * w32.compiled.program.estimate
+    assert w128.compiled.program.estimate < 0.8 * w32.compiled.program.estimate
+    r32 = kb.measure(w32, "model")
+    assert abs(r32["cycles"] - w32.compiled.program.estimate) <= 0.1 * r32["cycles"]
     r = kb.measure(w128, "model")
     assert abs(r["cycles"] - w128.compiled.program.estimate) <= 0.02 * r["cycles"]
     assert r["tensor_busy"] >= 0.8
