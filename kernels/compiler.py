@@ -31,7 +31,7 @@ import heapq
 
 from kernels.lang import KernelError
 
-__all__ = ["compile_trace", "Program", "SEM", "ENGINES"]
+__all__ = ["compile_trace", "Program", "ProgramTooLong", "SEM", "ENGINES"]
 
 #: The semaphore that counts each engine's completed records.
 SEM = {"dma": 0, "tensor": 1, "vector": 2}
@@ -636,6 +636,10 @@ def _emit_plan(plan, regs, out, label):
     regs.done()
 
 
+class ProgramTooLong(KernelError):
+    """A compiled program has more instructions than the core's program memory holds."""
+
+
 def compile_trace(trace):
     """Compile a :class:`kernels.lang.Trace` into a :class:`Program`."""
     from sim.asm import assemble
@@ -677,7 +681,7 @@ def compile_trace(trace):
     asm = "\n".join(out) + "\n"
     words = assemble(asm)
     if len(words) > cfg.pmem_depth:
-        raise KernelError(f"the program has {len(words)} instructions; the limit is "
+        raise ProgramTooLong(f"the program has {len(words)} instructions; the limit is "
                           f"pmem_depth = {cfg.pmem_depth} (use a core with a deeper program "
                           f"memory or a smaller problem per kernel call)")
     bufs = [b for b in trace.buffers if b.space == "dram"]

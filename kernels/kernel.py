@@ -18,7 +18,7 @@ import dataclasses
 import numpy as np
 
 from kernels import backends
-from kernels.compiler import compile_trace
+from kernels.compiler import ProgramTooLong, compile_trace
 from kernels.dtypes import as_dtype
 from kernels.lang import DRAMTensor, KernelError, Trace, _row_major, tracing
 
@@ -121,8 +121,12 @@ class Kernel:
     def trace(self, *specs, config=None, **params):
         """Trace for argument specs (numpy arrays, or ``(shape, dtype)`` pairs) and kernel
         parameters (keyword arguments of the body: constants of the trace)."""
+        return self._trace(specs, config, params, blocked=True)
+
+    def _trace(self, specs, config, params, blocked):
         cfg = config or default_config()
         tr = Trace(cfg)
+        tr.blocked = blocked
         args = []
         with tracing(tr):
             for i, s in enumerate(specs):
@@ -159,7 +163,15 @@ class Kernel:
             return self._cache[key]
         from sim.image import Image
         tr, results, single = self.trace(*specs, config=cfg, **params)
-        prog = compile_trace(tr)
+        try:
+            prog = compile_trace(tr)
+        except ProgramTooLong:
+            # Blocked layouts (kernels.Layout) can take more register set-ups than plain
+            # ones: a program that does not fit with them is traced again without.
+            if all(b.perm is None for b in tr.buffers):
+                raise
+            tr, results, single = self._trace(specs, cfg, params, blocked=False)
+            prog = compile_trace(tr)
         image = Image(program=prog.words,
                       readback=[(r.buffer.addr, r.buffer.size) for r in results],
                       max_cycles=5_000_000)

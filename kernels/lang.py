@@ -204,17 +204,23 @@ def _row_major(shape):
 
 
 def wide_dma(config=None):
-    """Whether the DMA of ``config`` (default: the traced kernel's core) moves records across
-    partitions faster than along one: a bus wider than 32 bits (``docs/dma.md``)."""
-    cfg = config if config is not None else current().config
-    return getattr(cfg, "dma_data_width", 32) > 32
+    """Whether the kernels lay tensors out partition-innermost (:class:`Layout`) for the DMA
+    of ``config`` (default: the traced kernel's core). At every width from 32 to 512 bits a
+    record across partitions moves a beat of elements per cycle (4 bytes at 32 bits), one
+    along a partition one element (2 bytes in BF16, 1 in INT8; ``docs/dma.md``), so the
+    answer is yes; in a trace it is no when the kernel is traced again with plain layouts
+    because its program with blocked ones does not fit in program memory
+    (:meth:`kernels.Kernel.compile`)."""
+    if config is None:
+        return current().blocked
+    return True
 
 
 class Layout:
     """A 2-D DRAM tensor ``view [R, C]`` as the DMA moves it, ``block`` rows (one SBUF tile's
     partitions) at a time.
 
-    On a core with a wide DMA (:func:`wide_dma`), when ``view`` is a kernel argument or
+    Where :func:`wide_dma` says so (every core, unless the program does not fit), when ``view`` is a kernel argument or
     output covering its whole buffer, not accessed yet, and ``R`` is a multiple of
     ``block``, the buffer is laid out partition-innermost as ``[R // block, C, block]``:
     element ``[r, c]`` is element ``((r // block) * C + c) * block + r % block`` of the
@@ -405,6 +411,7 @@ class Trace:
         self.cut = False              # the next matmul starts a block (new_block)
         self.staged = []              # tables loaded, TABLE_LDs not traced (preload_table)
         self.dma_after = None         # the DMA op later DMA ops issue after (dma_order)
+        self.blocked = True           # Layout may lay buffers out in blocks (wide_dma)
 
     def unique(self, name):
         n = self.names.get(name, 0)
