@@ -62,9 +62,9 @@ COMPILERS = ("gcc", "clang")
 #: ``"add"`` and ``"lane"`` also make each class of processing element (of PE adder, of
 #: vector LUT lane) a Verilator hierarchy block, compiled once and called per instance.
 HIER = ("none", "merge", "pe", "add", "lane")
-#: The default structure: merged modules, Verilated flat: as fast as Amaranth's Verilog or
-#: faster (0-20 % on the 8x8 core, 6 % on the 4x4) and a third quicker to compile
-#: (docs/simulation.md, Model structure); hierarchy blocks are slower.
+#: The default structure: merged modules, Verilated flat: on the 8x8 core as fast as Amaranth's
+#: Verilog or faster (clang 0-20 %, g++ 18 %) and quicker to compile (docs/simulation.md,
+#: Speed of the model); hierarchy blocks are slower.
 DEFAULT_HIER = "merge"
 #: The modules a hierarchy structure makes hierarchy blocks, by their kept module's name.
 _HIER_BLOCKS = {"pe": re.compile(r"\\top\.tensor\.array\.pe_r\d+_c\d+$"),
