@@ -224,11 +224,11 @@ class Layout:
     ``view`` is a kernel argument or output covering its whole buffer, not accessed yet, and
     ``R`` is a multiple of ``block``, the buffer is laid out partition-innermost as
     ``[R // block, C, block]``: element ``[r, c]`` is element ``((r // block) * C + c) *
-    block + r % block`` of the buffer. A block's load or store is then one across-partitions record with contiguous
-    rows (full-width beats). The host writes and reads the buffer in that order
-    (``Compiled.image_for``, ``Compiled.outputs_from``), and the buffer is accessed only
-    through this layout (a plain view of it raises). Otherwise the views are those of
-    ``view``.
+    block + r % block`` of the buffer. A block's load or store is then one
+    across-partitions record with contiguous rows (full-width beats). The host writes and
+    reads the buffer in that order (``Compiled.image_for``, ``Compiled.outputs_from``), and
+    the buffer is accessed only through this layout (a plain view of it raises). Otherwise
+    the views are those of ``view``.
 
     Members
     -------
