@@ -91,6 +91,10 @@ def _key(name, body):
         ident = m.group(0)
         if ident == name:
             sub = "\0self"
+        elif m.start() > 0 and body[m.start() - 1] == ".":
+            # A port name in an instantiation belongs to the child, whose kept module's
+            # port names every instantiation now uses: compared as it is.
+            continue
         elif _NUMBERED.search(ident):
             if ident not in index:
                 index[ident] = len(numbered)

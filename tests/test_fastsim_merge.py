@@ -110,6 +110,25 @@ def test_a_renamed_port_is_not_confused_with_a_signal():
     assert text.count(".\\port$1$0 (d)") == 1
 
 
+def test_parents_merge_when_their_children_are_connected_by_a_same_named_signal():
+    # Yosys connects a child's numbered port to a parent signal of the same name; once the
+    # children merge, pe_b connects the kept child's port name to its own signal, and the
+    # two parents are still the same logic.
+    def pe(name, child, port):
+        return (f"module {name}(d, q, clk);\n  input [15:0] d;\n  output [15:0] q;\n"
+                f"  input clk;\n  wire [15:0] {port} ;\n  assign {port}  = d;\n"
+                f"  {child} leaf (\n    .clk(clk),\n    .{port} ({port} ),\n    .q(q)\n  );\n"
+                f"endmodule\n")
+    d = (_top([("\\top.pe_a ", "pe_a"), ("\\top.pe_b ", "pe_b")]) +
+         pe("\\top.pe_a ", "\\top.pe_a.leaf ", "\\port$100$0") +
+         _leaf("\\top.pe_a.leaf ", "\\port$100$0") +
+         pe("\\top.pe_b ", "\\top.pe_b.leaf ", "\\port$205$0") +
+         _leaf("\\top.pe_b.leaf ", "\\port$205$0"))
+    text, classes = merge_modules(d)
+    assert classes["\\top.pe_a"] == ["\\top.pe_a", "\\top.pe_b"]
+    assert module_names(text) == ["top", "\\top.pe_a", "\\top.pe_a.leaf"]
+
+
 def test_merge_is_idempotent_and_keeps_a_design_without_copies():
     text, _ = merge_modules(_design())
     assert merge_modules(text)[0] == text
