@@ -4,6 +4,8 @@ Verilator + cocotb and the fast backend (``fastsim``, Verilator with a C++ harne
 
     python -m scripts.bench sim [--json] [--quick] [--rows 4,8] [--paths icarus,verilator,fastsim]
                                 [--skip verilator-8x8]
+    python -m scripts.bench sim --json --rows 8 --paths fastsim --rounds 3 \
+        --cxx-opts=-O1+clang+none,-O1+clang+merge      # fastsim variants, timed in turn
 
 The workload is the tiled GEMM of the core tests (K = 2 tiles, M = 2 tiles, N = 16, BF16):
 under cocotb with the host traffic over AXI4-Lite, the AXI RAM and one coroutine sampling the
@@ -20,7 +22,9 @@ simulation, which is the build on a cache miss). The record notes the load avera
 after. The cocotb Verilator model is compiled at ``-Os`` (``VERILATOR_CXX_OPT`` overrides it:
 ``-O0`` builds the 8x8 model in a fraction of the time, and the cocotb path's rate is set by
 its Python side), fastsim's with its defaults (``fastsim.build``). ``--quick``: the 4x4 core
-only.
+only. ``--cxx-opts`` compares fastsim builds (level, compiler, PGO, model structure): all are
+built first, then timed in turn ``--rounds`` times, and each reports the min / median / max
+cycles per CPU second, its C++ and machine-code bytes and the hash of its Verilog.
 """
 
 import os
