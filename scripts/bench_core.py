@@ -35,8 +35,8 @@ bytes per cycle and the roofline, ``max(MACs / (rows * cols), DMA bytes / (dma_d
 8))`` cycles, with the fraction of it reached; ``model_error`` is the model's cycles over the
 RTL's, minus one.
 ``--dma-width W`` (above 32) runs every kernel on ``kernels.bench.wide_config(W)`` (the 8x8
-core with a ``W``-bit DMA), where the kernels lay their tensors out partition-innermost
-(``kernels.Layout``). The hand-written workloads get the same roofline from their counters.
+core with a ``W``-bit DMA); at every width the kernels lay their tensors out
+partition-innermost (``kernels.Layout``). The hand-written workloads get the same roofline from their counters.
 ``--quick`` runs the kernels on the model only.
 
 Each workload's engine timeline goes to the results directory (``--out``, default
