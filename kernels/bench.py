@@ -205,13 +205,20 @@ class RtlCost(EngineCost):
 
 
 def measure(w, backend="model"):
-    """Cycles, tensor busy fraction, DMA bytes per cycle and roofline fraction of workload
-    ``w`` on ``backend`` (``model`` or ``rtl``; the RTL's outcome is kept in
-    ``w.outcome``)."""
+    """Cycles, each engine's busy fraction, DMA bytes per cycle and roofline fraction of
+    workload ``w`` on ``backend`` (``model`` or ``rtl``; the RTL's outcome is kept in
+    ``w.outcome``).
+
+    The busy fractions are the ``PERF_*_BUSY`` counters over the cycles (an engine is busy
+    while it holds a record); ``busiest`` names the engine with the highest, the one that
+    bounds a kernel below its roofline when the roofline's two terms (MACs and bus bytes) do
+    not: the vector engine's element work and the DMA's per-record costs count in neither.
+    """
     if backend == "model":
         ms = MicroSim(w.image.program, pmem_depth=w.config.pmem_depth,
                       cost=RtlCost.for_config(w.config)).run()
-        cycles, busy = ms.cycle + RUN_OVERHEAD, ms.perf[Engine.TENSOR]["busy"]
+        cycles = ms.cycle + RUN_OVERHEAD
+        busy = {e: ms.perf[e]["busy"] for e in Engine}
         moved = w.dma_bytes
     elif backend == "rtl":
         from kernels.backends import run_rtl
@@ -219,12 +226,17 @@ def measure(w, backend="model"):
         if out.error is not None:
             raise out.error
         w.outcome = out
-        cycles, busy = out.cycles, out.counters["tensor_busy"]
+        cycles = out.cycles
+        busy = {e: out.counters[f"{e.name.lower()}_busy"] for e in Engine}
         moved = out.counters["dma_rd_bytes"] + out.counters["dma_wr_bytes"]
     else:
         raise ValueError(f"backend must be model or rtl, not {backend!r}")
     return {"what": w.what, "backend": backend, "cycles": cycles,
-            "tensor_busy": round(busy / cycles, 4), "macs": w.macs, "dma_bytes": w.dma_bytes,
+            "tensor_busy": round(busy[Engine.TENSOR] / cycles, 4),
+            "vector_busy": round(busy[Engine.VECTOR] / cycles, 4),
+            "dma_busy": round(busy[Engine.DMA] / cycles, 4),
+            "busiest": max(Engine, key=lambda e: busy[e]).name.lower(),
+            "macs": w.macs, "dma_bytes": w.dma_bytes,
             "dma_bytes_per_cycle": round(moved / cycles, 4),
             "bus_bytes_per_cycle": bus_bytes(w.config), "roofline_cycles": w.roofline_cycles,
             "roofline_fraction": round(w.roofline_cycles / cycles, 4),
@@ -262,10 +274,11 @@ def main(argv=None):
     if args.json:
         print(json.dumps(res, indent=1))
     else:
-        print(f"{'workload':12} {'cycles':>8} {'tensor':>7} {'roofline':>8}  what")
+        print(f"{'workload':12} {'cycles':>8} {'tensor':>7} {'vector':>7} {'dma':>7} "
+              f"{'roofline':>8}  what")
         for k, r in res.items():
-            print(f"{k:12} {r['cycles']:8d} {r['tensor_busy']:7.3f} "
-                  f"{r['roofline_fraction']:8.3f}  {r['what']}")
+            print(f"{k:12} {r['cycles']:8d} {r['tensor_busy']:7.3f} {r['vector_busy']:7.3f} "
+                  f"{r['dma_busy']:7.3f} {r['roofline_fraction']:8.3f}  {r['what']}")
     return res
 
 

@@ -249,9 +249,9 @@ def run_kernels(args):
         for backend in ("rtl", "model") if rtl else ("model",):
             r = kb.measure(w, backend)
             rec[backend] = {k: r[k] for k in (
-                "cycles", "tensor_busy", "dma_bytes_per_cycle", "roofline_cycles",
-                "roofline_fraction", "bus_bytes_per_cycle", "macs", "dma_bytes",
-                "instructions", "estimate")}
+                "cycles", "tensor_busy", "vector_busy", "dma_busy", "busiest",
+                "dma_bytes_per_cycle", "roofline_cycles", "roofline_fraction",
+                "bus_bytes_per_cycle", "macs", "dma_bytes", "instructions", "estimate")}
         if rtl:
             rec["model_error"] = round(rec["model"]["cycles"] / rec["rtl"]["cycles"] - 1, 4)
             rec["checked"] = kb.check(w)
@@ -262,6 +262,7 @@ def run_kernels(args):
             for w in kb.workloads(names, dma_data_width=width):
                 r = kb.measure(w, "model")
                 out[w.name][f"model_{width}"] = {k: r[k] for k in (
-                    "cycles", "tensor_busy", "dma_bytes_per_cycle", "roofline_cycles",
-                    "roofline_fraction", "bus_bytes_per_cycle")}
+                    "cycles", "tensor_busy", "vector_busy", "dma_busy", "busiest",
+                    "dma_bytes_per_cycle", "roofline_cycles", "roofline_fraction",
+                    "bus_bytes_per_cycle")}
     return out

@@ -215,8 +215,9 @@ def test_streaming_gemm_keeps_the_tensor_engine_busy():
 
 def test_bench_roofline_at_the_dma_width():
     """``kernels.bench``: the roofline is ``max(MACs / (rows * cols), DMA bytes / (width /
-    8))`` cycles, at the configuration's DMA width (32 bits by default, 128 on request), and
-    the cycle model with the RTL's engine costs runs every record of the image."""
+    8))`` cycles, at the configuration's DMA width (32 bits by default, 128 on request), the
+    cycle model with the RTL's engine costs runs every record of the image, and the record
+    names the busiest engine."""
     from kernels.bench import bus_bytes, measure, workloads
     w = workloads(["gemm"])[0]
     r = measure(w, "model")
@@ -225,6 +226,8 @@ def test_bench_roofline_at_the_dma_width():
     assert r["roofline_cycles"] == max(-(-w.macs // cells), -(-w.dma_bytes // 4))
     assert r["roofline_fraction"] == round(r["roofline_cycles"] / r["cycles"], 4) <= 1
     assert 0 < r["tensor_busy"] < 1 and r["dma_bytes_per_cycle"] <= 4
+    assert 0 < r["vector_busy"] < 1 and 0 < r["dma_busy"] <= 1
+    assert r["busiest"] == max(("tensor", "vector", "dma"), key=lambda e: r[f"{e}_busy"])
     wide = workloads(["gemm"], dma_data_width=128)[0]
     assert bus_bytes(wide.config) == 16
     assert wide.roofline_cycles == max(-(-w.macs // cells), -(-w.dma_bytes // 16))
