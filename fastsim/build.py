@@ -16,15 +16,19 @@ Profile-guided optimisation (``pgo=True``) compiles the model twice: once instru
 (``-fprofile-generate``), which then runs the training workloads of :data:`PGO_TRAINING`
 (each checked), and once with the recorded profile (``-fprofile-use``), so that GCC lays out
 the code a clock edge runs and moves the branches it never takes out of the way.
-``FASTSIM_VERILATOR_ARGS`` (whitespace-separated) adds Verilator options to a build and to
-its hash.
+``FASTSIM_VERILATOR_ARGS`` (whitespace-separated) and ``verilator_args=`` add Verilator
+options to a build and to its hash.
 
 The C++ compiler is g++ or the clang of the ``ziglang`` wheel (``python -m ziglang c++``, no
 system package needed). g++ is the default: a machine's first clang link also compiles zig's
 libc++ (tens of minutes, once). ``compiler="clang"`` or ``FASTSIM_COMPILER=clang`` chooses
 clang, whose model of the 8x8 core runs 1.3 times as fast as g++'s at the same optimisation
 level (``docs/simulation.md``); profile-guided and traced builds use g++ (their tools,
-``-fprofile-use`` data and the FST writer's libraries, are g++'s).
+``-fprofile-use`` data and the FST writer's libraries, are g++'s). zig's compiler driver
+maps ``-O1``, ``-O2`` and ``-O3`` all to clang's ``-O2`` and ``-Oz`` to ``-Os``, so the
+level of a clang build is also handed to clang itself (``-Xclang <level>``, which wins):
+each level of :data:`CXX_OPTS` is clang's own. A clang build's default level is
+:data:`DEFAULT_CLANG_CXX_OPT`.
 """
 
 import hashlib
@@ -40,21 +44,24 @@ import time
 
 from sim.config import CoreConfig, check_bool, check_choice
 
-__all__ = ["DEFAULT_CXX_OPT", "DEFAULT_PGO", "CXX_OPTS", "COMPILERS", "HIER", "DEFAULT_HIER",
-           "VERILATOR_FLAGS",
-           "PGO_TRAINING", "verilog_for", "build", "build_info", "verilator_available",
-           "clang_available", "default_compiler", "BUILD_ROOT"]
+__all__ = ["DEFAULT_CXX_OPT", "DEFAULT_CLANG_CXX_OPT", "DEFAULT_PGO", "CXX_OPTS", "COMPILERS",
+           "HIER", "DEFAULT_HIER", "VERILATOR_FLAGS", "PGO_TRAINING", "verilog_for", "build",
+           "build_info", "verilator_available", "clang_available", "default_compiler",
+           "BUILD_ROOT"]
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 BUILD_ROOT = ROOT / "build" / "fastsim"
 HARNESS = HERE / "harness.cpp"
-#: C++ optimisation of the model and harness (chosen by measurement: docs/simulation.md).
+#: C++ optimisation of the model and harness with g++ (chosen by measurement:
+#: docs/simulation.md).
 DEFAULT_CXX_OPT = "-O1"
+#: C++ optimisation with clang (chosen by measurement: docs/simulation.md).
+DEFAULT_CLANG_CXX_OPT = "-O2"
 #: Whether builds are profile-guided by default: no, a profile-guided build takes 1.5-3 times
 #: as long for an 8-15 % faster model (docs/simulation.md), and most builds are of fresh RTL.
 DEFAULT_PGO = False
-CXX_OPTS = ("-O0", "-O1", "-O2", "-Os")
+CXX_OPTS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz")
 #: C++ compilers of a model: the system's g++, or the clang of the ``ziglang`` wheel.
 COMPILERS = ("gcc", "clang")
 #: How the model is structured: ``"none"`` Verilates Amaranth's Verilog as it is (one module
@@ -157,14 +164,16 @@ def _gcc_version():
         return "unknown"
 
 
-def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=None, hier=None):
+def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=None, hier=None,
+          verilator_args=()):
     """Return the path of the harness executable for ``config`` (a ``CoreConfig``), building
     it on a cache miss.
 
     Parameters
     ----------
     cxx_opt : str
-        C++ optimisation, one of :data:`CXX_OPTS` (default :data:`DEFAULT_CXX_OPT`).
+        C++ optimisation, one of :data:`CXX_OPTS` (default :data:`DEFAULT_CXX_OPT` with g++,
+        :data:`DEFAULT_CLANG_CXX_OPT` with clang).
     threads : int
         Verilator ``--threads`` (1 or 2).
     trace : bool
@@ -180,11 +189,14 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
         Structure of the model, one of :data:`HIER` (default :data:`DEFAULT_HIER`). A
         structure with hierarchy blocks cannot be traced (Verilator does not trace into
         them): a traced build uses ``"merge"`` instead; nor profile-guided.
+    verilator_args : sequence of str
+        Verilator options added after :data:`VERILATOR_FLAGS` and ``FASTSIM_VERILATOR_ARGS``
+        (part of the hash), e.g. ``("-fno-expand",)``.
     """
     if not isinstance(config, CoreConfig):
         raise TypeError(f"config must be a sim.config.CoreConfig, not {type(config).__name__}")
-    cxx_opt = DEFAULT_CXX_OPT if cxx_opt is None else cxx_opt
-    check_choice("cxx_opt", cxx_opt, CXX_OPTS)
+    if cxx_opt is not None:
+        check_choice("cxx_opt", cxx_opt, CXX_OPTS)
     check_choice("threads", threads, (1, 2))
     check_bool("trace", trace)
     pgo = DEFAULT_PGO if pgo is None else pgo
@@ -192,6 +204,12 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
     pgo = pgo and not trace
     compiler = default_compiler(pgo=pgo, trace=trace) if compiler is None else compiler
     check_choice("compiler", compiler, COMPILERS)
+    if cxx_opt is None:
+        cxx_opt = DEFAULT_CLANG_CXX_OPT if compiler == "clang" else DEFAULT_CXX_OPT
+    if isinstance(verilator_args, str) or not all(
+            isinstance(a, str) and a for a in verilator_args):
+        raise TypeError(f"verilator_args must be a sequence of option strings, not "
+                        f"{verilator_args!r}")
     hier = DEFAULT_HIER if hier is None else hier
     check_choice("hier", hier, HIER)
     if trace and hier in _HIER_BLOCKS:
@@ -211,7 +229,7 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
     vpath = verilog_for(config)
     t_verilog = time.monotonic() - t0
     extra = os.environ.get("FASTSIM_VERILATOR_ARGS", "").split()
-    flags = list(VERILATOR_FLAGS) + extra + ["--threads", str(threads)]
+    flags = list(VERILATOR_FLAGS) + extra + list(verilator_args) + ["--threads", str(threads)]
     if trace:
         flags += ["--trace-fst", "--trace-structs", "-CFLAGS", "-DFASTSIM_TRACE"]
     if hier in _HIER_BLOCKS:
@@ -223,7 +241,7 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
     if hier != "none":
         key_parts += [hier, (HERE / "merge.py").read_text()]
     if compiler != "gcc":
-        key_parts += [compiler, _compiler_version(compiler)]
+        key_parts += [compiler, _compiler_version(compiler), "-Xclang level"]
     if pgo:
         key_parts += ["pgo", _gcc_version(), PGO_TRAINING, PGO_FUZZ_PROGRAMS,
                       (HERE / "workloads.py").read_text(), (HERE / "fuzz.py").read_text()]
@@ -242,9 +260,10 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
             source = out_dir / f"{vpath.stem}-{hier}.v"
             source.write_text(_structure(vpath.read_text(), hier))
             t_merge = round(time.monotonic() - t2, 1)
+        vargs = extra + list(verilator_args)
         what = (f"{compiler} {cxx_opt}{', PGO' if pgo else ''}, threads {threads}"
                 f"{', hier ' + hier if hier != 'none' else ''}"
-                f"{', trace' if trace else ''}{', ' + ' '.join(extra) if extra else ''}")
+                f"{', trace' if trace else ''}{', ' + ' '.join(vargs) if vargs else ''}")
         _log(f"building {config.name} ({what}) in {out_dir}")
         t1 = time.monotonic()
         cmd = ["verilator", "--cc", "--exe", "--build", "-j", "2", "--top-module", "top",
@@ -270,7 +289,7 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
                      _make_env(cxx_opt, _PGO_USE), log, log_path, config)
                 times["optimised_s"] = round(time.monotonic() - t3, 1)
             else:
-                _run(cmd, out_dir, _make_env(cxx_opt, [], _cxx(compiler, out_dir)), log,
+                _run(cmd, out_dir, _make_env(cxx_opt, [], _cxx(compiler, out_dir, cxx_opt)), log,
                      log_path, config)
         if not exe.exists():
             raise RuntimeError(f"fastsim build of {config.name} made no executable; see "
@@ -304,15 +323,17 @@ def _structure(text, hier):
     return text
 
 
-def _cxx(compiler, out_dir):
+def _cxx(compiler, out_dir, cxx_opt):
     """The compiler command of a clang build: a script in the build directory that runs the
     ``ziglang`` wheel's clang (make takes a command without spaces); None for g++.
-    ``-fno-sanitize=all``: zig's clang would otherwise add UBSan traps to unoptimised code."""
+    ``-fno-sanitize=all``: zig's clang would otherwise add UBSan traps to unoptimised code.
+    ``-Xclang <level>`` after the arguments: clang's own optimisation level, which zig's
+    driver would otherwise map (``-O1`` and ``-O3`` to ``-O2``, ``-Oz`` to ``-Os``)."""
     if compiler == "gcc":
         return None
     path = out_dir / "clang++"
     path.write_text(f"#!/bin/sh\nexec '{sys.executable}' -m ziglang c++ -fno-sanitize=all "
-                    f"\"$@\"\n")
+                    f"\"$@\" -Xclang {cxx_opt}\n")
     path.chmod(0o755)
     return path
 

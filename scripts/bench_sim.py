@@ -47,7 +47,9 @@ def add_arguments(parser):
                         help="fastsim only: measure build time and cycles/s at each of these "
                              "C++ optimisation levels, e.g. -O1,-Os,-O1+pgo,-O1+clang (+pgo: "
                              "with profile-guided optimisation; +gcc, +clang: that compiler; "
-                             "+merge, +pe, +add: that model structure, fastsim.build.HIER)")
+                             "+merge, +pe, +add: that model structure, fastsim.build.HIER; "
+                             "+V<option>: that Verilator option, ':' for a space, e.g. "
+                             "-O2+clang+V-fno-expand)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="with --cxx-opts: rounds over the variants, each round timing "
                              "every variant once in turn (min / median / max reported)")
@@ -76,7 +78,7 @@ def _cpu_s(core):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _open(rows, cxx_opt=None, pgo=None, compiler=None, hier=None):
+def _open(rows, cxx_opt=None, pgo=None, compiler=None, hier=None, verilator_args=()):
     """Build (or find) a fastsim model of the ``rows`` x ``rows`` core, start it and run the
     GEMM once, checked against the reference simulator; return (core, image, record)."""
     from fastsim import FastCore, workloads
@@ -85,7 +87,8 @@ def _open(rows, cxx_opt=None, pgo=None, compiler=None, hier=None):
     from sim.config import CoreConfig
     cfg = CoreConfig.from_dict(core_config(rows))
     t0, started = time.monotonic(), time.time()
-    exe = build(cfg, cxx_opt=cxx_opt, pgo=pgo, compiler=compiler, hier=hier)
+    exe = build(cfg, cxx_opt=cxx_opt, pgo=pgo, compiler=compiler, hier=hier,
+                verilator_args=verilator_args)
     built_now = exe.stat().st_mtime >= started
     core = FastCore(cfg, exe=exe)
     startup = time.monotonic() - t0
@@ -100,6 +103,7 @@ def _open(rows, cxx_opt=None, pgo=None, compiler=None, hier=None):
         "built_now": built_now, "compiler": info.get("compiler", "gcc"),
         "cxx_opt": info.get("cxx_opt"), "pgo": info.get("pgo", False),
         "hier": info.get("hier", "none"), "cpp_bytes": info.get("cpp_bytes"),
+        "verilator_args": list(verilator_args),
         "code_bytes": _text_size(exe), "verilog_sha256": _sha(info.get("verilog")),
         "checked": "bit-exact vs refsim"}
 
@@ -148,17 +152,22 @@ def _fastsim(rows, repeat, cxx_opt=None, pgo=None, compiler=None):
 
 
 def _variant(opt):
-    """(cxx_opt, pgo, compiler, hier) of a ``--cxx-opts`` item such as ``-O1+clang+pe``."""
+    """(cxx_opt, pgo, compiler, hier, verilator_args) of a ``--cxx-opts`` item such as
+    ``-O1+clang+pe`` or ``-O2+clang+V-fno-expand+V--inline-mult:0``."""
     from fastsim.build import HIER
     level, *extra = opt.split("+")
+    vargs = [a for e in extra if e.startswith("V") and len(e) > 1 for a in e[1:].split(":")]
+    extra = [e for e in extra if not (e.startswith("V") and len(e) > 1)]
     compilers = [e for e in extra if e in ("gcc", "clang")]
     hiers = [e for e in extra if e in HIER]
     if (len(compilers) > 1 or extra.count("pgo") > 1 or len(hiers) > 1 or
-            len(extra) != len(compilers) + len(hiers) + extra.count("pgo")):
+            len(extra) != len(compilers) + len(hiers) + extra.count("pgo") or
+            not all(vargs)):
         raise ValueError(f"cxx-opts items must be a level with an optional +pgo, +gcc or "
-                         f"+clang and one of +{', +'.join(HIER)}, not {opt!r}")
+                         f"+clang, one of +{', +'.join(HIER)} and +V<Verilator option>s, "
+                         f"not {opt!r}")
     return (level, "pgo" in extra, compilers[0] if compilers else None,
-            hiers[0] if hiers else None)
+            hiers[0] if hiers else None, tuple(vargs))
 
 
 def _sweep(rows_list, opts, repeat, rounds):
@@ -184,6 +193,8 @@ def _sweep(rows_list, opts, repeat, rounds):
                 sweep[f"{rows}x{rows} {opt}"] = {
                     "build_s": rec["build_s"], "built_now": rec["built_now"],
                     "hier": rec["hier"], "cpp_bytes": rec["cpp_bytes"],
+                    "compiler": rec["compiler"], "cxx_opt": rec["cxx_opt"],
+                    "verilator_args": rec["verilator_args"],
                     "code_bytes": rec["code_bytes"],
                     "program_cycles": rec["program_cycles"],
                     "verilog_sha256": rec["verilog_sha256"],

@@ -2,6 +2,7 @@
 report drawn once, with one job and with two (benchmarks replaced by instant stand-ins)."""
 
 import json
+import re
 import types
 
 import pytest
@@ -57,3 +58,30 @@ def test_unknown_benchmark_is_an_error(capsys):
 def test_every_benchmark_has_a_place_in_the_parallel_order():
     """``all --jobs N`` runs the benchmarks of LONGEST_FIRST: each of BENCHMARKS is there."""
     assert sorted(bench.LONGEST_FIRST) == sorted(bench.BENCHMARKS)
+
+
+def test_bench_sim_variants():
+    """``bench sim --cxx-opts`` items: level, compiler, PGO, model structure and Verilator
+    options (``+V``, ``:`` for a space); anything else is an error naming the item."""
+    from scripts.bench_sim import _variant
+    assert _variant("-O1") == ("-O1", False, None, None, ())
+    assert _variant("-Oz+clang+merge") == ("-Oz", False, "clang", "merge", ())
+    assert _variant("-O1+pgo+gcc+none") == ("-O1", True, "gcc", "none", ())
+    assert _variant("-O2+clang+V-fno-expand+V--x-assign:fast") == \
+        ("-O2", False, "clang", None, ("-fno-expand", "--x-assign", "fast"))
+    for bad in ("-O1+V", "-O1+V-x:", "-O1+icc", "-O1+gcc+clang", "-O1+merge+pe"):
+        with pytest.raises(ValueError, match="cxx-opts items must be .*not " +
+                           re.escape(repr(bad))):
+            _variant(bad)
+
+
+def test_bench_sim_bad_arguments():
+    from scripts import bench_sim
+    args = types.SimpleNamespace(rows="8", paths="icarus,xcelium", skip="", repeat=1,
+                                 cxx_opts="", rounds=1)
+    with pytest.raises(ValueError, match="paths must be a subset of icarus, verilator, "
+                                         "fastsim, not 'xcelium'"):
+        bench_sim.run(args)
+    args.paths, args.cxx_opts, args.rounds = "fastsim", "-O1", 0
+    with pytest.raises(ValueError, match="rounds must be a positive integer, not 0"):
+        bench_sim.run(args)

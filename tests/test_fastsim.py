@@ -85,6 +85,37 @@ def test_default_compiler(monkeypatch):
         default_compiler()
 
 
+def test_build_arguments():
+    """Build options are checked before anything is built."""
+    from fastsim.build import build
+    with pytest.raises(TypeError, match="verilator_args must be a sequence of option strings"):
+        build(SMALL, verilator_args="-fno-expand")
+    with pytest.raises(TypeError, match="verilator_args must be a sequence of option strings"):
+        build(SMALL, verilator_args=("-fno-expand", ""))
+    with pytest.raises(ValueError, match="cxx_opt must be one of -O0, -O1, -O2, -O3, -Os, -Oz"):
+        build(SMALL, cxx_opt="-Ofast")
+
+
+@pytest.mark.parametrize("level", ["-O1", "-O3", "-Oz"])
+def test_clang_gets_the_level(tmp_path, level):
+    """A clang build compiles at its own level: zig's driver maps -O1 and -O3 to clang's -O2
+    and -Oz to -Os, and the build's compiler script hands the level to clang itself."""
+    import subprocess
+    from fastsim.build import _cxx, clang_available
+    if not clang_available():
+        pytest.skip("needs the ziglang wheel")
+    assert _cxx("gcc", tmp_path, level) is None
+    src = tmp_path / "t.cpp"
+    # A text of its own, so that zig's cache cannot skip the compile (and its -v line).
+    src.write_text(f"int f(int x) {{ return x * {tmp_path.stat().st_ino % 9973}; }}\n")
+    out = subprocess.run([str(_cxx("clang", tmp_path, level)), level, "-v", "-c", str(src),
+                          "-o", str(tmp_path / "t.o")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    cc1 = [line.split() for line in out.stderr.splitlines() if " -cc1 " in line]
+    assert cc1, out.stderr
+    assert [a for a in cc1[0] if a[:2] == "-O" and len(a) == 3][-1] == level
+
+
 # -- bit-exact with cocotb ------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(workloads.WORKLOADS))
 def test_workload_matches_cocotb(core, name):
