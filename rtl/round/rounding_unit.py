@@ -35,6 +35,86 @@ def rounding_ports(lanes):
     }
 
 
+def random_word_buffer(m, prngs, n_rand, pop, clear):
+    """Add to ``m`` the two-entry buffer of random words between a unit's generators and its
+    encoders, and return ``(head, has_word)``.
+
+    Every lane holds up to two ``n_rand``-bit words (``cnt`` words held, the same for every
+    lane), the top bits of the generators' outputs in the order the generators give them.
+    The generators ``prngs`` (a :class:`~rtl.round.prng.LanePrngs`) advance on ``fill``, a
+    term of registers only (``~busy & cnt < 2``), so an SR beat's ``pop``, which comes late
+    (after the output's back-pressure), reaches the buffer instead of the generators' clock
+    enables.
+
+    The buffer does not shift: each lane has two word registers, ``rb0`` and ``rb1``, and ``h``
+    says which one is the head. A fill writes the word behind the words held, at position
+    ``h ^ cnt[0]`` (``cnt`` is 0 or 1 when it fills), so the word registers' clock enables are
+    ``fill`` and the position, terms of flip-flops only; a pop only toggles ``h`` and changes
+    ``cnt``, so the back-pressure does not reach the clock enables of the head's bits (as a
+    shifting head would). ``h`` need not be reset by ``clear``: the positions are relative
+    to it.
+
+    Parameters
+    ----------
+    m : Module
+        The module the registers are added to.
+    prngs : LanePrngs
+        The lanes' generators (``out``, ``busy``, ``advance``); this drives ``advance``.
+    n_rand : int
+        Bits per random word.
+    pop : Signal
+        The head is taken at the end of this cycle (an SR beat accepted). Only with
+        ``has_word``.
+    clear : Signal
+        The generators are re-seeded: the buffer empties at the end of this cycle (a beat
+        accepted in the same cycle still takes the old head).
+
+    Returns
+    -------
+    head : list of Signal
+        Per lane, the word an SR beat accepted now takes.
+    has_word : Signal
+        ``cnt != 0`` as a flip-flop of its own: set by the first fill after reset or
+        ``clear``, cleared only by ``clear`` (from one word, a pop always comes with a fill).
+        It also implies ``~busy`` (``cnt`` is 0 from the seed load until the first fill).
+        It is 0 for one cycle after reset and after ``clear``.
+    """
+    lanes = len(prngs.out)
+    cnt = Signal(range(3))
+    has_word = Signal()
+    fill = Signal()
+    h = Signal()                  # the head is rb1 (1) or rb0 (0)
+    wpos = Signal()               # where a fill writes
+    rb = [[Signal(n_rand, name=f"rb{k}_{j}") for j in range(lanes)] for k in range(2)]
+    head = [Signal(n_rand, name=f"head{j}") for j in range(lanes)]
+    new = [prngs.out[j][32 - n_rand:] for j in range(lanes)]
+    m.d.comb += [
+        fill.eq(~prngs.busy & (cnt != 2)),
+        prngs.advance.eq(fill.replicate(lanes)),
+        wpos.eq(h ^ cnt[0]),
+    ]
+    m.d.comb += [hd.eq(Mux(h, r1, r0)) for hd, r0, r1 in zip(head, rb[0], rb[1])]
+    for k in range(2):
+        with m.If(fill & (wpos == k)):
+            m.d.sync += [r.eq(w) for r, w in zip(rb[k], new)]
+    with m.If(pop):
+        m.d.sync += h.eq(~h)
+    # (From one word a pop comes with a fill: ``cnt`` stays 1.)
+    with m.Switch(cnt):
+        with m.Case(0):
+            with m.If(fill):
+                m.d.sync += [cnt.eq(1), has_word.eq(1)]
+        with m.Case(1):
+            with m.If(~pop):
+                m.d.sync += cnt.eq(2)
+        with m.Case(2):
+            with m.If(pop):
+                m.d.sync += cnt.eq(1)
+    with m.If(clear):
+        m.d.sync += [cnt.eq(0), has_word.eq(0)]
+    return head, has_word
+
+
 class RoundingUnit(wiring.Component):
     """Convert a vector of FP32 values to a narrow format with RNE, RTZ or SR.
 
@@ -143,68 +223,17 @@ class RoundingUnit(wiring.Component):
             m.d.comb += prngs.seed.eq(self.seed)
         m.d.comb += prngs.seed_load.eq(load)
 
-        # The lanes' random words wait in a two-entry buffer (``cnt`` words held, the same for
-        # every lane). The generators advance on ``fill``, a term of registers only (``~busy &
-        # cnt < 2``), so the accepted beat (late: it comes after the output's back-pressure)
-        # reaches the buffer instead of the generators' 192 clock enables per lane. The words
-        # are used in the order the generators give them, so the results are the same.
-        # ``i.ready`` is 0 while the buffer is empty: one cycle after reset and after
-        # re-seeding. A ``load`` empties it (a beat accepted in the cycle of the load still
-        # takes the old head).
-        #
-        # The buffer does not shift: each lane has two word registers, ``rb0`` and ``rb1``,
-        # and ``h`` says which one is the head. A fill writes the word behind the words held,
-        # at position ``h ^ cnt[0]`` (``cnt`` is 0 or 1 when it fills), so the word registers'
-        # clock enables are ``fill`` and the position, terms of flip-flops only; a pop only
-        # toggles ``h`` and changes ``cnt``, so the output's back-pressure does not reach the
-        # clock enables of the head's ``n_rand`` bits in every lane (as a shifting head would).
-        # The
-        # head multiplexer (``Mux(h, rb1, rb0)``) is then on the data path into ``s1_rand``.
-        # ``h`` need not be reset by a ``load``: the positions are relative to it.
         en = Signal()                 # the whole pipeline moves
         accept = Signal()
         pop = Signal()                # an SR beat takes the head
-        cnt = Signal(range(3))
-        # ``cnt != 0`` as a flip-flop of its own: it is set by the first fill after reset or
-        # re-seeding and cleared only by ``load`` (from one word, a pop always comes with
-        # a fill). It also implies ``~busy`` (``cnt`` is 0 from the pulse until the first fill
-        # after seeding), so ``i.ready`` is ``en & has_word``.
-        has_word = Signal()
-        fill = Signal()
-        h = Signal()                  # the head is rb1 (1) or rb0 (0)
-        wpos = Signal()               # where a fill writes
-        rb = [[Signal(n, name=f"rb{k}_{j}") for j in range(lanes)] for k in range(2)]
-        head = [Signal(n, name=f"head{j}") for j in range(lanes)]
-        new = [prngs.out[j][32 - n:] for j in range(lanes)]
+        head, has_word = random_word_buffer(m, prngs, n, pop, load)
         m.d.comb += [
             # stages=0 has no registers: the input is ready exactly when the output is.
             en.eq(self.o.ready if stages == 0 else (~self.o.valid | self.o.ready)),
             self.i.ready.eq(en & has_word),
             accept.eq(self.i.valid & self.i.ready),
             pop.eq(accept & (self.i.p.mode == RoundMode.SR)),
-            fill.eq(~prngs.busy & (cnt != 2)),
-            prngs.advance.eq(fill.replicate(lanes)),
-            wpos.eq(h ^ cnt[0]),
         ]
-        m.d.comb += [hd.eq(Mux(h, r1, r0)) for hd, r0, r1 in zip(head, rb[0], rb[1])]
-        for k in range(2):
-            with m.If(fill & (wpos == k)):
-                m.d.sync += [r.eq(w) for r, w in zip(rb[k], new)]
-        with m.If(pop):
-            m.d.sync += h.eq(~h)
-        # (From one word a pop comes with a fill: ``cnt`` stays 1.)
-        with m.Switch(cnt):
-            with m.Case(0):
-                with m.If(fill):
-                    m.d.sync += [cnt.eq(1), has_word.eq(1)]
-            with m.Case(1):
-                with m.If(~pop):
-                    m.d.sync += cnt.eq(2)
-            with m.Case(2):
-                with m.If(pop):
-                    m.d.sync += cnt.eq(1)
-        with m.If(load):
-            m.d.sync += [cnt.eq(0), has_word.eq(0)]
 
         # Stage 0: the beat as accepted, with its random bits.
         s0_data = self.i.p.data

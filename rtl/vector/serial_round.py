@@ -8,7 +8,7 @@ from rtl.arith.dsp import registered_product
 from rtl.arith.fp32_mul import sum_shifted
 from rtl.round.encoder import FPEncoder
 from rtl.round.prng import LanePrngs
-from rtl.round.rounding_unit import rounding_ports
+from rtl.round.rounding_unit import random_word_buffer, rounding_ports
 from rtl.vector.lut import check_lanes, check_units
 from sim.config import check_int
 from sim.dtypes import FORMAT_BITS, RoundMode
@@ -121,39 +121,10 @@ class SerialRounding(wiring.Component):
         prngs = m.submodules.prngs = CompactSeedPrngs(lanes)
         m.d.comb += [prngs.seed.eq(self.seed), prngs.seed_load.eq(self.seed_load)]
 
-        # The random-word buffer of ``RoundingUnit``: two words per lane (``rb0``, ``rb1``,
-        # ``h`` the head), filled from the generators on ``fill`` (registers only), popped by
-        # an SR beat's last sub-beat.
         en = Signal()                 # the whole pipeline moves
-        cnt = Signal(range(3))
-        has_word = Signal()           # ``cnt != 0`` as a flip-flop
-        fill = Signal()
-        pop = Signal()
-        h = Signal()
-        rb = [[Signal(n, name=f"rb{k}_{j}") for j in range(lanes)] for k in range(2)]
-        new = [prngs.out[j][32 - n:] for j in range(lanes)]
-        m.d.comb += [
-            en.eq(~self.o.valid | self.o.ready),
-            fill.eq(~prngs.busy & (cnt != 2)),
-            prngs.advance.eq(fill.replicate(lanes)),
-        ]
-        for k in range(2):
-            with m.If(fill & ((h ^ cnt[0]) == k)):
-                m.d.sync += [r.eq(w) for r, w in zip(rb[k], new)]
-        with m.If(pop):
-            m.d.sync += h.eq(~h)
-        with m.Switch(cnt):
-            with m.Case(0):
-                with m.If(fill):
-                    m.d.sync += [cnt.eq(1), has_word.eq(1)]
-            with m.Case(1):
-                with m.If(~pop):
-                    m.d.sync += cnt.eq(2)
-            with m.Case(2):
-                with m.If(pop):
-                    m.d.sync += cnt.eq(1)
-        with m.If(self.seed_load):
-            m.d.sync += [cnt.eq(0), has_word.eq(0)]
+        pop = Signal()                # an SR beat's last sub-beat takes the head
+        head, has_word = random_word_buffer(m, prngs, n, pop, self.seed_load)
+        m.d.comb += en.eq(~self.o.valid | self.o.ready)
 
         # Sub-beats: ``sub`` counts the sub-beats of the beat on ``i`` already encoded.
         sub = Signal(range(G), name="sub")
@@ -175,7 +146,6 @@ class SerialRounding(wiring.Component):
             return [Cat(*(words[j * units + u] for j in range(G))).word_select(sub, width)
                     for u in range(units)]
 
-        head = [Mux(h, r1, r0) for r0, r1 in zip(rb[0], rb[1])]
         s1_data = [Signal(32, name=f"s1_data{u}") for u in range(units)]
         s1_rand = [Signal(n, name=f"s1_rand{u}") for u in range(units)]
         s1_fmt = Signal(FORMAT_BITS, name="s1_fmt")
