@@ -179,7 +179,8 @@ def _checks_model(r, P, depth):
         esh=esh, esize=es, contiguous=contiguous, empty=0 in (n0, n1, pc),
         misaligned=any(r[k] % es for k in ("ext_addr", "ext_stride0", "ext_stride1",
                                            "ext_part_stride")),
-        part_end=r["part_start"] + pc, part_over=r["part_start"] + pc > P, ilv=ilv,
+        part_end=r["part_start"] + pc, part_over=r["part_start"] + pc > P,
+        part_tail=(col - 1) & 0x3FF, ilv=ilv,
         rows_contig=rows_contig, row_span=(n0 - 1) * _s32(s0),
         seg_bytes=seg & ((1 << 27) - 1))
 
@@ -260,8 +261,8 @@ def test_protection_check_matches_model():
                 ctx.set(getattr(dut.rec, k), v)
             for w, (b, lim, perm) in enumerate(windows):
                 ctx.set(dut.windows[w], {"base": b, "limit": lim, "perm": perm})
-            for sig, v in ((dut.esh, esh), (dut.esize, es), (dut.row_span, span),
-                           (dut.ilv, ilv)):
+            for sig, v in ((dut.union_tail, pc * es - 1), (dut.esize, es),
+                           (dut.row_span, span), (dut.ilv, ilv)):
                 ctx.set(sig, v)
             ctx.set(dut.idle, 1)
             ctx.set(dut.take, 1)

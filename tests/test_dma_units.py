@@ -164,17 +164,19 @@ def test_burst_queue_order_and_level(depth):
     sim.run()
 
 
-def _row_inside(window, need, esize, span, addr):
-    """The model: the row's bytes ``[addr + min(span, 0), addr + max(span, 0) + esize - 1]``
-    lie in ``[0, 2**32)`` and in the window, which has the permission."""
+def _row_inside(window, need, tail, span, addr):
+    """The model: the row's bytes ``[addr + min(span, 0), addr + max(span, 0) + tail]``
+    (``tail``: ``esize - 1``, or a union's) lie in ``[0, 2**32)`` and in the window, which
+    has the permission."""
     base, limit, perm = window
-    lo, hi = addr + min(span, 0), addr + max(span, 0) + esize - 1
+    lo, hi = addr + min(span, 0), addr + max(span, 0) + tail
     return bool(perm & need) and 0 <= lo and hi < 1 << 32 and base <= lo and hi <= limit
 
 
 def test_window_check_matches_model():
-    """Random windows, spans (some beyond +-2**32) and rows: ``hit`` after a clock edge is the
-    model's verdict on the row presented before it, the record's values held two cycles."""
+    """Random windows, spans (some beyond +-2**32), unions and rows: ``hit`` after a clock edge
+    is the model's verdict on the row presented before it, the record's values held two
+    cycles, ``union`` one."""
     from rtl.dma.window_check import WindowCheck
     nwin = 3
     dut = WindowCheck(nwin)
@@ -190,6 +192,8 @@ def test_window_check_matches_model():
                                     rng.getrandbits(32)]) & 0xFFFFFFFF
                 windows.append((base, limit, rng.getrandbits(2)))
             need, esize = rng.choice([1, 2]), rng.choice([1, 2, 4])
+            union_tail = rng.choice([esize - 1, rng.randrange(1024)])
+            ctx.set(dut.union_tail, union_tail)
             span = rng.choice([0, rng.randrange(-4096, 4096), rng.randrange(-(1 << 34), 1 << 34),
                                rng.choice([-(1 << 32), (1 << 32) - 1, 1 << 32])])
             for w, (base, limit, perm) in enumerate(windows):
@@ -197,17 +201,21 @@ def test_window_check_matches_model():
             ctx.set(dut.need, need)
             ctx.set(dut.esize, esize)
             ctx.set(dut.span, span)
-            await ctx.tick().repeat(2)
+            await ctx.tick()
+            union = rng.randrange(2)
+            ctx.set(dut.union, union)
+            tail = union_tail if union else esize - 1
+            await ctx.tick()
             for _ in range(12):
                 w0 = windows[rng.randrange(nwin)]
                 addr = rng.choice([rng.getrandbits(32), (w0[0] + rng.randrange(-8, 4096)) %
-                                   (1 << 32), (w0[1] - max(span, 0) - rng.randrange(8)) %
-                                   (1 << 32)])
+                                   (1 << 32), (w0[1] - max(span, 0) - tail -
+                                               rng.randrange(-4, 8)) % (1 << 32)])
                 ctx.set(dut.addr, addr)
                 await ctx.tick()            # ``hit`` registers the verdict on ``addr``
-                want = sum(_row_inside(win, need, esize, span, addr) << w
+                want = sum(_row_inside(win, need, tail, span, addr) << w
                            for w, win in enumerate(windows))
-                assert ctx.get(dut.hit) == want, (windows, need, esize, span, addr)
+                assert ctx.get(dut.hit) == want, (windows, need, esize, span, tail, addr)
                 checked += 1
                 hits += want != 0
         assert checked > 1000 and hits > 100, (checked, hits)

@@ -84,23 +84,41 @@ class ColumnWalker(wiring.Component):
         i_left = Signal(16)                      # rows after this one
         room = Signal(range(bw + 1))             # elements from the chunk to the beat's end
         rem = Signal(9)                          # elements left in the column
-        col_end = Signal()
-        last_j, last_i = Signal(), Signal()
+        col_end = Signal()                       # rem <= room
+        fit = Signal()                           # rem == room
+        last_j, last_i = Signal(), Signal()      # this column is its row's last, the last row
+        # The chunk's position (``off``, ``rem``), its size's terms (``room``, ``col_end``,
+        # ``fit``) and the "last" flags are registers updated a step ahead, so that the
+        # chunk's size, ``beat_end`` (in front of ``rready``) and the step's decisions are a
+        # gate or two of registers, not an adder and a compare.
         m.d.comb += [
             self.addr.eq(col_addr + (self.p_off << self.esh)),
-            self.off.eq(self.addr[:bsh]),
-            room.eq((bw - self.off) >> self.esh),
-            rem.eq(self.count - self.p_off),
-            col_end.eq(rem <= room),
             self.n.eq(Mux(col_end, rem, room)),
-            last_j.eq(j_left == 0), last_i.eq(i_left == 0),
             self.last.eq(col_end & last_j & last_i),
-            self.beat_end.eq(~col_end | (room == rem) | ~self.rows_contig | last_j),
+            self.beat_end.eq(~col_end | fit | ~self.rows_contig | last_j),
         ]
+        next_row = row_addr + self.s1
+        next_col = col_addr + self.s0
+        # The next chunk's position: the record's first; the next beat's start (the chunk
+        # reaches the beat's end); the next column's first element.
+        upd = Signal()
+        n_off = Signal(bsh)
+        n_rem = Signal(9)
+        n_room = Signal(range(bw + 1))
+        m.d.comb += [
+            upd.eq(self.start | (self.step & ~self.done & ~self.last)),
+            n_off.eq(Mux(self.start, self.base[:bsh],
+                         Mux(~col_end, 0, Mux(last_j, next_row[:bsh], next_col[:bsh])))),
+            n_rem.eq(Mux(self.start | col_end, self.count, rem - room)),
+            n_room.eq((bw - n_off) >> self.esh),
+        ]
+        with m.If(upd):
+            m.d.sync += [self.off.eq(n_off), rem.eq(n_rem), room.eq(n_room),
+                         col_end.eq(n_rem <= n_room), fit.eq(n_rem == n_room)]
         with m.If(self.start):
             m.d.sync += [col_addr.eq(self.base), row_addr.eq(self.base), self.p_off.eq(0),
                          self.sidx.eq(0), j_left.eq(self.n0 - 1), i_left.eq(self.n1 - 1),
-                         self.done.eq(0)]
+                         last_j.eq(self.n0 == 1), last_i.eq(self.n1 == 1), self.done.eq(0)]
         with m.Elif(self.step & ~self.done):
             with m.If(~col_end):
                 m.d.sync += self.p_off.eq(self.p_off + self.n)
@@ -109,9 +127,10 @@ class ColumnWalker(wiring.Component):
             with m.Else():
                 m.d.sync += [self.p_off.eq(0), self.sidx.eq(self.sidx + 1)]
                 with m.If(last_j):
-                    m.d.sync += [row_addr.eq(row_addr + self.s1),
-                                 col_addr.eq(row_addr + self.s1),
-                                 j_left.eq(self.n0 - 1), i_left.eq(i_left - 1)]
+                    m.d.sync += [row_addr.eq(next_row), col_addr.eq(next_row),
+                                 j_left.eq(self.n0 - 1), last_j.eq(self.n0 == 1),
+                                 i_left.eq(i_left - 1), last_i.eq(i_left == 1)]
                 with m.Else():
-                    m.d.sync += [col_addr.eq(col_addr + self.s0), j_left.eq(j_left - 1)]
+                    m.d.sync += [col_addr.eq(next_col), j_left.eq(j_left - 1),
+                                 last_j.eq(j_left == 1)]
         return m

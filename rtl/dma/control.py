@@ -79,6 +79,11 @@ class DmaControl(wiring.Component):
         The front's record goes to the data side (the data side's copy takes ``rec``).
     d_act : Out(1)
         The data side holds a record (its copy of the record is the one in use).
+    d_follow : Out(1)
+        The data side's copy of the record may take the front's at this edge: the data side
+        is free or frees at this edge. The copy then equals ``rec`` at every ``dstart``
+        (``rec`` is taken at least three cycles before one), so the data side reads the copy
+        alone, not a choice between it and ``rec``.
     d_store : Out(1)
         The data side's record is (or the last was) a store.
     r_hold : Out(1)
@@ -123,6 +128,7 @@ class DmaControl(wiring.Component):
     release: Out(1)
     dstart: Out(1)
     d_act: Out(1)
+    d_follow: Out(1)
     d_store: Out(1)
     r_hold: Out(1)
     b_wait: Out(1)
@@ -155,6 +161,7 @@ class DmaControl(wiring.Component):
         m.d.comb += [
             self.b_wait.eq(b_count != 0),
             d_fin.eq(self.d_act & ((self.load & self.ld_fin) | (self.st & self.st_fin))),
+            self.d_follow.eq(~self.d_act | d_fin),
         ]
         d_idle = Signal()                        # every earlier record is done
         m.d.comb += d_idle.eq(~self.d_act & ~self.b_wait & ~b_done)

@@ -203,26 +203,20 @@ class DMA(wiring.Component):
         m.submodules.errors = erp = ErrorReport(data_width=dw)
         c = ctl.rec
 
-        # The data side's record and derived values: the front's while the data side is free
-        # (so that ``dstart`` starts the walk on them), a copy taken at ``dstart`` while it
-        # holds a record (the front moves on to the next record meanwhile).
-        d_rec = Signal(DmaRecord)
-        d_esh, d_esize = Signal(2), Signal(3)
-        d_contig, d_ilv, d_rows = Signal(), Signal(), Signal()
-        with m.If(ctl.dstart):
-            m.d.sync += [d_rec.eq(c), d_esh.eq(chk.esh), d_esize.eq(chk.esize),
-                         d_contig.eq(chk.contiguous), d_ilv.eq(chk.ilv),
-                         d_rows.eq(chk.rows_contig)]
+        # The data side's record and derived values: a copy that follows the front's while the
+        # data side is free and holds while it works on a record (``d_follow``), so that the
+        # data side's walk and paths read registers, not a choice between the copy and the
+        # front's record. It equals the front's at ``dstart``, when the walk starts on it.
         dr = Signal(DmaRecord)
-        dr_esh, dr_esize = Signal(2), Signal(3)
-        dr_contig, dr_ilv, dr_rows = Signal(), Signal(), Signal()
-        sel = ctl.d_act
-        m.d.comb += [
-            dr.eq(Mux(sel, d_rec, c)), dr_esh.eq(Mux(sel, d_esh, chk.esh)),
-            dr_esize.eq(Mux(sel, d_esize, chk.esize)),
-            dr_contig.eq(Mux(sel, d_contig, chk.contiguous)),
-            dr_ilv.eq(Mux(sel, d_ilv, chk.ilv)), dr_rows.eq(Mux(sel, d_rows, chk.rows_contig)),
-        ]
+        dr_esh = Signal(2)
+        dr_esize = Signal(3)
+        dr_contig = Signal()
+        dr_ilv = Signal()
+        dr_rows = Signal()
+        with m.If(ctl.d_follow):
+            m.d.sync += [dr.eq(c), dr_esh.eq(chk.esh), dr_esize.eq(chk.esize),
+                         dr_contig.eq(chk.contiguous), dr_ilv.eq(chk.ilv),
+                         dr_rows.eq(chk.rows_contig)]
 
         # Control: the command, the states' strobes, the records' ends.
         wiring.connect(m, wiring.flipped(self.cmd), ctl.cmd)
@@ -243,7 +237,7 @@ class DMA(wiring.Component):
         m.d.comb += [
             chk.cmd.eq(self.cmd.payload), chk.take.eq(ctl.take), chk.rec.eq(c),
             chk.setup.eq(ctl.setup), chk.sum.eq(ctl.sum), chk.span.eq(ctl.span),
-            prot.rec.eq(c), prot.windows.eq(self.windows), prot.esh.eq(chk.esh),
+            prot.rec.eq(c), prot.windows.eq(self.windows), prot.union_tail.eq(chk.part_tail),
             prot.esize.eq(chk.esize), prot.row_span.eq(chk.row_span), prot.ilv.eq(chk.ilv),
             prot.idle.eq(ctl.idle), prot.take.eq(ctl.take), prot.setup.eq(ctl.setup),
             prot.span.eq(ctl.span), prot.check.eq(ctl.check), prot.retry.eq(ctl.retry),

@@ -18,7 +18,9 @@ class ProtectionCheck(wiring.Component):
     inside a window with the permission the record needs (``WindowCheck``).
 
     Across partitions (``ilv``) with ``row_span >= 0`` the rows of one ``i`` (one per
-    partition, each an element after the last) are first checked as one range (``union``):
+    partition, each an element after the last: ``union_tail`` bytes from the first row's
+    first byte to the last row's last, less the span) are first checked as one range
+    (``union``):
     if every union lies in a window so does every row, and the verdicts come after ``n1``
     rows instead of ``part_count * n1``. ``retry`` (a union failed) checks the rows one by one
     (``union`` 0 until the next ``setup``), so the verdict and the failing row are those of
@@ -28,8 +30,9 @@ class ProtectionCheck(wiring.Component):
     ``span`` (``hold``, a flip-flop) and steps every cycle it is not held, so no state decode
     is in front of its clock enables (a step past the last row does nothing); ``retry`` holds
     it again until the next ``span``. The thresholds of ``WindowCheck`` follow ``esize``,
-    ``row_span`` and ``windows`` one to two cycles late: all are the record's in ``check``
-    (``windows`` are static while the DMA is busy). In every ``check`` cycle the walker's row
+    ``union_tail`` (both from ``sum`` on), ``row_span``, ``union`` (from ``span`` on) and
+    ``windows`` one to two cycles late: all are the record's in ``check`` (``windows`` are
+    static while the DMA is busy), and after a ``retry`` ``union`` is 0 in ``span``. In every ``check`` cycle the walker's row
     is compared and the row's first address and "last row" flag are registered with
     ``row_v`` (cleared in ``setup`` and by ``retry``); the verdict ``row_ok`` on that row is
     valid the cycle after, with ``row_v``, from registers and a few gates.
@@ -43,10 +46,11 @@ class ProtectionCheck(wiring.Component):
     -------
     rec : In(DmaRecord)
     windows : In(ArrayLayout(WindowLayout, windows))
-    esh : In(2)
     esize : In(3)
     row_span : In(signed(50))
         ``(n0 - 1) * ext_stride0``.
+    union_tail : In(10)
+        ``part_count * esize - 1`` (``RecordChecks.part_tail``).
     ilv : In(1)
         The record moves across partitions.
     idle, take, setup, span, check, retry : In(1)
@@ -67,7 +71,8 @@ class ProtectionCheck(wiring.Component):
         self._data_width = check_pow2("data_width", data_width, 32, 512)
         super().__init__({
             "rec": In(DmaRecord), "windows": In(data.ArrayLayout(WindowLayout, windows)),
-            "esh": In(2), "esize": In(3), "row_span": In(signed(50)), "ilv": In(1),
+            "esize": In(3), "row_span": In(signed(50)),
+            "union_tail": In(10), "ilv": In(1),
             "idle": In(1), "take": In(1), "setup": In(1), "span": In(1), "check": In(1),
             "retry": In(1),
             "union": Out(1), "row_v": Out(1), "row_ok": Out(1), "row_addr": Out(32),
@@ -87,9 +92,8 @@ class ProtectionCheck(wiring.Component):
             chk.ni.eq(c.n1), chk.np.eq(Mux(self.union, 1, c.part_count)),
             chk.nj.eq(1), chk.sj.eq(0), chk.start.eq(hold), chk.step.eq(1),
             wchk.windows.eq(self.windows), wchk.need.eq(Mux(c.store, 0b10, 0b01)),
-            wchk.esize.eq(self.esize), wchk.addr.eq(chk.addr),
-            wchk.span.eq(Mux(self.union,
-                             self.row_span + ((c.part_count - 1) << self.esh), self.row_span)),
+            wchk.esize.eq(self.esize), wchk.addr.eq(chk.addr), wchk.span.eq(self.row_span),
+            wchk.union_tail.eq(self.union_tail), wchk.union.eq(self.union),
             self.row_ok.eq(wchk.hit.any()),
         ]
         with m.If(self.idle):

@@ -26,12 +26,14 @@ class RecordChecks(wiring.Component):
 
     Timing (the DMA's states): ``take`` is the cycle the record is taken (``cmd`` holds it,
     ``rec`` takes it at the edge); in ``setup`` (the next cycle) the element size, the
-    checks and the path decisions are registered (valid from the cycle after); in ``sum``
-    the row span (``(n0 - 1) * ext_stride0``) is registered; in ``span`` the segment size.
-    Between ``take`` and ``setup`` the span's two partial products are formed in multipliers
-    with registered operands and products (``rtl.arith.dsp``: one MULT18X18D each on an ECP5),
-    fed every cycle with the record's next value (``cmd``'s at ``take``, else ``rec``'s), so
-    the products are the record's from ``sum`` on. Outputs hold between the strobes.
+    checks and ``contiguous``/``rows_contig`` are registered (valid from the cycle after); in
+    ``sum`` the row span (``(n0 - 1) * ext_stride0``) and ``ilv``; in ``span`` the segment
+    size. Between ``take`` and ``setup`` the span's two partial products, ``part_count * n0``
+    (the segment size of a row across partitions) and the products ``ilv`` compares
+    (``n0 * n1``, ``n0 * ext_stride0``) are formed in multipliers with registered
+    operands and products (``rtl.arith.dsp``: one MULT18X18D each on an ECP5), fed every
+    cycle with the record's next value (``cmd``'s at ``take``, else ``rec``'s), so the
+    products are the record's from ``sum`` on. Outputs hold between the strobes.
 
     Parameters
     ----------
@@ -60,8 +62,11 @@ class RecordChecks(wiring.Component):
         ``part_start + part_count``.
     part_over : Out(1)
         ``part_end > P``.
+    part_tail : Out(10)
+        ``part_count * esize - 1``: a column's bytes after its first (the protection check's
+        union of the rows of one ``i``), from the cycle after ``setup``.
     ilv : Out(1)
-        Across partitions: ``ext_part_stride`` is the element size and no two elements share
+        (From the cycle after ``sum``.) Across partitions: ``ext_part_stride`` is the element size and no two elements share
         a destination (loads ``n0*n1 <= sbuf_depth``; stores: columns and rows ascend, strides
         below 2**16).
     rows_contig : Out(1)
@@ -81,7 +86,8 @@ class RecordChecks(wiring.Component):
             "cmd": In(DmaRecord), "take": In(1), "rec": In(DmaRecord),
             "setup": In(1), "sum": In(1), "span": In(1),
             "esh": Out(2), "esize": Out(3), "contiguous": Out(1), "empty": Out(1),
-            "misaligned": Out(1), "part_end": Out(9), "part_over": Out(1), "ilv": Out(1),
+            "misaligned": Out(1), "part_end": Out(9), "part_over": Out(1),
+            "part_tail": Out(10), "ilv": Out(1),
             "rows_contig": Out(1), "row_span": Out(signed(50)),
             "seg_bytes": Out(seg_bits_of(data_width)),
         })
@@ -113,6 +119,15 @@ class RecordChecks(wiring.Component):
                                      Const(1), "span_lo", out_reg=True, signed=True)
         span_hi = registered_product(m, platform, n0_m1_next, stride_next[16:32], Const(1),
                                      "span_hi", out_reg=True, signed=True)
+        count_next = Mux(self.take, self.cmd.part_count, c.part_count)
+        n0_next = Mux(self.take, self.cmd.n0, c.n0)
+        row_elems = registered_product(m, platform, count_next, n0_next, Const(1),
+                                       "row_elems", out_reg=True)
+        n1_next = Mux(self.take, self.cmd.n1, c.n1)
+        elems = registered_product(m, platform, n0_next, n1_next, Const(1), "elems",
+                                   out_reg=True)
+        row_stride = registered_product(m, platform, n0_next, stride_next[:16], Const(1),
+                                        "row_stride", out_reg=True)
 
         with m.If(self.setup):
             align_mask = Signal(2)
@@ -126,23 +141,23 @@ class RecordChecks(wiring.Component):
                     align_mask).any()),
                 self.part_end.eq(c.part_start + c.part_count),
                 self.part_over.eq(c.part_start + c.part_count > self._partitions),
+                self.part_tail.eq((c.part_count << fmt_esh) - 1),
             ]
+            m.d.sync += self.rows_contig.eq(c.ext_stride0 == (c.part_count << fmt_esh))
+        with m.If(self.sum):
             # Across partitions the elements move in another order (columns): only where
             # no two of them share a destination (the order is then unseen).
-            col = c.part_count << fmt_esh
+            col = c.part_count << esh
             s0, s1 = c.ext_stride0, c.ext_stride1
             st_ok = ((s0[16:] == 0) & (s0 >= col) &
-                     ((c.n1 == 1) | ((s1[16:] == 0) & (s1 >= c.n0 * s0[:16]))))
-            ld_ok = c.n0 * c.n1 <= self._sbuf_depth
-            m.d.sync += [self.ilv.eq((c.ext_part_stride == (1 << fmt_esh)) &
+                     ((c.n1 == 1) | ((s1[16:] == 0) & (s1 >= row_stride))))
+            ld_ok = elems <= self._sbuf_depth
+            m.d.sync += [self.ilv.eq((c.ext_part_stride == self.esize) &
                                      Mux(c.store, st_ok, ld_ok)),
-                         self.rows_contig.eq(s0 == col)]
-        with m.If(self.sum):
-            m.d.sync += self.row_span.eq((span_hi << 16) + span_lo)
+                         self.row_span.eq((span_hi << 16) + span_lo)]
         with m.If(self.span):
             m.d.sync += self.seg_bytes.eq(Mux(self.contiguous, c.n0 << esh, self.esize))
-            col_bytes = c.part_count << esh
             with m.If(self.ilv):
-                m.d.sync += self.seg_bytes.eq(Mux(self.rows_contig, col_bytes * c.n0,
-                                                  col_bytes))
+                m.d.sync += self.seg_bytes.eq(Mux(self.rows_contig, row_elems << esh,
+                                                  c.part_count << esh))
         return m

@@ -17,7 +17,9 @@ class WindowCheck(wiring.Component):
     """Per window, whether the row starting at ``addr`` lies inside it with the permission.
 
     A row with first element address ``a`` covers the bytes ``[a + lo_off, a + hi_off]``
-    (``lo_off = min(span, 0)``, ``hi_off = max(span, 0) + esize - 1``), which must lie in
+    (``lo_off = min(span, 0)``, ``hi_off = max(span, 0) + tail``, ``tail`` being ``esize - 1``,
+    or ``union_tail`` with ``union``: the last of a union's rows starts ``union_tail -
+    (esize - 1)`` bytes after the first), which must lie in
     ``[0, 2**32)`` and in the window ``[base, limit]``, that is ``base - lo_off <= a <= limit -
     hi_off`` (exactly: ``base >= 0`` and ``limit < 2**32`` make the first condition follow
     from the second). The two thresholds depend on the record and the windows, not on the
@@ -28,9 +30,11 @@ class WindowCheck(wiring.Component):
     low 33 bits (34- and 36-bit carry chains, no wide test behind them) beside a registered
     "the span fits".
 
-    Timing: ``limit - (esize - 1)`` is registered from ``esize``, then the thresholds from it
-    and ``span``, every cycle: ``esize`` must be stable two cycles and ``span``, ``need`` and
-    the windows one cycle before the rows they check. ``hit`` is registered every cycle from
+    Timing: ``limit - (esize - 1)`` and ``limit - union_tail`` are registered from ``esize``
+    and ``union_tail``, then the thresholds from one of them (``union``) and ``span``, every
+    cycle: ``esize`` and ``union_tail`` must be stable two cycles and ``span``, ``union``,
+    ``need`` and the windows one cycle before the rows they check. So the union's extent is
+    in registers before the check, and ``union`` only selects one of them. ``hit`` is registered every cycle from
     ``addr``: it is the verdict on the previous cycle's ``addr``.
 
     Parameters
@@ -47,6 +51,10 @@ class WindowCheck(wiring.Component):
         Element size in bytes (1, 2 or 4).
     span : In(signed(50))
         ``(n0 - 1) * ext_stride0``: the row's last element less its first, in bytes.
+    union_tail : In(10)
+        The bytes of a union after its first row's first byte, less the span.
+    union : In(1)
+        The row is a union (``union_tail`` instead of ``esize - 1``).
     addr : In(32)
         The row's first element address.
     hit : Out(windows)
@@ -57,7 +65,8 @@ class WindowCheck(wiring.Component):
         self._windows = check_int("windows", windows, 1, 8)
         super().__init__({
             "windows": In(data.ArrayLayout(WindowLayout, windows)),
-            "need": In(2), "esize": In(3), "span": In(signed(50)), "addr": In(32),
+            "need": In(2), "esize": In(3), "span": In(signed(50)), "union_tail": In(10),
+            "union": In(1), "addr": In(32),
             "hit": Out(windows),
         })
 
@@ -72,6 +81,7 @@ class WindowCheck(wiring.Component):
         for w in range(self._windows):
             win = self.windows[w]
             win_adj = Signal(signed(34), name=f"win{w}_adj")    # limit - (esize - 1)
+            win_adj_u = Signal(signed(34), name=f"win{w}_adj_u")  # limit - union_tail
             win_lo = Signal(32, name=f"win{w}_lo")              # base - lo_off, low bits
             win_hi = Signal(32, name=f"win{w}_hi")              # limit - hi_off, low bits
             win_ok = Signal(name=f"win{w}_ok")
@@ -79,9 +89,11 @@ class WindowCheck(wiring.Component):
             hi_full = Signal(signed(36), name=f"win{w}_hi_full")  # exact if span_fits
             # (The span's sign bit selects, not a 50-bit zero test: the same for a zero span.)
             m.d.comb += [lo_full.eq(win.base - Mux(span33 < 0, span33, 0)),
-                         hi_full.eq(win_adj - Mux(span33 < 0, 0, span33))]
+                         hi_full.eq(Mux(self.union, win_adj_u, win_adj) -
+                                Mux(span33 < 0, 0, span33))]
             m.d.sync += [
                 win_adj.eq(Cat(win.limit, Const(0, 1)).as_signed() - (self.esize - 1)),
+                win_adj_u.eq(Cat(win.limit, Const(0, 1)).as_signed() - self.union_tail),
                 win_lo.eq(lo_full[:32]), win_hi.eq(hi_full[:32]),
                 win_ok.eq((win.perm & self.need).any() & ~lo_full[32] & ~hi_full[-1]),
             ]
