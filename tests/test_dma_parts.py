@@ -248,8 +248,11 @@ def test_protection_check_matches_model():
             windows = []
             for _ in range(nwin):
                 lo = (base - rng.choice([0, 8, 4096])) & M32
-                windows.append((lo, (lo + rng.choice([64, 600, 1 << 20])) & M32,
-                                rng.choice([3, 3, 1, 2])))
+                # Some limits an element either side of the first union's last byte.
+                union_end = base + max(span, 0) + pc * es - 1
+                limit = (union_end + es * rng.randrange(-1, 2) if rng.random() < 0.3 else
+                         lo + rng.choice([64, 600, 1 << 20]))
+                windows.append((lo, limit & M32, rng.choice([3, 3, 1, 2])))
             store = rng.randrange(2)
             need = 2 if store else 1
             rows = [((base + p * ps + i * s1) & M32) for p in range(pc) for i in range(n1)]
