@@ -34,11 +34,104 @@ import numpy as np
 from sim import config, formats
 from sim.dtypes import CANONICAL_NAN_F32, STORAGE_BITS, Format
 
-__all__ = ["ENGINE_FORMATS", "matmul", "matmul_fast", "add_fast", "column_sums", "PsumModel",
-           "error_bound", "random_operands"]
+__all__ = ["ENGINE_FORMATS", "ACCUMULATE", "FUSED_F", "check_accumulate", "fused_width",
+           "fused_split", "fused_empty", "fused_step", "fused_normalise", "matmul", "matmul_fast", "add_fast",
+           "column_sums", "PsumModel", "error_bound", "fused_error_bound", "random_operands"]
 
 #: Input formats the tensor engine accepts (defined in ``sim.config``).
 ENGINE_FORMATS = config.ENGINE_FORMATS
+#: Column accumulation modes (``docs/tensor.md``): one FP32 addition per row, or fused.
+ACCUMULATE = ("fp32", "fused")
+#: Fused accumulation: fraction bits of the partial sum below a product's leading one.
+FUSED_F = 26
+
+
+def check_accumulate(accumulate):
+    """``accumulate`` checked: one of :data:`ACCUMULATE`."""
+    return config.check_choice("accumulate", accumulate, ACCUMULATE)
+
+
+def fused_width(rows):
+    """Bits ``W`` of the fused partial sum ``S`` of a ``rows``-row column: ``FUSED_F + 2 +
+    ceil(log2(rows))``, enough for ``rows`` products of magnitude below ``2**(FUSED_F + 1)``."""
+    return FUSED_F + 2 + max(int(rows) - 1, 0).bit_length()
+
+
+# -- fused column accumulation (docs/tensor.md, "Fused column accumulation") ----------------
+
+def fused_split(p):
+    """FP32 product bits ``p`` (uint32 array) -> ``(e, m, nan, pinf, ninf)``: the biased exponent
+    and signed significand ``m = +-(2**23 + mantissa) << (FUSED_F - 23)`` (int64) of finite
+    nonzero products (``e = 0``, ``m = 0`` for zeros and specials), and the class flags."""
+    p = np.asarray(p, dtype=np.uint32).astype(np.int64)
+    exp = (p >> 23) & 0xFF
+    man = p & 0x7FFFFF
+    neg = (p >> 31) & 1
+    special = exp == 0xFF
+    nan = special & (man != 0)
+    inf = special & (man == 0)
+    finite = (exp != 0) & ~special
+    mag = (man | (1 << 23)) << (FUSED_F - 23)
+    m = np.where(finite, np.where(neg == 1, -mag, mag), 0)
+    e = np.where(finite, exp, 0)
+    return e, m, nan, inf & (neg == 0), inf & (neg == 1)
+
+
+def _floor_shift(x, n):
+    """``floor(x / 2**n)`` of int64 arrays, ``n >= 0`` (a shift past 62 bits gives 0 or -1)."""
+    return np.right_shift(x, np.minimum(n, 62))
+
+
+def fused_step(state, p):
+    """One row of fused accumulation: ``state = (E, S, nan, pinf, ninf)`` (arrays of one shape)
+    plus the FP32 products ``p`` -> the next state. ``E' = max(E, e_p)``, ``S' = (S >> (E' - E))
+    + (m_p >> (E' - e_p))`` with floor shifts, for finite nonzero products only."""
+    E, S, nan, pinf, ninf = state
+    e, m, p_nan, p_pinf, p_ninf = fused_split(p)
+    live = m != 0
+    E2 = np.where(live, np.maximum(E, e), E)
+    S2 = np.where(live, _floor_shift(S, E2 - E) + _floor_shift(m, E2 - e), S)
+    return E2, S2, nan | p_nan, pinf | p_pinf, ninf | p_ninf
+
+
+def fused_empty(shape):
+    """The empty partial sum a column starts from: ``E = 0, S = 0``, no flags."""
+    z = np.zeros(shape, dtype=np.int64)
+    f = np.zeros(shape, dtype=bool)
+    return z, z.copy(), f, f.copy(), f.copy()
+
+
+def fused_normalise(state):
+    """The column normaliser: ``(E, S, nan, pinf, ninf)`` -> FP32 bits (uint32): canonical NaN
+    for ``nan`` or both Infs, else the Inf, else ``+0`` for ``S == 0``, else ``|S|`` rounded to
+    24 bits at its leading one (RNE), exponent ``E + L - FUSED_F``, Inf at 255 and above, a
+    zero of ``S``'s sign at 0 and below (FTZ after rounding)."""
+    E, S, nan, pinf, ninf = (np.asarray(v) for v in state)
+    E = E.astype(np.int64)
+    S = S.astype(np.int64)
+    neg = S < 0
+    mag = np.abs(S)
+    L = np.zeros(S.shape, dtype=np.int64)          # position of the leading one of |S|
+    for k in range(1, 63):
+        L += mag >= (np.int64(1) << k)
+    shift = np.maximum(L - 23, 0)
+    q = np.right_shift(mag, shift)
+    rem = mag - np.left_shift(q, shift)
+    half = np.where(shift > 0, np.left_shift(np.int64(1), np.maximum(shift - 1, 0)), 0)
+    up = (shift > 0) & ((rem > half) | ((rem == half) & (q & 1 == 1)))
+    q = np.where(L < 23, np.left_shift(mag, np.maximum(23 - L, 0)), q + up)
+    carry = q >> 24
+    q = np.right_shift(q, carry)
+    exp = E + L - FUSED_F + carry
+    sign = neg.astype(np.int64) << 31
+    bits = sign | (np.clip(exp, 0, 255) << 23) | (q & 0x7FFFFF)
+    bits = np.where(exp >= 255, sign | 0x7F800000, bits)
+    bits = np.where(exp <= 0, sign, bits)
+    bits = np.where(S == 0, 0, bits)
+    bits = np.where(pinf, 0x7F800000, bits)
+    bits = np.where(ninf, 0xFF800000, bits)
+    bits = np.where(nan | (pinf & ninf), int(CANONICAL_NAN_F32), bits)
+    return bits.astype(np.uint32)
 
 
 def _add(a, b, fmt):
@@ -62,7 +155,7 @@ def _matmul_args(stationary, moving, fmt):
     return fmt, st, mv
 
 
-def matmul(stationary, moving, fmt, *, rows=None):
+def matmul(stationary, moving, fmt, *, rows=None, accumulate="fp32"):
     """Bit-exact ``stationary.T @ moving`` of the tensor engine.
 
     Parameters
@@ -74,11 +167,16 @@ def matmul(stationary, moving, fmt, *, rows=None):
         INT8 (INT32 result, wrapping) or a narrow floating-point format (FP32 result).
     rows : int, optional
         Array rows (>= K): continue the column with ``rows - K`` zero rows as the hardware does.
+    accumulate : {"fp32", "fused"}
+        ``"fp32"``: one FP32 addition per row (above). ``"fused"``: the fused column
+        accumulation of ``docs/tensor.md`` (:func:`fused_step` per row, then
+        :func:`fused_normalise`) for floating-point formats; INT8 is the same in both.
 
     Returns
     -------
     numpy.ndarray of uint32, shape (M, N)
     """
+    check_accumulate(accumulate)
     fmt, st, mv = _matmul_args(stationary, moving, fmt)
     K = st.shape[0]
     if K < 1:
@@ -90,6 +188,11 @@ def matmul(stationary, moving, fmt, *, rows=None):
         st = np.concatenate([st, np.zeros((pad, st.shape[1]), np.uint64)])
         mv = np.concatenate([mv, np.zeros((pad, mv.shape[1]), np.uint64)])
         K = rows
+    if accumulate == "fused" and fmt != Format.INT8:
+        state = fused_empty((st.shape[1], mv.shape[1]))
+        for k in range(K):
+            state = fused_step(state, formats.mul_exact(st[k][:, None], mv[k][None, :], fmt))
+        return fused_normalise(state)
     s = None
     for k in range(K):
         # p[m, n] = st[k, m] * mv[k, n]
@@ -98,14 +201,15 @@ def matmul(stationary, moving, fmt, *, rows=None):
     return np.asarray(s, dtype=np.uint32)
 
 
-def column_sums(stationary, moving, fmt, *, rows, cols, fast=False):
+def column_sums(stationary, moving, fmt, *, rows, cols, fast=False, accumulate="fp32"):
     """The full ``cols``-lane result of the hardware (lanes >= M see zero weights): shape
-    (cols, N). ``fast`` computes it with :func:`matmul_fast` (the same bits)."""
+    (cols, N). ``fast`` computes it with :func:`matmul_fast` (the same bits); ``accumulate``
+    as :func:`matmul`'s."""
     st = np.asarray(stationary, dtype=np.uint64)
     if st.shape[1] > cols:
         raise ValueError(f"M must be at most cols = {cols}, not {st.shape[1]}")
     st = np.concatenate([st, np.zeros((st.shape[0], cols - st.shape[1]), np.uint64)], axis=1)
-    return (matmul_fast if fast else matmul)(st, moving, fmt, rows=rows)
+    return (matmul_fast if fast else matmul)(st, moving, fmt, rows=rows, accumulate=accumulate)
 
 
 # -- the same results through numpy float32 arithmetic -------------------------------------
@@ -181,8 +285,12 @@ def _column_sums_f32(p, rows):
     return s.view(np.uint32)
 
 
-def matmul_fast(stationary, moving, fmt, *, rows=None):
-    """:func:`matmul` (same arguments, same bits) through numpy float32 arithmetic."""
+def matmul_fast(stationary, moving, fmt, *, rows=None, accumulate="fp32"):
+    """:func:`matmul` (same arguments, same bits) through numpy float32 arithmetic.
+    ``accumulate="fused"`` is :func:`matmul`'s own integer computation (already one numpy step
+    per row)."""
+    if check_accumulate(accumulate) == "fused":
+        return matmul(stationary, moving, fmt, rows=rows, accumulate=accumulate)
     fmt, st, mv = _matmul_args(stationary, moving, fmt)
     K, M = st.shape
     N = mv.shape[1]
@@ -250,6 +358,17 @@ def error_bound(abs_products_sum, K):
     u = 2.0 ** -24
     gamma = n * u / (1 - n * u)
     return gamma * np.asarray(abs_products_sum, dtype=np.float64) + K * 2.0 ** -126
+
+
+def fused_error_bound(result_bits, max_exp, K):
+    """A bound on ``|fused result - exact sum|`` (``docs/tensor.md``): ``K * 2**(max_exp - 127 -
+    FUSED_F) + ulp(result) / 2``, plus ``2**-126`` where the result is a flushed zero;
+    ``max_exp`` the largest biased exponent of the finite nonzero products (float64 arrays)."""
+    r = np.asarray(result_bits, dtype=np.uint32)
+    exp = ((r >> 23) & 0xFF).astype(np.int64)
+    ulp = np.ldexp(1.0, np.maximum(exp, 1) - 127 - 23)
+    trunc = K * np.ldexp(1.0, np.asarray(max_exp, dtype=np.int64) - 127 - FUSED_F)
+    return trunc + ulp / 2 + np.where(exp == 0, 2.0 ** -126, 0.0)
 
 
 def random_operands(rng, fmt, shape, mode="normal"):

@@ -1,0 +1,237 @@
+"""Fused column accumulation (``accumulate="fused"``, ``docs/tensor.md``): the golden model
+(``sim.tensor``) against exact sums of ml_dtypes-decoded operands (``fractions.Fraction``) within
+the documented bound, and bit for bit against numpy's float32 rounding where no bit is dropped;
+then the RTL (the fused PE, the column normaliser, a small array) against the golden model in
+Amaranth's simulator."""
+
+import math
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from sim import formats
+from sim.dtypes import Format
+from sim.tensor import (ENGINE_FORMATS, FUSED_F, column_sums, fused_error_bound, fused_width,
+                        matmul, matmul_fast, random_operands)
+
+FP_FORMATS = [f for f in ENGINE_FORMATS if f != Format.INT8]
+SEED = 20261129
+
+ML_DTYPE = {
+    Format.BF16: (ml_dtypes.bfloat16, np.uint16),
+    Format.FP16: (np.float16, np.uint16),
+    Format.FP8_E4M3: (ml_dtypes.float8_e4m3fn, np.uint8),
+    Format.FP8_E5M2: (ml_dtypes.float8_e5m2, np.uint8),
+    Format.FP8_E3M4: (ml_dtypes.float8_e3m4, np.uint8),
+}
+#: Significand bits of each format (hidden bit included).
+SIG = {Format.BF16: 8, Format.FP16: 11, Format.FP8_E4M3: 4, Format.FP8_E5M2: 3,
+       Format.FP8_E3M4: 5}
+
+
+def as_float64(bits, fmt):
+    """Decode bit patterns with ml_dtypes/numpy (independent of sim.formats)."""
+    dt, ut = ML_DTYPE[fmt]
+    return np.asarray(bits).astype(ut).view(dt).astype(np.float64)
+
+
+def ref_product(a, b, fmt):
+    """The product the spec names, from decoded operands: ``None`` for NaN, a float inf, or an
+    exact Fraction (BF16 subnormal operands read as zero, products below 2**-126 are zero,
+    at or above 2**128 Inf)."""
+    if math.isnan(a) or math.isnan(b):
+        return None
+    if fmt == Format.BF16:
+        a = 0.0 if abs(a) < 2.0 ** -126 else a
+        b = 0.0 if abs(b) < 2.0 ** -126 else b
+    if math.isinf(a) or math.isinf(b):
+        if a == 0 or b == 0:
+            return None
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    p = Fraction(a) * Fraction(b)
+    if abs(p) < Fraction(2) ** -126:
+        return Fraction(0)
+    if abs(p) >= Fraction(2) ** 128:
+        return math.inf if p > 0 else -math.inf
+    return p
+
+
+def check_against_exact(st, mv, fmt, out):
+    """Every result of ``out = matmul(st, mv, fmt, accumulate="fused")`` against the exact sum
+    within :func:`fused_error_bound`; returns the largest error in units of the bound."""
+    a = as_float64(st, fmt)
+    b = as_float64(mv, fmt)
+    K = st.shape[0]
+    worst = 0.0
+    for i in range(st.shape[1]):
+        for j in range(mv.shape[1]):
+            ps = [ref_product(a[k, i], b[k, j], fmt) for k in range(K)]
+            r = int(out[i, j])
+            where = f"fmt={fmt.name} m={i} n={j} st={st[:, i]} mv={mv[:, j]} out={r:#010x}"
+            pinf = any(isinstance(p, float) and p > 0 for p in ps)
+            ninf = any(isinstance(p, float) and p < 0 for p in ps)
+            if any(p is None for p in ps) or (pinf and ninf):
+                assert r == 0x7FC00000, where
+                continue
+            if pinf or ninf:
+                assert r == (0x7F800000 if pinf else 0xFF800000), where
+                continue
+            exact = sum(ps, Fraction(0))
+            nz = [p for p in ps if p != 0]
+            if not nz:
+                assert r == 0, where
+                continue
+            max_exp = max(math.floor(math.log2(abs(p))) for p in nz) + 127
+            if (r & 0x7F800000) == 0x7F800000:
+                # Overflow: the exact sum lies beyond FP32's largest finite value's rounding.
+                assert r & 0x7FFFFF == 0 and abs(exact) >= Fraction(2) ** 127, where
+                continue
+            value = Fraction(float(np.uint32(r).view(np.float32)))
+            bound = Fraction(float(fused_error_bound(r, max_exp, K)))
+            err = abs(value - exact)
+            assert err <= bound, f"{where} err={float(err)} bound={float(bound)}"
+            worst = max(worst, float(err / bound))
+    return worst
+
+
+def spread_operands(rng, fmt, shape):
+    """Normal values with any exponent of the format (wide exponent spread), a few zeros."""
+    spec = formats.float_spec(fmt)
+    top = (1 << spec.exp_bits) - 1
+    sign = rng.integers(0, 2, size=shape, dtype=np.uint64)
+    exp = rng.integers(1, top, size=shape, dtype=np.uint64)
+    man = rng.integers(0, 1 << spec.man_bits, size=shape, dtype=np.uint64)
+    out = (sign << np.uint64(spec.bits - 1)) | (exp << np.uint64(spec.man_bits)) | man
+    return np.where(rng.random(size=shape) < 0.1, 0, out).astype(np.uint64)
+
+
+def cancelling_operands(rng, fmt, K, M, N):
+    """Pairs of rows whose products cancel exactly, plus one small row: the sum is the small
+    row's product, far below the cancelled terms."""
+    st = random_operands(rng, fmt, (K, M))
+    mv = random_operands(rng, fmt, (K, N))
+    spec = formats.float_spec(fmt)
+    sign = np.uint64(1 << (spec.bits - 1))
+    for k in range(0, K - 1, 2):
+        st[k + 1] = st[k]
+        mv[k + 1] = mv[k] ^ sign
+    return st, mv
+
+
+@pytest.mark.parametrize("fmt", FP_FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("mode", ["normal", "special", "wide", "spread", "cancel"])
+def test_fused_within_bound(fmt, mode):
+    rng = np.random.default_rng(SEED + 7 * FP_FORMATS.index(fmt) + len(mode))
+    K, M, N = 8, 6, 20
+    if mode == "spread":
+        st, mv = spread_operands(rng, fmt, (K, M)), spread_operands(rng, fmt, (K, N))
+    elif mode == "cancel":
+        st, mv = cancelling_operands(rng, fmt, K, M, N)
+    else:
+        st, mv = random_operands(rng, fmt, (K, M), mode), random_operands(rng, fmt, (K, N), mode)
+    out = matmul(st, mv, fmt, accumulate="fused")
+    check_against_exact(st, mv, fmt, out)
+
+
+def test_fused_bound_is_reached():
+    """The truncation term matters: products far below the running maximum lose bits, and
+    the error against the exact sum exceeds half an ulp somewhere (the bound is not vacuous)."""
+    rng = np.random.default_rng(SEED)
+    fmt = Format.BF16
+    st, mv = spread_operands(rng, fmt, (8, 16)), spread_operands(rng, fmt, (8, 64))
+    out = matmul(st, mv, fmt, accumulate="fused")
+    worst = check_against_exact(st, mv, fmt, out)
+    assert 0.0 < worst <= 1.0
+
+
+def ftz_f32(x):
+    """float64 -> FP32 bits: numpy's RNE rounding, then subnormals flushed to zeros."""
+    u = np.asarray(x, dtype=np.float64).astype(np.float32).view(np.uint32).copy()
+    sub = (u & 0x7F800000) == 0
+    u[sub] &= np.uint32(0x80000000)
+    return u
+
+
+@pytest.mark.parametrize("fmt", FP_FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("K", [1, 2, 8, 16])
+def test_fused_exact_when_no_bit_is_dropped(fmt, K):
+    """Products whose exponents span at most ``F + 1 - 2 * sig`` binades: no alignment drops a
+    bit, so the result is the float64 sum (exact here) rounded once to FP32 with FTZ."""
+    rng = np.random.default_rng(SEED + K)
+    spec = formats.float_spec(fmt)
+    span = (FUSED_F + 1 - 2 * SIG[fmt]) // 2          # each operand's exponent range
+    lo = max(1, spec.bias - span // 2)
+    shape_st, shape_mv = (K, 5), (K, 40)
+
+    def ops(shape):
+        sign = rng.integers(0, 2, size=shape, dtype=np.uint64)
+        exp = rng.integers(lo, lo + span // 2 + 1, size=shape, dtype=np.uint64)
+        man = rng.integers(0, 1 << spec.man_bits, size=shape, dtype=np.uint64)
+        return (sign << np.uint64(spec.bits - 1)) | (exp << np.uint64(spec.man_bits)) | man
+
+    st, mv = ops(shape_st), ops(shape_mv)
+    out = matmul(st, mv, fmt, accumulate="fused")
+    exact = as_float64(st, fmt).T @ as_float64(mv, fmt)      # exact: < 53 significant bits
+    want = ftz_f32(exact)
+    want[exact == 0] = 0                                      # S == 0 gives +0
+    assert np.array_equal(out, want), (fmt, K)
+
+
+@pytest.mark.parametrize("fmt", FP_FORMATS, ids=lambda f: f.name)
+def test_fused_one_row_is_the_product(fmt):
+    """K = 1: the product is exact in FP32, so the fused sum is the product (a -0 becomes +0)."""
+    rng = np.random.default_rng(SEED + 3)
+    st = random_operands(rng, fmt, (1, 8), "special")
+    mv = random_operands(rng, fmt, (1, 30), "special")
+    want = formats.mul_exact(st[0][:, None], mv[0][None, :], fmt).astype(np.uint32)
+    want[want == 0x80000000] = 0
+    assert np.array_equal(matmul(st, mv, fmt, accumulate="fused"), want)
+
+
+def test_fused_same_exponent_equals_fp32_when_exact():
+    """Small integers: every partial sum is exact in FP32, so fused and fp32 agree."""
+    rng = np.random.default_rng(SEED + 5)
+    vals = np.array([0x3F80, 0x4000, 0x4040, 0xBF80, 0xC000], np.uint64)   # BF16 +-1, 2, 3
+    st, mv = rng.choice(vals, size=(8, 4)), rng.choice(vals, size=(8, 9))
+    a = matmul(st, mv, Format.BF16)
+    b = matmul(st, mv, Format.BF16, accumulate="fused")
+    a[a == 0x80000000] = 0
+    assert np.array_equal(a, b)
+
+
+def test_int8_unchanged():
+    rng = np.random.default_rng(SEED + 9)
+    st = rng.integers(0, 256, size=(8, 5), dtype=np.uint64)
+    mv = rng.integers(0, 256, size=(8, 11), dtype=np.uint64)
+    want = matmul(st, mv, Format.INT8)
+    assert np.array_equal(matmul(st, mv, Format.INT8, accumulate="fused"), want)
+    assert np.array_equal(matmul_fast(st, mv, Format.INT8, accumulate="fused"), want)
+
+
+def test_rows_padding_and_fast_path():
+    rng = np.random.default_rng(SEED + 11)
+    fmt = Format.FP8_E4M3
+    st = random_operands(rng, fmt, (5, 3), "special")
+    mv = random_operands(rng, fmt, (5, 7), "special")
+    a = matmul(st, mv, fmt, accumulate="fused")
+    assert np.array_equal(matmul(st, mv, fmt, rows=8, accumulate="fused"), a)
+    assert np.array_equal(matmul_fast(st, mv, fmt, rows=8, accumulate="fused"), a)
+    full = column_sums(st, mv, fmt, rows=8, cols=4, fast=True, accumulate="fused")
+    assert np.array_equal(full[:3], a)
+
+
+@pytest.mark.parametrize("bad", ["FP32", "fp16", None, 1])
+def test_accumulate_checked(bad):
+    st = np.zeros((2, 2), np.uint64)
+    for f in (matmul, matmul_fast):
+        with pytest.raises(ValueError, match=r"accumulate must be one of fp32, fused, not"):
+            f(st, st, Format.BF16, accumulate=bad)
+
+
+def test_width():
+    assert fused_width(8) == FUSED_F + 5 == 31
+    assert fused_width(16) == 32
+    assert fused_width(2) == FUSED_F + 3
+    assert fused_width(512) == 37
