@@ -13,6 +13,11 @@ product of ``FPMultiplier`` (``sim.formats.mul_exact``). All ``rows`` rows take 
 beyond the instruction's K hold zero weights and see zero moving values, so they add ``+0``
 products, which leave the sum unchanged except that a ``-0`` sum becomes ``+0``.
 ``sim.tensor.matmul`` reproduces this order bit for bit.
+
+With ``accumulate="fused"`` (``docs/tensor.md``, "Fused column accumulation") the column
+passes down the fused sum ``(S, E, flags)`` instead, and one ``ColumnNormaliser`` per column
+turns it into FP32 (or INT32) bits below the last row:
+``sim.tensor.matmul(..., accumulate="fused")``.
 """
 
 from amaranth.hdl import Module
@@ -20,7 +25,10 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
+from sim.dtypes import Format
+
 from sim.config import check_int
+from sim.tensor import check_accumulate, fused_width
 
 from .pe import (MAX_ADD_STAGES, MAX_MUL_STAGES, ProcessingElement, check_dsp_regs,
                  check_formats, row_delay, weight_width)
@@ -35,13 +43,15 @@ class ArrayParameters:
     """The parameters of an array of processing elements, checked and read-only: the base of
     :class:`SystolicArray` and of the tensor engine built around one."""
 
-    def _check_array(self, rows, cols, formats, mul_stages, add_stages, dsp_regs):
+    def _check_array(self, rows, cols, formats, mul_stages, add_stages, dsp_regs,
+                     accumulate="fp32"):
         self._rows = check_int("rows", rows, 2, MAX_DIM)
         self._cols = check_int("cols", cols, 2, MAX_DIM)
         self._formats = check_formats(formats)
         self._mul_stages = check_int("mul_stages", mul_stages, 0, MAX_MUL_STAGES)
         self._add_stages = check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
         self._dsp_regs = check_dsp_regs(dsp_regs, self._formats)
+        self._accumulate = check_accumulate(accumulate)
 
     rows = property(lambda self: self._rows)
     cols = property(lambda self: self._cols)
@@ -49,6 +59,18 @@ class ArrayParameters:
     mul_stages = property(lambda self: self._mul_stages)
     add_stages = property(lambda self: self._add_stages)
     dsp_regs = property(lambda self: self._dsp_regs)
+    accumulate = property(lambda self: self._accumulate)
+
+    @property
+    def fused(self):
+        """Fused accumulation is built (``accumulate="fused"`` and a floating-point format)."""
+        return self._accumulate == "fused" and any(f != Format.INT8 for f in self._formats)
+
+    @property
+    def norm_stages(self):
+        """Registers of each column's normaliser (0 unless fused)."""
+        from .fused import norm_stages
+        return norm_stages(self._add_stages) if self.fused else 0
 
     @property
     def row_delay(self):
@@ -61,7 +83,8 @@ class SystolicArray(ArrayParameters, wiring.Component):
 
     Row ``r`` of the moving input must be presented ``r * row_delay`` cycles after row 0 (the
     engine's skew does this); the sum of column ``c`` for a vector whose row 0 entered at cycle
-    ``t`` appears on ``psum[c]`` at cycle ``t + 1 + mul_stages + rows * row_delay + c`` (the
+    ``t`` appears on ``psum[c]`` at cycle ``t + 1 + mul_stages + rows * row_delay + norm_stages
+    + c`` (the
     engine's de-skew aligns the columns). Every cycle a new vector may enter.
 
     Parameters
@@ -75,6 +98,9 @@ class SystolicArray(ArrayParameters, wiring.Component):
     dsp_regs : bool
         INT8-only arrays: every PE's multiplier registers are the DSP block's own
         (``ProcessingElement``'s ``dsp_regs``); the same values in the same cycles.
+    accumulate : {"fp32", "fused"}
+        Column accumulation (``docs/tensor.md``); default ``"fp32"``. Fused adds
+        ``norm_stages = min(add_stages, 2)`` cycles (the column normalisers) to the latency.
 
     Members
     -------
@@ -90,8 +116,9 @@ class SystolicArray(ArrayParameters, wiring.Component):
         Column sums leaving the bottom row (FP32 or INT32 bits).
     """
 
-    def __init__(self, rows, cols, formats, *, mul_stages=1, add_stages=1, dsp_regs=False):
-        self._check_array(rows, cols, formats, mul_stages, add_stages, dsp_regs)
+    def __init__(self, rows, cols, formats, *, mul_stages=1, add_stages=1, dsp_regs=False,
+                 accumulate="fp32"):
+        self._check_array(rows, cols, formats, mul_stages, add_stages, dsp_regs, accumulate)
         width = weight_width(self._formats)
         super().__init__({
             "en": In(1, init=1),
@@ -107,7 +134,7 @@ class SystolicArray(ArrayParameters, wiring.Component):
     @property
     def latency(self):
         """Cycles from row 0's input to column 0's sum."""
-        return 1 + self._mul_stages + self._rows * self.row_delay
+        return 1 + self._mul_stages + self._rows * self.row_delay + self.norm_stages
 
     def elaborate(self, platform):
         m = Module()
@@ -117,7 +144,8 @@ class SystolicArray(ArrayParameters, wiring.Component):
                 p = ProcessingElement(self._formats, mul_stages=self._mul_stages,
                                       add_stages=self._add_stages, top=(r == 0),
                                       int_bits=min(32, 16 + ceil_log2(r + 1)),
-                                      dsp_regs=self._dsp_regs)
+                                      dsp_regs=self._dsp_regs, accumulate=self._accumulate,
+                                      fused_bits=fused_width(self._rows))
                 m.submodules[f"pe_r{r}_c{c}"] = pe[r][c] = p
                 m.d.comb += [
                     p.en.eq(self.en),
@@ -135,5 +163,12 @@ class SystolicArray(ArrayParameters, wiring.Component):
                 if r > 0:
                     m.d.comb += p.psum_in.eq(pe[r - 1][c].psum_out)
         for c in range(self._cols):
-            m.d.comb += self.psum[c].eq(pe[self._rows - 1][c].psum_out)
+            bottom = pe[self._rows - 1][c].psum_out
+            if self.fused:
+                from .fused import ColumnNormaliser
+                m.submodules[f"norm_c{c}"] = norm = ColumnNormaliser(
+                    fused_width(self._rows), self.norm_stages)
+                m.d.comb += [norm.en.eq(self.en), norm.psum.eq(bottom)]
+                bottom = norm.o
+            m.d.comb += self.psum[c].eq(bottom)
         return m

@@ -71,6 +71,9 @@ class TensorEngine(ArrayParameters, wiring.Component):
     dsp_regs : bool
         INT8-only engines: the PE multipliers' registers are the DSP blocks' own
         (:class:`~rtl.tensor.pe.ProcessingElement`); same cycles and values. Default False.
+    accumulate : {"fp32", "fused"}
+        Column accumulation (``docs/tensor.md``): ``"fused"`` adds ``norm_stages`` to the
+        latency. Default ``"fp32"``.
 
     Members
     -------
@@ -84,8 +87,8 @@ class TensorEngine(ArrayParameters, wiring.Component):
     """
 
     def __init__(self, rows, cols, formats=ENGINE_FORMATS, *, mul_stages=1, add_stages=1,
-                 dsp_regs=False):
-        self._check_array(rows, cols, formats, mul_stages, add_stages, dsp_regs)
+                 dsp_regs=False, accumulate="fp32"):
+        self._check_array(rows, cols, formats, mul_stages, add_stages, dsp_regs, accumulate)
         super().__init__({
             "stationary": In(stream.Signature(stationary_layout(rows))),
             "moving": In(stream.Signature(moving_layout(rows))),
@@ -97,7 +100,7 @@ class TensorEngine(ArrayParameters, wiring.Component):
     @property
     def latency(self):
         """Cycles from a moving beat's transfer to its result beat's ``valid`` (no stall)."""
-        return self._mul_stages + self._rows * self.row_delay + self._cols
+        return self._mul_stages + self._rows * self.row_delay + self.norm_stages + self._cols
 
     @property
     def drain(self):
@@ -115,7 +118,7 @@ class TensorEngine(ArrayParameters, wiring.Component):
         width = weight_width(self._formats)
         m.submodules.array = array = SystolicArray(
             rows, cols, self._formats, mul_stages=self._mul_stages, add_stages=self._add_stages,
-            dsp_regs=self._dsp_regs)
+            dsp_regs=self._dsp_regs, accumulate=self._accumulate)
 
         # ``en`` and the bank bookkeeping's events below are kept nets: the result's
         # back-pressure (the core's result skid buffer) then reaches the tile registers
