@@ -34,7 +34,11 @@ def _cfg():
     cfg["formats"] = [Format[f] for f in cfg["formats"]]
     D = max(cfg["add_stages"], 1) if any(f != Format.INT8 for f in cfg["formats"]) else 1
     cfg["row_delay"] = D
-    cfg["latency"] = cfg["mul_stages"] + cfg["rows"] * D + cfg["cols"]
+    cfg.setdefault("accumulate", "fp32")
+    fused = cfg["accumulate"] == "fused" and any(f != Format.INT8 for f in cfg["formats"])
+    # Fused accumulation: the column normalisers' min(add_stages, 2) registers.
+    norm = min(cfg["add_stages"], 2) if fused else 0
+    cfg["latency"] = cfg["mul_stages"] + cfg["rows"] * D + norm + cfg["cols"]
     cfg["drain"] = (cfg["rows"] - 1) * D + cfg["cols"]
     return cfg
 
@@ -127,7 +131,8 @@ def check(cfg, prog, got, seed):
     i = 0
     bad = []
     for j, ins in enumerate(prog):
-        exp = column_sums(ins.st, ins.mv, ins.fmt, rows=rows, cols=cols)
+        exp = column_sums(ins.st, ins.mv, ins.fmt, rows=rows, cols=cols,
+                          accumulate=cfg["accumulate"])
         for n in range(ins.N):
             lanes, last = got[i]
             i += 1
@@ -348,7 +353,7 @@ if pytest is not None:
                                     "MULT18X18D.v")
 
     def engine_factory(rows, cols, formats, mul_stages, add_stages, *, dsp_regs=False,
-                       ecp5=False):
+                       ecp5=False, accumulate="fp32"):
         """The engine; with ``ecp5`` elaborated as for an ECP5 (``rtl.arith.dsp``: the
         multipliers' registers in MULT18X18D instances, simulated with
         :data:`MULT18X18D_MODEL`)."""
@@ -356,7 +361,7 @@ if pytest is not None:
             from rtl.tensor.engine import TensorEngine
             engine = TensorEngine(rows, cols, {Format[f] for f in formats},
                                   mul_stages=mul_stages, add_stages=add_stages,
-                                  dsp_regs=dsp_regs)
+                                  dsp_regs=dsp_regs, accumulate=accumulate)
             return _OnECP5(engine) if ecp5 else engine
         return make
 
@@ -399,6 +404,31 @@ if pytest is not None:
         run_cocotb(engine_factory(rows, cols, formats, ms, as_), name=f"tensor_{name}",
                    config=cfg, test_module="cocotb_tests.test_tensor", simulator=simulator,
                    testcase=TESTS)
+
+    #: Fused accumulation (``accumulate="fused"``): (rows, cols, formats, mul_stages,
+    #: add_stages, marks); the first has core8c's formats and stages (and INT8).
+    FUSED_CONFIGS = {
+        "4x4f": (4, 4, ["INT8", "FP8_E4M3", "FP8_E5M2", "BF16"], 4, 3, ()),
+        "8x8f": (8, 8, ["INT8", "FP8_E4M3", "FP8_E5M2", "FP8_E3M4", "BF16", "FP16"], 1, 2,
+                 (pytest.mark.long,)),
+    }
+
+    @pytest.mark.parametrize("simulator", SIMULATORS)
+    @pytest.mark.parametrize("name", [pytest.param(n, marks=c[5])
+                                      for n, c in FUSED_CONFIGS.items()])
+    def test_tensor_engine_fused(simulator, name):
+        """Fused column accumulation: bit-exact against ``sim.tensor`` (``accumulate=
+        "fused"``), latency ``norm_stages`` longer."""
+        rows, cols, formats, ms, as_, _ = FUSED_CONFIGS[name]
+        cfg = {"rows": rows, "cols": cols, "formats": formats, "mul_stages": ms,
+               "add_stages": as_, "accumulate": "fused"}
+        if rows * cols <= 16:
+            cfg.update(n_instr=6, n_long=60)
+        elif simulator == "icarus":
+            cfg.update(n_instr=8, n_long=200)
+        run_cocotb(engine_factory(rows, cols, formats, ms, as_, accumulate="fused"),
+                   name=f"tensor_{name}", config=cfg, test_module="cocotb_tests.test_tensor",
+                   simulator=simulator, testcase=TESTS)
 
     @pytest.mark.parametrize("simulator", SIMULATORS)
     @pytest.mark.parametrize("ecp5", [False, True], ids=["fabric", "ecp5"])
