@@ -112,6 +112,9 @@ class SystolicArray(ArrayParameters, wiring.Component):
         Stationary column being loaded: element ``r`` goes to row ``r`` of every selected column.
     w_we : In(ArrayLayout(2, cols)); w_zero : In(cols)
         Column ``c`` writes bank ``b`` when ``w_we[c][b]`` (zero instead when ``w_zero[c]``).
+    w_fmt : In(3)
+        Fused arrays only: the format of ``w_data`` (each row decodes its weight once, and its
+        moving value at its left edge, for all its PEs: ``rtl.tensor.fused_pe``).
     psum : Out(ArrayLayout(32, cols))
         Column sums leaving the bottom row (FP32 or INT32 bits).
     """
@@ -120,7 +123,8 @@ class SystolicArray(ArrayParameters, wiring.Component):
                  accumulate="fp32"):
         self._check_array(rows, cols, formats, mul_stages, add_stages, dsp_regs, accumulate)
         width = weight_width(self._formats)
-        super().__init__({
+        extra = {"w_fmt": In(3)} if self.fused else {}
+        super().__init__({**extra,
             "en": In(1, init=1),
             "x": In(data.ArrayLayout(width, rows)),
             "x_bank": In(rows),
@@ -137,6 +141,8 @@ class SystolicArray(ArrayParameters, wiring.Component):
         return 1 + self._mul_stages + self._rows * self.row_delay + self.norm_stages
 
     def elaborate(self, platform):
+        if self.fused:
+            return self._elaborate_fused()
         m = Module()
         pe = [[None] * self._cols for _ in range(self._rows)]
         for r in range(self._rows):
@@ -144,8 +150,7 @@ class SystolicArray(ArrayParameters, wiring.Component):
                 p = ProcessingElement(self._formats, mul_stages=self._mul_stages,
                                       add_stages=self._add_stages, top=(r == 0),
                                       int_bits=min(32, 16 + ceil_log2(r + 1)),
-                                      dsp_regs=self._dsp_regs, accumulate=self._accumulate,
-                                      fused_bits=fused_width(self._rows))
+                                      dsp_regs=self._dsp_regs)
                 m.submodules[f"pe_r{r}_c{c}"] = pe[r][c] = p
                 m.d.comb += [
                     p.en.eq(self.en),
@@ -163,12 +168,36 @@ class SystolicArray(ArrayParameters, wiring.Component):
                 if r > 0:
                     m.d.comb += p.psum_in.eq(pe[r - 1][c].psum_out)
         for c in range(self._cols):
-            bottom = pe[self._rows - 1][c].psum_out
-            if self.fused:
-                from .fused import ColumnNormaliser
-                m.submodules[f"norm_c{c}"] = norm = ColumnNormaliser(
-                    fused_width(self._rows), self.norm_stages)
-                m.d.comb += [norm.en.eq(self.en), norm.psum.eq(bottom)]
-                bottom = norm.o
-            m.d.comb += self.psum[c].eq(bottom)
+            m.d.comb += self.psum[c].eq(pe[self._rows - 1][c].psum_out)
+        return m
+
+    def _elaborate_fused(self):
+        """Fused arrays: row-shared operand decoders, ``FusedPE`` cells, column normalisers."""
+        from .fused import ColumnNormaliser
+        from .fused_pe import FusedPE, OperandDecoder
+        m = Module()
+        W = fused_width(self._rows)
+        pe = [[None] * self._cols for _ in range(self._rows)]
+        for r in range(self._rows):
+            m.submodules[f"wdec_r{r}"] = wdec = OperandDecoder(self._formats)
+            m.submodules[f"xdec_r{r}"] = xdec = OperandDecoder(self._formats)
+            m.d.comb += [wdec.bits.eq(self.w_data[r]), wdec.fmt.eq(self.w_fmt),
+                         xdec.bits.eq(self.x[r]), xdec.fmt.eq(self.x_fmt[r])]
+            for c in range(self._cols):
+                p = FusedPE(self._formats, mul_stages=self._mul_stages,
+                            add_stages=self._add_stages, top=(r == 0), fused_bits=W)
+                m.submodules[f"pe_r{r}_c{c}"] = pe[r][c] = p
+                m.d.comb += [p.en.eq(self.en), p.w_data.eq(wdec.o), p.w_we.eq(self.w_we[c]),
+                             p.w_zero.eq(self.w_zero[c])]
+                if c == 0:
+                    m.d.comb += [p.x_in.eq(xdec.o), p.x_bank_in.eq(self.x_bank[r])]
+                else:
+                    left = pe[r][c - 1]
+                    m.d.comb += [p.x_in.eq(left.x_out), p.x_bank_in.eq(left.x_bank_out)]
+                if r > 0:
+                    m.d.comb += p.psum_in.eq(pe[r - 1][c].psum_out)
+        for c in range(self._cols):
+            m.submodules[f"norm_c{c}"] = norm = ColumnNormaliser(W, self.norm_stages)
+            m.d.comb += [norm.en.eq(self.en), norm.psum.eq(pe[self._rows - 1][c].psum_out),
+                         self.psum[c].eq(norm.o)]
         return m

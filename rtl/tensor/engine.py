@@ -160,6 +160,9 @@ class TensorEngine(ArrayParameters, wiring.Component):
         m.d.comb += first.eq(ptr == 0)
         for r in range(rows):
             m.d.comb += array.w_data[r].eq(st.p.data[r][:width])
+        if array.fused:
+            # The tile's format: its first beat's, then the one recorded for the bank.
+            m.d.comb += array.w_fmt.eq(Mux(first, st.p.fmt, Mux(load_bank, fmt[1], fmt[0])))
         for c in range(cols):
             sel = Signal(name=f"w_sel{c}")
             m.d.comb += [

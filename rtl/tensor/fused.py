@@ -50,6 +50,9 @@ class FusedAdder(wiring.Component):
         ``W``, bits of ``S`` (``FUSED_F + 2`` to 40).
     stages : int
         Pipeline registers, 0 to 4.
+    split : bool
+        The product arrives split (``e_p``, ``m_p``, ``p_flags``, as ``sim.tensor.fused_split``
+        gives it) instead of as FP32 bits; default False.
 
     Members
     -------
@@ -57,7 +60,10 @@ class FusedAdder(wiring.Component):
         Clock enable of every register.
     psum_in : In(fused_psum_layout(width))
     product : In(32)
-        FP32 product bits (INT32 with ``is_int``).
+        FP32 product bits (INT32 with ``is_int``); without ``split`` only.
+    e_p, m_p, p_flags : In(8), In(signed(width)), In(3)
+        With ``split``: the product's biased exponent and signed significand (0 and 0 for a
+        zero; ``m_p`` the INT32 product with ``is_int``), and its NaN, +Inf, -Inf flags.
     is_int : In(1)
     psum_out : Out(fused_psum_layout(width))
     """
@@ -65,12 +71,18 @@ class FusedAdder(wiring.Component):
     MAX_STAGES = 4
     _CUTS = {0: (), 1: (3,), 2: (2, 3), 3: (1, 2, 3), 4: (0, 1, 2, 3)}
 
-    def __init__(self, width, stages=1):
+    def __init__(self, width, stages=1, *, split=False):
         self._width = config.check_int("width", width, FUSED_F + 2, 40)
         self._stages = config.check_int("stages", stages, 0, self.MAX_STAGES)
+        self._split = config.check_bool("split", split)
         layout = fused_psum_layout(width)
-        super().__init__({"en": In(1, init=1), "psum_in": In(layout), "product": In(32),
-                          "is_int": In(1), "psum_out": Out(layout)})
+        sig = {"en": In(1, init=1), "psum_in": In(layout), "is_int": In(1),
+               "psum_out": Out(layout)}
+        if split:
+            sig.update(e_p=In(8), m_p=In(signed(width)), p_flags=In(3))
+        else:
+            sig["product"] = In(32)
+        super().__init__(sig)
 
     width = property(lambda self: self._width)
     stages = property(lambda self: self._stages)
@@ -79,23 +91,32 @@ class FusedAdder(wiring.Component):
         m = Module()
         W = self._width
         pipe = Pipe(m, self.en, self._CUTS[self._stages])
-        r = {k: pipe(0, v, k) for k, v in dict(
-            s=self.psum_in.s, e=self.psum_in.e, nan=self.psum_in.nan, pinf=self.psum_in.pinf,
-            ninf=self.psum_in.ninf, p=self.product, is_int=self.is_int).items()}
+        ins = dict(s=self.psum_in.s, e=self.psum_in.e, nan=self.psum_in.nan,
+                   pinf=self.psum_in.pinf, ninf=self.psum_in.ninf, is_int=self.is_int)
+        if self._split:
+            ins.update(e_p=self.e_p, m_p=self.m_p, p_flags=self.p_flags)
+        else:
+            ins.update(p=self.product)
+        r = {k: pipe(0, v, k) for k, v in ins.items()}
 
         # -- step 1: the product's class and signed significand; compare and swap ----------
-        p = r["p"]
         is_int = r["is_int"]
-        p_exp = p[23:31]
-        special = p_exp == 0xFF
-        man_nz = p[0:23].any()
-        finite = ~is_int & (p_exp != 0) & ~special
-        mag = Cat(Const(0, FUSED_F - 23), p[0:23], Const(1, 1))        # F + 1 bits
-        m_p = Signal(signed(W))
-        m.d.comb += m_p.eq(Mux(is_int, p.as_signed(),
-                               Mux(finite, Mux(p[31], -mag, mag), 0)))
-        e_p = Signal(8)
-        m.d.comb += e_p.eq(Mux(finite, p_exp, 0))
+        if self._split:
+            m_p, e_p, p_flags = r["m_p"], r["e_p"], r["p_flags"]
+        else:
+            p = r["p"]
+            p_exp = p[23:31]
+            special = p_exp == 0xFF
+            man_nz = p[0:23].any()
+            finite = ~is_int & (p_exp != 0) & ~special
+            mag = Cat(Const(0, FUSED_F - 23), p[0:23], Const(1, 1))        # F + 1 bits
+            m_p = Signal(signed(W))
+            m.d.comb += m_p.eq(Mux(is_int, p.as_signed(),
+                                   Mux(finite, Mux(p[31], -mag, mag), 0)))
+            e_p = Signal(8)
+            m.d.comb += e_p.eq(Mux(finite, p_exp, 0))
+            p_flags = Cat(~is_int & special & man_nz, ~is_int & special & ~man_nz & ~p[31],
+                          ~is_int & special & ~man_nz & p[31])
         E = r["e"]
         # E >= e_p (also for every zero, special or INT product, whose e_p is 0): S is the
         # larger term and the product is shifted, else the other way round.
@@ -113,9 +134,7 @@ class FusedAdder(wiring.Component):
         sw = ceil_log2(W)
         sh = Signal(sw)
         m.d.comb += sh.eq(Mux(ge_const(d, W - 1), W - 1, d[0:sw]))
-        flags = Cat(r["nan"] | (~is_int & special & man_nz),
-                    r["pinf"] | (~is_int & special & ~man_nz & ~p[31]),
-                    r["ninf"] | (~is_int & special & ~man_nz & p[31]))
+        flags = Cat(r["nan"] | p_flags[0], r["pinf"] | p_flags[1], r["ninf"] | p_flags[2])
         r = {k: pipe(1, v, k) for k, v in dict(big=big, small=small, sh=sh, e=e_max,
                                                  flags=flags, is_int=is_int).items()}
 

@@ -9,7 +9,6 @@ from rtl.arith.dsp import registered_product
 from sim import config
 from sim.config import ENGINE_FORMATS
 from sim.dtypes import Format
-from sim.tensor import FUSED_F, check_accumulate
 
 __all__ = ["ENGINE_FORMATS", "MAX_MUL_STAGES", "MAX_ADD_STAGES", "check_formats",
            "check_dsp_regs", "weight_width", "row_delay", "ProcessingElement"]
@@ -66,12 +65,6 @@ class ProcessingElement(wiring.Component):
         psum_out = psum_in + w[x_bank] * x      (FP32 RNE, or INT32 wrapping for INT8)
         psum_out = w[x_bank] * x                (top row: no adder, the column starts here)
 
-    With ``accumulate="fused"`` (floating-point builds) the partial sums are the fused column
-    sums of ``docs/tensor.md`` (``rtl.tensor.fused.fused_psum_layout``): the FP32 adder is
-    replaced by :class:`rtl.tensor.fused.FusedAdder`, whose registers are the ``add_stages``
-    ones; the top row adds its product to the empty sum. INT8 tiles keep their INT32 sums (in
-    ``S``).
-
     The product is taken ``mul_stages`` cycles after ``x_reg``; ``psum_in`` must arrive then.
     ``w[x_bank]`` is sampled at the clock edge that loads ``x_reg`` (the weight register beside
     it), so a weight must be written at an earlier edge than the moving values that use it
@@ -99,12 +92,6 @@ class ProcessingElement(wiring.Component):
         ``16 + ceil(log2(r + 1))`` bits, enough for ``r + 1`` products of at most 2**14 in
         magnitude; ``psum_out`` is that value sign-extended to 32 bits. Ignored when a
         floating-point format is built.
-    accumulate : {"fp32", "fused"}
-        Column accumulation (``docs/tensor.md``); default ``"fp32"``. INT8-only builds are the
-        same in both.
-    fused_bits : int
-        ``W``, bits of the fused partial sum's ``S`` (``FUSED_F + 2`` to 40; the array gives
-        ``sim.tensor.fused_width(rows)``). Ignored unless fused.
 
     Members
     -------
@@ -119,15 +106,13 @@ class ProcessingElement(wiring.Component):
         with zero instead of ``w_data`` when ``w_zero`` is 1. Moving values entering the PE at
         a later edge use it.
     psum_in : In(32)
-        Partial sum from above (absent in the top row); ``In(fused_psum_layout(fused_bits))``
-        when fused.
+        Partial sum from above (absent in the top row).
     psum_out : Out(32)
-        Partial sum (FP32 or INT32 bits), registered; ``Out(fused_psum_layout(fused_bits))``
-        when fused.
+        Partial sum (FP32 or INT32 bits), registered.
     """
 
     def __init__(self, formats, *, mul_stages=1, add_stages=1, top=False, int_bits=32,
-                 dsp_regs=False, accumulate="fp32", fused_bits=32):
+                 dsp_regs=False):
         self._formats = check_formats(formats)
         self._mul_stages = config.check_int("mul_stages", mul_stages, 0, MAX_MUL_STAGES)
         self._add_stages = config.check_int("add_stages", add_stages, 0, MAX_ADD_STAGES)
@@ -136,22 +121,15 @@ class ProcessingElement(wiring.Component):
         self._dsp_regs = check_dsp_regs(dsp_regs, self._formats)
         self._int_bits = config.check_int("int_bits", int_bits, 16, 32)
         self._width = weight_width(self._formats)
-        self._accumulate = check_accumulate(accumulate)
-        self._fused_bits = config.check_int("fused_bits", fused_bits, FUSED_F + 2, 40)
-        if self.fused:
-            from rtl.tensor.fused import fused_psum_layout
-            psum = fused_psum_layout(self._fused_bits)
-        else:
-            psum = 32
         sig = {
             "en": In(1, init=1),
             "x_in": In(self._width), "x_bank_in": In(1), "x_fmt_in": In(3),
             "x_out": Out(self._width), "x_bank_out": Out(1), "x_fmt_out": Out(3),
             "w_data": In(self._width), "w_we": In(2), "w_zero": In(1),
-            "psum_out": Out(psum),
+            "psum_out": Out(32),
         }
         if not top:
-            sig["psum_in"] = In(psum)
+            sig["psum_in"] = In(32)
         super().__init__(sig)
 
     formats = property(lambda self: self._formats)
@@ -161,13 +139,6 @@ class ProcessingElement(wiring.Component):
     width = property(lambda self: self._width)
     int_bits = property(lambda self: self._int_bits)
     dsp_regs = property(lambda self: self._dsp_regs)
-    accumulate = property(lambda self: self._accumulate)
-    fused_bits = property(lambda self: self._fused_bits)
-
-    @property
-    def fused(self):
-        """Fused accumulation is built: ``accumulate="fused"`` and a floating-point format."""
-        return self._accumulate == "fused" and _has_fp(self._formats)
 
     @property
     def row_delay(self):
@@ -244,9 +215,6 @@ class ProcessingElement(wiring.Component):
             m.d.comb += self.psum_out.eq(delay(m, en, s, D, "isum", reset_less=True))
             return m
 
-        if self.fused:
-            return self._elaborate_fused(m, product, x_fmt)
-
         if self._top:
             m.d.comb += self.psum_out.eq(delay(m, en, product, D, "psum", reset_less=True))
             return m
@@ -273,25 +241,4 @@ class ProcessingElement(wiring.Component):
             m.d.comb += self.psum_out.eq(Mux(sel, outs[0], outs[1]))
         else:
             m.d.comb += self.psum_out.eq(outs[0])
-        return m
-
-    def _elaborate_fused(self, m, product, x_fmt):
-        """The fused partial sum: ``FusedAdder(psum_in or the empty sum, product)``."""
-        from rtl.tensor.fused import FusedAdder
-        en = self.en
-        m.submodules.fadd = add = FusedAdder(self._fused_bits, self._add_stages)
-        is_int = Signal()
-        if Format.INT8 in self._formats:
-            m.d.comb += is_int.eq(x_fmt == Format.INT8)
-        m.d.comb += [
-            add.en.eq(en),
-            add.product.eq(product),
-            add.is_int.eq(delay(m, en, is_int, self._mul_stages, "is_int", reset_less=True)),
-        ]
-        if not self._top:
-            m.d.comb += add.psum_in.eq(self.psum_in)
-        out = add.psum_out.as_value()
-        if self._add_stages == 0:
-            out = delay(m, en, out, 1, "fsum", reset_less=True)
-        m.d.comb += self.psum_out.eq(out)
         return m
