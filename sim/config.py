@@ -106,6 +106,10 @@ def check_formats(value, *, names=True):
     return tuple(sorted(set(out), key=ENGINE_FORMATS.index))
 
 
+#: Tensor-engine column accumulation (``docs/tensor.md``): one FP32 addition per row, or fused.
+ACCUMULATE = ("fp32", "fused")
+
+
 @dataclasses.dataclass(frozen=True)
 class CoreConfig:
     """The parameters of one core (``docs/core.md``); every field is checked on creation.
@@ -138,6 +142,9 @@ class CoreConfig:
     vector_units : int or None
         Vector-engine evaluation units (``VectorEngine(units=...)``, the compact engine of
         ``docs/vector.md``), a divisor of ``rows``; None: one per lane.
+    tensor_accumulate : str
+        The tensor engine's column accumulation, one of :data:`ACCUMULATE` (``docs/tensor.md``):
+        ``"fp32"`` (default) or ``"fused"``.
     """
 
     rows: int = 4
@@ -154,6 +161,7 @@ class CoreConfig:
     tensor_add_stages: int = 1
     tensor_mul_stages: int = 1
     vector_units: int = None
+    tensor_accumulate: str = "fp32"
 
     def __post_init__(self):
         check_int("rows", self.rows, 2, 128)
@@ -171,6 +179,7 @@ class CoreConfig:
         check_pow2("dma_data_width", self.dma_data_width, 32, 512)
         check_int("tensor_add_stages", self.tensor_add_stages, 1, 4)
         check_int("tensor_mul_stages", self.tensor_mul_stages, 1, 4)
+        check_choice("tensor_accumulate", self.tensor_accumulate, ACCUMULATE)
         if self.vector_units is not None:
             check_int("vector_units", self.vector_units, 1, self.rows)
             if self.rows % self.vector_units:
@@ -219,7 +228,8 @@ class CoreConfig:
                 f"-l{self.lut_entries}-n{self.n_rand}-m{self.pmem_depth}-w{self.dma_windows}"
                 f"-b{self.max_burst}-t{self.tensor_add_stages}{self.tensor_mul_stages}"
                 + (f"-d{self.dma_data_width}" if self.dma_data_width != 32 else "")
-                + (f"-v{self.vector_units}" if self.vector_units is not None else ""))
+                + (f"-v{self.vector_units}" if self.vector_units is not None else "")
+                + ("-afused" if self.tensor_accumulate == "fused" else ""))
 
     def refsim(self, program, **kwargs):
         """A ``sim.refsim.RefSim`` of ``program`` with this geometry, these formats and

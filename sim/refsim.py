@@ -311,7 +311,8 @@ class RefSim:
         sn = (r["mov_addr"] + np.arange(N) * r["mov_stride"]) % self.sbuf_depth
         st = self.sbuf[:K, sm].astype(np.uint64) & mask
         mv = self.sbuf[:K, sn].astype(np.uint64) & mask
-        res = tensor.column_sums(st, mv, fmt, rows=self.P, cols=self.cols, fast=True)
+        res = tensor.column_sums(st, mv, fmt, rows=self.P, cols=self.cols, fast=True,
+                                 accumulate=self.config.tensor_accumulate)
         if N <= self.psum_depth:
             # N distinct words: one vectorised write.
             a = (r["psum_addr"] + np.arange(N)) % self.psum_depth

@@ -41,7 +41,7 @@ __all__ = ["ENGINE_FORMATS", "ACCUMULATE", "FUSED_F", "check_accumulate", "fused
 #: Input formats the tensor engine accepts (defined in ``sim.config``).
 ENGINE_FORMATS = config.ENGINE_FORMATS
 #: Column accumulation modes (``docs/tensor.md``): one FP32 addition per row, or fused.
-ACCUMULATE = ("fp32", "fused")
+ACCUMULATE = config.ACCUMULATE
 #: Fused accumulation: fraction bits of the partial sum below a product's leading one.
 FUSED_F = 26
 

@@ -474,3 +474,66 @@ def test_fused_parameter_checked():
     # INT8-only: fused changes nothing.
     e = TensorEngine(2, 2, {Format.INT8}, accumulate="fused")
     assert not e.fused and e.norm_stages == 0 and e.accumulate == "fused"
+
+
+# -- the core's parameter: CoreConfig.tensor_accumulate, RefSim, NeuronCore ------------------
+
+from sim.asm import assemble  # noqa: E402
+from sim.config import CoreConfig  # noqa: E402
+
+
+def test_core_config_field():
+    assert CoreConfig().tensor_accumulate == "fp32"
+    cfg = CoreConfig(rows=8, tensor_accumulate="fused")
+    assert cfg.name == CoreConfig(rows=8).name + "-afused"
+    assert CoreConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ValueError, match=r"^tensor_accumulate must be one of fp32, fused, "
+                                         r"not 'fp64'$"):
+        CoreConfig(tensor_accumulate="fp64")
+
+
+def test_neuron_core_takes_it():
+    import gc
+    import warnings
+    from amaranth.hdl import UnusedElaboratable
+    from rtl.core.top import NeuronCore
+    cfg = CoreConfig(rows=4, tensor_accumulate="fused")
+    with warnings.catch_warnings():          # (parameters only; never elaborated)
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        core = NeuronCore.from_config(cfg)
+        assert core.config()["tensor_accumulate"] == "fused"
+        assert core.core_config() == cfg
+        with pytest.raises(ValueError, match=r"^tensor_accumulate must be one of fp32, fused"):
+            NeuronCore(tensor_accumulate="FP32")
+        del core
+        gc.collect()
+
+
+@pytest.mark.parametrize("accumulate", ["fp32", "fused"])
+def test_refsim_uses_it(accumulate):
+    """A MATMUL then an accumulating one in the reference simulator: PSUM holds
+    ``fp32_add(column_sums, column_sums)`` of the configured accumulation."""
+    rng = np.random.default_rng(SEED + 13)
+    K, M, N, P = 8, 6, 10, 8
+    fmt = Format.BF16
+    st, mv = spread_operands(rng, fmt, (K, M)), spread_operands(rng, fmt, (K, N))
+    prog = f"""
+        li r1, 0x10
+        li r2, 0x40
+        li r3, 0x5
+        li r4, {N}
+        matmul r3, r1, r2, r4, k={K}, m={M}, fmt=bf16
+        matmul r3, r1, r2, r4, k={K}, m={M}, fmt=bf16, accumulate=1
+        halt
+    """
+    cfg = CoreConfig(rows=P, tensor_accumulate=accumulate)
+    s = cfg.refsim(assemble(prog), check=False, races=False)
+    s.sbuf[:K, 0x10:0x10 + M] = st
+    s.sbuf[:K, 0x40:0x40 + N] = mv
+    s.run()
+    col = column_sums(st, mv, fmt, rows=P, cols=P, accumulate=accumulate)[:M]
+    want = formats.fp32_add(col, col)
+    assert np.array_equal(s.psum[:M, 5:5 + N], want)
+    other = column_sums(st, mv, fmt, rows=P, cols=P,
+                        accumulate="fused" if accumulate == "fp32" else "fp32")[:M]
+    assert not np.array_equal(col, other)        # the operands tell the two apart

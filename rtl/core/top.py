@@ -14,8 +14,8 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2
 
 from sim import isa
-from sim.config import (ENGINE_FORMATS, CoreConfig, check_bool, check_choice, check_formats,
-                        check_int, check_pow2)
+from sim.config import (ACCUMULATE, ENGINE_FORMATS, CoreConfig, check_bool, check_choice,
+                        check_formats, check_int, check_pow2)
 from sim.memmap import build_memory_map
 
 from .code_windows import UCODE_MAP_BASE, CodeWindows
@@ -90,6 +90,9 @@ class NeuronCore(wiring.Component):
         row), so tiles still stream back to back; 2 puts a register between the PE's weight
         and its product; 4 feeds the DSP multiplier from registers (``FPMultiplier``). 1 by
         default; the FPGA configuration ``core2`` uses 4.
+    tensor_accumulate : str
+        The tensor engine's column accumulation, ``"fp32"`` (default) or ``"fused"``
+        (``docs/tensor.md``).
     engine_domain : bool or None
         How the soft reset (abort) reaches the units it resets. False: they stay in ``sync``
         under a ``ResetInserter``, so each of their registers resets on ``rst | abort``.
@@ -123,7 +126,7 @@ class NeuronCore(wiring.Component):
                  psum_depth=64, formats=ENGINE_FORMATS, lut_entries=64, n_rand=8,
                  pmem_depth=256, dma_windows=4, max_burst=16, dma_data_width=32,
                  tensor_add_stages=1, tensor_mul_stages=1, vector_units=None,
-                 engine_domain=None):
+                 tensor_accumulate="fp32", engine_domain=None):
         # The checks and their wording are sim.config's (CoreConfig checks the same ranges).
         check_int("rows", rows, 2, 128)
         cols = rows if cols is None else cols
@@ -144,6 +147,8 @@ class NeuronCore(wiring.Component):
         self._tensor_add_stages = tensor_add_stages
         check_int("tensor_mul_stages", tensor_mul_stages, 1, 4)
         self._tensor_mul_stages = tensor_mul_stages
+        self._tensor_accumulate = check_choice("tensor_accumulate", tensor_accumulate,
+                                               ACCUMULATE)
         if vector_units is not None:
             check_int("vector_units", vector_units, 1, rows)
             if rows % vector_units:
@@ -208,6 +213,7 @@ class NeuronCore(wiring.Component):
                 "tensor_add_stages": self._tensor_add_stages,
                 "tensor_mul_stages": self._tensor_mul_stages,
                 "vector_units": self._vector_units,
+                "tensor_accumulate": self._tensor_accumulate,
                 "engine_domain": self._engine_domain}
 
     def describe(self):
@@ -275,7 +281,8 @@ class NeuronCore(wiring.Component):
         sbuf = m.submodules.sbuf = SBUF(P, self._sbuf_depth)
         te = soft_reset("tensor", TensorEngine(P, C, self._formats,
                                                mul_stages=self._tensor_mul_stages,
-                                               add_stages=self._tensor_add_stages))
+                                               add_stages=self._tensor_add_stages,
+                                               accumulate=self._tensor_accumulate))
         # (``done_delay``: the done pulse waits for PSUM's write latency; ``lookahead``:
         # PSUM's ``wr.ready`` from a flip-flop, the controller shows the beat it loads next)
         psum = soft_reset("psum", PSUM(C, self._psum_depth, add_stages=PSUM_ADD_STAGES,
