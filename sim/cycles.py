@@ -43,6 +43,7 @@ a record emitted in cycle ``e`` is valid on the stream from ``e + 1``; accepted 
 that cycle; its semaphore increment is visible from ``a + cost + 1``).
 """
 
+import copy
 from dataclasses import dataclass, field
 
 from sim import isa, microcode
@@ -51,18 +52,60 @@ from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond,
                      USpecial, USrc)
 from sim.vector import AccOp, element_cycles
 
-__all__ = ["EngineCost", "MicroSim", "RecordTiming"]
+__all__ = ["EngineCost", "MicroSim", "RecordTiming", "share_port"]
 
 #: Cycles from a vector record's last SBUF write to its done pulse (``VectorController``:
 #: the done pulse follows the last output beat's write).
 VECTOR_WRITE_TO_DONE = 1
 
 MASK32 = 0xFFFFFFFF
+#: A shift far beyond any record's length (``MicroSim._dma_slack``).
+_FAR = 1 << 40
 _UNPACKED = {}
 
 
 def _s32(x):
     return x - (1 << 32) if x & 0x80000000 else x
+
+
+def _spread(first, end, count):
+    """The cycles of ``count`` writes spread evenly over ``[first, end)``."""
+    span = max(end - first, count, 1)
+    return [first + k * span // max(count, 1) for k in range(count)]
+
+
+def share_port(dma, vec):
+    """Cycles by which the last write of each of two writers of ``rtl.core.sbuf.SBUF``'s write
+    port ends late when they share it (``dma``, ``vec``: the cycles each writer's writes
+    would take alone, ascending). The arbiter grants one write per cycle; when both request,
+    the writer the turn pointer names wins, and the pointer moves to the writer after the
+    one granted whenever anyone requests, so two writers requesting every cycle alternate.
+    A refused write stays requested (the DMA's write stage and the vector engine's output
+    stream hold it) and the writes behind it follow one cycle apart at the earliest. The
+    pointer starts at the DMA (its reset value; a writer alone moves it to the other, so
+    the writer that starts later wins the first conflict). Returns ``(dma_late,
+    vec_late)``."""
+    seqs = (dma, vec)
+    if not dma or not vec:
+        return 0, 0
+    idx = [0, 0]
+    ready = [dma[0], vec[0]]
+    last = [None, None]
+    turn = 0
+    c = min(ready)
+    while idx[0] < len(dma) or idx[1] < len(vec):
+        req = [idx[i] < len(seqs[i]) and ready[i] <= c for i in (0, 1)]
+        if not (req[0] or req[1]):
+            c = min(ready[i] for i in (0, 1) if idx[i] < len(seqs[i]))
+            continue
+        g = turn if req[0] and req[1] else (0 if req[0] else 1)
+        last[g] = c
+        idx[g] += 1
+        if idx[g] < len(seqs[g]):
+            ready[g] = max(seqs[g][idx[g]], c + 1)
+        turn = 1 - g
+        c += 1
+    return last[0] - dma[-1], last[1] - vec[-1]
 
 
 @dataclass
@@ -197,6 +240,9 @@ class RecordTiming:
     fields: dict = field(default_factory=dict)
     #: The cycle the engine may take the next record (``done`` unless the cost has a latency).
     free: int = None
+    #: A DMA record's slack (``MicroSim._dma_slack``): cycles the record before it may be late
+    #: before this one is.
+    slack: int = 0
 
     def __post_init__(self):
         if self.free is None:
@@ -291,8 +337,10 @@ class MicroSim:
         if e == Engine.DMA and self._dma is not None:
             if prev is not None:
                 accept = max(accept, prev.accept + 1)
+            before = copy.copy(self._dma)
             accept, done = self._dma.add(f, accept)
-            r = RecordTiming(e, word, c, accept, max(done, accept + 1), f)
+            slack = self._dma_slack(before, f, accept, done)
+            r = RecordTiming(e, word, c, accept, max(done, accept + 1), f, slack=slack)
         else:
             if prev is not None:
                 accept = max(accept, prev.accept + 1, prev.free)
@@ -308,6 +356,19 @@ class MicroSim:
         if self._port and e in (Engine.DMA, Engine.VECTOR):
             self._contend(e, r, c)
         self.rec[e] = [0] * isa.RECORD_SLOTS[e]
+
+    @staticmethod
+    def _dma_slack(before, f, accept, done):
+        """Cycles by which DMA record ``f``, taken at ``accept`` and done at ``done`` by the
+        ``DmaTimeline`` ``before`` its offer, ends after the bound the record before it sets
+        (its data ``GAP`` cycles after that record's, or its issue after that record's
+        ``done``): how late that record may become before this one moves."""
+        last = before._last
+        if last is None:
+            return 0
+        before._last = (last[0], last[1] + _FAR, last[2] + _FAR)
+        _, bound = before.add(f, accept)
+        return max(done - (bound - _FAR), 0)
 
     # -- the shared SBUF write port --------------------------------------------------------------
     def _writes(self, e, r):
@@ -340,15 +401,10 @@ class MicroSim:
 
     def _contend(self, e, r, now):
         """Record ``r`` of engine ``e`` (the DMA or the vector engine) just scheduled: where
-        its SBUF writes overlap those of the other writer's records, the write port
-        (``rtl.core.sbuf.SBUF``, one write per cycle) serves one of them. Writes spread
-        evenly over their spans meet ``overlap * density_r * density_q`` times; each meeting
-        costs the DMA a cycle (its load and the DMA records after it are late by as much).
-        The vector engine loses the same cycles only against a load with a zero inner stride
-        (``kernels.broadcast``'s); behind the other loads its output stream keeps its pace
-        (measured on the 8x8 core at 128 bits: 64 vector writes during a broadcast's load
-        cost the load 59 and the vector record 63 cycles; 128 during a contiguous load and a
-        LUT table's, the DMA 121 and the vector engine 9)."""
+        its SBUF writes overlap those of the other writer's records, the two share the write
+        port as ``rtl.core.sbuf.SBUF``'s round-robin arbiter serves them (:func:`share_port`),
+        and each record (with the records of its engine after it) is late by the cycles its
+        last write lost."""
         mine = self._writes(e, r)
         if mine is None:
             return
@@ -357,39 +413,40 @@ class MicroSim:
             if q.done < now:
                 continue
             theirs = self._writes(other, q)
-            if theirs is None:
-                continue
-            lo, hi = max(mine[0], theirs[0]), min(mine[1], theirs[1])
-            if hi <= lo:
-                continue
-            n = int(round((hi - lo) * mine[2] / max(mine[1] - mine[0], 1) * theirs[2] /
-                          max(theirs[1] - theirs[0], 1)))
-            if not n:
+            if theirs is None or min(mine[1], theirs[1]) <= max(mine[0], theirs[0]):
                 continue
             dma, vec = (r, q) if e == Engine.DMA else (q, r)
-            self._delay(Engine.DMA, dma, n, now)
-            if dma.fields["ext_stride0"] == 0:
-                self._delay(Engine.VECTOR, vec, n, now)
+            dw, vw = (mine, theirs) if e == Engine.DMA else (theirs, mine)
+            late_dma, late_vec = share_port(_spread(*dw), _spread(*vw))
+            if late_dma:
+                self._delay(Engine.DMA, dma, late_dma, now)
+            if late_vec:
+                self._delay(Engine.VECTOR, vec, late_vec, now)
 
     def _delay(self, e, q, n, now):
-        """Record ``q`` of engine ``e`` and the records of ``e`` after it complete ``n``
-        cycles later (their semaphore increments with them)."""
+        """Record ``q`` of engine ``e`` completes ``n`` cycles later, and so do the vector
+        engine's records after it; a DMA record after it moves only by what its slack
+        (``RecordTiming.slack``: its data side did not follow the data before it) does not
+        absorb. Semaphore increments move with the records."""
         tl = self.timeline[e]
         start = next(i for i in range(len(tl) - 1, -1, -1) if tl[i] is q)
+        shift = n
         for k, x in enumerate(tl[start:]):
-            if x.done < now:
+            if k and e == Engine.DMA:
+                shift, x.slack = max(shift - x.slack, 0), max(x.slack - shift, 0)
+            if x.done < now or not shift:
                 continue
             old = (x.done, x.fields["sem"])
             if k and e == Engine.VECTOR:
-                x.accept += n
-            x.free += n
-            x.done += n
+                x.accept += shift
+            x.free += shift
+            x.done += shift
             if x.fields["sem_en"] and old in self._pending_incs:
                 self._pending_incs[self._pending_incs.index(old)] = (x.done, old[1])
-        if e == Engine.DMA:
+        if e == Engine.DMA and shift:
             # The data side of the DMA's last record ends later: the next record's data
             # follow it (``DmaTimeline`` keeps ``(store, done, fin)`` of that record).
-            self._dma.delay(n)
+            self._dma.delay(shift)
 
     # -- micro-instruction execution ------------------------------------------------------------
     def _reg(self, i):
