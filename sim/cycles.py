@@ -349,6 +349,8 @@ class MicroSim:
             done = max(free + (int(latency(e, f)) if latency is not None else 0), prev.done + 1
                        if prev is not None else 0)
             r = RecordTiming(e, word, c, accept, done, f, free)
+            if e == Engine.VECTOR and self._port:
+                self._queue_outputs(r)
         tl.append(r)
         self.trace[e].append(word)
         if f["sem_en"]:
@@ -356,6 +358,24 @@ class MicroSim:
         if self._port and e in (Engine.DMA, Engine.VECTOR):
             self._contend(e, r, c)
         self.rec[e] = [0] * isa.RECORD_SLOTS[e]
+
+    def _queue_outputs(self, r):
+        """Vector record ``r``, about to be scheduled: its output beats leave the engine in
+        order, after those of the records before it (``VectorOutput``'s FIFO), so where the
+        last record with outputs still writes when ``r``'s first write is due (its writes
+        lost the shared port), ``r`` is done as much later; ``r.slack`` is how much later
+        that record's writes may end before ``r``'s move (a record without element outputs
+        does not wait for them: no slack bound)."""
+        mine = self._writes(Engine.VECTOR, r)
+        if mine is None:
+            r.slack = _FAR
+            return
+        for p in reversed(self.timeline[Engine.VECTOR]):
+            theirs = self._writes(Engine.VECTOR, p)
+            if theirs is not None:
+                r.done += max(theirs[1] - mine[0], 0)
+                r.slack = max(mine[0] - theirs[1], 0)
+                return
 
     @staticmethod
     def _dma_slack(before, f, accept, done):
@@ -424,22 +444,23 @@ class MicroSim:
                 self._delay(Engine.VECTOR, vec, late_vec, now)
 
     def _delay(self, e, q, n, now):
-        """Record ``q`` of engine ``e`` completes ``n`` cycles later, and so do the vector
-        engine's records after it; a DMA record after it moves only by what its slack
-        (``RecordTiming.slack``: its data side did not follow the data before it) does not
-        absorb. Semaphore increments move with the records."""
+        """Record ``q`` of engine ``e`` completes ``n`` cycles later; a record of ``e`` after
+        it moves only by what its slack (``RecordTiming.slack``) does not absorb. A late
+        DMA load holds the DMA (its data side: the next record's data follow its data); a
+        late vector record holds only the output beats behind it (the engine's pipeline
+        never stalls: its inputs are taken and the next record starts as if on time).
+        Semaphore increments move with the records."""
         tl = self.timeline[e]
         start = next(i for i in range(len(tl) - 1, -1, -1) if tl[i] is q)
         shift = n
         for k, x in enumerate(tl[start:]):
-            if k and e == Engine.DMA:
+            if k:
                 shift, x.slack = max(shift - x.slack, 0), max(x.slack - shift, 0)
             if x.done < now or not shift:
                 continue
             old = (x.done, x.fields["sem"])
-            if k and e == Engine.VECTOR:
-                x.accept += shift
-            x.free += shift
+            if e == Engine.DMA:
+                x.free += shift
             x.done += shift
             if x.fields["sem_en"] and old in self._pending_incs:
                 self._pending_incs[self._pending_incs.index(old)] = (x.done, old[1])

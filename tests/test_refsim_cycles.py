@@ -11,7 +11,7 @@ import pytest
 from cocotb_tests.test_sequencer_progs import DIRECTED, random_program
 from sim import isa, microcode
 from sim.asm import assemble
-from sim.cycles import EngineCost, MicroSim
+from sim.cycles import EngineCost, MicroSim, RecordTiming
 from sim.isa import Engine
 from sim.refsim import RefSim
 
@@ -411,3 +411,29 @@ def test_share_port_alternates_dense_writers():
     sparse = list(range(40, 104, 2))
     assert share_port(dense, sparse) == (32, 0)
     assert share_port(list(range(0, 40)), vec) == (0, 0)
+
+
+def test_vector_delay_holds_only_the_outputs_behind():
+    """A vector record whose writes lost the shared SBUF port is done later, and so is a
+    record whose outputs follow its outputs; neither the engine's take of the next record nor
+    a record without element outputs (a REDUCE) moves (the pipeline never stalls)."""
+    from sim.config import CoreConfig
+    words = assemble("""
+        li r2, 64
+        ts r0, r0, r0, r2
+        ts r0, r0, r0, r2
+        halt
+    """)
+    cost = EngineCost(dma_config=CoreConfig(rows=8, sbuf_depth=1024), vector_overlap=10)
+    ms = MicroSim(words, cost=cost).run()
+    v0, v1 = ms.timeline[Engine.VECTOR]
+    slack = v1.slack
+    assert 0 < slack < 60
+    before = [(v.accept, v.free, v.done) for v in (v0, v1)]
+    ms._delay(Engine.VECTOR, v0, 60, 0)
+    after = [(v.accept, v.free, v.done) for v in (v0, v1)]
+    assert [a[:2] for a in after] == [b[:2] for b in before]
+    assert [a[2] - b[2] for a, b in zip(after, before)] == [60, 60 - slack]
+    reduce_ = dict(op=isa.VecOp.REDUCE, n=64, acc=0, alu=isa.VecAlu.ADD)
+    assert ms._writes(Engine.VECTOR, RecordTiming(Engine.VECTOR, 0, 0, 0, 100,
+                                                  dict(reduce_, sem_en=0))) is None
