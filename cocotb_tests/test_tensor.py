@@ -406,16 +406,19 @@ if pytest is not None:
                    testcase=TESTS)
 
     #: Fused accumulation (``accumulate="fused"``): (rows, cols, formats, mul_stages,
-    #: add_stages, marks); the first has core8c's formats and stages (and INT8).
+    #: add_stages, marks); the first has core8c's formats and stages (and INT8), the second
+    #: core2c's shape with one format (Verilator: long).
     FUSED_CONFIGS = {
         "4x4f": (4, 4, ["INT8", "FP8_E4M3", "FP8_E5M2", "BF16"], 4, 3, ()),
+        "2x2bf": (2, 2, ["BF16"], 4, 3, ()),
         "8x8f": (8, 8, ["INT8", "FP8_E4M3", "FP8_E5M2", "FP8_E3M4", "BF16", "FP16"], 1, 2,
                  (pytest.mark.long,)),
     }
 
-    @pytest.mark.parametrize("simulator", SIMULATORS)
-    @pytest.mark.parametrize("name", [pytest.param(n, marks=c[5])
-                                      for n, c in FUSED_CONFIGS.items()])
+    @pytest.mark.parametrize("simulator, name", [
+        pytest.param(s, n, marks=c[5] if n != "2x2bf" or s == "icarus" else (pytest.mark.long,),
+                     id=f"{n}-{s}")
+        for n, c in FUSED_CONFIGS.items() for s in SIMULATORS])
     def test_tensor_engine_fused(simulator, name):
         """Fused column accumulation: bit-exact against ``sim.tensor`` (``accumulate=
         "fused"``), latency ``norm_stages`` longer."""

@@ -77,16 +77,20 @@ class OperandDecoder(wiring.Component):
                 lz, _ = leading_zeros(m, u.sig, f"lz_{f.name.lower()}")
                 sig, exp = (u.sig << lz)[0:sw], exp - lz
             cases[f] = (sig, exp, u)
+        # Every field is assigned in this one switch (``int`` too, 0 but for INT8): a field left
+        # to a constant process alone would be an ``always @*`` without inputs in Verilog,
+        # which an event-driven simulator never runs (X in Icarus).
         with m.Switch(self.fmt):
             for f, (sig, exp, u) in cases.items():
                 with m.Case(f):
+                    m.d.comb += o.int.eq(0)
                     m.d.comb += [o.sig.eq(sig), o.exp.eq(exp), o.sign.eq(u.sign),
                                  o.zero.eq(u.zero), o.inf.eq(u.inf), o.nan.eq(u.nan)]
             if Format.INT8 in self._formats:
                 with m.Case(Format.INT8):
                     m.d.comb += [o.sig.eq(self.bits[0:8]), o.int.eq(1)]
             with m.Default():
-                m.d.comb += o.zero.eq(1)
+                m.d.comb += [o.zero.eq(1), o.int.eq(0)]
         return m
 
 
