@@ -50,7 +50,8 @@ class TensorEngine(ArrayParameters, wiring.Component):
     the group after it.
 
     Timing (no stall): a moving beat accepted at cycle ``t`` leaves on ``result`` at cycle
-    ``t + latency``, ``latency = mul_stages + rows * row_delay + cols``; ``row_delay`` is
+    ``t + latency``, ``latency = mul_stages + rows * row_delay + norm_stages + cols``
+    (``norm_stages`` 0, or ``min(add_stages, 2)`` with ``accumulate="fused"``); ``row_delay`` is
     ``max(add_stages, 1)`` (1 for an INT8-only engine). One beat per cycle in and out. A tile's
     load may start ``drain = (rows - 1) * row_delay + cols`` advancing cycles after the last beat
     of the group that last used its bank was accepted; it takes M cycles (one per beat).
