@@ -35,8 +35,9 @@ from sim import config, formats
 from sim.dtypes import CANONICAL_NAN_F32, STORAGE_BITS, Format
 
 __all__ = ["ENGINE_FORMATS", "ACCUMULATE", "FUSED_F", "check_accumulate", "fused_width",
-           "fused_split", "fused_empty", "fused_step", "fused_normalise", "matmul", "matmul_fast", "add_fast",
-           "column_sums", "PsumModel", "error_bound", "fused_error_bound", "random_operands"]
+           "fused_split", "fused_empty", "fused_step", "fused_normalise", "matmul",
+           "matmul_fast", "add_fast", "column_sums", "PsumModel", "error_bound",
+           "fused_error_bound", "random_operands"]
 
 #: Input formats the tensor engine accepts (defined in ``sim.config``).
 ENGINE_FORMATS = config.ENGINE_FORMATS

@@ -5,16 +5,24 @@ then the RTL (the fused PE, the column normaliser, a small array) against the go
 Amaranth's simulator."""
 
 import math
+import random
 from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
 import pytest
+from amaranth.sim import Simulator
 
+from amaranth_tb import send_commands, simulate
+from rtl.tensor.engine import TensorEngine
+from rtl.tensor.fused import ColumnNormaliser, FusedAdder
 from sim import formats
+from sim.asm import assemble
+from sim.config import CoreConfig
 from sim.dtypes import Format
-from sim.tensor import (ENGINE_FORMATS, FUSED_F, column_sums, fused_error_bound, fused_width,
-                        matmul, matmul_fast, random_operands)
+from sim.tensor import (ENGINE_FORMATS, FUSED_F, column_sums, fused_empty, fused_error_bound,
+                        fused_normalise, fused_step, fused_width, matmul, matmul_fast,
+                        random_operands)
 
 FP_FORMATS = [f for f in ENGINE_FORMATS if f != Format.INT8]
 SEED = 20261129
@@ -239,13 +247,6 @@ def test_width():
 
 # -- RTL: rtl/tensor/fused.py, rtl/tensor/pe.py, rtl/tensor/array.py -----------------------
 
-import random  # noqa: E402
-
-from amaranth.sim import Simulator  # noqa: E402
-
-from rtl.tensor.fused import ColumnNormaliser, FusedAdder  # noqa: E402
-from sim.tensor import fused_empty, fused_normalise, fused_step  # noqa: E402
-
 
 def pack_state(state, W, is_int=0):
     E, S, nan, pinf, ninf = (int(v) for v in state)
@@ -378,11 +379,6 @@ def test_fused_units_checked():
         ColumnNormaliser(31, 3)
 
 
-from amaranth_tb import send_commands, simulate  # noqa: E402
-
-from rtl.tensor.engine import TensorEngine  # noqa: E402
-
-
 def run_fused_engine(dut, prog, seed, ready_p=0.7, idle_p=0.2):
     """``prog`` (fmt, stationary, moving) through ``dut`` with idles and back-pressure; every
     result beat against ``column_sums(..., accumulate="fused")``."""
@@ -477,9 +473,6 @@ def test_fused_parameter_checked():
 
 
 # -- the core's parameter: CoreConfig.tensor_accumulate, RefSim, NeuronCore ------------------
-
-from sim.asm import assemble  # noqa: E402
-from sim.config import CoreConfig  # noqa: E402
 
 
 def test_core_config_field():

@@ -15,7 +15,7 @@ from amaranth.utils import ceil_log2
 
 from rtl.arith.common import Pipe, ge_const, leading_zeros
 from sim import config
-from sim.tensor import FUSED_F, fused_width
+from sim.tensor import FUSED_F
 
 __all__ = ["fused_psum_layout", "FusedAdder", "ColumnNormaliser", "norm_stages"]
 
