@@ -406,32 +406,36 @@ if pytest is not None:
                    testcase=TESTS)
 
     #: Fused accumulation (``accumulate="fused"``): (rows, cols, formats, mul_stages,
-    #: add_stages, marks); the first has core8c's formats and stages (and INT8), the second
-    #: core2c's shape with one format (Verilator: long).
+    #: add_stages, ecp5, marks); the first has core8c's formats and stages (and INT8), the
+    #: second core2c's shape with one format (Verilator: long); ``ecp5``: the ECP5 netlist
+    #: (one MULT18X18D per PE with its input and output registers, the behavioural model).
     FUSED_CONFIGS = {
-        "4x4f": (4, 4, ["INT8", "FP8_E4M3", "FP8_E5M2", "BF16"], 4, 3, ()),
-        "2x2bf": (2, 2, ["BF16"], 4, 3, ()),
+        "4x4f": (4, 4, ["INT8", "FP8_E4M3", "FP8_E5M2", "BF16"], 4, 3, False, ()),
+        "2x2bf": (2, 2, ["BF16"], 4, 3, False, ()),
+        "4x4f_ecp5": (4, 4, ["INT8", "FP8_E4M3", "FP8_E5M2", "BF16"], 4, 3, True, ()),
+        "2x2f_ecp5": (2, 2, ["FP8_E4M3", "BF16"], 1, 1, True, ()),
         "8x8f": (8, 8, ["INT8", "FP8_E4M3", "FP8_E5M2", "FP8_E3M4", "BF16", "FP16"], 1, 2,
-                 (pytest.mark.long,)),
+                 False, (pytest.mark.long,)),
     }
 
     @pytest.mark.parametrize("simulator, name", [
-        pytest.param(s, n, marks=c[5] if n != "2x2bf" or s == "icarus" else (pytest.mark.long,),
+        pytest.param(s, n, marks=c[6] if n == "4x4f" or s == "icarus" else (pytest.mark.long,),
                      id=f"{n}-{s}")
         for n, c in FUSED_CONFIGS.items() for s in SIMULATORS])
     def test_tensor_engine_fused(simulator, name):
         """Fused column accumulation: bit-exact against ``sim.tensor`` (``accumulate=
         "fused"``), latency ``norm_stages`` longer."""
-        rows, cols, formats, ms, as_, _ = FUSED_CONFIGS[name]
+        rows, cols, formats, ms, as_, ecp5, _ = FUSED_CONFIGS[name]
         cfg = {"rows": rows, "cols": cols, "formats": formats, "mul_stages": ms,
-               "add_stages": as_, "accumulate": "fused"}
+               "add_stages": as_, "accumulate": "fused", "ecp5": ecp5}
         if rows * cols <= 16:
             cfg.update(n_instr=6, n_long=60)
         elif simulator == "icarus":
             cfg.update(n_instr=8, n_long=200)
-        run_cocotb(engine_factory(rows, cols, formats, ms, as_, accumulate="fused"),
+        run_cocotb(engine_factory(rows, cols, formats, ms, as_, accumulate="fused", ecp5=ecp5),
                    name=f"tensor_{name}", config=cfg, test_module="cocotb_tests.test_tensor",
-                   simulator=simulator, testcase=TESTS)
+                   simulator=simulator, testcase=TESTS,
+                   extra_sources=[MULT18X18D_MODEL] if ecp5 else ())
 
     @pytest.mark.parametrize("simulator", SIMULATORS)
     @pytest.mark.parametrize("ecp5", [False, True], ids=["fabric", "ecp5"])

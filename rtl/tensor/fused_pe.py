@@ -15,6 +15,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.arith.common import Pipe, delay, leading_zeros
+from rtl.arith.dsp import is_ecp5, mult18x18d
 from rtl.arith.fp_mul import SUB_FORMATS
 from rtl.arith.unpack import SIG_BITS, unpack_float
 from sim import config
@@ -106,7 +107,10 @@ class FusedPE(wiring.Component):
 
     The product's steps: 1. the significand product (one MULT18X18D), exponent sum and class;
     2. one-bit normalisation, the FP32 range (zero below, Inf above), sign. ``mul_stages``:
-    0 none, 1 after step 2, 2 after both, 3 and 4 one and two more after step 2.
+    0 none, 1 after step 2, 2 after both, 3 and 4 one and two more after step 2. On an ECP5
+    the significand product is one MULT18X18D whose input registers stand for the weight's
+    and the moving value's (loaded at the same edges) and, with ``mul_stages >= 2``, whose
+    output register is step 1's: the multiply runs register to register inside the block.
 
     Parameters
     ----------
@@ -172,14 +176,33 @@ class FusedPE(wiring.Component):
             m.d.comb += op.eq(Mux(b.int, v.sig[0:8].as_signed(), v.sig) if has_int else v.sig)
             ops.append(op)
         prod = Signal(signed(2 * len(ops[0])) if has_int else 2 * sw)
-        m.d.comb += prod.eq(ops[0] * ops[1])
+        dsp_prod = None
+        if is_ecp5(platform):
+            # The block's input registers take what ``weight`` and ``x`` take.
+            a_in = Signal(dec)
+            m.d.comb += a_in.eq(Mux(self.x_bank_in, w[1], w[0]))
+            pre = []
+            for name, v in (("a", a_in), ("b", self.x_in)):
+                op = Signal(shape, name=f"dsp_op_{name}")
+                m.d.comb += op.eq(Mux(self.x_in.int, v.sig[0:8].as_signed(), v.sig)
+                                  if has_int else v.sig)
+                pre.append(op)
+            dsp_prod = mult18x18d(m, pre[0], pre[1], en, "mul_dsp", out_reg=1 in pipe.cuts,
+                                  signed=has_int)
+        else:
+            m.d.comb += prod.eq(ops[0] * ops[1])
         e_sum = Signal(signed(12))              # biased FP32 exponent if prod's top bit is 0
         m.d.comb += e_sum.eq(a.exp + b.exp + 127)
         zero = a.zero | b.zero
         inf = a.inf | b.inf
         regs = dict(prod=prod, e_sum=e_sum, sign=a.sign ^ b.sign, zero=zero, inf=inf,
                     nan=a.nan | b.nan | (zero & inf), is_int=b.int)
+        if dsp_prod is not None:
+            del regs["prod"]
         r = {k: pipe(1, v, k) for k, v in regs.items()}
+        if dsp_prod is not None:
+            r["prod"] = Signal.like(prod, name="dsp_prod")
+            m.d.comb += r["prod"].eq(dsp_prod)
 
         # -- step 2: one-bit normalisation, range, sign ------------------------------------
         pw = 2 * sw
