@@ -59,13 +59,17 @@ def _refsim(cfg, words, ext, **kwargs):
     return ref
 
 
-async def _gemm(dut, env, KT, MT, N, seed):
+async def _gemm(dut, env, KT, MT, N, seed, data=None):
+    """``W.T @ X`` of K = ``KT`` tiles, M = ``MT`` tiles and N columns through the core,
+    bit-exact against RefSim and within the float64 bound; ``W`` and ``X`` standard normal,
+    or ``data(K, M, N)`` -> (w, x) float arrays exact in BF16. Returns ``(cycles, result)``."""
     cfg = dut_config()
     P, C = cfg["rows"], cfg["cols"]
     rng = np.random.default_rng(seed)
     K, M = KT * P, MT * C
-    w = _bf16_bits(rng.standard_normal((K, M)))
-    x = _bf16_bits(rng.standard_normal((K, N)))
+    wv, xv = ((rng.standard_normal((K, M)), rng.standard_normal((K, N))) if data is None
+              else data(K, M, N))
+    w, x = _bf16_bits(wv), _bf16_bits(xv)
     W_EXT, X_EXT, O_EXT = 0x1000, 0x3000, 0x6000
     text = gemm_program(P=P, C=C, KT=KT, MT=MT, N=N, w_ext=W_EXT, x_ext=X_EXT, o_ext=O_EXT)
     words = assemble(text)
@@ -91,7 +95,7 @@ async def _gemm(dut, env, KT, MT, N, seed):
     gotf = got.view(np.float32).astype(np.float64)
     assert np.all(np.abs(gotf - ref64) <= bound), f"seed {seed}: beyond the float64 bound"
     dut._log.info("GEMM K=%d M=%d N=%d on %dx%d: bit-exact, %d cycles", K, M, N, P, C, cycles)
-    return cycles
+    return cycles, got
 
 
 @cocotb.test()
@@ -101,6 +105,27 @@ async def test_gemm_tiled(dut):
     env = CoreEnv(dut, seed=seed)
     await env.reset()
     await _gemm(dut, env, KT=2, MT=2, N=16, seed=seed)
+
+
+@cocotb.test()
+async def test_gemm_accumulation_mode(dut):
+    """A column sum whose bits tell the accumulation apart: rows 0 and 1 give the products 1
+    and p = (2**-12 * (1 + 2**-7))**2 = 2**-24 * (1 + 2**-6 + 2**-14), the other rows 0.
+    Rounding to FP32 after every row (``fp32``) rounds 1 + p once, above half an ulp, to
+    1 + 2**-23. Fused accumulation (``fused``) first aligns p to 26 fraction bits below the
+    larger product by a floor (2**-24 exactly), then rounds that tie to even: 1.0."""
+    def data(K, M, N):
+        w, x = np.zeros((K, M)), np.zeros((K, N))
+        w[0], x[0] = 1.0, 1.0
+        w[1], x[1] = 2.0 ** -12 * (1 + 2.0 ** -7), 2.0 ** -12 * (1 + 2.0 ** -7)
+        return w, x
+    env = CoreEnv(dut, seed=_seed())
+    await env.reset()
+    _, got = await _gemm(dut, env, KT=1, MT=1, N=4, seed=0, data=data)
+    fused = core_config().tensor_accumulate == "fused"
+    want = 0x3F800000 if fused else 0x3F800001
+    assert np.all(got == want), f"got {got[0, 0]:#x}, the {'fused' if fused else 'fp32'} " \
+                                f"accumulation gives {want:#x}"
 
 
 @cocotb.test()
@@ -693,6 +718,13 @@ CORE_FPGA_CONFIG = {"rows": 2, "cols": 2, "sbuf_depth": 1024, "psum_depth": 64,
 CORE_WIDE_CONFIG = dict(CORE_CONFIG, formats=["bf16", "int8"], lut_entries=1024)
 WIDE_TESTS = ["test_int32_psum_exact", "test_lut_window_every_entry"]
 
+#: CORE_FPGA_CONFIG with fused column accumulation (``tensor_accumulate="fused"``, as core8c
+#: builds it): a sum whose bits tell the accumulations apart, a tiled GEMM (also within its
+#: float64 bound) and the MLP, bit-exact against RefSim with the same accumulation
+#: (``FUSED_TESTS``).
+CORE_FUSED_CONFIG = dict(CORE_FPGA_CONFIG, tensor_accumulate="fused")
+FUSED_TESTS = ["test_gemm_accumulation_mode", "test_gemm_tiled", "test_mlp_gelu_bf16_sr"]
+
 
 def core_factory(cfg):
     """A callable building the core of a test configuration dict (``core_config``'s
@@ -730,5 +762,15 @@ try:
         run_cocotb(core_factory(CORE_WIDE_CONFIG), name="core4x4w", config=CORE_WIDE_CONFIG,
                    test_module="cocotb_tests.test_core", simulator=simulator,
                    testcase=WIDE_TESTS, seed=None if seed is None else int(seed))
+    @pytest.mark.parametrize("simulator", [
+        "icarus", pytest.param("verilator", marks=pytest.mark.long)])
+    def test_core_fused(simulator):
+        """The 2x2 core with fused column accumulation (``FUSED_TESTS``)."""
+        seed = os.environ.get("COCOTB_RANDOM_SEED")
+        run_cocotb(core_factory(CORE_FUSED_CONFIG), name="core2x2fused",
+                   config=CORE_FUSED_CONFIG, test_module="cocotb_tests.test_core",
+                   simulator=simulator, testcase=FUSED_TESTS,
+                   seed=None if seed is None else int(seed))
+
 except ImportError:     # imported by cocotb without pytest
     pass
