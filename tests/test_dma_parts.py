@@ -187,8 +187,9 @@ def _checks_model(r, P, depth):
 
 @pytest.mark.parametrize("data_width", [32, 128])
 def test_record_checks_match_model(data_width):
-    """Random records through take, setup, sum and span (random idle cycles between records,
-    the command changing after the take): every output equals the model's."""
+    """Random records through take, setup, sum and span (random idle cycles between records
+    with other commands offered, the command changing after the take): every output equals
+    the model's."""
     P, depth = 6, 256
     dut = RecordChecks(partitions=P, sbuf_depth=depth, data_width=data_width)
     rng = random.Random(data_width + 5)
@@ -200,10 +201,13 @@ def test_record_checks_match_model(data_width):
     async def bench(ctx):
         for _ in range(200):
             r = _random_record(rng, P)
+            ctx.set(dut.idle, 1)
+            for _ in range(rng.randrange(3)):              # commands offered, not taken
+                put(ctx, dut.cmd, _random_record(rng, P))
+                await ctx.tick()
             put(ctx, dut.cmd, r)
-            ctx.set(dut.take, 1)
-            await ctx.tick()
-            ctx.set(dut.take, 0)
+            await ctx.tick()                                # the take
+            ctx.set(dut.idle, 0)
             put(ctx, dut.rec, r)
             put(ctx, dut.cmd, _random_record(rng, P))
             for strobe in (dut.setup, dut.sum, dut.span):

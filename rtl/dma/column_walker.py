@@ -99,22 +99,28 @@ class ColumnWalker(wiring.Component):
         ]
         next_row = row_addr + self.s1
         next_col = col_addr + self.s0
-        # The next chunk's position: the record's first; the next beat's start (the chunk
-        # reaches the beat's end); the next column's first element.
-        upd = Signal()
-        n_off = Signal(bsh)
-        n_rem = Signal(9)
-        n_room = Signal(range(bw + 1))
+        # The next chunk's position, in two sets computed from registers alone (the record's
+        # copy and the walk's state), so that ``start`` and ``step`` only select and enable
+        # them: the record's first chunk, and the chunk after this one (the next beat's start
+        # when the chunk reaches the beat's end, else the next column's first element).
+        s_off = Signal(bsh)
+        s_room = Signal(range(bw + 1))
+        k_off = Signal(bsh)
+        k_rem = Signal(9)
+        k_room = Signal(range(bw + 1))
         m.d.comb += [
-            upd.eq(self.start | (self.step & ~self.done & ~self.last)),
-            n_off.eq(Mux(self.start, self.base[:bsh],
-                         Mux(~col_end, 0, Mux(last_j, next_row[:bsh], next_col[:bsh])))),
-            n_rem.eq(Mux(self.start | col_end, self.count, rem - room)),
-            n_room.eq((bw - n_off) >> self.esh),
+            s_off.eq(self.base[:bsh]),
+            s_room.eq((bw - s_off) >> self.esh),
+            k_off.eq(Mux(~col_end, 0, Mux(last_j, next_row[:bsh], next_col[:bsh]))),
+            k_rem.eq(Mux(col_end, self.count, rem - room)),
+            k_room.eq((bw - k_off) >> self.esh),
         ]
-        with m.If(upd):
-            m.d.sync += [self.off.eq(n_off), rem.eq(n_rem), room.eq(n_room),
-                         col_end.eq(n_rem <= n_room), fit.eq(n_rem == n_room)]
+        with m.If(self.start):
+            m.d.sync += [self.off.eq(s_off), rem.eq(self.count), room.eq(s_room),
+                         col_end.eq(self.count <= s_room), fit.eq(self.count == s_room)]
+        with m.Elif(self.step & ~self.done & ~self.last):
+            m.d.sync += [self.off.eq(k_off), rem.eq(k_rem), room.eq(k_room),
+                         col_end.eq(k_rem <= k_room), fit.eq(k_rem == k_room)]
         with m.If(self.start):
             m.d.sync += [col_addr.eq(self.base), row_addr.eq(self.base), self.p_off.eq(0),
                          self.sidx.eq(0), j_left.eq(self.n0 - 1), i_left.eq(self.n1 - 1),

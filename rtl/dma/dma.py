@@ -235,7 +235,7 @@ class DMA(wiring.Component):
         ]
         # The record's derived values and its protection check.
         m.d.comb += [
-            chk.cmd.eq(self.cmd.payload), chk.take.eq(ctl.take), chk.rec.eq(c),
+            chk.cmd.eq(self.cmd.payload), chk.idle.eq(ctl.idle), chk.rec.eq(c),
             chk.setup.eq(ctl.setup), chk.sum.eq(ctl.sum), chk.span.eq(ctl.span),
             prot.rec.eq(c), prot.windows.eq(self.windows), prot.union_tail.eq(chk.part_tail),
             prot.esize.eq(chk.esize), prot.row_span.eq(chk.row_span), prot.ilv.eq(chk.ilv),

@@ -32,8 +32,10 @@ class RecordChecks(wiring.Component):
     (the segment size of a row across partitions) and the products ``ilv`` compares
     (``n0 * n1``, ``n0 * ext_stride0``) are formed in multipliers with registered
     operands and products (``rtl.arith.dsp``: one MULT18X18D each on an ECP5), fed every
-    cycle with the record's next value (``cmd``'s at ``take``, else ``rec``'s), so the
-    products are the record's from ``sum`` on. Outputs hold between the strobes.
+    cycle with ``cmd``'s values while ``idle`` (the record taken is the one offered at the
+    take) and ``rec``'s after, so the products are the record's from ``sum`` on. The
+    operands are selected by ``idle``, a state register, not by ``take``, which depends on
+    the command's ``valid``. Outputs hold between the strobes.
 
     Parameters
     ----------
@@ -43,8 +45,10 @@ class RecordChecks(wiring.Component):
     Members
     -------
     cmd : In(DmaRecord)
-        The record offered (read at ``take``).
-    take : In(1)
+        The record offered (read while ``idle``).
+    idle : In(1)
+        The DMA's IDLE state: a record taken leaves it at the next edge (``rec`` then holds
+        ``cmd``'s last value).
     rec : In(DmaRecord)
         The record being executed (from the cycle after ``take``).
     setup, sum, span : In(1)
@@ -83,7 +87,7 @@ class RecordChecks(wiring.Component):
         self._sbuf_depth = check_pow2("sbuf_depth", sbuf_depth, 2, 1 << 16)
         self._data_width = check_pow2("data_width", data_width, 32, 512)
         super().__init__({
-            "cmd": In(DmaRecord), "take": In(1), "rec": In(DmaRecord),
+            "cmd": In(DmaRecord), "idle": In(1), "rec": In(DmaRecord),
             "setup": In(1), "sum": In(1), "span": In(1),
             "esh": Out(2), "esize": Out(3), "contiguous": Out(1), "empty": Out(1),
             "misaligned": Out(1), "part_end": Out(9), "part_over": Out(1),
@@ -111,19 +115,19 @@ class RecordChecks(wiring.Component):
         n0_m1 = Signal(len(c.n0) + 1)
         n0_m1_next = Signal(len(c.n0) + 1)
         stride_next = Signal(32)
-        with m.If(self.take):
+        with m.If(self.idle):
             m.d.sync += n0_m1.eq(self.cmd.n0 - 1)
-        m.d.comb += [n0_m1_next.eq(Mux(self.take, self.cmd.n0 - 1, n0_m1)),
-                     stride_next.eq(Mux(self.take, self.cmd.ext_stride0, c.ext_stride0))]
+        m.d.comb += [n0_m1_next.eq(Mux(self.idle, self.cmd.n0 - 1, n0_m1)),
+                     stride_next.eq(Mux(self.idle, self.cmd.ext_stride0, c.ext_stride0))]
         span_lo = registered_product(m, platform, n0_m1_next, Cat(stride_next[:16], 0),
                                      Const(1), "span_lo", out_reg=True, signed=True)
         span_hi = registered_product(m, platform, n0_m1_next, stride_next[16:32], Const(1),
                                      "span_hi", out_reg=True, signed=True)
-        count_next = Mux(self.take, self.cmd.part_count, c.part_count)
-        n0_next = Mux(self.take, self.cmd.n0, c.n0)
+        count_next = Mux(self.idle, self.cmd.part_count, c.part_count)
+        n0_next = Mux(self.idle, self.cmd.n0, c.n0)
         row_elems = registered_product(m, platform, count_next, n0_next, Const(1),
                                        "row_elems", out_reg=True)
-        n1_next = Mux(self.take, self.cmd.n1, c.n1)
+        n1_next = Mux(self.idle, self.cmd.n1, c.n1)
         elems = registered_product(m, platform, n0_next, n1_next, Const(1), "elems",
                                    out_reg=True)
         row_stride = registered_product(m, platform, n0_next, stride_next[:16], Const(1),
