@@ -53,13 +53,14 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 BUILD_ROOT = ROOT / "build" / "fastsim"
 HARNESS = HERE / "harness.cpp"
-#: C++ optimisation of the model and harness with g++ (chosen by measurement:
-#: docs/simulation.md).
+#: C++ optimisation of the model and harness with g++ (chosen by measurement: -O2 is 8 % faster
+#: on the 2x2 core for twice the compile time; results/sim.json, ``earlier``).
 DEFAULT_CXX_OPT = "-O1"
 #: C++ optimisation with clang (chosen by measurement: docs/simulation.md).
 DEFAULT_CLANG_CXX_OPT = "-O2"
 #: Whether builds are profile-guided by default: no, a profile-guided build takes 1.5-3 times
-#: as long for an 8-15 % faster model (docs/simulation.md), and most builds are of fresh RTL.
+#: as long for an 8-15 % faster g++ model (results/sim.json, ``fastsim_speed``), and most
+#: builds are of fresh RTL.
 DEFAULT_PGO = False
 CXX_OPTS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Oz")
 #: C++ compilers of a model: the system's g++, or the clang of the ``ziglang`` wheel.
@@ -69,9 +70,9 @@ COMPILERS = ("gcc", "clang")
 #: ``"add"`` and ``"lane"`` also make each class of processing element (of PE adder, of
 #: vector LUT lane) a Verilator hierarchy block, compiled once and called per instance.
 HIER = ("none", "merge", "pe", "add", "lane")
-#: The default structure: merged modules, Verilated flat: on the 8x8 core as fast as Amaranth's
-#: Verilog or faster (clang 0-20 %, g++ 18 %) and quicker to compile (docs/simulation.md,
-#: Speed of the model); hierarchy blocks are slower.
+#: The default structure: merged modules, Verilated flat: on the 8x8 core faster than
+#: Amaranth's Verilog (clang 24 %, g++ 18 %) and quicker to compile (docs/simulation.md,
+#: Build options); hierarchy blocks are slower.
 DEFAULT_HIER = "merge"
 #: The modules a hierarchy structure makes hierarchy blocks, by their kept module's name.
 _HIER_BLOCKS = {"pe": re.compile(r"\\top\.tensor\.array\.pe_r\d+_c\d+$"),
