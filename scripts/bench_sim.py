@@ -5,7 +5,7 @@ Verilator + cocotb and the fast backend (``fastsim``, Verilator with a C++ harne
     python -m scripts.bench sim [--json] [--quick] [--rows 4,8] [--paths icarus,verilator,fastsim]
                                 [--skip verilator-8x8]
     python -m scripts.bench sim --json --rows 8 --paths fastsim --rounds 3 \
-        --cxx-opts=-O1+clang+none,-O1+clang+merge      # fastsim variants, timed in turn
+        --cxx-opts=-O2+clang+merge,-Os+clang+merge,-O2+clang+merge+V-O3   # fastsim variants
 
 The workload is the tiled GEMM of the core tests (K = 2 tiles, M = 2 tiles, N = 16, BF16):
 under cocotb with the host traffic over AXI4-Lite, the AXI RAM and one coroutine sampling the
@@ -22,8 +22,8 @@ simulation, which is the build on a cache miss). The record notes the load avera
 after. The cocotb Verilator model is compiled at ``-Os`` (``VERILATOR_CXX_OPT`` overrides it:
 ``-O0`` builds the 8x8 model in a fraction of the time, and the cocotb path's rate is set by
 its Python side), fastsim's with its defaults (``fastsim.build``). ``--quick``: the 4x4 core
-only. ``--cxx-opts`` compares fastsim builds (level, compiler, PGO, model structure): all are
-built first, then timed in turn ``--rounds`` times, and each reports the min / median / max
+only. ``--cxx-opts`` compares fastsim builds (level, compiler, PGO, structure, Verilator options): all
+are built first, then timed in turn ``--rounds`` times, and each reports the min / median / max
 cycles per CPU second, its C++ and machine-code bytes and the hash of its Verilog.
 """
 
@@ -45,7 +45,7 @@ def add_arguments(parser):
                         help="fastsim: runs of the workload timed together (default 50)")
     parser.add_argument("--cxx-opts", default="",
                         help="fastsim only: measure build time and cycles/s at each of these "
-                             "C++ optimisation levels, e.g. -O1,-Os,-O1+pgo,-O1+clang (+pgo: "
+                             "C++ optimisation levels, e.g. -O1,-Os,-O1+pgo,-O2+clang (+pgo: "
                              "with profile-guided optimisation; +gcc, +clang: that compiler; "
                              "+merge, +pe, +add: that model structure, fastsim.build.HIER; "
                              "+V<option>: that Verilator option, ':' for a space, e.g. "
