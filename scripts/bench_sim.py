@@ -22,9 +22,10 @@ simulation, which is the build on a cache miss). The record notes the load avera
 after. The cocotb Verilator model is compiled at ``-Os`` (``VERILATOR_CXX_OPT`` overrides it:
 ``-O0`` builds the 8x8 model in a fraction of the time, and the cocotb path's rate is set by
 its Python side), fastsim's with its defaults (``fastsim.build``). ``--quick``: the 4x4 core
-only. ``--cxx-opts`` compares fastsim builds (level, compiler, PGO, structure, Verilator options): all
-are built first, then timed in turn ``--rounds`` times, and each reports the min / median / max
-cycles per CPU second, its C++ and machine-code bytes and the hash of its Verilog.
+only. ``--cxx-opts`` compares fastsim builds (level, compiler, PGO, structure, Verilator
+options): all are built first, then timed in turn ``--rounds`` times, and each reports the
+min / median / max cycles per CPU second, its C++ and machine-code bytes and the hash of its
+Verilog.
 """
 
 import os
