@@ -171,13 +171,17 @@ class RtlCost(EngineCost):
         """Cycles from the array taking a matmul's last moving column to its done pulse, beside
         its stationary tile's load (``EngineCost.tensor_latency``): SBUF's read port register,
         the controller's stream and ``psum_wr`` pipeline registers (3), the array's fill and
-        drain (``TensorEngine.latency``: ``mul_stages + rows * row_delay + cols``) and PSUM's
-        write latency (``2 + PSUM_ADD_STAGES``), after which ``done`` pulses."""
+        drain (``TensorEngine.latency``: ``mul_stages + rows * row_delay + norm_stages +
+        cols``, ``norm_stages`` the column normalisers' registers of fused accumulation) and
+        PSUM's write latency (``2 + PSUM_ADD_STAGES``), after which ``done`` pulses."""
         from rtl.core.top import PSUM_ADD_STAGES
+        from rtl.tensor.fused import norm_stages
         from rtl.tensor.pe import row_delay
         fmts = config.formats
+        norm = (norm_stages(config.tensor_add_stages)
+                if getattr(config, "tensor_accumulate", "fp32") == "fused" else 0)
         engine = (config.tensor_mul_stages + config.rows * row_delay(fmts,
-                  config.tensor_add_stages) + config.cols)
+                  config.tensor_add_stages) + norm + config.cols)
         return 3 + engine + 2 + PSUM_ADD_STAGES
 
     @classmethod

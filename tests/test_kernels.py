@@ -233,6 +233,20 @@ def test_bench_roofline_at_the_dma_width():
     assert wide.roofline_cycles == max(-(-w.macs // cells), -(-w.dma_bytes // 16))
 
 
+@pytest.mark.parametrize("accumulate", ["fp32", "fused"])
+def test_bench_tensor_latency_follows_the_engine(accumulate):
+    """``RtlCost.tensor_latency``: the tensor engine's documented latency
+    (``TensorEngine.latency``, with the column normalisers' registers when fused) plus the
+    controller's and PSUM's fixed registers."""
+    from kernels.bench import RtlCost
+    from rtl.core.top import PSUM_ADD_STAGES
+    from rtl.tensor.engine import TensorEngine
+    cfg = CoreConfig(rows=4, cols=4, formats=("bf16", "fp8_e4m3"), tensor_add_stages=3,
+                     tensor_mul_stages=4, tensor_accumulate=accumulate)
+    engine = TensorEngine(4, 4, cfg.formats, mul_stages=4, add_stages=3, accumulate=accumulate)
+    assert RtlCost.tensor_latency(cfg) == 3 + engine.latency + 2 + PSUM_ADD_STAGES
+
+
 def test_tensor_engine_transpose():
     """``pe_transpose``: ``a.T`` through the array against an identity, exact for BF16
     values (FP32 in PSUM), and left out of the benchmark's MACs."""
