@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from amaranth_tb import send_commands, simulate
+from amaranth_tb import run_tensor_engine
 from rtl.tensor.engine import TensorEngine
 from rtl.tensor.fused import ColumnNormaliser, FusedAdder
 from sim import formats
@@ -379,51 +379,6 @@ def test_fused_units_checked():
         ColumnNormaliser(31, 3)
 
 
-def run_fused_engine(dut, prog, seed, ready_p=0.7, idle_p=0.2):
-    """``prog`` (fmt, stationary, moving) through ``dut`` with idles and back-pressure; every
-    result beat against ``column_sums(..., accumulate="fused")``."""
-    rows, cols = dut.rows, dut.cols
-    rnd = random.Random(seed)
-    got = []
-    total = sum(mv.shape[1] for _, st, mv in prog)
-
-    def column(x, j):
-        return [int(x[k, j]) if k < x.shape[0] else 0 for k in range(rows)]
-
-    def idle():
-        n = 0
-        while rnd.random() < idle_p:
-            n += 1
-        return n
-
-    async def stationary(ctx):
-        await send_commands(ctx, dut.stationary, [
-            {"data": column(st, m), "fmt": fmt, "last": m == st.shape[1] - 1}
-            for fmt, st, mv in prog for m in range(st.shape[1])], gap=idle)
-
-    async def moving(ctx):
-        await send_commands(ctx, dut.moving, [
-            {"data": column(mv, n), "last": n == mv.shape[1] - 1}
-            for fmt, st, mv in prog for n in range(mv.shape[1])], gap=idle)
-
-    async def result(ctx):
-        while len(got) < total:
-            ctx.set(dut.result.ready, rnd.random() < ready_p)
-            _, _, v, r, d = await ctx.tick().sample(
-                dut.result.valid, dut.result.ready, dut.result.p.data)
-            if v and r:
-                got.append([int(x) for x in d])
-
-    simulate(dut, result, background=(stationary, moving))
-    i = 0
-    for fmt, st, mv in prog:
-        exp = column_sums(st, mv, fmt, rows=rows, cols=cols, accumulate="fused")
-        for n in range(mv.shape[1]):
-            assert got[i] == [int(x) for x in exp[:, n]], \
-                f"seed {seed} fmt {Format(fmt).name} beat {n}: {got[i]} vs {exp[:, n].tolist()}"
-            i += 1
-
-
 def fused_program(rng, formats, rows, cols, count):
     """Tiles of every format in ``formats`` in turn, in every operand mode."""
     prog = []
@@ -461,7 +416,8 @@ def test_fused_engine_amaranth_sim(ms, as_, formats):
     dut = TensorEngine(3, 3, formats, mul_stages=ms, add_stages=as_, accumulate="fused")
     assert dut.norm_stages == min(as_, 2)
     assert dut.latency == ms + 3 * max(as_, 1) + min(as_, 2) + 3
-    run_fused_engine(dut, fused_program(rng, formats, 3, 3, 4 * len(formats)), seed)
+    run_tensor_engine(dut, fused_program(rng, formats, 3, 3, 4 * len(formats)), seed,
+                      accumulate="fused")
 
 
 def test_fused_parameter_checked():

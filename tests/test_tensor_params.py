@@ -2,19 +2,18 @@
 Amaranth-simulator check of the engine over many (mul_stages, add_stages) pairs."""
 
 import os
-import random
 
 import numpy as np
 import pytest
 from amaranth.back import rtlil, verilog
 
-from amaranth_tb import send_commands, simulate
+from amaranth_tb import run_tensor_engine
 from rtl.tensor.array import SystolicArray
 from rtl.tensor.engine import TensorEngine
 from rtl.tensor.pe import MAX_ADD_STAGES, MAX_MUL_STAGES, ProcessingElement
 from rtl.tensor.psum import PSUM
 from sim.dtypes import Format
-from sim.tensor import column_sums, random_operands
+from sim.tensor import random_operands
 
 ALL = {Format.INT8, Format.BF16}
 
@@ -111,51 +110,6 @@ def test_generate_128x128_all_formats():
 
 # --- Amaranth simulator: the engine over many (mul_stages, add_stages) pairs ---------------------
 
-def run_engine(dut, prog, rows, cols, seed, ready_p=0.7, idle_p=0.2):
-    rnd = random.Random(seed)
-    got = []
-    total = sum(mv.shape[1] for _, st, mv in prog)
-
-    def column(x, j):
-        return [int(x[k, j]) if k < x.shape[0] else 0 for k in range(rows)]
-
-    def idle():
-        n = 0
-        while rnd.random() < idle_p:
-            n += 1
-        return n
-
-    async def stationary(ctx):
-        await send_commands(ctx, dut.stationary, [
-            {"data": column(st, m), "fmt": fmt, "last": m == st.shape[1] - 1}
-            for fmt, st, mv in prog for m in range(st.shape[1])], gap=idle)
-
-    async def moving(ctx):
-        await send_commands(ctx, dut.moving, [
-            {"data": column(mv, n), "last": n == mv.shape[1] - 1}
-            for fmt, st, mv in prog for n in range(mv.shape[1])], gap=idle)
-
-    async def result(ctx):
-        while len(got) < total:
-            ctx.set(dut.result.ready, rnd.random() < ready_p)
-            _, _, v, r, d, last = await ctx.tick().sample(
-                dut.result.valid, dut.result.ready, dut.result.p.data, dut.result.p.last)
-            if v and r:
-                got.append(([int(x) for x in d], int(last)))
-
-    simulate(dut, result, background=(stationary, moving))
-    i = 0
-    for fmt, st, mv in prog:
-        exp = column_sums(st, mv, fmt, rows=rows, cols=cols)
-        for n in range(mv.shape[1]):
-            lanes, last = got[i]
-            i += 1
-            assert lanes == [int(x) for x in exp[:, n]], \
-                f"seed {seed} fmt {Format(fmt).name} beat {n}: {lanes} vs {exp[:, n].tolist()}"
-            assert last == int(n == mv.shape[1] - 1)
-    return i
-
-
 @pytest.mark.parametrize("ms,as_,int_only", [(0, 0, False), (0, 1, False), (1, 0, False),
                                             (2, 1, False), (3, 4, False), (1, 3, False),
                                             (0, 0, True), (2, 3, True)])
@@ -177,4 +131,4 @@ def test_engine_stages_amaranth_sim(ms, as_, int_only):
                  np.array([[0x80, 0x7F, 0x80]] * rows, np.uint64)))
     formats = {Format.INT8} if int_only else {Format.BF16, Format.INT8}
     dut = TensorEngine(rows, cols, formats, mul_stages=ms, add_stages=as_)
-    assert run_engine(dut, prog, rows, cols, seed) == sum(mv.shape[1] for _, _, mv in prog)
+    assert run_tensor_engine(dut, prog, seed) == sum(mv.shape[1] for _, _, mv in prog)
