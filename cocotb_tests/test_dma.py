@@ -542,11 +542,13 @@ async def test_transfers(dut, pause):
         fmt = ALL_FORMATS[k % len(ALL_FORMATS)]
         store = rng.random() < 0.5
         rec = random_record(rng, bench.P, bench.depth, fmt, store, region)
+        while k % 4 == 0 and not bench.across(rec):     # every fourth record across
+            rec = random_record(rng, bench.P, bench.depth, fmt, store, region)
         dut._log.info("record %d: %s", k, rec)
         await _check_transfer(bench, rec, ext, sbuf)
         across += bench.across(rec)
     dut._log.info("%d of %d records across partitions", across, n)
-    assert across >= n // 8, across
+    assert across >= -(-n // 4), across
     assert not bench.mon.errors, bench.mon.errors[:5]
     # Byte counters: every element moved is counted in its direction.
     assert int(dut.rd_bytes.value) + int(dut.wr_bytes.value) > 0
@@ -572,14 +574,17 @@ async def test_sbuf_write_contention(dut):
         bench.contend = rng.choice([0.3, 0.7, 1.0])
         fmt = ALL_FORMATS[k % len(ALL_FORMATS)]
         store = rng.random() < 0.25
-        rec = random_record(rng, bench.P, bench.depth, fmt, store, region)
-        rec["n1"] = 1 if rec["n0"] * rec["n1"] > bench.depth // 2 else rec["n1"]
+        while True:                                     # every fourth record across
+            rec = random_record(rng, bench.P, bench.depth, fmt, store, region)
+            rec["n1"] = 1 if rec["n0"] * rec["n1"] > bench.depth // 2 else rec["n1"]
+            if k % 4 or bench.across(rec):
+                break
         dut._log.info("record %d (contend %.1f): %s", k, bench.contend, rec)
         await _check_transfer(bench, rec, ext, sbuf)
         across += bench.across(rec)
     bench.contend = 0.0
     dut._log.info("%d of %d records across partitions", across, n)
-    assert across >= n // 8, across
+    assert across >= -(-n // 4), across
     dut._log.info("competing writes: %d taken, %d refused cycles", bench.contend_taken,
                   bench.contend_refused)
     assert bench.contend_taken > 0 and bench.contend_refused > 0
