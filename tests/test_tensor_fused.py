@@ -8,12 +8,12 @@ import math
 import random
 from fractions import Fraction
 
-import ml_dtypes
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
 from amaranth_tb import run_tensor_engine
+from test_tensor_golden import ML_DTYPE
 from rtl.tensor.engine import TensorEngine
 from rtl.tensor.fused import ColumnNormaliser, FusedAdder
 from sim import formats
@@ -27,13 +27,6 @@ from sim.tensor import (ENGINE_FORMATS, FUSED_F, column_sums, fused_empty, fused
 FP_FORMATS = [f for f in ENGINE_FORMATS if f != Format.INT8]
 SEED = 20261129
 
-ML_DTYPE = {
-    Format.BF16: (ml_dtypes.bfloat16, np.uint16),
-    Format.FP16: (np.float16, np.uint16),
-    Format.FP8_E4M3: (ml_dtypes.float8_e4m3fn, np.uint8),
-    Format.FP8_E5M2: (ml_dtypes.float8_e5m2, np.uint8),
-    Format.FP8_E3M4: (ml_dtypes.float8_e3m4, np.uint8),
-}
 #: Significand bits of each format (hidden bit included).
 SIG = {Format.BF16: 8, Format.FP16: 11, Format.FP8_E4M3: 4, Format.FP8_E5M2: 3,
        Format.FP8_E3M4: 5}
