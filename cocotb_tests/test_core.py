@@ -739,14 +739,15 @@ try:
     import pytest
     from cocotb_tests.common.runner import SIMULATORS, run_cocotb
 
-    # The 4x4 BF16 core is ~130k lines of Verilog: its Verilator run takes about 10 minutes
-    # with the build (7/7 pass), so it is in the long set (pytest -m long); Icarus runs by
-    # default. Both configurations on Verilator: 7/7 each, 613 s on one core (bedde80).
-    @pytest.mark.parametrize("simulator", [
-        "icarus", pytest.param("verilator", marks=pytest.mark.long)])
-    @pytest.mark.parametrize("name, config", [
-        pytest.param("core4x4", CORE_CONFIG, id="core4x4"),
-        pytest.param("core2x2s3", CORE_FPGA_CONFIG, id="core2x2s3")])
+    # A core's Verilator build is most of its run, so Verilator is in the long set
+    # (pytest -m long); the default run is the 2x2 FPGA core on Icarus. The 4x4 runs the same
+    # programs on Icarus in the long set (the default run runs the 4x4 core on Verilator in
+    # tests/test_kernels_rtl.py, the kernel library through the fast backend).
+    @pytest.mark.parametrize("name, config, simulator", [
+        pytest.param(n, c, s, id=f"{n}-{s}", marks=(pytest.mark.long,)
+                     if s == "verilator" or n == "core4x4" else ())
+        for n, c in (("core4x4", CORE_CONFIG), ("core2x2s3", CORE_FPGA_CONFIG))
+        for s in ("icarus", "verilator")])
     def test_core(name, config, simulator):
         # A fresh seed per run (logged by cocotb; COCOTB_RANDOM_SEED reproduces one).
         seed = os.environ.get("COCOTB_RANDOM_SEED")

@@ -1318,8 +1318,10 @@ try:
     def test_dma_dw64_icarus():
         _run("icarus", "p3_dw64")
 
-    # Windows, error codes and protection at the widest bus, on both simulators.
-    @pytest.mark.parametrize("simulator", SIMULATORS)
+    # Windows, error codes and protection at the widest bus: Verilator by default, Icarus in
+    # the long run.
+    @pytest.mark.parametrize("simulator", [
+        pytest.param("icarus", marks=pytest.mark.long), "verilator"])
     def test_dma_dw512(simulator):
         _run(simulator, "p8_dw512")
 

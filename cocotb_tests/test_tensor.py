@@ -394,8 +394,14 @@ if pytest is not None:
         return {"rows": rows, "cols": cols, "formats": formats, "mul_stages": ms,
                 "add_stages": as_, **extra}
 
-    @pytest.mark.parametrize("simulator", SIMULATORS)
-    @pytest.mark.parametrize("name", [pytest.param(n, marks=c[5]) for n, c in CONFIGS.items()])
+    #: Configurations whose Verilator run (mostly its build) is in the long set: the same
+    #: formats run on Verilator by default in 2x2s43, the 4x4 on Icarus.
+    LONG_ON_VERILATOR = {"4x4"}
+
+    @pytest.mark.parametrize("simulator, name", [
+        pytest.param(s, n, marks=(pytest.mark.long,) if s == "verilator"
+                     and n in LONG_ON_VERILATOR else c[5], id=f"{n}-{s}")
+        for n, c in CONFIGS.items() for s in SIMULATORS])
     def test_tensor_engine(simulator, name):
         rows, cols, formats, ms, as_, _ = CONFIGS[name]
         cfg = config_of(name)
@@ -437,9 +443,15 @@ if pytest is not None:
                    simulator=simulator, testcase=TESTS,
                    extra_sources=[MULT18X18D_MODEL] if ecp5 else ())
 
-    @pytest.mark.parametrize("simulator", SIMULATORS)
-    @pytest.mark.parametrize("ecp5", [False, True], ids=["fabric", "ecp5"])
-    @pytest.mark.parametrize("mul_stages", [0, 1, 2])
+    #: Every stage count and netlist on Icarus; on Verilator by default the fabric netlist
+    #: without multiplier stages and the ECP5 one with two, the other four in the long set.
+    DSP_REGS_VERILATOR = {(0, False), (2, True)}
+
+    @pytest.mark.parametrize("simulator, ecp5, mul_stages", [
+        pytest.param(s, e, ms, id=f"{ms}-{'ecp5' if e else 'fabric'}-{s}",
+                     marks=(pytest.mark.long,) if s == "verilator"
+                     and (ms, e) not in DSP_REGS_VERILATOR else ())
+        for ms in (0, 1, 2) for e in (False, True) for s in SIMULATORS])
     def test_tensor_engine_dsp_regs(simulator, ecp5, mul_stages):
         """8x8 INT8 with ``dsp_regs``: bit-exact and the same latency as without; ``ecp5``
         simulates the ECP5 netlist (the DSP blocks' input and output registers in the

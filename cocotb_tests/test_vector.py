@@ -654,10 +654,11 @@ if pytest is not None:
 
     CONFIG = {"lanes": 4, "depth": 64, "deep": True}
 
-    # The default deep pipeline on both simulators; the short one (same datapath, fewer
-    # registers) on Icarus only, to keep the default run short.
-    @pytest.mark.parametrize("simulator,deep", [(s, True) for s in SIMULATORS] +
-                             [(s, False) for s in SIMULATORS if s == "icarus"])
+    # By default the deep pipeline on Verilator and the short one (same datapath, fewer
+    # registers) on Icarus; the deep one on Icarus in the long set.
+    @pytest.mark.parametrize("simulator,deep", [
+        pytest.param(s, True, marks=(pytest.mark.long,) if s == "icarus" else ())
+        for s in SIMULATORS] + [(s, False) for s in SIMULATORS if s == "icarus"])
     def test_vector_engine(simulator, deep):
         from rtl.vector.engine import VectorEngine
         config = dict(CONFIG, deep=deep)

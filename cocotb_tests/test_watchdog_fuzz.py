@@ -283,7 +283,10 @@ try:
         from rtl.core.top import NeuronCore
         return NeuronCore(formats=(Format.INT8,), **CORE)
 
-    @pytest.mark.parametrize("simulator", SIMULATORS)
+    # Icarus by default; Verilator (its build is most of the run) in the long set, beside
+    # test_core_fuzz_long on both simulators.
+    @pytest.mark.parametrize("simulator", [
+        "icarus", pytest.param("verilator", marks=pytest.mark.long)])
     def test_core_protection(simulator):
         run_cocotb(_core, name="core_protection", config=dict(CORE, programs=12),
                    test_module="cocotb_tests.test_watchdog_fuzz", simulator=simulator)
