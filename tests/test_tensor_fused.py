@@ -413,6 +413,32 @@ def test_fused_engine_amaranth_sim(ms, as_, formats):
                       accumulate="fused")
 
 
+def edge_operands(rng, shape, exps):
+    """BF16 bit patterns with a random sign and mantissa and an exponent field from
+    ``exps``."""
+    sign = rng.integers(0, 2, size=shape, dtype=np.uint64) << 15
+    exp = rng.choice(np.array(exps, dtype=np.uint64), size=shape)
+    return sign | (exp << 7) | rng.integers(0, 128, size=shape, dtype=np.uint64)
+
+
+@pytest.mark.parametrize("ms,as_", [(4, 3), (1, 0)], ids=["m4a3", "m1a0"])
+def test_fused_engine_product_range_edges(ms, as_):
+    """BF16 products at FP32's bounds (``2**-127 .. 2**-125``: a zero below ``2**-126``;
+    ``2**127 .. 2**129``: an Inf from ``2**128``) in every row, the top row included, through
+    a 3x3 fused engine, bit-exact against the golden model (whose bounds are
+    ``sim.formats.mul_exact``'s)."""
+    seed = SEED + 7 * ms + as_
+    rng = np.random.default_rng(seed)
+    prog = []
+    for lo, hi in (((63, 64), (63, 64)), ((190, 191), (190, 191)), ((63, 191), (63, 64))):
+        K, M, N = 3, 3, 6
+        prog.append((Format.BF16, edge_operands(rng, (K, M), lo),
+                     edge_operands(rng, (K, N), hi)))
+    dut = TensorEngine(3, 3, (Format.BF16, Format.FP8_E4M3), mul_stages=ms, add_stages=as_,
+                       accumulate="fused")
+    run_tensor_engine(dut, prog, seed, accumulate="fused")
+
+
 def test_fused_parameter_checked():
     with pytest.raises(ValueError, match=r"accumulate must be one of fp32, fused, not 'fp64'"):
         TensorEngine(2, 2, {Format.BF16}, accumulate="fp64")

@@ -233,9 +233,10 @@ class ColumnNormaliser(wiring.Component):
             m.d.comb += fp.eq(0xFF800000)
         with m.Elif(r["zero"]):
             m.d.comb += fp.eq(0)
-        with m.Elif(exp2 >= 255):
+        # (``exp2 >= 255`` and ``exp2 <= 0`` as logic of the bits, not carry chains)
+        with m.Elif(~exp2[11] & ge_const(exp2[0:11], 255)):
             m.d.comb += fp.eq(Cat(Const(0, 23), Const(0xFF, 8), sign))
-        with m.Elif(exp2 <= 0):
+        with m.Elif(exp2[11] | ~exp2[0:11].any()):
             m.d.comb += fp.eq(Cat(Const(0, 31), sign))
         with m.Else():
             m.d.comb += fp.eq(Cat(mant, exp2[0:8], sign))

@@ -10,11 +10,11 @@ exact, a zero below ``2**-126``, Inf at or above ``2**128``, NaN for NaN operand
 ``0 x Inf``.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.arith.common import Pipe, delay, leading_zeros
+from rtl.arith.common import Pipe, delay, ge_const, leading_zeros
 from rtl.arith.dsp import is_ecp5, mult18x18d
 from rtl.arith.fp_mul import SUB_FORMATS
 from rtl.arith.unpack import SIG_BITS, unpack_float
@@ -210,16 +210,24 @@ class FusedPE(wiring.Component):
         top = p[pw - 1]
         e_b = Signal(signed(12))
         m.d.comb += e_b.eq(r["e_sum"] + top)
-        mag = Signal(FUSED_F + 1)
-        m.d.comb += mag.eq(Mux(top, p << (FUSED_F - (pw - 1)), p << (FUSED_F - (pw - 2))))
+        # ``mag``'s bits below ``low`` are zeros: only the bits above are negated (a carry
+        # chain of their width), the zeros are wires.
+        low = max(FUSED_F - (pw - 1), 0)
+        mag = Signal(FUSED_F + 1 - low)
+        m.d.comb += mag.eq(Mux(top, p << (FUSED_F - (pw - 1) - low),
+                               p << (FUSED_F - (pw - 2) - low)))
         is_int = r["is_int"]
         finite = ~(r["zero"] | r["inf"] | r["nan"]) & ~is_int
-        over = e_b >= 255
+        # ``e_b >= 255`` and ``e_b > 0`` as logic of the bits (``ge_const``), not carry chains.
+        pos = ~e_b[11]
+        over = pos & ge_const(e_b[0:11], 255)
         # (top | p[pw - 2]): a product of two decoded nonzero operands has its leading one
         # there; a register that was never loaded (all zero bits) then adds nothing either.
-        live = finite & (e_b > 0) & ~over & (top | p[pw - 2])
+        live = finite & pos & e_b[0:11].any() & ~over & (top | p[pw - 2])
+        m_hi = Signal(signed(len(mag) + 1))
+        m.d.comb += m_hi.eq(Mux(live, Mux(r["sign"], -mag, mag), 0))
         m_p = Signal(signed(W))
-        m.d.comb += m_p.eq(Mux(live, Mux(r["sign"], -mag, mag), 0))
+        m.d.comb += m_p.eq(Cat(Const(0, low), m_hi, m_hi[-1].replicate(W - low - len(m_hi))))
         if has_int:
             m_p_int = Signal(signed(W))
             m.d.comb += m_p_int.eq(Mux(is_int, r["prod"], m_p))
@@ -234,11 +242,18 @@ class FusedPE(wiring.Component):
         extra = max(self._mul_stages - 2, 0)
         out = {k: delay(m, en, v, extra, f"prod_{k}", reset_less=True) for k, v in out.items()}
 
+        if self._top:
+            # The empty sum plus the product is the product in the sum's form (``e_p`` is 0
+            # exactly when ``m_p`` is, but for an INT8 product, whose ``E`` stays 0): what
+            # ``FusedAdder`` gives for it, ``row_delay`` cycles later, from registers alone.
+            s = Cat(out["m_p"], out["e_p"], out["flags"], out["is_int"])
+            m.d.comb += self.psum_out.eq(delay(m, en, s, self.row_delay, "fsum",
+                                               reset_less=True))
+            return m
         m.submodules.fadd = add = FusedAdder(W, self._add_stages, split=True)
         m.d.comb += [add.en.eq(en), add.e_p.eq(out["e_p"]), add.m_p.eq(out["m_p"]),
-                     add.p_flags.eq(out["flags"]), add.is_int.eq(out["is_int"])]
-        if not self._top:
-            m.d.comb += add.psum_in.eq(self.psum_in)
+                     add.p_flags.eq(out["flags"]), add.is_int.eq(out["is_int"]),
+                     add.psum_in.eq(self.psum_in)]
         s = add.psum_out.as_value()
         if self._add_stages == 0:
             s = delay(m, en, s, 1, "fsum", reset_less=True)
