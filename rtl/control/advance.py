@@ -7,7 +7,7 @@ from amaranth.lib.wiring import In, Out
 from sim import isa
 from sim.isa import Engine, ErrorBit
 
-from .micro_decode import ENGINES, FLAGS, HOLD_TERMS, NAMES, SEQ_TERMS, TRAP_TERMS
+from .micro_decode import CALL_GATED, ENGINES, FLAGS, HOLD_TERMS, NAMES, SEQ_TERMS, TRAP_TERMS
 
 __all__ = ["AdvanceControl"]
 
@@ -34,6 +34,9 @@ class AdvanceControl(wiring.Component):
     neither holds nor traps): ``seminc``, ``semset``, ``ag_set``, ``ag_snap`` and each
     engine's ``push`` (with its queue space, pending check and verdict) are sums of products
     of their own decoded flags and registered conditions, apart from the stall cone.
+    ``call_push`` and ``call_pop`` (``CALL_GATED``) are ``adv_pre`` of a CALL_PUSH / CALL_POP
+    made the same way, with the call stack's ``full`` / ``empty``: the call stack's entries,
+    top copy and pointers change on them, so none of their clock enables is behind the stall.
 
     Members
     -------
@@ -62,6 +65,8 @@ class AdvanceControl(wiring.Component):
         X's WAIT holds because its semaphore is short.
     seminc, semset, ag_set, ag_snap : Out(1); push : Out(3)
         Those micro-instructions go (with ``x_live``); an EMIT pushes its engine's record.
+    call_push, call_pop : Out(1)
+        A CALL_PUSH / CALL_POP goes and does not trap (``adv_pre`` with its flag).
     """
 
     def __init__(self):
@@ -77,7 +82,7 @@ class AdvanceControl(wiring.Component):
             "go": Out(1), "adv_pre": Out(1), "adv": Out(1), "exec_err": Out(16),
             "exec_any": Out(1), "wr_kill": Out(1), "wait_stall": Out(1),
             "seminc": Out(1), "semset": Out(1), "ag_set": Out(1), "ag_snap": Out(1),
-            "push": Out(3),
+            "push": Out(3), "call_push": Out(1), "call_pop": Out(1),
         })
 
     def elaborate(self, platform):
@@ -166,6 +171,10 @@ class AdvanceControl(wiring.Component):
         for out, n in ((self.seminc, "seminc"), (self.semset, "semset"),
                        (self.ag_set, "ag_set"), (self.ag_snap, "ag_snap")):
             m.d.comb += out.eq(x_live & seq_gate(n))
+        limit = {"call_push": self.call_full, "call_pop": self.call_empty}
+        assert tuple(limit) == CALL_GATED
+        for n, at_limit in limit.items():
+            m.d.comb += getattr(self, n).eq(x_live & ~at_limit & seq_gate(n))
         for e in ENGINES:
             push = Signal(name=f"push_{NAMES[e]}")
             m.d.comb += push.eq(x_live & self.can_emit[e] & ~self.chk_pend[e] & ~self.ill[e] &

@@ -12,22 +12,21 @@ __all__ = ["CallStack"]
 class CallStack(wiring.Component):
     """``CALL_DEPTH`` return addresses of 32 bits, with the top one kept in a register.
 
-    The entries and the top copy ``ret`` change on ``write`` / ``read`` (the sequencer's
-    ``go``: the micro-instruction leaves X or holds), the pointers on ``push`` / ``pop`` (its
-    ``adv_pre``): a push that holds rewrites the same entry with the same value, so the record
-    check and the stall cone reach only the pointers' enables. ``empty`` and ``full`` are
-    flip-flops kept beside the depth, so an underflow or overflow trap compares nothing.
-    ``clear`` (START) empties the stack and overrides the cycle's moves; the entries keep
-    their values.
+    A ``push`` writes ``value`` into the entry at ``depth`` and into the top copy ``ret``; a
+    ``pop`` loads ``ret`` with the entry below the top; both move the pointers. The sequencer
+    drives them from ``AdvanceControl``'s ``call_push`` / ``call_pop``, sums of products of
+    registered flags, so the entries' and ``ret``'s clock enables are not behind the stall
+    cone. ``empty`` and ``full`` are flip-flops kept beside the depth, so an underflow or
+    overflow trap compares nothing. ``clear`` (START) empties the stack and overrides the
+    cycle's moves; the entries keep their values.
 
     Members
     -------
-    write : In(1)
-        A CALL's push goes: the entry at ``depth`` and ``ret`` take ``value``.
-    read : In(1)
-        A RET's pop goes: ``ret`` takes the entry below the top.
-    push, pop : In(1)
-        Move the pointers (with ``write`` / ``read`` of the same micro-instruction).
+    push : In(1)
+        A CALL's push: the entry at ``depth`` and ``ret`` take ``value`` (only while not
+        ``full``).
+    pop : In(1)
+        A RET's pop: ``ret`` takes the entry below the top (only while not ``empty``).
     clear : In(1)
     value : In(32)
         The return address a CALL pushes.
@@ -39,7 +38,7 @@ class CallStack(wiring.Component):
 
     def __init__(self):
         super().__init__({
-            "write": In(1), "read": In(1), "push": In(1), "pop": In(1), "clear": In(1),
+            "push": In(1), "pop": In(1), "clear": In(1),
             "value": In(32), "ret": Out(32), "depth": Out(range(isa.CALL_DEPTH + 1)),
             "empty": Out(1, init=1), "full": Out(1),
         })
@@ -51,15 +50,13 @@ class CallStack(wiring.Component):
         csp, cret = self.depth, self.ret
         ctop = Signal(range(n), init=n - 1)
         ib = (n - 1).bit_length()
-        with m.If(self.write):
-            m.d.sync += [cstack[csp[:ib]].eq(self.value), cret.eq(self.value)]
-        with m.If(self.read):
-            m.d.sync += cret.eq(cstack[(ctop - 1)[:ib]])
         with m.If(self.push):
-            m.d.sync += [csp.eq(csp + 1), ctop.eq(csp), self.empty.eq(0),
+            m.d.sync += [cstack[csp[:ib]].eq(self.value), cret.eq(self.value),
+                         csp.eq(csp + 1), ctop.eq(csp), self.empty.eq(0),
                          self.full.eq(csp == n - 1)]
         with m.If(self.pop):
-            m.d.sync += [csp.eq(csp - 1), ctop.eq(ctop - 1), self.empty.eq(csp == 1),
+            m.d.sync += [cret.eq(cstack[(ctop - 1)[:ib]]),
+                         csp.eq(csp - 1), ctop.eq(ctop - 1), self.empty.eq(csp == 1),
                          self.full.eq(0)]
         with m.If(self.clear):
             m.d.sync += [csp.eq(0), ctop.eq(-1), self.empty.eq(1), self.full.eq(0)]

@@ -8,7 +8,7 @@ from sim import isa
 from sim.isa import Engine, UAlu, UCond, UDst, USeq, USpecial
 
 __all__ = ["MicroDecoder", "field", "decode", "FLAGS", "ENGINES", "NAMES", "HOLD_TERMS",
-           "TRAP_TERMS", "SEQ_GATED", "SEQ_TERMS"]
+           "TRAP_TERMS", "SEQ_GATED", "CALL_GATED", "SEQ_TERMS"]
 
 ENGINES = (Engine.DMA, Engine.TENSOR, Engine.VECTOR)
 NAMES = {Engine.DMA: "dma", Engine.TENSOR: "tensor", Engine.VECTOR: "vector"}
@@ -27,6 +27,10 @@ HOLD_TERMS = tuple("emit_" + NAMES[e] for e in ENGINES) + ("wait", "zbranch", "b
 #: AG_SNAP, and EMIT (whose queue space and record check enter beside the gate).
 SEQ_GATED = ("seminc", "semset", "ag_set", "ag_snap") + tuple("emit_" + NAMES[e]
                                                              for e in ENGINES)
+#: CALL_PUSH and CALL_POP: their special neither holds nor traps but on the call stack's
+#: registered ``full`` / ``empty``, so whether they move the stack is that flip-flop and the
+#: same ``seq`` gate, apart from the stall cone.
+CALL_GATED = ("call_push", "call_pop")
 #: The ``seq``-field terms that can hold or trap them (``*_plain`` is the micro-word without
 #: any of them and without TRAP); each is paired with the registered condition under which it
 #: lets the micro-instruction go.
@@ -109,11 +113,11 @@ def decode(word):
         k_j = field(word, "const")[:2] == j
         d[f"dst_agreg_k{j}"] = d["dst_agreg"] & k_j
         d[f"ag_snap_k{j}"] = d["ag_snap"] & k_j
-    # ``SEQ_GATED`` by the ``seq`` terms that can hold or trap them (a BRANCH on Z/NZ holds,
-    # as do a ULOOP and a BRANCH on LOOP_MORE after the write of what they test, a RET or
-    # CALL may trap on the micro-stack, a TRAP traps): whether they go is one sum of products
-    # of these and registered flags.
-    for n in SEQ_GATED:
+    # ``SEQ_GATED`` and ``CALL_GATED`` by the ``seq`` terms that can hold or trap them (a
+    # BRANCH on Z/NZ holds, as do a ULOOP and a BRANCH on LOOP_MORE after the write of what
+    # they test, a RET or CALL may trap on the micro-stack, a TRAP traps): whether they go is
+    # one sum of products of these and registered flags.
+    for n in SEQ_GATED + CALL_GATED:
         d[n + "_plain"] = d[n] & ~d["trap"]
         for c in SEQ_TERMS:
             d[n + "_plain"] = d[n + "_plain"] & ~d[c]

@@ -107,24 +107,20 @@ class RecordChecks(wiring.Component):
                     m.d.comb += fmt_esh.eq({8: 0, 16: 1, 32: 2}[bits])
         m.d.comb += self.esize.eq(1 << esh)
 
-        # ``n0 - 1`` (17 bits: -1 for n0 = 0), registered with the record, so that the
-        # multiply does not start behind a subtractor's carry chain. The multiply in two
-        # steps: two 17 x 17-bit signed partial products (``n0_m1`` times the stride's low
-        # half, zero-extended, and times its high half), registered at the inputs and the
-        # outputs, then one adder in ``sum``: no 50-bit adder follows a multiplier in a cycle.
-        n0_m1 = Signal(len(c.n0) + 1)
-        n0_m1_next = Signal(len(c.n0) + 1)
-        stride_next = Signal(32)
-        with m.If(self.idle):
-            m.d.sync += n0_m1.eq(self.cmd.n0 - 1)
-        m.d.comb += [n0_m1_next.eq(Mux(self.idle, self.cmd.n0 - 1, n0_m1)),
-                     stride_next.eq(Mux(self.idle, self.cmd.ext_stride0, c.ext_stride0))]
-        span_lo = registered_product(m, platform, n0_m1_next, Cat(stride_next[:16], 0),
-                                     Const(1), "span_lo", out_reg=True, signed=True)
-        span_hi = registered_product(m, platform, n0_m1_next, stride_next[16:32], Const(1),
-                                     "span_hi", out_reg=True, signed=True)
-        count_next = Mux(self.idle, self.cmd.part_count, c.part_count)
+        # The span's partial products take ``n0``, not ``n0 - 1``, so that no subtractor sits
+        # between the offered record and the multipliers' operand registers:
+        # ``(n0 - 1) * ext_stride0 = n0 * ext_stride0 - ext_stride0``, the stride subtracted in
+        # ``sum`` (below). Two 17 x 17-bit signed partial products (``n0`` zero-extended times
+        # the stride's low half, zero-extended, and times its high half), registered at the
+        # inputs and the outputs.
         n0_next = Mux(self.idle, self.cmd.n0, c.n0)
+        stride_next = Signal(32)
+        m.d.comb += stride_next.eq(Mux(self.idle, self.cmd.ext_stride0, c.ext_stride0))
+        span_lo = registered_product(m, platform, Cat(n0_next, 0), Cat(stride_next[:16], 0),
+                                     Const(1), "span_lo", out_reg=True, signed=True)
+        span_hi = registered_product(m, platform, Cat(n0_next, 0), stride_next[16:32],
+                                     Const(1), "span_hi", out_reg=True, signed=True)
+        count_next = Mux(self.idle, self.cmd.part_count, c.part_count)
         row_elems = registered_product(m, platform, count_next, n0_next, Const(1),
                                        "row_elems", out_reg=True)
         n1_next = Mux(self.idle, self.cmd.n1, c.n1)
@@ -132,6 +128,15 @@ class RecordChecks(wiring.Component):
                                    out_reg=True)
         row_stride = registered_product(m, platform, n0_next, stride_next[:16], Const(1),
                                         "row_stride", out_reg=True)
+
+        # ``(span_hi << 16) + span_lo - ext_stride0`` (mod 2**50, where it fits), the row span
+        # registered in ``sum``: the three terms reduced to two by one carry-save layer
+        # (``-s = ~s + 1``, the 1 as the carry word's bit 0), so a single carry chain follows
+        # the products.
+        w = len(self.row_span)
+        x, y, z = Signal(w), Signal(w), Signal(w)
+        m.d.comb += [x.eq(span_hi << 16), y.eq(span_lo), z.eq(~c.ext_stride0.as_signed())]
+        carry = Cat(Const(1, 1), ((x & y) | (x & z) | (y & z))[:w - 1])
 
         with m.If(self.setup):
             align_mask = Signal(2)
@@ -158,7 +163,7 @@ class RecordChecks(wiring.Component):
             ld_ok = elems <= self._sbuf_depth
             m.d.sync += [self.ilv.eq((c.ext_part_stride == self.esize) &
                                      Mux(c.store, st_ok, ld_ok)),
-                         self.row_span.eq((span_hi << 16) + span_lo)]
+                         self.row_span.eq((x ^ y ^ z) + carry)]
         with m.If(self.span):
             m.d.sync += self.seg_bytes.eq(Mux(self.contiguous, c.n0 << esh, self.esize))
             with m.If(self.ilv):
