@@ -247,7 +247,7 @@ class NeuronCore(wiring.Component):
         from rtl.control.sequencer import Sequencer
         from rtl.dma.dma import DMA
         from rtl.tensor.engine import TensorEngine
-        from rtl.tensor.psum import PSUM
+        from rtl.tensor.psum import PSUM, psum_formats
         from rtl.vector.engine import CMD_LAYOUT, VectorEngine
 
         m = Module()
@@ -286,7 +286,7 @@ class NeuronCore(wiring.Component):
         # (``done_delay``: the done pulse waits for PSUM's write latency; ``lookahead``:
         # PSUM's ``wr.ready`` from a flip-flop, the controller shows the beat it loads next)
         psum = soft_reset("psum", PSUM(C, self._psum_depth, add_stages=PSUM_ADD_STAGES,
-                                       lookahead=3))
+                                       lookahead=3, formats=psum_formats(self._formats)))
         tctrl = soft_reset("tensor_ctrl", TensorController(
             P, C, self._sbuf_depth, self._psum_depth, data_width=16,
             done_delay=psum.latency, queue_depth=2))

@@ -13,7 +13,8 @@ from sim.dtypes import Format
 
 from .pe import MAX_ADD_STAGES
 
-__all__ = ["psum_write_layout", "psum_next_layout", "PSUMReadSignature", "PSUM"]
+__all__ = ["psum_write_layout", "psum_next_layout", "psum_formats", "PSUMReadSignature",
+           "PSUM"]
 
 
 def psum_write_layout(cols, depth):
@@ -31,6 +32,13 @@ def psum_next_layout(depth, candidates):
     one (``PSUM(lookahead=candidates)``'s ``wr_next``): ``sel`` marks the one it will offer."""
     return data.ArrayLayout(data.StructLayout({
         "sel": 1, "addr": ceil_log2(depth), "accumulate": 1}), candidates)
+
+
+def psum_formats(engine_formats):
+    """The accumulation formats PSUM needs beside a tensor engine built for
+    ``engine_formats``: FP32, and INT32 if the engine has INT8 (an INT8 tile's sums are the
+    only INT32 beats)."""
+    return (Format.FP32, Format.INT32) if Format.INT8 in engine_formats else (Format.FP32,)
 
 
 #: PSUM's read port (requester's view): ``rtl.bus.mem_ports.PartitionReadSignature``.
