@@ -158,10 +158,15 @@ class FusedPE(wiring.Component):
             m.d.sync += [x.eq(self.x_in), x_bank.eq(self.x_bank_in)]
         m.d.comb += [self.x_out.eq(x), self.x_bank_out.eq(x_bank)]
         w = [Signal(dec, name=f"w{b}") for b in range(2)]
-        zero = dec.const({"zero": 1})
         for b in range(2):
             with m.If(self.w_we[b]):
-                m.d.sync += w[b].eq(Mux(self.w_zero, zero, self.w_data))
+                m.d.sync += w[b].eq(self.w_data)
+                # A zero weight needs only its class (and an INT8 byte of 0): its product is
+                # 0, or NaN with an Inf or a NaN, whatever its other fields hold.
+                with m.If(self.w_zero):
+                    m.d.sync += [w[b].zero.eq(1), w[b].inf.eq(0), w[b].nan.eq(0)]
+                    if has_int:
+                        m.d.sync += w[b].sig.eq(0)
         weight = Signal(dec)
         with m.If(en):
             m.d.sync += weight.eq(Mux(self.x_bank_in, w[1], w[0]))
