@@ -16,6 +16,7 @@ from amaranth_tb import run_tensor_engine
 from test_tensor_golden import ML_DTYPE
 from rtl.tensor.engine import TensorEngine
 from rtl.tensor.fused import ColumnNormaliser, FusedAdder
+from rtl.tensor.fused_pe import OperandDecoder
 from sim import formats
 from sim.asm import assemble
 from sim.config import CoreConfig
@@ -370,6 +371,8 @@ def test_fused_units_checked():
         FusedAdder(FUSED_F + 1)
     with pytest.raises(ValueError, match=r"stages must be an integer from 0 to 2, not 3"):
         ColumnNormaliser(31, 3)
+    with pytest.raises(ValueError, match=r"exp_bias must be an integer from 0 to 127, not 128"):
+        OperandDecoder([Format.BF16], exp_bias=128)
 
 
 def fused_program(rng, formats, rows, cols, count):

@@ -179,7 +179,7 @@ class SystolicArray(ArrayParameters, wiring.Component):
         W = fused_width(self._rows)
         pe = [[None] * self._cols for _ in range(self._rows)]
         for r in range(self._rows):
-            m.submodules[f"wdec_r{r}"] = wdec = OperandDecoder(self._formats)
+            m.submodules[f"wdec_r{r}"] = wdec = OperandDecoder(self._formats, exp_bias=127)
             m.submodules[f"xdec_r{r}"] = xdec = OperandDecoder(self._formats)
             m.d.comb += [wdec.bits.eq(self.w_data[r]), wdec.fmt.eq(self.w_fmt),
                          xdec.bits.eq(self.x[r]), xdec.fmt.eq(self.x_fmt[r])]

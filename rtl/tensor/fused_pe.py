@@ -51,6 +51,14 @@ class OperandDecoder(wiring.Component):
     """Combinational decoder of one operand of format ``fmt`` (one of ``formats``; another code
     decodes as a zero).
 
+    Parameters
+    ----------
+    formats : collection of Format
+    exp_bias : int
+        Added to ``o.exp`` of a floating-point operand (0 to 127; default 0). A fused row
+        decodes its weights with FP32's bias, 127, so that a PE's product exponent is the sum
+        of the two fields.
+
     Members
     -------
     bits : In(16)
@@ -59,10 +67,13 @@ class OperandDecoder(wiring.Component):
     o : Out(decoded_layout(formats))
     """
 
-    def __init__(self, formats):
+    def __init__(self, formats, *, exp_bias=0):
         self._formats = frozenset(formats)
+        self._exp_bias = config.check_int("exp_bias", exp_bias, 0, 127)
         super().__init__({"bits": In(16), "fmt": In(3),
                           "o": Out(decoded_layout(self._formats))})
+
+    exp_bias = property(lambda self: self._exp_bias)
 
     def elaborate(self, platform):
         m = Module()
@@ -73,7 +84,7 @@ class OperandDecoder(wiring.Component):
         cases = {}
         for f in _floats(self._formats):
             u = unpack_float(self.bits, f, sw)
-            sig, exp = u.sig, u.exp_raw - u.bias
+            sig, exp = u.sig, u.exp_raw + (self._exp_bias - u.bias)
             if f in SUB_FORMATS:
                 lz, _ = leading_zeros(m, u.sig, f"lz_{f.name.lower()}")
                 sig, exp = (u.sig << lz)[0:sw], exp - lz
@@ -103,7 +114,8 @@ class FusedPE(wiring.Component):
     (moving values registered and passed right, the weight sampled from its bank with them,
     the product ``mul_stages`` cycles later, the sum ``row_delay`` cycles after ``psum_in``),
     with ``x_in``/``x_out``/``w_data`` of :func:`decoded_layout` and no format ports (a
-    decoded operand knows whether it is an INT8 byte).
+    decoded operand knows whether it is an INT8 byte); ``w_data``'s exponent carries FP32's
+    bias (``OperandDecoder(exp_bias=127)``).
 
     The product's steps: 1. the significand product (one MULT18X18D), exponent sum and class;
     2. one-bit normalisation, the FP32 range (zero below, Inf above), sign. ``mul_stages``:
@@ -197,7 +209,7 @@ class FusedPE(wiring.Component):
         else:
             m.d.comb += prod.eq(ops[0] * ops[1])
         e_sum = Signal(signed(12))              # biased FP32 exponent if prod's top bit is 0
-        m.d.comb += e_sum.eq(a.exp + b.exp + 127)
+        m.d.comb += e_sum.eq(a.exp + b.exp)     # (the weight's exponent carries the bias)
         zero = a.zero | b.zero
         inf = a.inf | b.inf
         regs = dict(prod=prod, e_sum=e_sum, sign=a.sign ^ b.sign, zero=zero, inf=inf,
