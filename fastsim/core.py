@@ -13,11 +13,11 @@ import struct
 import subprocess
 import time
 
-from sim.config import CoreConfig, check_int
+from sim.config import CoreConfig, check_choice, check_int
 from sim.host import BusError, SyncHost
 from sim.memmap import AXI_RESP
 
-__all__ = ["FastCore", "FastSimError", "FastTransport", "FastMemory"]
+__all__ = ["FALLING", "FastCore", "FastSimError", "FastTransport", "FastMemory"]
 
 _OP = {"reset": 1, "write32": 2, "read32": 3, "write_block": 4, "read_block": 5,
        "mem_write": 6, "mem_read": 7, "run": 8, "cycle": 9, "latency": 10, "activity": 11,
@@ -25,6 +25,8 @@ _OP = {"reset": 1, "write32": 2, "read32": 3, "write_block": 4, "read_block": 5,
 _HDR = struct.Struct("<BQQI")
 _RESP = struct.Struct("<BI")
 _OKAY = AXI_RESP.get("OKAY", 0)
+#: How the harness treats the falling clock edge (``FastCore(falling=...)``).
+FALLING = ("skip", "eval", "check")
 #: Seconds a request may take before the model is declared hung: a floor plus the time of
 #: the cycles it runs at a pessimistic 2,000 cycles/s.
 _TIMEOUT_FLOOR = 60.0
@@ -65,6 +67,12 @@ class FastCore:
         Cycles each read beat / write of the external memory waits (0, 0: AxiRam's timing).
     timeout : float, optional
         Seconds a request may take (default: 60 s plus the cycles it runs at 2,000/s).
+    falling : str
+        The falling clock edge (:data:`FALLING`): ``"skip"`` (default) does not evaluate the
+        model there (the core is clocked by the rising edge only and no output of it is a
+        combinational function of its inputs, so nothing the harness reads changes);
+        ``"eval"`` evaluates it; ``"check"`` evaluates it and stops the harness with
+        ``FastSimError`` if an output changed. A traced build always evaluates it.
 
     Members
     -------
@@ -77,7 +85,8 @@ class FastCore:
     """
 
     def __init__(self, config, *, waves=None, wave_window=None, cxx_opt=None, threads=1,
-                 pgo=None, compiler=None, hier=None, exe=None, latency=(0, 0), timeout=None):
+                 pgo=None, compiler=None, hier=None, exe=None, latency=(0, 0), timeout=None,
+                 falling="skip"):
         if not isinstance(config, CoreConfig):
             raise TypeError(f"config must be a sim.config.CoreConfig, not "
                             f"{type(config).__name__}")
@@ -90,6 +99,7 @@ class FastCore:
                 raise ValueError(f"wave_window must be (start, end) cycles with 0 <= start < "
                                  f"end, not {wave_window!r}")
         self._check_latency(latency)
+        check_choice("falling", falling, FALLING)
         if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
             raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
         from fastsim.build import build
@@ -108,6 +118,8 @@ class FastCore:
             start, end = wave_window or (0, 1 << 62)
             args += ["--waves", os.fspath(waves), "--wave-start", str(start),
                      "--wave-end", str(end)]
+        if falling != "skip":
+            args += [f"--{falling}-falling"]
         self._proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       bufsize=0)
         self._out = self._proc.stdout.fileno()

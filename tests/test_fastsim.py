@@ -173,6 +173,34 @@ def test_random_programs_match_cocotb(core):
         assert compare(slow, fast) == [], (ps, compare(slow, fast))
 
 
+def test_falling_edge_not_evaluated(core):
+    """The harness does not evaluate the model at the falling clock edge (the default): the
+    same executable evaluating it (``falling="eval"``) gives the same outcome and activity,
+    cycle for cycle, and evaluating it changes none of the outputs the harness reads
+    (``falling="check"`` stops the harness if one changes) on every workload, with memory
+    latency, and on random programs."""
+    exe = core.exe      # fresh processes of the fixture's executable: the same history
+    with FastCore(SMALL, exe=exe) as fast, FastCore(SMALL, exe=exe, falling="eval") as ref, \
+            FastCore(SMALL, exe=exe, falling="check", latency=(2, 1)) as checked:
+        for name in workloads.WORKLOADS:
+            image, check = workloads.build(name, SMALL, seed=3)
+            outs = []
+            for c in (fast, ref, checked):
+                c.record_activity(True)
+                outs.append((c.run_image(image), c.activity()))
+                c.record_activity(False)
+            (a, act_a), (b, act_b), (lat, _) = outs
+            if check is not None:
+                check(a)
+                check(lat)
+            assert compare(b, a) == [] and a.cycles == b.cycles and act_a == act_b, name
+        runs = [fuzz.run(SMALL, seed=17, count=20, core=c) for c in (fast, ref, checked)]
+        assert all(r["mismatch_count"] == 0 for r in runs), runs
+        assert runs[0]["cycles"] == runs[1]["cycles"]
+    with pytest.raises(ValueError, match="falling must be one of skip, eval, check, not 'x'"):
+        FastCore(SMALL, exe=exe, falling="x")
+
+
 # -- the fuzz --------------------------------------------------------------------------------
 def test_fuzz_short():
     # A fresh core: the fuzz's reference runs assume the state of a core that ran nothing
