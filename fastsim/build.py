@@ -8,7 +8,9 @@ Verilator version and every build option (optimisation level, profile-guided opt
 threads, tracing, model structure, extra Verilator options). The model structure
 (:data:`HIER`) is Amaranth's Verilog as it is, or with its identical modules merged
 (``fastsim.merge``, applied to a copy in the build directory), or merged with some classes of
-instance made Verilator hierarchy blocks. Concurrent builders of one directory are
+instance made Verilator hierarchy blocks. In every structure the reset input becomes a
+register of the model (``fastsim.reset``), which keeps the next-state logic out of
+Verilator's input-combinational region. Concurrent builders of one directory are
 serialised by a file lock; a finished build is marked by its executable, so a killed build is
 redone. The compile time is logged to stderr and kept in ``build.json`` beside the executable.
 
@@ -42,6 +44,7 @@ import subprocess
 import sys
 import time
 
+from fastsim.reset import register_reset
 from sim.config import CoreConfig, check_bool, check_choice
 
 __all__ = ["DEFAULT_CXX_OPT", "DEFAULT_CLANG_CXX_OPT", "DEFAULT_PGO", "CXX_OPTS", "COMPILERS",
@@ -238,7 +241,7 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
     h = hashlib.sha256()
     h.update(vpath.read_bytes())
     h.update(HARNESS.read_bytes())
-    key_parts = [flags, cxx_opt, _verilator_version()]
+    key_parts = [flags, cxx_opt, _verilator_version(), (HERE / "reset.py").read_text()]
     if hier != "none":
         key_parts += [hier, (HERE / "merge.py").read_text()]
     if compiler != "gcc":
@@ -255,12 +258,10 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
             return exe
         obj = out_dir / "obj"
         shutil.rmtree(obj, ignore_errors=True)
-        source, t_merge = vpath, None
-        if hier != "none":
-            t2 = time.monotonic()
-            source = out_dir / f"{vpath.stem}-{hier}.v"
-            source.write_text(_structure(vpath.read_text(), hier))
-            t_merge = round(time.monotonic() - t2, 1)
+        t2 = time.monotonic()
+        source = out_dir / f"{vpath.stem}-{hier}.v"
+        source.write_text(register_reset(_structure(vpath.read_text(), hier)))
+        t_merge = round(time.monotonic() - t2, 1) if hier != "none" else None
         vargs = extra + list(verilator_args)
         what = (f"{compiler} {cxx_opt}{', PGO' if pgo else ''}, threads {threads}"
                 f"{', hier ' + hier if hier != 'none' else ''}"
@@ -311,9 +312,12 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
 
 
 def _structure(text, hier):
-    """The Verilog of structure ``hier``: identical modules merged and, for a structure with
-    hierarchy blocks, the kept modules of the structure's pattern marked as blocks."""
+    """The Verilog of structure ``hier``: as it is (``"none"``), or identical modules merged
+    and, for a structure with hierarchy blocks, the kept modules of the structure's pattern
+    marked as blocks."""
     from fastsim.merge import mark_hier_blocks, merge_modules
+    if hier == "none":
+        return text
     text, classes = merge_modules(text)
     if hier in _HIER_BLOCKS:
         blocks = [n for n in classes if _HIER_BLOCKS[hier].match(n)]

@@ -45,7 +45,16 @@
 #define AXI(f) axi___05F##f
 #define AXIL(f) axil___05F##f
 
+// Verilator's combinational settle of the whole model (what the first eval() runs).
+void Vtop___024root___eval_settle(Vtop___024root* vlSelf);
+
 namespace {
+
+// Whether the model's reset is the register fastsim.build makes of it (fastsim/reset.py):
+// an input rst_d and a register top.rst loaded from it at every rising edge.
+template <typename T, typename = void> struct RegisteredReset : std::false_type {};
+template <typename T>
+struct RegisteredReset<T, std::void_t<decltype(std::declval<T&>().rst_d)>> : std::true_type {};
 
 // ------------------------------------------------------------------------------------------
 // The DMA port's data width, from the Verilated types: IData (32 bits), QData (64 bits) or
@@ -428,17 +437,31 @@ class Harness {
         }
     }
 
+    // The core's reset from the next rising edge on. A registered reset (RegisteredReset) is
+    // written to the input and to the register, which then stays equal to the input at every
+    // edge, and the combinational logic is settled, so the core's next-state logic sees the
+    // new value before the edge, as it sees a reset input.
+    void set_rst(bool v) { set_rst_of(*top_, v); }
+    template <typename T> static void set_rst_of(T& t, bool v) {
+        if constexpr (RegisteredReset<T>::value) {
+            t.rst_d = v;
+            t.rootp->top__DOT__rst = v;
+            Vtop___024root___eval_settle(t.rootp);
+        } else {
+            t.rst = v;
+        }
+    }
+
     void reset(uint32_t cycles) {
-        Vtop& t = *top_;
-        t.rst = 1;
         // The memory's channels restart empty (as cocotbext-axi's do on reset).
         ar_q.clear(); aw_q.clear(); w_q.clear(); r_q.clear(); b_q.clear();
         ar_ready = aw_ready = w_ready = r_valid = b_valid = false;
         rp_busy = wp_have_aw = wp_have_w = wp_b_pending = rp_wait = false;
         wp_ops_left = 0;
         axil_idle();
+        set_rst(true);
         for (uint32_t i = 0; i < cycles; i++) step();
-        t.rst = 0;
+        set_rst(false);
         step();
     }
 
@@ -586,9 +609,9 @@ int main(int argc, char** argv) {
     if (!h.wave_path.empty()) ctx->traceEverOn(true);
 #endif
     h.top_->clk = 0;
-    h.top_->rst = 1;
     h.axil_idle();
-    h.eval();
+    h.eval();  // initial values and the first settle
+    h.set_rst(true);
     std::vector<uint8_t> payload, resp;
     for (;;) {
         uint8_t hdr[21];

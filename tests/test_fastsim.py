@@ -254,6 +254,24 @@ def test_never_finishes_stops_at_cycle_limit(core):
     check(core.run_image(image))            # the core is usable afterwards
 
 
+def test_reset_takes_effect_at_once(core):
+    """``reset(1)`` of a busy core: one cycle of reset, then one without, and the core is idle
+    (the model's reset is a register the harness writes and settles, fastsim.reset: a
+    reset the next-state logic saw late would leave the core busy)."""
+    image = Image(program=assemble("li r5, 0x7FFFFFFF\nloop r5, L\nnop\nL: endloop\nhalt\n"),
+                  max_cycles=2_000)
+    with pytest.raises(TimeoutError, match="STATUS 0x"):
+        core.run_image(image)
+    host = core.host()
+    assert host.status()["busy"]
+    c0 = core.cycle
+    core.reset(1)
+    assert core.cycle - c0 == 2
+    assert not host.status()["busy"]
+    image, check = workloads.build("gemm", SMALL, seed=2, KT=1, MT=1, N=4)
+    check(core.run_image(image))
+
+
 def test_bad_transport_arguments(core):
     t = core.transport
     with pytest.raises(ValueError, match="addr must be an integer from 0 to 65535"):

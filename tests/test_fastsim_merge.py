@@ -159,3 +159,39 @@ def test_malformed_input():
         merge_modules("module a (x);\n  input x;\n")
     with pytest.raises(ValueError, match="defined twice"):
         merge_modules(_leaf("a", "p") + _leaf("a", "p"))
+
+
+_RESET_TOP = """module top(a, clk, rst, rst_n, q);
+  input [7:0] a;
+  wire [7:0] a;
+  input clk;
+  wire clk;
+  input rst;
+  wire rst;
+  input rst_n;
+  wire rst_n;
+  output [7:0] q;
+  reg [7:0] q = 8'h00;
+  wire [7:0] \\$next_q ;
+  assign \\$next_q  = rst ? 8'h00 : a;
+  always @(posedge clk)
+    q <= \\$next_q ;
+endmodule
+"""
+
+
+def test_register_reset():
+    """fastsim.reset: the top module's reset input becomes rst_d, and rst a register loaded
+    from it at every rising edge (other identifiers containing rst are left alone)."""
+    from fastsim.reset import RESET_INPUT, register_reset
+    out = register_reset(_RESET_TOP)
+    assert RESET_INPUT == "rst_d"
+    assert out.splitlines()[0] == "module top(a, clk, rst_d, rst_n, q);"
+    assert "  input rst_d;\n  wire rst_d;\n  reg rst = 1'h0;\n" \
+           "  always @(posedge clk) rst <= rst_d;\n" in out
+    assert "input rst;" not in out and "wire rst;" not in out
+    assert "input rst_n;" in out and "rst ? 8'h00 : a" in out
+    with pytest.raises(ValueError, match="no module 'core'"):
+        register_reset(_RESET_TOP, top="core")
+    with pytest.raises(ValueError, match="module 'top' has no one-bit input 'reset'"):
+        register_reset(_RESET_TOP, port="reset")
