@@ -169,7 +169,7 @@ def _gcc_version():
 
 
 def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=None, hier=None,
-          verilator_args=()):
+          verilator_args=(), reset_register=True):
     """Return the path of the harness executable for ``config`` (a ``CoreConfig``), building
     it on a cache miss.
 
@@ -196,6 +196,10 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
     verilator_args : sequence of str
         Verilator options added after :data:`VERILATOR_FLAGS` and ``FASTSIM_VERILATOR_ARGS``
         (part of the hash), e.g. ``("-fno-expand",)``.
+    reset_register : bool
+        Make the reset input a register of the model (``fastsim.reset``; the default, which
+        keeps the next-state logic out of Verilator's input-combinational region); False
+        Verilates the reset input as it is (the same outcome, cycle for cycle, more slowly).
     """
     if not isinstance(config, CoreConfig):
         raise TypeError(f"config must be a sim.config.CoreConfig, not {type(config).__name__}")
@@ -203,6 +207,7 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
         check_choice("cxx_opt", cxx_opt, CXX_OPTS)
     check_choice("threads", threads, (1, 2))
     check_bool("trace", trace)
+    check_bool("reset_register", reset_register)
     pgo = DEFAULT_PGO if pgo is None else pgo
     check_bool("pgo", pgo)
     pgo = pgo and not trace
@@ -241,7 +246,9 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
     h = hashlib.sha256()
     h.update(vpath.read_bytes())
     h.update(HARNESS.read_bytes())
-    key_parts = [flags, cxx_opt, _verilator_version(), (HERE / "reset.py").read_text()]
+    key_parts = [flags, cxx_opt, _verilator_version()]
+    if reset_register:
+        key_parts += [(HERE / "reset.py").read_text()]
     if hier != "none":
         key_parts += [hier, (HERE / "merge.py").read_text()]
     if compiler != "gcc":
@@ -260,12 +267,14 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
         shutil.rmtree(obj, ignore_errors=True)
         t2 = time.monotonic()
         source = out_dir / f"{vpath.stem}-{hier}.v"
-        source.write_text(register_reset(_structure(vpath.read_text(), hier)))
+        text = _structure(vpath.read_text(), hier)
+        source.write_text(register_reset(text) if reset_register else text)
         t_merge = round(time.monotonic() - t2, 1) if hier != "none" else None
         vargs = extra + list(verilator_args)
         what = (f"{compiler} {cxx_opt}{', PGO' if pgo else ''}, threads {threads}"
                 f"{', hier ' + hier if hier != 'none' else ''}"
-                f"{', trace' if trace else ''}{', ' + ' '.join(vargs) if vargs else ''}")
+                f"{', trace' if trace else ''}{', reset input' if not reset_register else ''}"
+                f"{', ' + ' '.join(vargs) if vargs else ''}")
         _log(f"building {config.name} ({what}) in {out_dir}")
         t1 = time.monotonic()
         cmd = ["verilator", "--cc", "--exe", "--build", "-j", "2", "--top-module", "top",
@@ -303,6 +312,7 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
             "config": config.to_dict(), "compiler": compiler,
             "compiler_version": _compiler_version(compiler), "cxx_opt": cxx_opt, "pgo": pgo,
             "threads": threads, "hier": hier, "merge_s": t_merge,
+            "reset_register": reset_register,
             "trace": trace, "verilog": str(vpath), "verilog_s": round(t_verilog, 1),
             "build_s": round(t_build, 1), "cpp_bytes": cpp_bytes, **times,
             "verilator": _verilator_version(), "flags": flags}, indent=2))

@@ -344,6 +344,40 @@ def test_compilers_are_cycle_exact():
 
 
 @pytest.mark.long
+def test_reset_register_is_cycle_exact():
+    """The model with the reset made a register (the default, fastsim.reset) and the model of
+    the reset input give the same outcome, activity and cycle counts on a workload, on random
+    programs and across a reset of a busy core (the cycles after it show when the core saw
+    it)."""
+    from fastsim.build import build, build_info
+    image, check = workloads.build("attention", SMALL, seed=8)
+    spin = Image(program=assemble("li r5, 0x7FFFFFFF\nloop r5, L\nnop\nL: endloop\nhalt\n"),
+                 max_cycles=1_000)
+    exe = build(SMALL, reset_register=False)
+    assert build_info(exe)["reset_register"] is False
+    with FastCore(SMALL) as new, FastCore(SMALL, exe=exe) as plain:
+        runs = []
+        for c in (new, plain):
+            c.record_activity(True)
+            out = c.run_image(image)
+            with pytest.raises(TimeoutError):
+                c.run_image(spin)
+            c.activity()
+            c0 = c.cycle
+            c.reset(3)
+            c.run(40)
+            runs.append((out, c.activity(), c.cycle - c0, c.host().status()))
+            c.record_activity(False)
+        (a, act_a, n_a, st_a), (b, act_b, n_b, st_b) = runs
+        check(a)
+        assert compare(b, a) == [] and a.cycles == b.cycles
+        assert act_a == act_b and n_a == n_b == 44 and st_a == st_b and not st_a["busy"]
+        ra, rb = (fuzz.run(SMALL, seed=13, count=30, core=c) for c in (new, plain))
+        assert ra["mismatch_count"] == 0, ra["mismatches"]
+        assert ra["cycles"] == rb["cycles"]
+
+
+@pytest.mark.long
 @pytest.mark.parametrize("hier", ["merge", "pe", "add", "lane"])
 def test_structures_are_cycle_exact(hier):
     """A model of merged modules, with or without hierarchy blocks, gives the same outcome,
