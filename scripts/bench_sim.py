@@ -7,7 +7,7 @@ Verilator + cocotb and the fast backend (``fastsim``, Verilator with a C++ harne
     python -m scripts.bench sim --json --rows 8 --paths fastsim --rounds 3 \
         --cxx-opts=-O2+clang+merge,-Os+clang+merge,-O2+clang+merge+V-O3   # fastsim variants
     python -m scripts.bench sim --json --rows 8 --paths fastsim --rounds 3 \
-        --cxx-opts=-O2+clang,-O2+clang+falleval     # falling edge skipped / evaluated
+        --cxx-opts=-O2+clang,-O2+clang+falleval+rstinput   # the harness's defaults / not
 
 The workload is the tiled GEMM of the core tests (K = 2 tiles, M = 2 tiles, N = 16, BF16):
 under cocotb with the host traffic over AXI4-Lite, the AXI RAM and one coroutine sampling the
@@ -53,7 +53,8 @@ def add_arguments(parser):
                              "+merge, +pe, +add: that model structure, fastsim.build.HIER; "
                              "+V<option>: that Verilator option, ':' for a space, e.g. "
                              "-O2+clang+V-fno-expand; +falleval, +fallcheck: the harness "
-                             "evaluates the falling clock edge, fastsim.core.FALLING)")
+                             "evaluates the falling clock edge, fastsim.core.FALLING; "
+                             "+rstinput: the reset stays an input of the model)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="with --cxx-opts: rounds over the variants, each round timing "
                              "every variant once in turn (min / median / max reported)")
@@ -83,7 +84,7 @@ def _cpu_s(core):
 
 
 def _open(rows, cxx_opt=None, pgo=None, compiler=None, hier=None, verilator_args=(),
-          falling="skip"):
+          falling="skip", reset_register=True):
     """Build (or find) a fastsim model of the ``rows`` x ``rows`` core, start it and run the
     GEMM once, checked against the reference simulator; return (core, image, record)."""
     from fastsim import FastCore, workloads
@@ -93,7 +94,7 @@ def _open(rows, cxx_opt=None, pgo=None, compiler=None, hier=None, verilator_args
     cfg = CoreConfig.from_dict(core_config(rows))
     t0, started = time.monotonic(), time.time()
     exe = build(cfg, cxx_opt=cxx_opt, pgo=pgo, compiler=compiler, hier=hier,
-                verilator_args=verilator_args)
+                verilator_args=verilator_args, reset_register=reset_register)
     built_now = exe.stat().st_mtime >= started
     core = FastCore(cfg, exe=exe, falling=falling)
     startup = time.monotonic() - t0
@@ -109,6 +110,7 @@ def _open(rows, cxx_opt=None, pgo=None, compiler=None, hier=None, verilator_args
         "cxx_opt": info.get("cxx_opt"), "pgo": info.get("pgo", False),
         "hier": info.get("hier", "none"), "cpp_bytes": info.get("cpp_bytes"),
         "verilator_args": list(verilator_args), "falling": falling,
+        "reset_register": reset_register,
         "code_bytes": _text_size(exe), "verilog_sha256": _sha(info.get("verilog")),
         "checked": "bit-exact vs refsim"}
 
@@ -157,9 +159,10 @@ def _fastsim(rows, repeat, cxx_opt=None, pgo=None, compiler=None):
 
 
 def _variant(opt):
-    """(cxx_opt, pgo, compiler, hier, verilator_args, falling) of a ``--cxx-opts`` item such
-    as ``-O1+clang+pe``, ``-O2+clang+V-fno-expand+V--inline-mult:0`` or ``-O2+clang+falleval``
-    (``+fall<mode>``: ``FastCore(falling=<mode>)``)."""
+    """(cxx_opt, pgo, compiler, hier, verilator_args, falling, reset_register) of a
+    ``--cxx-opts`` item such as ``-O1+clang+pe``, ``-O2+clang+V-fno-expand+V--inline-mult:0``
+    or ``-O2+clang+falleval+rstinput`` (``+fall<mode>``: ``FastCore(falling=<mode>)``;
+    ``+rstinput``: ``build(reset_register=False)``)."""
     from fastsim.build import HIER
     from fastsim.core import FALLING
     level, *extra = opt.split("+")
@@ -167,17 +170,22 @@ def _variant(opt):
     extra = [e for e in extra if not (e.startswith("V") and len(e) > 1)]
     falls = [e[4:] for e in extra if e.startswith("fall")]
     extra = [e for e in extra if not e.startswith("fall")]
+    rstinput = extra.count("rstinput")
+    extra = [e for e in extra if e != "rstinput"]
     compilers = [e for e in extra if e in ("gcc", "clang")]
     hiers = [e for e in extra if e in HIER]
     if (len(compilers) > 1 or extra.count("pgo") > 1 or len(hiers) > 1 or
             len(extra) != len(compilers) + len(hiers) + extra.count("pgo") or
-            not all(vargs) or len(falls) > 1 or not set(falls) <= set(FALLING)):
+            not all(vargs) or len(falls) > 1 or not set(falls) <= set(FALLING) or
+            rstinput > 1):
         raise ValueError(f"cxx-opts items must be a level with an optional +pgo, +gcc or "
                          f"+clang, one of +{', +'.join(HIER)}, one of "
-                         f"+fall{', +fall'.join(FALLING)} and +V<Verilator option>s, "
+                         f"+fall{', +fall'.join(FALLING)}, +rstinput and +V<Verilator "
+                         f"option>s, "
                          f"not {opt!r}")
     return (level, "pgo" in extra, compilers[0] if compilers else None,
-            hiers[0] if hiers else None, tuple(vargs), falls[0] if falls else "skip")
+            hiers[0] if hiers else None, tuple(vargs), falls[0] if falls else "skip",
+            not rstinput)
 
 
 def _sweep(rows_list, opts, repeat, rounds):
@@ -205,6 +213,7 @@ def _sweep(rows_list, opts, repeat, rounds):
                     "hier": rec["hier"], "cpp_bytes": rec["cpp_bytes"],
                     "compiler": rec["compiler"], "cxx_opt": rec["cxx_opt"],
                     "verilator_args": rec["verilator_args"], "falling": rec["falling"],
+                    "reset_register": rec["reset_register"],
                     "code_bytes": rec["code_bytes"],
                     "program_cycles": rec["program_cycles"],
                     "verilog_sha256": rec["verilog_sha256"],

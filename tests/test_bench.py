@@ -62,17 +62,17 @@ def test_every_benchmark_has_a_place_in_the_parallel_order():
 
 def test_bench_sim_variants():
     """``bench sim --cxx-opts`` items: level, compiler, PGO, model structure, Verilator
-    options (``+V``, ``:`` for a space) and the harness's falling edge (``+fall<mode>``);
-    anything else is an error naming the item."""
+    options (``+V``, ``:`` for a space), the harness's falling edge (``+fall<mode>``) and
+    the reset input (``+rstinput``); anything else is an error naming the item."""
     from scripts.bench_sim import _variant
-    assert _variant("-O1") == ("-O1", False, None, None, (), "skip")
-    assert _variant("-Oz+clang+merge") == ("-Oz", False, "clang", "merge", (), "skip")
-    assert _variant("-O1+pgo+gcc+none") == ("-O1", True, "gcc", "none", (), "skip")
+    assert _variant("-O1") == ("-O1", False, None, None, (), "skip", True)
+    assert _variant("-Oz+clang+merge") == ("-Oz", False, "clang", "merge", (), "skip", True)
+    assert _variant("-O1+pgo+gcc+none") == ("-O1", True, "gcc", "none", (), "skip", True)
     assert _variant("-O2+clang+V-fno-expand+V--x-assign:fast") == \
-        ("-O2", False, "clang", None, ("-fno-expand", "--x-assign", "fast"), "skip")
-    assert _variant("-O2+falleval") == ("-O2", False, None, None, (), "eval")
+        ("-O2", False, "clang", None, ("-fno-expand", "--x-assign", "fast"), "skip", True)
+    assert _variant("-O2+falleval+rstinput") == ("-O2", False, None, None, (), "eval", False)
     for bad in ("-O1+V", "-O1+V-x:", "-O1+icc", "-O1+gcc+clang", "-O1+merge+pe",
-                "-O1+fallnever", "-O1+falleval+fallcheck"):
+                "-O1+fallnever", "-O1+falleval+fallcheck", "-O1+rstinput+rstinput"):
         with pytest.raises(ValueError, match="cxx-opts items must be .*not " +
                            re.escape(repr(bad))):
             _variant(bad)
