@@ -26,14 +26,6 @@ class EngineQueue(wiring.Component):
     cone starts from flip-flops, not from level compares. Both FIFOs are written in the same
     cycle; a push and a ``done`` in one cycle both take effect.
 
-    The record FIFO's oldest entry and its ``valid`` are flip-flops (``head``, ``head_v``; the
-    other ``depth - 1`` entries in a FIFO behind them), loaded with the record a push writes
-    into an empty queue or with the next entry a read uncovers, so that the engine decodes
-    its record from registers (the DMA's multipliers take their operands from it in the
-    cycle it is offered). It behaves as a first-word-fall-through FIFO of ``depth`` entries:
-    a record is offered the cycle after its push, a push while ``depth`` records are queued
-    is dropped even if one is read in that cycle.
-
     Parameters
     ----------
     engine : Engine
@@ -84,48 +76,25 @@ class EngineQueue(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         lay = isa.RECORDS[self._engine]
-        width = isa.layout_width(lay)
-        head = Signal(width)
-        head_v = Signal()
-        level = Signal(range(self._depth + 1))
-        rd_ = self.o.ready & head_v
-        wr_ = self.push & (level != self._depth)
-        m.d.comb += [self.o.valid.eq(head_v), self.o.payload.eq(head)]
-        with m.If(wr_ & ~rd_):
-            m.d.sync += level.eq(level + 1)
-        with m.If(rd_ & ~wr_):
-            m.d.sync += level.eq(level - 1)
-        if self._depth > 1:
-            m.submodules.records = q = fifo.SyncFIFO(width=width, depth=self._depth - 1)
-            # (``q`` holds entries only behind a valid ``head``; it is never full while a push
-            # is taken, since ``level`` counts ``head`` too)
-            m.d.comb += q.w_data.eq(self.record)
-            with m.If(~head_v | rd_):
-                with m.If(q.r_rdy):
-                    m.d.comb += [q.r_en.eq(1), q.w_en.eq(wr_)]
-                    m.d.sync += [head.eq(q.r_data), head_v.eq(1)]
-                with m.Else():
-                    m.d.sync += [head.eq(self.record), head_v.eq(wr_)]
-            with m.Else():
-                m.d.comb += q.w_en.eq(wr_)
-        else:
-            with m.If(~head_v | rd_):
-                m.d.sync += [head.eq(self.record), head_v.eq(wr_)]
+        m.submodules.records = q = fifo.SyncFIFO(width=isa.layout_width(lay), depth=self._depth)
         # (the semaphore one-hot, zero without sem_en: no decoder behind the read)
         m.submodules.sems = sq = fifo.SyncFIFO(width=isa.NUM_SEMS, depth=self._max_outstanding)
-        m.d.comb += [sq.w_en.eq(self.push), sq.r_en.eq(self.done), self.sem_head.eq(sq.r_data)]
+        m.d.comb += [self.o.valid.eq(q.r_rdy), self.o.payload.eq(q.r_data),
+                     q.r_en.eq(self.o.ready), q.w_data.eq(self.record),
+                     q.w_en.eq(self.push), sq.w_en.eq(self.push),
+                     sq.r_en.eq(self.done), self.sem_head.eq(sq.r_data)]
 
         def moves(f):
             return f.r_en & f.r_rdy, f.w_en & f.w_rdy
 
-        def full_next(lvl, depth, rd, wr):
-            return ~rd & ((lvl == depth) | (lvl == depth - 1) & wr)
+        def full_next(f):
+            rd_, wr_ = moves(f)
+            return ~rd_ & ((f.level == f.depth) | (f.level == f.depth - 1) & wr_)
 
         sq_empty = Signal(init=1)
-        sq_rd, sq_wr = moves(sq)
-        m.d.sync += sq_empty.eq(~sq_wr & ((sq.level == 0) | (sq.level == 1) & sq_rd))
-        m.d.sync += self.can_emit.eq(~full_next(level, self._depth, rd_, wr_) &
-                                     ~full_next(sq.level, sq.depth, sq_rd, sq_wr))
+        rd_, wr_ = moves(sq)
+        m.d.sync += sq_empty.eq(~wr_ & ((sq.level == 0) | (sq.level == 1) & rd_))
+        m.d.sync += self.can_emit.eq(~full_next(q) & ~full_next(sq))
         m.d.comb += self.outstanding.eq(~sq_empty)
         offs = isa.field_offsets(lay)
         rec_sem = self.record[offs["sem"][0]:offs["sem"][0] + 4]
