@@ -212,7 +212,8 @@ def test_semaphore_bank_model():
 
 
 def test_call_stack_model():
-    """Random CALLs, RETs and clears, each followed by 0-2 idle cycles, against a list:
+    """Random CALLs, RETs and clears against a list, a CALL's ``write`` raised for 0-2 cycles
+    before its push (as while a CALL_PUSH holds in X), each op followed by 0-2 idle cycles:
     ``ret`` is the top entry, ``empty``/``full`` the depth's tests."""
     from rtl.control.call_stack import CallStack
     dut = CallStack()
@@ -232,10 +233,13 @@ def test_call_stack_model():
             value = rng.getrandbits(32)
             ctx.set(dut.value, value)
             ctx.set(dut.clear, op == "clear")
-            ctx.set(dut.push, op == "call")
-            ctx.set(dut.pop, op == "ret")
-            await ctx.tick()
-            for name in ("clear", "push", "pop"):
+            for held in range(rng.randrange(3) if op == "call" else 0, -1, -1):
+                ctx.set(dut.write, op == "call")
+                ctx.set(dut.push, op == "call" and held == 0)
+                ctx.set(dut.pop, op == "ret")
+                await ctx.tick()
+                ctx.set(dut.clear, 0)
+            for name in ("write", "push", "pop"):
                 ctx.set(getattr(dut, name), 0)
             for _ in range(rng.randrange(3)):
                 await ctx.tick()

@@ -12,19 +12,24 @@ __all__ = ["CallStack"]
 class CallStack(wiring.Component):
     """``CALL_DEPTH`` return addresses of 32 bits, with the top one kept in a register.
 
-    A ``push`` writes ``value`` into the entry at ``depth`` and into the top copy ``ret``; a
-    ``pop`` loads ``ret`` with the entry below the top; both move the pointers. The sequencer
-    drives them from ``AdvanceControl``'s ``call_push`` / ``call_pop``, sums of products of
-    registered flags, so the entries' and ``ret``'s clock enables are not behind the stall
-    cone. ``empty`` and ``full`` are flip-flops kept beside the depth, so an underflow or
-    overflow trap compares nothing. ``clear`` (START) empties the stack and overrides the
-    cycle's moves; the entries keep their values.
+    ``write`` stores ``value`` into the entry at ``depth``, above the top, where nothing reads
+    it: the sequencer raises it in every cycle a CALL_PUSH is in X with the stack not full,
+    held or not, from flip-flops alone, so that the 8 x 32 entries' clock enables are neither
+    behind the stall nor behind the push's gate; a push that holds rewrites the same entry
+    with the same value. A ``push`` (in a cycle with ``write``) loads the top copy ``ret``
+    with ``value``; a ``pop`` loads it with the entry below the top; both move the pointers.
+    The sequencer drives them from ``AdvanceControl``'s ``call_push`` / ``call_pop``, sums of
+    products of registered flags apart from the stall cone. ``empty`` and ``full`` are
+    flip-flops kept beside the depth, so an underflow or overflow trap compares nothing.
+    ``clear`` (START) empties the stack and overrides the cycle's moves; the entries keep
+    their values.
 
     Members
     -------
+    write : In(1)
+        The entry at ``depth`` takes ``value`` (only while not ``full``).
     push : In(1)
-        A CALL's push: the entry at ``depth`` and ``ret`` take ``value`` (only while not
-        ``full``).
+        A CALL's push (with ``write``): ``ret`` takes ``value``, the depth grows.
     pop : In(1)
         A RET's pop: ``ret`` takes the entry below the top (only while not ``empty``).
     clear : In(1)
@@ -38,7 +43,7 @@ class CallStack(wiring.Component):
 
     def __init__(self):
         super().__init__({
-            "push": In(1), "pop": In(1), "clear": In(1),
+            "write": In(1), "push": In(1), "pop": In(1), "clear": In(1),
             "value": In(32), "ret": Out(32), "depth": Out(range(isa.CALL_DEPTH + 1)),
             "empty": Out(1, init=1), "full": Out(1),
         })
@@ -50,9 +55,10 @@ class CallStack(wiring.Component):
         csp, cret = self.depth, self.ret
         ctop = Signal(range(n), init=n - 1)
         ib = (n - 1).bit_length()
+        with m.If(self.write):
+            m.d.sync += cstack[csp[:ib]].eq(self.value)
         with m.If(self.push):
-            m.d.sync += [cstack[csp[:ib]].eq(self.value), cret.eq(self.value),
-                         csp.eq(csp + 1), ctop.eq(csp), self.empty.eq(0),
+            m.d.sync += [cret.eq(self.value), csp.eq(csp + 1), ctop.eq(csp), self.empty.eq(0),
                          self.full.eq(csp == n - 1)]
         with m.If(self.pop):
             m.d.sync += [cret.eq(cstack[(ctop - 1)[:ib]]),

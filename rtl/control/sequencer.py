@@ -249,11 +249,13 @@ class Sequencer(wiring.Component):
             uregs.flags.eq(xd), uregs.clear.eq(start_clear), uregs.go.eq(go), uregs.adv.eq(adv),
             uregs.res_q.eq(res_q), uregs.alu_eq.eq(alu.eq), uregs.alu_lt.eq(alu.lt),
             uregs.alu_ltu.eq(alu.ltu), uregs.loop_more.eq(loops.more),
-            # (the micro-call stack changes on ``go``; the call stack on ``adv_pre`` of its
+            # (the micro-call stack changes on ``go``; the call stack's entry above the top
+            # while a CALL_PUSH is in X, its top copy and pointers on ``adv_pre`` of its
             # CALL_PUSH / CALL_POP, gated apart from the stall cone by ``AdvanceControl``)
             ucalls.push.eq(go & xd.call), ucalls.pop.eq(go & xd.ret),
             ucalls.reset.eq(go & xd.end), ucalls.value.eq(upipe.upc_x + 1),
             ucalls.clear.eq(start_clear),
+            calls.write.eq(x_live & xd.call_push & ~calls.full),
             calls.push.eq(advance.call_push), calls.pop.eq(advance.call_pop),
             calls.value.eq(pc + 1), calls.clear.eq(start_clear),
             loops.x_live.eq(x_live), loops.go.eq(go), loops.adv_pre.eq(adv_pre),
