@@ -98,8 +98,8 @@ CONFIGS = {
                              "vector_units": 1}),
     # The 8x8 core with the compact vector engine, BF16 and FP8 operands, fused column
     # accumulation (``tensor_accumulate="fused"``: one FP32 normaliser per column instead of an
-    # FP32 adder per PE; docs/tensor.md), core2's PE stages: 92 % of the logic cells after
-    # nextpnr's packing (docs/fpga.md); its place and route outlasts a benchmark run.
+    # FP32 adder per PE; docs/tensor.md), core2's PE stages. Not routed by default
+    # (``route=False``): its place and route takes longer than a benchmark run (docs/fpga.md).
     "core8c": Config("core8c", _core(rows=8, sbuf_depth=1024, psum_depth=256,
                                      formats=_formats("BF16", "FP8_E4M3", "FP8_E5M2"),
                                      tensor_add_stages=3, tensor_mul_stages=4, vector_units=1,
