@@ -31,10 +31,13 @@ __all__ = ["AsmError", "assemble", "disassemble", "disassemble_one", "MNEMONICS"
 
 MNEMONICS = {op.name.lower(): op for op in Opcode}
 #: Mnemonics that are another opcode with option defaults of their own (given options win):
-#: ``requant`` is ``act`` without the LUT, INT32 in, INT8 out (docs/isa.md, requantization).
+#: ``requant`` is ``act`` without the LUT, INT32 in, INT8 out (docs/isa.md, requantization);
+#: ``table_pair`` is ``table_ld`` with the paired layout (``isa.TABLE_FUNC_PAIRED``: address
+#: words in partition 0, data words in partition 1).
 ALIASES = {
     "requant": (Opcode.ACT, {"func": isa.ACT_FUNC_LINEAR, "in_fmt": int(Format.INT32),
                              "out_fmt": int(Format.INT8)}),
+    "table_pair": (Opcode.TABLE_LD, {"func": isa.TABLE_FUNC_PAIRED}),
 }
 
 _NAMED = {

@@ -143,7 +143,9 @@ class VecOp(enum.IntEnum):
     TS = 2        # out = a <alu> scalar
     REDUCE = 3    # out[dst] = <alu>-reduction of a[0..n-1] (alu in ADD, MAX, MIN)
     COPY = 4      # out = a (cast in_fmt -> out_fmt; INT32 -> INT32 copies the bits)
-    TABLE = 5     # n LUT cfg writes: (address, data) = SBUF[0][a_addr + 2i], SBUF[0][a_addr + 2i + 1]
+    TABLE = 5     # n LUT cfg writes: (address, data) = SBUF[0][a_addr + 2i],
+                  # SBUF[0][a_addr + 2i + 1]; paired (func & TABLE_FUNC_PAIRED):
+                  # SBUF[0][a_addr + i], SBUF[1][a_addr + i]
     SEED = 6      # re-seed the lanes' PRNGs from `scalar`
     ACC_RD = 7    # write each lane's accumulator to SBUF[dst] (encoded to out_fmt), then clear it
 
@@ -152,6 +154,13 @@ class VecOp(enum.IntEnum):
 #: ``out_fmt``. With ``in_fmt=INT32, out_fmt=INT8`` and ``rnd`` RNE or SR this is the
 #: requantization ``sat(round(a * scale + bias))`` (assembler ``requant``; docs/isa.md).
 ACT_FUNC_LINEAR = 2
+
+
+#: ``func`` bit of a TABLE record: the paired layout, one write per SBUF word of partitions 0
+#: (address) and 1 (data), ``n + setup`` cycles instead of ``2n + setup`` (assembler
+#: ``table_pair``; docs/isa.md). Every core has at least two partitions
+#: (``sim.config.CoreConfig.rows`` >= 2), so the form is legal on every core.
+TABLE_FUNC_PAIRED = 1
 
 
 class VecAlu(enum.IntEnum):
@@ -317,7 +326,7 @@ VEC_OPCODES = {
     Opcode.REDUCE: VecOp.REDUCE, Opcode.COPY: VecOp.COPY, Opcode.TABLE_LD: VecOp.TABLE,
     Opcode.SEED_LD: VecOp.SEED, Opcode.ACC_RD: VecOp.ACC_RD,
 }
-__all__ += ["VEC_OPCODES", "ACT_FUNC_LINEAR"]
+__all__ += ["VEC_OPCODES", "ACT_FUNC_LINEAR", "TABLE_FUNC_PAIRED"]
 
 # --------------------------------------------------------------------------------------------
 # Helpers

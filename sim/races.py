@@ -29,7 +29,8 @@ Accesses (``docs/isa.md`` section 4): DMA load writes SBUF, store reads it; MATM
 stationary and moving SBUF words of partitions ``0..k-1``, writes PSUM words ``psum_addr +
 n`` of every PSUM partition (and reads them when accumulating); vector ops read ``a`` (SBUF
 or PSUM) and ``b`` (SBUF) and write SBUF at ``dst_addr`` (REDUCE and ACC_RD write one word per
-lane); TABLE reads SBUF partition 0; SEED touches no memory.
+lane); TABLE reads SBUF partition 0 (``2n`` words), a paired one partitions 0 and 1 (``n``
+words; ``sim.isa.TABLE_FUNC_PAIRED``); SEED touches no memory.
 
     sim = RefSim(words, races=True, ...).run()
     sim.races                  # [Race, ...]
@@ -42,7 +43,7 @@ This module imports neither Amaranth nor cocotb.
 import dataclasses
 
 from sim import isa
-from sim.isa import Engine, Space, VecOp
+from sim.isa import TABLE_FUNC_PAIRED, Engine, Space, VecOp
 
 __all__ = ["Access", "Instr", "Race", "RaceError", "RaceChecker", "record_accesses",
            "check_program"]
@@ -127,7 +128,10 @@ def record_accesses(engine, rec, *, partitions, cols, sbuf_depth, psum_depth):
         if op == VecOp.SEED:
             return out
         if op == VecOp.TABLE:
-            sbuf(_intervals(0, 1, P), _intervals(rec["a_addr"], 2 * n, sbuf_depth), False)
+            if rec["func"] & TABLE_FUNC_PAIRED and P > 1:
+                sbuf(_intervals(0, 2, P), _intervals(rec["a_addr"], n, sbuf_depth), False)
+            else:
+                sbuf(_intervals(0, 1, P), _intervals(rec["a_addr"], 2 * n, sbuf_depth), False)
             return out
         if op != VecOp.ACC_RD:
             if rec["a_space"] == Space.PSUM:

@@ -8,7 +8,7 @@ vector engine's own instruction as a dict of ``sim.vector.CMD_FIELDS``. ``sim/re
 executes the same records on the engines' models.
 """
 
-from sim.isa import ACT_FUNC_LINEAR, VecAlu, VecOp
+from sim.isa import ACT_FUNC_LINEAR, TABLE_FUNC_PAIRED, VecAlu, VecOp
 from sim.vector import AccOp, AluOp, Src, make_cmd
 
 __all__ = ["KIND_ENGINE", "KIND_TABLE", "KIND_SEED", "KIND_NOP", "TENSOR_RECORD_FIELDS",
@@ -60,7 +60,10 @@ def vector_commands(rec, parts):
         if rec["alu"] not in _REDUCE:
             c.update(nop)
     elif op == VecOp.TABLE:
-        c.update(kind=KIND_TABLE, n=n << 1, a_psum=0, o_n=0, parts=1)
+        if rec["func"] & TABLE_FUNC_PAIRED and parts > 1:
+            c.update(kind=KIND_TABLE, n=n, a_psum=0, o_n=0, parts=2)
+        else:
+            c.update(kind=KIND_TABLE, n=n << 1, a_psum=0, o_n=0, parts=1)
     elif op == VecOp.SEED:
         c.update(kind=KIND_SEED, n=0, o_n=0)
     elif op == VecOp.ACC_RD:

@@ -353,9 +353,12 @@ class RefSim:
             elif c["kind"] == KIND_SEED:
                 self.vec.ru.reseed(c["scalar"])
             elif c["kind"] == KIND_TABLE:
-                # n words of SBUF partition 0, alternating LUT address and data.
-                w = self._read_lanes(isa.Space.SBUF, c["a_addr"], c["n"], c["a_stride"])[:, 0]
-                for addr, data in zip(w[0::2], w[1::2]):
+                # Unpaired (parts 1): n words of SBUF partition 0, alternating LUT address and
+                # data; paired (parts 2): n words of partitions 0 (address) and 1 (data).
+                w = self._read_lanes(isa.Space.SBUF, c["a_addr"], c["n"], c["a_stride"])
+                pairs = zip(w[:, 0], w[:, 1]) if c["parts"] == 2 else \
+                    zip(w[0::2, 0], w[1::2, 0])
+                for addr, data in pairs:
                     self.vec.cfg_write(int(addr), int(data))
             else:
                 a = self._read_lanes(c["a_psum"], c["a_addr"], c["n"], c["a_stride"])

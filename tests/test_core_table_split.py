@@ -15,16 +15,33 @@ LANES = 2
 
 
 def _words(rng, requests):
-    """Engine requests (``table`` 0) and TABLE requests (address, data, ... words)."""
+    """Engine requests (``table`` 0), unpaired TABLE requests (address, data, ... words) and
+    paired ones (one beat per write: address lane 0, data lane 1): ``(data, table, last,
+    pair)``."""
     out = []
     for _ in range(requests):
-        table = rng.random() < 0.5
-        n = 2 * rng.randint(1, 4) if table else rng.randint(1, 5)
+        table = rng.random() < 0.6
+        pair = table and rng.random() < 0.5
+        n = rng.randint(1, 5) if pair or not table else 2 * rng.randint(1, 4)
         for k in range(n):
             data = [rng.getrandbits(32) for _ in range(LANES)]
-            if table and k % 2 == 0:
+            if table and (pair or k % 2 == 0):
                 data[0] = rng.getrandbits(16)
-            out.append((data, int(table), int(k == n - 1)))
+            out.append((data, int(table), int(k == n - 1), int(pair)))
+    return out
+
+
+def _writes(words):
+    """The LUT writes of ``words`` (the docstring's rule)."""
+    out, k = [], 0
+    while k < len(words):
+        data, table, _, pair = words[k]
+        if table and pair:
+            out.append((data[0], data[1]))
+        elif table:
+            out.append((data[0], words[k + 1][0][0]))
+            k += 1
+        k += 1
     return out
 
 
@@ -33,9 +50,9 @@ def test_table_split_random(seed):
     dut = TableSplit(LANES)
     rng = random.Random(seed)
     words = _words(rng, 150)
-    want_a = [d for d, t, _ in words if not t]
-    want_cfg = [(words[k][0][0], words[k + 1][0][0]) for k in range(len(words) - 1)
-                if words[k][1] and not (sum(w[1] for w in words[:k]) % 2)]
+    want_a = [d for d, t, *_ in words if not t]
+    want_cfg = _writes(words)
+    assert any(w[3] for w in words) and any(w[1] and not w[3] for w in words)
     got = {"a": [], "cfg": [], "fin": 0}
 
     async def main(ctx):
@@ -48,6 +65,7 @@ def test_table_split_random(seed):
             ctx.set(dut.i.p.data, word[0])
             ctx.set(dut.i.p.table, word[1])
             ctx.set(dut.i.p.last, word[2])
+            ctx.set(dut.i.p.pair, word[3])
             a_ready, cfg_ready = rng.random() < 0.6, rng.random() < 0.6
             ctx.set(dut.a.ready, a_ready)
             ctx.set(dut.cfg.ready, cfg_ready)
@@ -56,6 +74,7 @@ def test_table_split_random(seed):
             nvalid = (valid and not taken) or (nxt < len(words) and rng.random() < 0.7)
             ctx.set(dut.next_valid, nvalid)
             ctx.set(dut.next_table, nxt < len(words) and words[nxt][1])
+            ctx.set(dut.next_pair, nxt < len(words) and words[nxt][3])
             # the contract, cycle by cycle
             assert ctx.get(dut.a.valid) == (valid and not word[1])
             if ctx.get(dut.a.valid):
@@ -78,7 +97,7 @@ def test_table_split_random(seed):
     simulate(dut, main)
     assert got["a"] == want_a
     assert got["cfg"] == want_cfg
-    assert got["fin"] == sum(1 for d, t, last in words if t and last)
+    assert got["fin"] == sum(1 for d, t, last, _ in words if t and last)
 
 
 @pytest.mark.parametrize("limit", [1, 5])

@@ -64,8 +64,10 @@ def _rand_cmd(rng, zero_n=False):
     r = rng.random()
     if r < 0.15:      # TABLE: n words of partition 0 as (address, data) pairs
         c.update(kind=KIND_TABLE, n=2 * rng.randint(0 if zero_n else 1, 3), a_psum=0,
-                 a_stride=1, b_en=0,
+                 a_stride=1, b_en=0, parts=1,
                  o_n=0, op=0)
+        if rng.random() < 0.5:    # paired: n beats of partitions 0 (address) and 1 (data)
+            c.update(n=c["n"] // 2 + rng.randint(0, 1), parts=2)
     elif r < 0.25:
         c.update(kind=KIND_SEED, n=0, o_n=0, b_en=0, scalar=rng.randrange(1 << 32), op=0)
     elif r < 0.3:
@@ -115,7 +117,7 @@ def _run_random(seed, zero_n=False):
     sa_o = _signals(frag, ["ctrl", "a_stream"])
     sa_valid = sa_o["o__valid"]
     sa_tag = data.View(data.StructLayout({"data": data.ArrayLayout(32, LANES), "last": 1,
-                                          "tag": 3}), sa_o["o__payload"]).tag
+                                          "tag": 4}), sa_o["o__payload"]).tag
     cmds = [_rand_cmd(rng, zero_n) for _ in range(8)]
     got = {"done": [], "sent": False, "ran": 0}
 
@@ -180,14 +182,18 @@ def _run_random(seed, zero_n=False):
 
     async def lockstep(ctx):
         # Flip-flops computed from next-state lookahead must equal their combinational
-        # definitions in every cycle: ``cfg_v``, a data beat of a TABLE on the a streamer's
-        # output (from the streamer's ``o_next_*``), ``noout_nz`` and the completion queue's
-        # ``*_arm`` flags (from the queue's next head, below).
-        async for _, _, v, ov, tag, ph, nz, ns in ctx.tick().sample(
-                split["cfg_v"], sa_valid, sa_tag, split["phase"], noout_u["nz"],
-                noout_u["count"]):
-            if v != ov & (tag >> 2) & ph:
+        # definitions in every cycle: ``cfg_v``, a data beat of a TABLE or a paired TABLE's
+        # beat on the a streamer's output (from the streamer's ``o_next_*``), ``pair_r``
+        # while a write is offered, ``noout_nz`` and the completion queue's ``*_arm`` flags
+        # (from the queue's next head, below).
+        async for _, _, v, ov, tag, ph, pr, nz, ns in ctx.tick().sample(
+                split["cfg_v"], sa_valid, sa_tag, split["phase"], split["pair_r"],
+                noout_u["nz"], noout_u["count"]):
+            if v != ov & (tag >> 2) & (ph | (tag >> 3)):
                 got.setdefault("lockstep", []).append(("cfg_v", v, ov, tag, ph))
+            if v and pr != tag >> 3:
+                got.setdefault("lockstep", []).append(("pair_r", pr, tag))
+            got["paired"] = got.get("paired", 0) + (v & (tag >> 3))
             if nz != (ns != 0):
                 got.setdefault("lockstep", []).append(("noout_nz", nz, ns))
             # The completion queue's arms (its read enable's flags of the head).
@@ -222,10 +228,15 @@ def _run_random(seed, zero_n=False):
         for i, c in enumerate(cmds):
             if c["kind"] == KIND_TABLE:
                 words = [sb[0][(c["a_addr"] + j) % DEPTH] for j in range(c["n"])]
-                exp_cfg += [(words[j] & 0xFFFF, words[j + 1], 1)
-                            for j in range(0, len(words), 2)]
+                if c["parts"] == 2:
+                    writes = [(w & 0xFFFF, sb[1][(c["a_addr"] + j) % DEPTH], 1)
+                              for j, w in enumerate(words)]
+                else:
+                    writes = [(words[j] & 0xFFFF, words[j + 1], 1)
+                              for j in range(0, len(words), 2)]
+                exp_cfg += writes
                 # A TABLE starts once every earlier engine command has run.
-                exp_ran += [sum(e["kind"] == KIND_ENGINE for e in cmds[:i])] * (c["n"] // 2)
+                exp_ran += [sum(e["kind"] == KIND_ENGINE for e in cmds[:i])] * len(writes)
                 continue
             if c["kind"] == KIND_SEED:
                 exp_seed.append(c["scalar"])

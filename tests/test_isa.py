@@ -106,6 +106,31 @@ def test_record_errors():
     assert "op must be" in isa.vector_record_error({**v, "op": 8})
 
 
+def test_paired_table_is_legal_on_every_core():
+    """The paired TABLE (``func`` bit ``TABLE_FUNC_PAIRED``) reads partitions 0 and 1: no
+    core has fewer than two partitions (the configuration and the core refuse ``rows=1``),
+    so the record check accepts the form; its commands read ``n`` beats of two partitions
+    (unpaired: ``2n`` words of one), and the assembler's ``table_pair`` sets the bit."""
+    from rtl.core.top import NeuronCore
+    from sim.asm import assemble
+    from sim.config import CoreConfig
+    from sim.records import vector_commands
+    with pytest.raises(ValueError, match="rows must be an integer from 2 to 128, not 1"):
+        CoreConfig(rows=1)
+    with pytest.raises(ValueError, match="rows must be an integer from 2 to 128, not 1"):
+        NeuronCore(rows=1)
+    rec = dict(op=isa.VecOp.TABLE, alu=0, rnd=0, b_space=0, func=isa.TABLE_FUNC_PAIRED,
+               scalar=0, bias=0, n=7, a_space=0, a_addr=3, b_addr=0, dst_addr=0, in_fmt=0,
+               out_fmt=0, acc=0, sem=0)
+    assert isa.vector_record_error(rec) is None
+    (c,) = vector_commands(rec, 2)
+    assert (c["n"], c["parts"], c["a_addr"]) == (7, 2, 3)
+    (c,) = vector_commands({**rec, "func": 0}, 8)
+    assert (c["n"], c["parts"]) == (14, 1)
+    word = assemble("table_pair r1, r2")[0]
+    assert isa.unpack(isa.VEC_IMM, isa.decode(word)["imm"])["func"] == isa.TABLE_FUNC_PAIRED
+
+
 def test_isa_doc_tables_up_to_date():
     """docs/isa.md's encoding tables are generated from sim/isa.py."""
     from scripts.gen_isa import main

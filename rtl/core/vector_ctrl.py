@@ -31,8 +31,10 @@ def vector_cmd_layout(engine_cmd_bits, lanes, sbuf_depth, psum_depth, n_bits=16,
     Fields
     ------
     kind : ``sim.records.KIND_*``. TABLE, SEED and NOP wait until every earlier command has
-        completed and the engine is idle; TABLE streams ``n`` words of partition 0 (address,
-        data, address, data...) into the engine's ``cfg`` port instead of ``a``.
+        completed and the engine is idle; TABLE streams ``n`` beats into the engine's ``cfg``
+        port instead of ``a``: with ``parts`` = 1 words of partition 0 (address, data,
+        address, data...), with ``parts`` = 2 one write per beat (address partition 0, data
+        partition 1; ``sim.isa.TABLE_FUNC_PAIRED``).
     scalar : the seed of a SEED command.
     op : the engine's ``cmd`` payload (``engine_cmd_bits`` wide), passed through unchanged.
     n : elements (beats) of ``a`` (and of ``b`` when ``b_en``); 0 sends only the instruction.
@@ -275,12 +277,16 @@ class VectorController(wiring.Component):
         quiet = Signal()
         m.d.comb += quiet.eq(cq.r_rdy & self.e_idle & ~fence & ~table_done)
 
-        # Operand a: SBUF or PSUM through one streamer (tag bits: PSUM, no output, table).
-        sa = m.submodules.a_stream = ReadStreamer(lanes, abits, self.n_bits, tag_bits=3,
+        # Operand a: SBUF or PSUM through one streamer (tag bits: PSUM, no output, table,
+        # paired table).
+        sa = m.submodules.a_stream = ReadStreamer(lanes, abits, self.n_bits, tag_bits=4,
                                                    skid=True, alt_lanes=cols)
         aq = queues["a"]
         ah, ae = head(aq)
         a_table = ae.table
+        # A TABLE reads one partition (unpaired) or two (paired): ``parts`` bit 1 tells them
+        # apart (a core of one lane has no paired TABLE).
+        a_pair = a_table & ah.parts[1] if lanes > 1 else 0
         a_go = Signal()
         m.d.comb += a_go.eq(aq.r_rdy & (~a_table | (quiet & ce.table)))
         m.d.comb += [
@@ -288,7 +294,7 @@ class VectorController(wiring.Component):
             sa.req.p.addr.eq(ah.a_addr), sa.req.p.stride.eq(ah.a_stride),
             sa.req.p.count.eq(Mux(ae.engine | a_table, ah.n, 0)),
             sa.req.p.parts.eq(ah.parts),
-            sa.req.p.tag.eq(ah.a_psum | ae.noout << 1 | a_table << 2),
+            sa.req.p.tag.eq(ah.a_psum | ae.noout << 1 | a_table << 2 | a_pair << 3),
             self.a_sbuf.addr.eq(sa.rd_addr), self.a_sbuf.en.eq(sa.rd_en),
             self.a_psum.addr.eq(sa.rd_addr), self.a_psum.en.eq(sa.rd_en),
         ]
@@ -302,8 +308,9 @@ class VectorController(wiring.Component):
         split = m.submodules.a_split = TableSplit(lanes)
         m.d.comb += [split.i.valid.eq(sa.o.valid), split.i.p.data.eq(sa.o.p.data),
                      split.i.p.last.eq(sa.o.p.last), split.i.p.table.eq(sa.o.p.tag[2]),
+                     split.i.p.pair.eq(sa.o.p.tag[3]),
                      sa.o.ready.eq(split.i.ready), split.next_valid.eq(sa.o_next_valid),
-                     split.next_table.eq(sa.o_next_tag[2])]
+                     split.next_table.eq(sa.o_next_tag[2]), split.next_pair.eq(sa.o_next_tag[3])]
         wiring.connect(m, split.cfg, wiring.flipped(self.cfg))
         wiring.connect(m, split.a, wiring.flipped(self.e_a))
         table_fin = split.table_fin

@@ -123,8 +123,11 @@ class VectorRecordAdapter(wiring.Component):
                         with m.Default():
                             m.d.sync += [c.kind.eq(KIND_NOP), c.n.eq(0), c.o_n.eq(0)]
                 with m.Case(isa.VecOp.TABLE):
-                    m.d.sync += [c.kind.eq(KIND_TABLE), c.n.eq(r.n << 1), c.a_psum.eq(0),
-                                 c.o_n.eq(0), c.parts.eq(1)]
+                    # Paired (``func`` bit ``TABLE_FUNC_PAIRED``): a beat of partitions 0 and
+                    # 1 per write; unpaired: two words of partition 0 per write.
+                    pair = r.func[0] if self._parts > 1 else 0
+                    m.d.sync += [c.kind.eq(KIND_TABLE), c.a_psum.eq(0), c.o_n.eq(0),
+                                 c.n.eq(Mux(pair, r.n, r.n << 1)), c.parts.eq(Mux(pair, 2, 1))]
                 with m.Case(isa.VecOp.SEED):
                     m.d.sync += [c.kind.eq(KIND_SEED), c.n.eq(0), c.o_n.eq(0)]
                 with m.Case(isa.VecOp.ACC_RD):
