@@ -84,7 +84,7 @@ def _sem_field(engine, sem, sem_en):
     return (sem << offs["sem"][0]) | (int(sem_en) << offs["sem_en"][0])
 
 
-@pytest.mark.parametrize("depth, max_outstanding", [(1, 1), (2, 4), (4, 2)])
+@pytest.mark.parametrize("depth, max_outstanding", [(1, 1), (2, 4), (4, 2), (3, 8), (2, 5)])
 def test_engine_queue_model(depth, max_outstanding):
     """Random pushes, reads and completions against a model of the two FIFOs: the stream
     carries the records in order, ``can_emit`` is low exactly when a FIFO is full, and

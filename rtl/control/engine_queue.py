@@ -1,7 +1,8 @@
 """One engine's record queue in the sequencer, with the semaphores its completions increment."""
 
-from amaranth.hdl import Const, Module, Mux, Signal
-from amaranth.lib import fifo, stream, wiring
+from amaranth.hdl import Const, Elaboratable, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from sim import isa
@@ -11,6 +12,49 @@ from sim.isa import Engine
 from .layouts import record_layout
 
 __all__ = ["EngineQueue"]
+
+
+class _SlotFIFO(Elaboratable):
+    """A first-word-fall-through FIFO of ``depth`` words of ``width`` bits whose storage is
+    written at the write pointer in every cycle it is not full, whether or not ``w_en`` is
+    high: that slot holds no queued word, and a write (``w_en``) only advances the pointer.
+    So ``w_en`` reaches the pointers' and the level's registers, not the write enables of the
+    storage (a record is a few hundred bits), and ``full`` comes from the level register.
+
+    The ports are those of ``amaranth.lib.fifo.SyncFIFO`` that the queue uses, cycle for
+    cycle, but for ``w_en``, which must be low while the FIFO is full (no ``w_rdy``): ``w_data``,
+    ``w_en``, ``r_rdy``, ``r_data``, ``r_en`` (taken only while ``r_rdy``), ``level``.
+    """
+
+    def __init__(self, *, width, depth):
+        self.width, self.depth = width, depth
+        self.w_data = Signal(width)
+        self.w_en = Signal()
+        self.r_rdy = Signal()
+        self.r_data = Signal(width)
+        self.r_en = Signal()
+        self.level = Signal(range(depth + 1))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.storage = mem = Memory(shape=self.width, depth=self.depth, init=[])
+        w_ptr, r_ptr = Signal(range(self.depth)), Signal(range(self.depth))
+        wp, rp = mem.write_port(), mem.read_port(domain="comb")
+        pop = Signal()
+        m.d.comb += [wp.addr.eq(w_ptr), wp.data.eq(self.w_data),
+                     wp.en.eq(self.level != self.depth),
+                     rp.addr.eq(r_ptr), self.r_data.eq(rp.data),
+                     self.r_rdy.eq(self.level != 0), pop.eq(self.r_en & self.r_rdy)]
+
+        def step(ptr):
+            return Mux(ptr == self.depth - 1, 0, ptr + 1)
+
+        with m.If(self.w_en):
+            m.d.sync += w_ptr.eq(step(w_ptr))
+        with m.If(pop):
+            m.d.sync += r_ptr.eq(step(r_ptr))
+        m.d.sync += self.level.eq(self.level + self.w_en - pop)
+        return m
 
 
 class EngineQueue(wiring.Component):
@@ -24,7 +68,10 @@ class EngineQueue(wiring.Component):
     ``can_emit`` (neither FIFO full in the next cycle) and ``outstanding`` come from
     flip-flops loaded from the FIFOs' next levels (lookahead), so that the sequencer's stall
     cone starts from flip-flops, not from level compares. Both FIFOs are written in the same
-    cycle; a push and a ``done`` in one cycle both take effect.
+    cycle; a push and a ``done`` in one cycle both take effect. Their storage takes ``record``
+    at the write pointer in every cycle it has room and a push only advances the pointer
+    (:class:`_SlotFIFO`), so the push, the end of the sequencer's issue logic, drives a few
+    pointer and level flip-flops, not the write enables of the record storage.
 
     Parameters
     ----------
@@ -76,16 +123,16 @@ class EngineQueue(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         lay = isa.RECORDS[self._engine]
-        m.submodules.records = q = fifo.SyncFIFO(width=isa.layout_width(lay), depth=self._depth)
+        m.submodules.records = q = _SlotFIFO(width=isa.layout_width(lay), depth=self._depth)
         # (the semaphore one-hot, zero without sem_en: no decoder behind the read)
-        m.submodules.sems = sq = fifo.SyncFIFO(width=isa.NUM_SEMS, depth=self._max_outstanding)
+        m.submodules.sems = sq = _SlotFIFO(width=isa.NUM_SEMS, depth=self._max_outstanding)
         m.d.comb += [self.o.valid.eq(q.r_rdy), self.o.payload.eq(q.r_data),
                      q.r_en.eq(self.o.ready), q.w_data.eq(self.record),
                      q.w_en.eq(self.push), sq.w_en.eq(self.push),
                      sq.r_en.eq(self.done), self.sem_head.eq(sq.r_data)]
 
         def moves(f):
-            return f.r_en & f.r_rdy, f.w_en & f.w_rdy
+            return f.r_en & f.r_rdy, f.w_en
 
         def full_next(f):
             rd_, wr_ = moves(f)
