@@ -10,9 +10,10 @@ threads, tracing, model structure, extra Verilator options). The model structure
 (``fastsim.merge``, applied to a copy in the build directory), or merged with some classes of
 instance made Verilator hierarchy blocks. In every structure the reset input becomes a
 register of the model (``fastsim.reset``), which keeps the next-state logic out of
-Verilator's input-combinational region. Concurrent builders of one directory are
-serialised by a file lock; a finished build is marked by its executable, so a killed build is
-redone. The compile time is logged to stderr and kept in ``build.json`` beside the executable.
+Verilator's input-combinational region, and the engines of ``gate`` get clocks of their own
+that the harness raises only when they may change state (``fastsim.gate``). Concurrent
+builders of one directory are serialised by a file lock; a finished build is marked by its
+executable, so a killed build is redone. The compile time is logged to stderr and kept in ``build.json`` beside the executable.
 
 Profile-guided optimisation (``pgo=True``) compiles the model twice: once instrumented
 (``-fprofile-generate``), which then runs the training workloads of :data:`PGO_TRAINING`
@@ -44,13 +45,14 @@ import subprocess
 import sys
 import time
 
+from fastsim.gate import ENGINES, drain_cycles, gate_clocks
 from fastsim.reset import register_reset
 from sim.config import CoreConfig, check_bool, check_choice
 
 __all__ = ["DEFAULT_CXX_OPT", "DEFAULT_CLANG_CXX_OPT", "DEFAULT_PGO", "CXX_OPTS", "COMPILERS",
            "HIER", "DEFAULT_HIER", "VERILATOR_FLAGS", "PGO_TRAINING", "verilog_for", "build",
            "build_info", "verilator_available", "clang_available", "default_compiler",
-           "BUILD_ROOT"]
+           "BUILD_ROOT", "DEFAULT_GATE"]
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -77,6 +79,8 @@ HIER = ("none", "merge", "pe", "add", "lane")
 #: Amaranth's Verilog (clang 24 %, g++ 18 %) and quicker to compile (docs/simulation.md,
 #: Build options); hierarchy blocks are slower.
 DEFAULT_HIER = "merge"
+#: The engines whose clocks are gated by default (``build(gate=)``, ``fastsim.gate``).
+DEFAULT_GATE = ()
 #: The modules a hierarchy structure makes hierarchy blocks, by their kept module's name.
 _HIER_BLOCKS = {"pe": re.compile(r"\\top\.tensor\.array\.pe_r\d+_c\d+$"),
                 "add": re.compile(r"\\top\.tensor\.array\.pe_r\d+_c\d+\.add$"),
@@ -169,7 +173,7 @@ def _gcc_version():
 
 
 def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=None, hier=None,
-          verilator_args=(), reset_register=True):
+          verilator_args=(), reset_register=True, gate=None):
     """Return the path of the harness executable for ``config`` (a ``CoreConfig``), building
     it on a cache miss.
 
@@ -200,6 +204,10 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
         Make the reset input a register of the model (``fastsim.reset``; the default, which
         keeps the next-state logic out of Verilator's input-combinational region); False
         Verilates the reset input as it is (the same outcome, cycle for cycle, more slowly).
+    gate : sequence of str
+        The engines (``fastsim.gate.ENGINES``: ``"vector"``, ``"tensor"``) clocked only in
+        the cycles in which they may change state (default :data:`DEFAULT_GATE`; ``()``:
+        every engine on ``clk``). The same outcome, cycle for cycle.
     """
     if not isinstance(config, CoreConfig):
         raise TypeError(f"config must be a sim.config.CoreConfig, not {type(config).__name__}")
@@ -208,6 +216,12 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
     check_choice("threads", threads, (1, 2))
     check_bool("trace", trace)
     check_bool("reset_register", reset_register)
+    gate = DEFAULT_GATE if gate is None else gate
+    if isinstance(gate, str) or not all(isinstance(e, str) for e in gate):
+        raise TypeError(f"gate must be a sequence of engine names, not {gate!r}")
+    for e in gate:
+        check_choice("gate", e, ENGINES)
+    gate = tuple(e for e in ENGINES if e in gate)
     pgo = DEFAULT_PGO if pgo is None else pgo
     check_bool("pgo", pgo)
     pgo = pgo and not trace
@@ -249,6 +263,11 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
     key_parts = [flags, cxx_opt, _verilator_version()]
     if reset_register:
         key_parts += [(HERE / "reset.py").read_text()]
+    drains = {e: drain_cycles(config, e) for e in gate}
+    if gate:
+        # (the rewrite itself, so that a change of gate.py's text alone keeps the build)
+        gated = gate_clocks(vpath.read_text(), gate, drains)
+        key_parts += ["gate", drains, hashlib.sha256(gated.encode()).hexdigest()]
     if hier != "none":
         key_parts += [hier, (HERE / "merge.py").read_text()]
     if compiler != "gcc":
@@ -268,12 +287,14 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
         t2 = time.monotonic()
         source = out_dir / f"{vpath.stem}-{hier}.v"
         text = _structure(vpath.read_text(), hier)
-        source.write_text(register_reset(text) if reset_register else text)
+        text = register_reset(text) if reset_register else text
+        source.write_text(gate_clocks(text, gate, drains) if gate else text)
         t_merge = round(time.monotonic() - t2, 1) if hier != "none" else None
         vargs = extra + list(verilator_args)
         what = (f"{compiler} {cxx_opt}{', PGO' if pgo else ''}, threads {threads}"
                 f"{', hier ' + hier if hier != 'none' else ''}"
                 f"{', trace' if trace else ''}{', reset input' if not reset_register else ''}"
+                f"{', gate ' + '+'.join(gate) if gate else ''}"
                 f"{', ' + ' '.join(vargs) if vargs else ''}")
         _log(f"building {config.name} ({what}) in {out_dir}")
         t1 = time.monotonic()
@@ -312,7 +333,7 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
             "config": config.to_dict(), "compiler": compiler,
             "compiler_version": _compiler_version(compiler), "cxx_opt": cxx_opt, "pgo": pgo,
             "threads": threads, "hier": hier, "merge_s": t_merge,
-            "reset_register": reset_register,
+            "reset_register": reset_register, "gate": list(gate), "gate_drains": drains,
             "trace": trace, "verilog": str(vpath), "verilog_s": round(t_verilog, 1),
             "build_s": round(t_build, 1), "cpp_bytes": cpp_bytes, **times,
             "verilator": _verilator_version(), "flags": flags}, indent=2))

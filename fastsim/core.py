@@ -13,7 +13,7 @@ import struct
 import subprocess
 import time
 
-from sim.config import CoreConfig, check_choice, check_int
+from sim.config import CoreConfig, check_bool, check_choice, check_int
 from sim.host import BusError, SyncHost
 from sim.memmap import AXI_RESP
 
@@ -21,7 +21,7 @@ __all__ = ["FALLING", "FastCore", "FastSimError", "FastTransport", "FastMemory"]
 
 _OP = {"reset": 1, "write32": 2, "read32": 3, "write_block": 4, "read_block": 5,
        "mem_write": 6, "mem_read": 7, "run": 8, "cycle": 9, "latency": 10, "activity": 11,
-       "get_activity": 12, "quit": 13, "irq": 14, "hello": 15}
+       "get_activity": 12, "quit": 13, "irq": 14, "hello": 15, "gate": 16}
 _HDR = struct.Struct("<BQQI")
 _RESP = struct.Struct("<BI")
 _OKAY = AXI_RESP.get("OKAY", 0)
@@ -73,6 +73,9 @@ class FastCore:
         combinational function of its inputs, so nothing the harness reads changes);
         ``"eval"`` evaluates it; ``"check"`` evaluates it and stops the harness with
         ``FastSimError`` if an output changed. A traced build always evaluates it.
+    gate : sequence of str, optional
+        Engines whose clocks the build gates (``fastsim.build.build(gate=)``; default
+        ``fastsim.build.DEFAULT_GATE``).
 
     Members
     -------
@@ -86,7 +89,7 @@ class FastCore:
 
     def __init__(self, config, *, waves=None, wave_window=None, cxx_opt=None, threads=1,
                  pgo=None, compiler=None, hier=None, exe=None, latency=(0, 0), timeout=None,
-                 falling="skip"):
+                 falling="skip", gate=None):
         if not isinstance(config, CoreConfig):
             raise TypeError(f"config must be a sim.config.CoreConfig, not "
                             f"{type(config).__name__}")
@@ -109,7 +112,7 @@ class FastCore:
         self._last = None
         if exe is None:
             exe = build(config, cxx_opt=cxx_opt, threads=threads, trace=waves is not None,
-                        pgo=pgo, compiler=compiler, hier=hier)
+                        pgo=pgo, compiler=compiler, hier=hier, gate=gate)
         elif not os.access(exe, os.X_OK):
             raise ValueError(f"exe must be an executable harness, not {os.fspath(exe)!r}")
         self.exe = exe
@@ -197,6 +200,40 @@ class FastCore:
         """Synchronous reset of the core and the memory's channels (memory contents kept)."""
         check_int("cycles", cycles, 1, 1 << 20)
         self._request("reset", cycles, cycles=cycles)
+
+    def gate(self, enabled=None, drain=None):
+        """The gated engine clocks of the model (``fastsim.gate``): set them when ``enabled``
+        is given, and return their state.
+
+        Parameters
+        ----------
+        enabled : bool, optional
+            False clocks every engine at every edge (the ungated behaviour, same executable).
+        drain : int, optional
+            With ``enabled``: replace the model's drain counts (cycles a gated clock runs
+            after its gate falls) by this one, 0 to 2**32 - 2; None keeps the model's. For
+            tests: a drain shorter than the engine's own is not exact.
+
+        Returns
+        -------
+        dict
+            ``engines`` (the gated engines), ``enabled``, ``drain`` and ``edges`` (per gated
+            engine: its drain count and the edges its clock rose at) and ``cycles``.
+        """
+        if enabled is not None:
+            check_bool("enabled", enabled)
+            if drain is not None:
+                check_int("drain", drain, 0, (1 << 32) - 2)
+            self._request("gate", 1 | int(enabled) << 1, (1 << 32) - 1 if drain is None
+                          else drain)
+        elif drain is not None:
+            raise ValueError("drain needs enabled= (True or False)")
+        mask, dv, dt, ev, et, cycles = struct.unpack("<IIIQQQ", self._request("gate"))
+        names = [e for i, e in enumerate(("vector", "tensor")) if mask >> i & 1]
+        drains, edges = {"vector": dv, "tensor": dt}, {"vector": ev, "tensor": et}
+        return {"engines": names, "enabled": bool(mask & 4),
+                "drain": {e: drains[e] for e in names}, "edges": {e: edges[e] for e in names},
+                "cycles": cycles}
 
     @property
     def cycle(self):

@@ -56,6 +56,32 @@ template <typename T, typename = void> struct RegisteredReset : std::false_type 
 template <typename T>
 struct RegisteredReset<T, std::void_t<decltype(std::declval<T&>().rst_d)>> : std::true_type {};
 
+// Whether an engine of the model has a gated clock (fastsim/gate.py): an input clk_<engine>,
+// an output gate_<engine> (the engine may change state at the next edge) and a constant
+// output gate_<engine>_drain.
+template <typename T, typename = void> struct GatedVector : std::false_type {};
+template <typename T>
+struct GatedVector<T, std::void_t<decltype(std::declval<T&>().clk_vector)>> : std::true_type {};
+template <typename T, typename = void> struct GatedTensor : std::false_type {};
+template <typename T>
+struct GatedTensor<T, std::void_t<decltype(std::declval<T&>().clk_tensor)>> : std::true_type {};
+
+// The gate of one engine's clock: the clock rises with clk at an edge where the engine's
+// gate output or the harness's own terms are 1, and at the `drain` edges after the last such
+// edge (a count reloaded at each); `edges` counts the edges at which it rose.
+struct Gate {
+    uint32_t drain = 0, left = 0;
+    uint64_t edges = 0;
+    bool step(bool active, bool enabled) {
+        bool on = true;
+        if (!enabled || active) left = drain;
+        else if (left) left--;
+        else on = false;
+        edges += on;
+        return on;
+    }
+};
+
 // ------------------------------------------------------------------------------------------
 // The DMA port's data width, from the Verilated types: IData (32 bits), QData (64 bits) or
 // VlWide<N> (32 N bits); a beat's data is held as 32-bit words, least significant first.
@@ -157,6 +183,11 @@ class Harness {
     std::string activity;
     uint64_t wave_start = 0, wave_end = 0;
     std::string wave_path;
+    // Gated engine clocks: off clocks every engine at every edge (the gate outputs are then
+    // ignored); drain_override replaces the model's drain counts when not ~0 (tests only).
+    bool gating = true;
+    uint32_t drain_override = ~0u;
+    Gate gate_vector, gate_tensor;
     // How the falling clock edge is handled (FallingEdge); a traced build always evaluates
     // it, so that the waveform shows the inputs the harness drives after a rising edge.
     enum class Falling { Skip, Eval, Check };
@@ -197,6 +228,52 @@ class Harness {
 
     void eval() { top_->eval(); }
 
+    // The drain counts of the gated engines, from the model's constant outputs (after the
+    // first eval) or the override; every gated clock then runs for that long.
+    void init_gates() { init_gates_of(*top_); }
+    template <typename T> void init_gates_of(T& t) {
+        if constexpr (GatedVector<T>::value)
+            gate_vector.drain = drain_override != ~0u ? drain_override : t.gate_vector_drain;
+        if constexpr (GatedTensor<T>::value)
+            gate_tensor.drain = drain_override != ~0u ? drain_override : t.gate_tensor_drain;
+        gate_vector.left = gate_vector.drain;
+        gate_tensor.left = gate_tensor.drain;
+    }
+
+    // Whether the host port or the reset input may have changed since the model was last
+    // evaluated: the harness changes them after an edge and does not evaluate the model at
+    // the falling edge, and the gate outputs may depend on them combinationally (a LUT
+    // window write reaches the vector engine's idle_hold in the same cycle).
+    bool inputs_active() {
+        Vtop& t = *top_;
+        return t.AXIL(awvalid) || t.AXIL(wvalid) || t.AXIL(arvalid) || t.AXIL(bready) ||
+               t.AXIL(rready) || rst_in(t);
+    }
+    template <typename T> static bool rst_in(T& t) {
+        if constexpr (RegisteredReset<T>::value) return t.rst_d;
+        else return t.rst;
+    }
+
+    // Drive the gated clocks for the coming rising edge of clk from the gate outputs as
+    // settled before it: while those inputs may have changed, the model is first settled (its
+    // input-combinational region only: clk has not risen).
+    void gate_edge() { gate_edge_of(*top_); }
+    template <typename T> void gate_edge_of(T& t) {
+        if constexpr (GatedVector<T>::value || GatedTensor<T>::value) {
+            if (gating && inputs_active()) eval();
+            if constexpr (GatedVector<T>::value)
+                t.clk_vector = gate_vector.step(t.gate_vector, gating);
+            if constexpr (GatedTensor<T>::value)
+                t.clk_tensor = gate_tensor.step(t.gate_tensor, gating);
+        }
+    }
+
+    // The falling edge of the gated clocks (with that of clk).
+    template <typename T> static void gates_low(T& t) {
+        if constexpr (GatedVector<T>::value) t.clk_vector = 0;
+        if constexpr (GatedTensor<T>::value) t.clk_tensor = 0;
+    }
+
     // The falling edge. The core's logic is clocked by the rising edge of clk only, and none
     // of its outputs is a combinational function of its inputs (Verilator computes no output
     // in its input-combinational region), so evaluating the model at the falling edge changes
@@ -208,13 +285,31 @@ class Harness {
     template <typename R>
     static auto forget_clk(R* r, int) -> decltype(r->__Vtrigprevexpr___TOP__clk__0 = 0, true) {
         r->__Vtrigprevexpr___TOP__clk__0 = 0;
-        return true;
+        return forget_vector(r, 0) && forget_tensor(r, 0);
     }
     template <typename R> static bool forget_clk(R*, long) { return false; }
+    // (the same for the gated clocks; true when the model has none)
+    template <typename R> static auto forget_vector(R* r, int)
+        -> decltype(r->__Vtrigprevexpr___TOP__clk_vector__0 = 0, true) {
+        r->__Vtrigprevexpr___TOP__clk_vector__0 = 0;
+        return true;
+    }
+    template <typename R> static bool forget_vector(R*, long) {
+        return !GatedVector<Vtop>::value;
+    }
+    template <typename R> static auto forget_tensor(R* r, int)
+        -> decltype(r->__Vtrigprevexpr___TOP__clk_tensor__0 = 0, true) {
+        r->__Vtrigprevexpr___TOP__clk_tensor__0 = 0;
+        return true;
+    }
+    template <typename R> static bool forget_tensor(R*, long) {
+        return !GatedTensor<Vtop>::value;
+    }
 
     void falling_edge() {
         Vtop& t = *top_;
         t.clk = 0;
+        gates_low(t);
         if (falling == Falling::Skip && forget_clk(t.rootp, 0)) return;
         if (falling != Falling::Check) {
             eval();
@@ -239,10 +334,19 @@ class Harness {
             t.AXI(rready), t.AXI(bready), t.AXIL(awready), t.AXIL(wready), t.AXIL(bvalid),
             t.AXIL(bresp), t.AXIL(arready), t.AXIL(rvalid), t.AXIL(rdata), t.AXIL(rresp),
             t.irq, t.activity};
+        gate_outputs(t, v);
         Words w{};
         get_words(t.AXI(wdata), w);
         v.insert(v.end(), w.begin(), w.end());
         return v;
+    }
+
+    // The gate outputs, outside host transactions (inputs_active: the harness settles the
+    // model before it reads them then).
+    template <typename T> void gate_outputs(T& t, std::vector<uint64_t>& v) {
+        if (inputs_active()) return;
+        if constexpr (GatedVector<T>::value) v.push_back(t.gate_vector);
+        if constexpr (GatedTensor<T>::value) v.push_back(t.gate_tensor);
     }
 
     void dump(uint64_t t) {
@@ -287,6 +391,7 @@ class Harness {
             w.last = t.AXI(wlast);
         }
         // --- the clock edge: the core samples what was driven during the cycle ---
+        gate_edge();
         t.clk = 1;
         eval();
         dump(10 * cycle + 5);
@@ -545,6 +650,7 @@ enum Op : uint8_t {
     OP_RESET = 1, OP_WRITE32 = 2, OP_READ32 = 3, OP_WRITE_BLOCK = 4, OP_READ_BLOCK = 5,
     OP_MEM_WRITE = 6, OP_MEM_READ = 7, OP_RUN = 8, OP_CYCLE = 9, OP_LATENCY = 10,
     OP_ACTIVITY = 11, OP_GET_ACTIVITY = 12, OP_QUIT = 13, OP_IRQ = 14, OP_HELLO = 15,
+    OP_GATE = 16,
 };
 
 bool read_all(int fd, void* buf, size_t n) {
@@ -611,6 +717,7 @@ int main(int argc, char** argv) {
     h.top_->clk = 0;
     h.axil_idle();
     h.eval();  // initial values and the first settle
+    h.init_gates();
     h.set_rst(true);
     std::vector<uint8_t> payload, resp;
     for (;;) {
@@ -725,6 +832,22 @@ int main(int argc, char** argv) {
             resp.assign(h.activity.begin(), h.activity.end());
             h.activity.clear();
             break;
+        case OP_GATE: {
+            // a bit 0: set gating to a bit 1 and the drain override to b (~0: the model's).
+            if (a & 1) {
+                h.gating = (a >> 1) & 1;
+                h.drain_override = (uint32_t)b;
+                h.init_gates();
+            }
+            put<uint32_t>(resp, (GatedVector<Vtop>::value ? 1u : 0u) |
+                                (GatedTensor<Vtop>::value ? 2u : 0u) | (h.gating ? 4u : 0u));
+            put<uint32_t>(resp, h.gate_vector.drain);
+            put<uint32_t>(resp, h.gate_tensor.drain);
+            put<uint64_t>(resp, h.gate_vector.edges);
+            put<uint64_t>(resp, h.gate_tensor.edges);
+            put<uint64_t>(resp, h.cycle);
+            break;
+        }
         case OP_IRQ:
             put<uint32_t>(resp, h.top_->irq);
             break;

@@ -54,7 +54,9 @@ def add_arguments(parser):
                              "+V<option>: that Verilator option, ':' for a space, e.g. "
                              "-O2+clang+V-fno-expand; +falleval, +fallcheck: the harness "
                              "evaluates the falling clock edge, fastsim.core.FALLING; "
-                             "+rstinput: the reset stays an input of the model)")
+                             "+rstinput: the reset stays an input of the model; +gate, "
+                             "+gatev, +gatet, +nogate: gated clocks of both engines, the "
+                             "vector engine, the tensor engine, none, fastsim.gate)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="with --cxx-opts: rounds over the variants, each round timing "
                              "every variant once in turn (min / median / max reported)")
@@ -84,7 +86,7 @@ def _cpu_s(core):
 
 
 def _open(rows, cxx_opt=None, pgo=None, compiler=None, hier=None, verilator_args=(),
-          falling="skip", reset_register=True):
+          falling="skip", reset_register=True, gate=None):
     """Build (or find) a fastsim model of the ``rows`` x ``rows`` core, start it and run the
     GEMM once, checked against the reference simulator; return (core, image, record)."""
     from fastsim import FastCore, workloads
@@ -94,7 +96,7 @@ def _open(rows, cxx_opt=None, pgo=None, compiler=None, hier=None, verilator_args
     cfg = CoreConfig.from_dict(core_config(rows))
     t0, started = time.monotonic(), time.time()
     exe = build(cfg, cxx_opt=cxx_opt, pgo=pgo, compiler=compiler, hier=hier,
-                verilator_args=verilator_args, reset_register=reset_register)
+                verilator_args=verilator_args, reset_register=reset_register, gate=gate)
     built_now = exe.stat().st_mtime >= started
     core = FastCore(cfg, exe=exe, falling=falling)
     startup = time.monotonic() - t0
@@ -110,7 +112,7 @@ def _open(rows, cxx_opt=None, pgo=None, compiler=None, hier=None, verilator_args
         "cxx_opt": info.get("cxx_opt"), "pgo": info.get("pgo", False),
         "hier": info.get("hier", "none"), "cpp_bytes": info.get("cpp_bytes"),
         "verilator_args": list(verilator_args), "falling": falling,
-        "reset_register": reset_register,
+        "reset_register": reset_register, "gate": list(info.get("gate", [])),
         "code_bytes": _text_size(exe), "verilog_sha256": _sha(info.get("verilog")),
         "checked": "bit-exact vs refsim"}
 
@@ -162,7 +164,7 @@ def _variant(opt):
     """(cxx_opt, pgo, compiler, hier, verilator_args, falling, reset_register) of a
     ``--cxx-opts`` item such as ``-O1+clang+pe``, ``-O2+clang+V-fno-expand+V--inline-mult:0``
     or ``-O2+clang+falleval+rstinput`` (``+fall<mode>``: ``FastCore(falling=<mode>)``;
-    ``+rstinput``: ``build(reset_register=False)``)."""
+    ``+rstinput``: ``build(reset_register=False)``); its gate is :func:`_gate`'s."""
     from fastsim.build import HIER
     from fastsim.core import FALLING
     level, *extra = opt.split("+")
@@ -172,20 +174,35 @@ def _variant(opt):
     extra = [e for e in extra if not e.startswith("fall")]
     rstinput = extra.count("rstinput")
     extra = [e for e in extra if e != "rstinput"]
+    gate = [e for e in extra if e in _GATES]
+    extra = [e for e in extra if e not in _GATES]
     compilers = [e for e in extra if e in ("gcc", "clang")]
     hiers = [e for e in extra if e in HIER]
     if (len(compilers) > 1 or extra.count("pgo") > 1 or len(hiers) > 1 or
             len(extra) != len(compilers) + len(hiers) + extra.count("pgo") or
             not all(vargs) or len(falls) > 1 or not set(falls) <= set(FALLING) or
-            rstinput > 1):
+            rstinput > 1 or len(gate) > 1):
         raise ValueError(f"cxx-opts items must be a level with an optional +pgo, +gcc or "
                          f"+clang, one of +{', +'.join(HIER)}, one of "
-                         f"+fall{', +fall'.join(FALLING)}, +rstinput and +V<Verilator "
+                         f"+fall{', +fall'.join(FALLING)}, +rstinput, one of +gate, +gatev, "
+                         f"+gatet, +nogate and +V<Verilator "
                          f"option>s, "
                          f"not {opt!r}")
     return (level, "pgo" in extra, compilers[0] if compilers else None,
             hiers[0] if hiers else None, tuple(vargs), falls[0] if falls else "skip",
             not rstinput)
+
+
+#: ``--cxx-opts`` gate items: ``build(gate=)``.
+_GATES = {"gate": ("vector", "tensor"), "gatev": ("vector",), "gatet": ("tensor",),
+          "nogate": ()}
+
+
+def _gate(opt):
+    """``build(gate=)`` of a ``--cxx-opts`` item: that of its ``+gate``, ``+gatev``,
+    ``+gatet`` or ``+nogate``, None (the default) without one."""
+    gate = [_GATES[e] for e in opt.split("+")[1:] if e in _GATES]
+    return gate[0] if gate else None
 
 
 def _sweep(rows_list, opts, repeat, rounds):
@@ -198,7 +215,7 @@ def _sweep(rows_list, opts, repeat, rounds):
         opened = {}
         try:
             for opt in opts:
-                opened[opt] = _open(rows, *_variant(opt))
+                opened[opt] = _open(rows, *_variant(opt), gate=_gate(opt))
             rates = {opt: [] for opt in opts}
             walls = {opt: [] for opt in opts}
             for _ in range(rounds):
@@ -213,7 +230,7 @@ def _sweep(rows_list, opts, repeat, rounds):
                     "hier": rec["hier"], "cpp_bytes": rec["cpp_bytes"],
                     "compiler": rec["compiler"], "cxx_opt": rec["cxx_opt"],
                     "verilator_args": rec["verilator_args"], "falling": rec["falling"],
-                    "reset_register": rec["reset_register"],
+                    "reset_register": rec["reset_register"], "gate": rec["gate"],
                     "code_bytes": rec["code_bytes"],
                     "program_cycles": rec["program_cycles"],
                     "verilog_sha256": rec["verilog_sha256"],
