@@ -52,7 +52,7 @@ from sim.config import CoreConfig, check_bool, check_choice
 __all__ = ["DEFAULT_CXX_OPT", "DEFAULT_CLANG_CXX_OPT", "DEFAULT_PGO", "CXX_OPTS", "COMPILERS",
            "HIER", "DEFAULT_HIER", "VERILATOR_FLAGS", "PGO_TRAINING", "verilog_for", "build",
            "build_info", "verilator_available", "clang_available", "default_compiler",
-           "BUILD_ROOT", "DEFAULT_GATE"]
+           "BUILD_ROOT", "DEFAULT_GATE", "default_gate"]
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -132,6 +132,19 @@ def default_compiler(*, pgo=False, trace=False):
     return compiler
 
 
+def default_gate():
+    """The engines a build gates unless told: ``FASTSIM_GATE`` when set (engine names of
+    ``fastsim.gate.ENGINES`` separated by commas, or ``none``), :data:`DEFAULT_GATE`
+    otherwise."""
+    env = os.environ.get("FASTSIM_GATE")
+    if env is None:
+        return DEFAULT_GATE
+    names = () if env.strip() == "none" else tuple(e.strip() for e in env.split(","))
+    for e in names:
+        check_choice("FASTSIM_GATE", e, ENGINES)
+    return names
+
+
 def _compiler_version(compiler):
     if compiler == "gcc":
         return _gcc_version()
@@ -206,8 +219,8 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
         Verilates the reset input as it is (the same outcome, cycle for cycle, more slowly).
     gate : sequence of str
         The engines (``fastsim.gate.ENGINES``: ``"vector"``, ``"tensor"``) clocked only in
-        the cycles in which they may change state (default :data:`DEFAULT_GATE`; ``()``:
-        every engine on ``clk``). The same outcome, cycle for cycle.
+        the cycles in which they may change state (``()``: every engine on ``clk``; default
+        :func:`default_gate`). The same outcome, cycle for cycle.
     """
     if not isinstance(config, CoreConfig):
         raise TypeError(f"config must be a sim.config.CoreConfig, not {type(config).__name__}")
@@ -216,7 +229,7 @@ def build(config, *, cxx_opt=None, threads=1, trace=False, pgo=None, compiler=No
     check_choice("threads", threads, (1, 2))
     check_bool("trace", trace)
     check_bool("reset_register", reset_register)
-    gate = DEFAULT_GATE if gate is None else gate
+    gate = default_gate() if gate is None else gate
     if isinstance(gate, str) or not all(isinstance(e, str) for e in gate):
         raise TypeError(f"gate must be a sequence of engine names, not {gate!r}")
     for e in gate:

@@ -71,6 +71,20 @@ def test_gate_rewrite():
         drain_cycles(SMALL, "dma")
 
 
+def test_default_gate(monkeypatch):
+    """FASTSIM_GATE chooses the gated engines of a build unless told."""
+    from fastsim.build import DEFAULT_GATE, default_gate
+    monkeypatch.delenv("FASTSIM_GATE", raising=False)
+    assert default_gate() == DEFAULT_GATE
+    monkeypatch.setenv("FASTSIM_GATE", "none")
+    assert default_gate() == ()
+    monkeypatch.setenv("FASTSIM_GATE", "tensor, vector")
+    assert default_gate() == ("tensor", "vector")
+    monkeypatch.setenv("FASTSIM_GATE", "dma")
+    with pytest.raises(ValueError, match="FASTSIM_GATE must be one of vector, tensor"):
+        default_gate()
+
+
 pytestmark_build = pytest.mark.skipif(not fastsim.available(), reason="needs Verilator and g++")
 
 
