@@ -149,6 +149,80 @@ def test_lut_config_matches_the_cfg_map(seed):
     _sim(top, [bench], [sink])
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_lut_config_streams_a_beat_per_cycle(seed):
+    """Beats offered back to back (random gaps, ``rdata.ready`` and ``lock`` at random), few
+    addresses so that reads follow writes of the same word: ``ready`` never depends on
+    ``valid``, reads return the cfg map's value after every earlier beat, and a run of
+    writes to an unlocked bank is taken at one beat per cycle."""
+    rng = random.Random(seed)
+    top = _ConfigWithTables()
+    c = top.cfg
+    model = VectorEngineModel(2, DEPTH)
+    addrs = [coef_addr(b, e, w) for b in (0, 1) for e in (0, 1) for w in range(3)]
+    addrs += [desc_addr(b, 0, 1) for b in (0, 1)] + [hdr_addr(b, Hdr.PRE) for b in (0, 1)]
+    got, want = [], []
+    stats = {"b2b": 0}
+
+    async def sink(ctx):
+        while True:
+            ready = rng.random() < 0.7
+            ctx.set(c.rdata.ready, ready)
+            valid, payload = ctx.get(c.rdata.valid), ctx.get(c.rdata.payload)
+            await ctx.tick()
+            if valid and ready:
+                got.append(payload)
+
+    async def bench(ctx):
+        now, last_take = 0, -2
+        for i in range(400):
+            addr = rng.choice(addrs)
+            value = rng.getrandbits(32)
+            if addr in (desc_addr(0, 0, 1), desc_addr(1, 0, 1)):
+                value = rng.randrange(1 << DESC_BASE_BITS) | rng.randrange(8) << 16
+            write = rng.random() < 0.7
+            ctx.set(c.cfg.payload.addr, addr)
+            ctx.set(c.cfg.payload.data, value)
+            ctx.set(c.cfg.payload.write, write)
+            ctx.set(c.cfg.valid, 0)
+            idle_ready = ctx.get(c.cfg.ready)
+            ctx.set(c.cfg.valid, 1)
+            assert ctx.get(c.cfg.ready) == idle_ready, f"beat {i}: ready follows valid"
+            while True:
+                if rng.random() < 0.05:
+                    ctx.set(c.lock, rng.random() < 0.3)
+                    ctx.set(c.bank, rng.getrandbits(1))
+                if ctx.get(c.cfg.ready):
+                    break
+                await ctx.tick()
+                now += 1
+            if write:
+                model.cfg_write(addr, value)
+            else:
+                want.append(model.cfg_read(addr))
+            await ctx.tick()
+            stats["b2b"] += last_take == now - 1
+            last_take = now
+            now += 1
+            if rng.random() < 0.3:
+                ctx.set(c.cfg.valid, 0)
+                for _ in range(rng.randint(1, 2)):
+                    await ctx.tick()
+                    now += 1
+        ctx.set(c.cfg.valid, 0)
+        ctx.set(c.lock, 0)
+        for _ in range(6):
+            await ctx.tick()
+        while len(got) < len(want):
+            await ctx.tick()
+        assert got == want, f"seed {seed}: cfg reads"
+        for bank in range(2):
+            assert ctx.get(c.header[bank].pre) == model.banks[bank].header_word(Hdr.PRE)
+        assert stats["b2b"] > 100, stats
+
+    _sim(top, [bench], [sink])
+
+
 class _LaneWithTable(Elaboratable):
     """A ``LutLane`` reading memories that hold ``st`` (one model bank) as bank 0, with the
     header registered by ``LutHeader`` as in the ``Lut``."""

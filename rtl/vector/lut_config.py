@@ -20,13 +20,17 @@ class LutConfig(wiring.Component):
     (through their write ports and cfg read ports, owned by the ``Lut``), both banks' header
     registers, the sticky ``error`` and the counters.
 
-    A beat is taken into a register (``ready`` is its complement: one beat every two cycles
-    at most) and carried out from it the next cycle at the earliest: a write lands in the
-    cycle after it is taken (a coefficient, descriptor or header word one cycle later still,
-    from registers of their own), a read's ``rdata`` beat is valid three cycles after it. A
-    bad address sets ``error`` (a read then returns 0). A write to bank ``bank`` waits in
-    the register while ``lock`` is high; a status write is never blocked. The counters add
-    ``inc_*`` every cycle; a cfg write to a counter in the same cycle wins.
+    A beat is taken into a register and carried out from it the next cycle at the earliest;
+    ``ready`` is high while the register is empty or its beat is carried out in this cycle,
+    so writes stream at one beat per cycle (``ready`` a function of flip-flops, ``lock``,
+    ``bank`` and ``rdata.ready``, never of ``cfg.valid`` or the payload). A write lands in
+    the cycle after it is carried out (a coefficient, descriptor or header word one cycle
+    later still, from registers of their own); a read is not carried out in the cycle after
+    a write (``q_wrote``), so it sees every earlier write; its ``rdata`` beat is valid three
+    cycles after it is taken at the earliest. A bad address sets ``error`` (a read then
+    returns 0). A write to bank ``bank`` waits in the register while ``lock`` is high; a
+    status write is never blocked. The counters add ``inc_*`` every cycle; a cfg write to a
+    counter in the same cycle wins.
 
     Parameters
     ----------
@@ -95,8 +99,8 @@ class LutConfig(wiring.Component):
         # A beat is taken into a register with its address decoded (``q_*``) and carried out
         # from there the next cycle: the bank-lock check, the RAM write enables, the header
         # and counter writes and the read multiplexer start from flip-flops, and ``cfg.ready``
-        # is one (low while a beat waits): no path runs from the cfg port through the address
-        # decode to the descriptor RAM's write enables.
+        # is ``~q_valid | take`` of those flip-flops: no path runs from the cfg port through
+        # the address decode to the descriptor RAM's write enables.
         p = self.cfg.payload
         a = p.addr
         region = a[12:14]
@@ -118,8 +122,11 @@ class LutConfig(wiring.Component):
         hsel = [{reg: Signal(name=f"q_hsel_b{bank}_{reg.name.lower()}") for reg in Hdr}
                 for bank in range(2)]
         ssel = {reg: Signal(name=f"q_ssel_{reg.name.lower()}") for reg in Status}
-        m.d.comb += self.cfg.ready.eq(~q_valid)
-        with m.If(self.cfg.valid & ~q_valid):
+        take = Signal()
+        m.d.comb += self.cfg.ready.eq(~q_valid | take)
+        with m.If(take):
+            m.d.sync += q_valid.eq(0)
+        with m.If(self.cfg.valid & self.cfg.ready):
             m.d.sync += [q_valid.eq(1), q.eq(p),
                          coef_ok.eq(coef_in), desc_ok.eq(desc_in), bad.eq(bad_in),
                          lockable.eq(p.write & (coef_in | desc_in | hdr_in))]
@@ -135,7 +142,9 @@ class LutConfig(wiring.Component):
         rd_valid = Signal()
         rd_sel = Signal(2)          # the coefficient word 0..2 to return, 3: ``rd_value``
         rd_value = Signal(32)
-        take = Signal()
+        # A write was carried out in the previous cycle: its word reaches the memories and
+        # header registers only at the end of this one, so a read waits a cycle.
+        q_wrote = Signal()
         # The read's word is registered once more (``out``) before ``rdata``, so that the
         # coefficient RAM's block RAMs (a slow clock-to-out) -> their output multiplexer -> the
         # word select do not precede the core's window register. ``s1_free``: the read stage
@@ -152,9 +161,8 @@ class LutConfig(wiring.Component):
         # ``hdr_we`` (below) their bank's lock.
         movable = q_valid & ~(rd_valid & ~s1_free)
         m.d.comb += [s1_free.eq(~out_valid | self.rdata.ready),
-                     take.eq(movable & ~blocked)]
-        with m.If(take):
-            m.d.sync += q_valid.eq(0)
+                     take.eq(movable & ~blocked & (p.write | ~q_wrote))]
+        m.d.sync += q_wrote.eq(take & p.write)
         m.d.comb += self.desc_rd_addr.eq(Cat(low[0:6], bank_a))
         # The cfg read's row, loaded whenever the read stage is free (like ``rd_value``): it is
         # the read's in the cycle a read is taken, and holds while its result waits.
@@ -165,8 +173,9 @@ class LutConfig(wiring.Component):
         # A coefficient write reaches the block RAM one cycle after it is taken, from registers
         # (``wr_*``), so that the RAM's write enable does not wait for the bank-lock check and
         # the read stage's ``rdata.ready`` in front of the RAM's enable. Nothing
-        # reads the word meanwhile: the next cfg beat is carried out two cycles after it at
-        # the earliest, and a lane reads a written bank only once ``lock`` allows the write.
+        # reads the word meanwhile: a cfg read is carried out two cycles after a write at the
+        # earliest (``q_wrote``), and a lane reads a written bank only once ``lock`` allows
+        # the write.
         wr_en = Signal(3)
         wr_addr = Signal(abits + 1, reset_less=True)
         wr_data = Signal(32, reset_less=True)
@@ -206,7 +215,7 @@ class LutConfig(wiring.Component):
         # word (``hdr_we``, one per header register, and ``wr_data``): the header registers'
         # clock enables are flip-flops, not ``take`` (no ``c.lut`` -> ``lock`` -> ``take`` path
         # reaches the clock enables of ~150 header flip-flops). Nothing reads the register
-        # meanwhile: the next cfg beat is carried out two cycles after it at the earliest, and the
+        # meanwhile: a cfg read is carried out two cycles after a write at the earliest, and the
         # lanes read a bank's header for an instruction's elements only, after ``lock`` has held
         # back writes to it: the engine raises ``lock`` the cycle after it takes an instruction, and
         # the header's copies (``pre_q``, ``s1_mode``, ...) take the first element's header two
