@@ -24,7 +24,7 @@ import numpy as np
 
 from kernels import compiler as kc
 from sim.config import CoreConfig
-from sim.cycles import EngineCost, MicroSim
+from sim.cycles import TABLE_SETUP, EngineCost, MicroSim, table_cycles
 from sim.dtypes import STORAGE_BITS, Format
 from sim.isa import Engine, VecOp
 
@@ -145,9 +145,10 @@ def workloads(names=None, dma_data_width=None):
 #: Cycles a program takes on the RTL beyond the sequencer's own (``PERF_CYCLES`` of a program
 #: of one ``halt`` is 72 at every DMA width, the cycle model's 7): added to the model's count.
 RUN_OVERHEAD = 65
-#: Cycles of a TABLE record (LUT writes) on the RTL: per (address, data) pair and per record
-#: (measured with one to three tables of 49 to 128 pairs).
-TABLE_PER_PAIR, TABLE_SETUP = 2, 6
+#: Cycles of a TABLE record (LUT writes) on the RTL: per (address, data) pair of the unpaired
+#: layout, of the paired one (``sim.isa.TABLE_FUNC_PAIRED``) and per record
+#: (``sim.cycles.table_cycles``).
+TABLE_PER_PAIR, TABLE_PAIRED_PER_PAIR = 2, 1
 #: Cycles by which the vector engine takes a record before the one ahead of it is done (its
 #: pipeline's drain overlaps the next record's fill): 9 to 11 measured on the 8x8 core for
 #: pairs of REDUCE, TT, TS and COPY records of 1 to 64 elements.
@@ -163,7 +164,8 @@ class RtlCost(EngineCost):
     record after another); a matmul keeps the array ``n``
     cycles (its moving columns) and is done ``m`` + :meth:`tensor_latency` cycles after
     that (its tile's load, the array's and PSUM's pipelines); a TABLE record
-    ``TABLE_PER_PAIR`` cycles per pair plus ``TABLE_SETUP``; the other vector records as
+    ``TABLE_PER_PAIR`` (paired: ``TABLE_PAIRED_PER_PAIR``) cycles per pair plus
+    ``TABLE_SETUP`` (``sim.cycles.table_cycles``); the other vector records as
     ``EngineCost``. Build it with :meth:`for_config`."""
 
     @staticmethod
@@ -204,7 +206,7 @@ class RtlCost(EngineCost):
         if engine == Engine.TENSOR:
             return max(r["n"], 1)
         if engine == Engine.VECTOR and r["op"] == VecOp.TABLE:
-            return TABLE_PER_PAIR * r["n"] + TABLE_SETUP
+            return table_cycles(r, self.rows)
         return super().__call__(engine, r)
 
 

@@ -463,7 +463,7 @@ def _emit(op, regs, out):
         t = a["tile"]
         r1 = regs.get((t.buffer.addr + t.f0,))
         rn = regs.get((a["n"],))
-        out.append(f"table_ld r{r1}, r{rn}, sem={sem}, sem_en=1")
+        out.append(f"table_pair r{r1}, r{rn}, sem={sem}, sem_en=1")
     elif k == "seed_ld":
         r2 = regs.get((a["seed"],))
         out.append(f"seed_ld r{r2}, sem={sem}, sem_en=1")

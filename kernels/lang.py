@@ -757,8 +757,10 @@ def _vector_op(kind, dst, a, b=None, **opts):
     return tr.add(Op("vector", kind, args, reads, [_all_lanes(dst)]))
 
 
-#: Words per TABLE_LD record when loading a LUT function (None: an eighth of SBUF, at most
-#: 1024: a function of up to 512 pairs in one record, so one DMA and one fence per table).
+#: (address, data) pairs per TABLE_LD record when loading a LUT function (None: an eighth of
+#: SBUF's words, at most 1024: a function of up to 1024 pairs in one record, so one DMA and one
+#: fence per table). A table is laid out paired (``sim.isa.TABLE_FUNC_PAIRED``): addresses in
+#: partition 0, data in partition 1, one LUT write per cycle.
 TABLE_PIECE = None
 
 #: ``func`` of an ACT without the LUT (``sim.isa.ACT_FUNC_LINEAR``): ``data * scale + bias``.
@@ -800,17 +802,17 @@ def _stage_table(func):
         raise KernelError(f"preload_table: '{func}' would evict a table not loaded yet (the "
                           f"LUT has two banks)")
     from sim.tables import table
-    words = []
-    for a, d in table(func, tr.config.lut_entries).writes(bank):
-        words += [int(a), int(d) & 0xFFFFFFFF]
-    src = constant(np.array(words, np.uint32).view(np.int32).reshape(1, -1), int32,
-                   f"lut_{func}")
-    # In pieces of whole (address, data) pairs that leave most of SBUF to the kernel.
-    step = TABLE_PIECE or max(2, min(1024, tr.config.sbuf_depth // 8) // 2 * 2)
+    pairs = [(int(a), int(d) & 0xFFFFFFFF)
+             for a, d in table(func, tr.config.lut_entries).writes(bank)]
+    # In DRAM the pairs stay interleaved (address, data, ...); the transposed view [2, pairs]
+    # (partition stride one element) is an across-partitions load: a pair per SBUF cycle.
+    src = constant(np.array(pairs, np.uint32).view(np.int32), int32, f"lut_{func}").T
+    # In pieces that leave most of SBUF to the kernel.
+    step = TABLE_PIECE or max(1, min(1024, tr.config.sbuf_depth // 8))
     # One SBUF tile for every piece: each piece's load waits for the previous TABLE_LD, so the
     # table's DMA writes and the vector engine's TABLE reads never overlap in time.
-    t = sbuf_tile((1, min(step, len(words))), int32, f"lut_{func}_sb")
-    pieces = [(w0, min(step, len(words) - w0)) for w0 in range(0, len(words), step)]
+    t = sbuf_tile((2, min(step, len(pairs))), int32, f"lut_{func}_sb")
+    pieces = [(w0, min(step, len(pairs) - w0)) for w0 in range(0, len(pairs), step)]
     load(src[:, 0:pieces[0][1]], out=t[:, 0:pieces[0][1]])
     tr.tables[bank] = func
     tr.table_uses.append(bank)
@@ -825,7 +827,7 @@ def _commit_tables():
         for i, (w0, n) in enumerate(pieces):
             if i:
                 load(src[:, w0:w0 + n], out=t[:, 0:n])
-            tr.add(Op("vector", "table_ld", dict(tile=t, n=n // 2), [_acc(t)], []))
+            tr.add(Op("vector", "table_ld", dict(tile=t, n=n), [_acc(t[:, 0:n])], []))
     tr.staged = []
 
 

@@ -52,11 +52,23 @@ from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond,
                      USpecial, USrc)
 from sim.vector import AccOp, element_cycles
 
-__all__ = ["EngineCost", "MicroSim", "RecordTiming", "share_port"]
+__all__ = ["EngineCost", "MicroSim", "RecordTiming", "share_port", "table_cycles"]
 
 #: Cycles from a vector record's last SBUF write to its done pulse (``VectorController``:
 #: the done pulse follows the last output beat's write).
 VECTOR_WRITE_TO_DONE = 1
+#: Cycles of a TABLE record on the RTL beyond its operand streamer's beats (one LUT write per
+#: beat of a paired TABLE, per two beats of an unpaired one): measured on the 8x8 core with
+#: one to three tables of 49 to 128 pairs, both layouts.
+TABLE_SETUP = 6
+
+
+def table_cycles(r, partitions=2):
+    """Cycles from a TABLE record's take to its done pulse on a core of ``partitions``
+    (every core has at least two): one per (address, data) pair of the paired layout
+    (``isa.TABLE_FUNC_PAIRED``), two per pair of the unpaired one, plus ``TABLE_SETUP``."""
+    paired = r["func"] & isa.TABLE_FUNC_PAIRED and partitions > 1
+    return (1 if paired else 2) * r["n"] + TABLE_SETUP
 
 MASK32 = 0xFFFFFFFF
 #: A shift far beyond any record's length (``MicroSim._dma_slack``).
@@ -197,6 +209,8 @@ class EngineCost:
         n = r["n"]
         if r["op"] in (isa.VecOp.SEED,):
             return 1
+        if r["op"] == isa.VecOp.TABLE:
+            return table_cycles(r)
         extra = self._vector_span(r, self.vector_subs) - self._vector_span(r, 1)
         if r["op"] == isa.VecOp.ACC_RD:
             return 1 + self.vector_pipeline + extra
