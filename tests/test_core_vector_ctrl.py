@@ -193,7 +193,6 @@ def _run_random(seed, zero_n=False):
                 got.setdefault("lockstep", []).append(("cfg_v", v, ov, tag, ph))
             if v and pr != tag >> 3:
                 got.setdefault("lockstep", []).append(("pair_r", pr, tag))
-            got["paired"] = got.get("paired", 0) + (v & (tag >> 3))
             if nz != (ns != 0):
                 got.setdefault("lockstep", []).append(("noout_nz", nz, ns))
             # The completion queue's arms (its read enable's flags of the head).
