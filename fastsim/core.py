@@ -75,7 +75,7 @@ class FastCore:
         ``FastSimError`` if an output changed. A traced build always evaluates it.
     gate : sequence of str, optional
         Engines whose clocks the build gates (``fastsim.build.build(gate=)``; default
-        ``fastsim.build.DEFAULT_GATE``).
+        ``fastsim.build.default_gate``).
 
     Members
     -------
