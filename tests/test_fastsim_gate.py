@@ -99,7 +99,8 @@ def cores():
 
 
 def _run(core, image):
-    """Outcome, activity and the gated clocks' edges of ``image`` on ``core``."""
+    """Outcome, activity, the gated clocks' edges and the status registers after ``image``
+    on ``core``."""
     before = core.gate()["edges"]
     core.record_activity(True)
     try:
@@ -108,14 +109,15 @@ def _run(core, image):
     finally:
         core.record_activity(False)
     after = core.gate()
-    return out, act, {e: after["edges"][e] - before[e] for e in after["engines"]}
+    edges = {e: after["edges"][e] - before[e] for e in after["engines"]}
+    return out, act, edges, core.host().status()
 
 
 def _same(a, b, what):
-    (out_a, act_a, _), (out_b, act_b, _) = a, b
+    (out_a, act_a, _, st_a), (out_b, act_b, _, st_b) = a, b
     assert compare(out_b, out_a) == [], (what, compare(out_b, out_a))
     assert out_a.cycles == out_b.cycles and out_a.counters == out_b.counters, what
-    assert act_a == act_b, what
+    assert act_a == act_b and st_a == st_b, what
 
 
 @pytestmark_build
@@ -179,9 +181,8 @@ def test_gated_reset_of_a_busy_core(cores):
         with pytest.raises(TimeoutError):
             c.run_image(spin)
         c.reset(3)
-        runs.append(_run(c, image) + (c.host().status(),))
-    _same(runs[0][:3], runs[1][:3], "reset")
-    assert runs[0][3] == runs[1][3]
+        runs.append(_run(c, image))
+    _same(*runs, "reset")
 
 
 @pytestmark_build
@@ -193,10 +194,10 @@ def test_gate_without_drain_differs(cores):
     with FastCore(SMALL, exe=cores[0].exe) as short, FastCore(SMALL, exe=cores[0].exe) as plain:
         short.gate(enabled=True, drain=0)
         plain.gate(enabled=False)
-        b, act_b, _ = _run(plain, image)
+        b, act_b, _, _ = _run(plain, image)
         image = dataclasses.replace(image, max_cycles=2 * b.cycles)
         try:
-            a, act_a, _ = _run(short, image)
+            a, act_a, _, _ = _run(short, image)
         except TimeoutError:
             return
     assert compare(b, a) != [] or a.cycles != b.cycles or act_a != act_b
@@ -218,4 +219,25 @@ def test_gate_outputs_settled_before_the_edge(cores):
                 check(a[0])
             _same(a, b, name)
         ra, rb = (fuzz.run(SMALL, seed=19, count=20, core=c) for c in (checked, plain))
+        assert ra["mismatch_count"] == 0 and ra["cycles"] == rb["cycles"], ra["mismatches"]
+
+
+@pytest.mark.long
+@pytestmark_build
+def test_gated_build_matches_ungated_build():
+    """The gated model and a model built with every engine on ``clk`` (``gate=()``, not the
+    runtime switch) give the same outcome, counters, status, cycles and activity on every
+    workload and on random programs."""
+    from fastsim.build import build, build_info
+    exe = build(SMALL, gate=())
+    assert build_info(exe)["gate"] == []
+    with FastCore(SMALL, gate=ENGINES) as gated, FastCore(SMALL, exe=exe) as plain:
+        assert plain.gate()["engines"] == []
+        for name in workloads.WORKLOADS:
+            image, check = workloads.build(name, SMALL, seed=6)
+            a, b = (_run(c, image) for c in (gated, plain))
+            if check is not None:
+                check(a[0])
+            _same(a, b, name)
+        ra, rb = (fuzz.run(SMALL, seed=23, count=40, core=c) for c in (gated, plain))
         assert ra["mismatch_count"] == 0 and ra["cycles"] == rb["cycles"], ra["mismatches"]
