@@ -8,8 +8,8 @@ fastsim's copy of the Verilog, :func:`gate_clocks` gives each chosen engine inst
 (the engine may change state at the next rising edge: an OR of its handshakes and pulses)
 and ``gate_<engine>_drain`` (a constant, cycles the clock keeps running after the last such
 edge). The harness (``fastsim/harness.cpp``) raises ``clk_<engine>`` with ``clk`` when
-``gate_<engine>`` is 1, when the host port has a transaction in progress, or within
-``gate_<engine>_drain`` edges after either; otherwise the engine's registers hold.
+``gate_<engine>`` is 1 or within ``gate_<engine>_drain`` edges after the last edge at which
+it was; otherwise the engine's registers hold and Verilator skips its logic.
 
 Why the outcome is that of the ungated model, cycle for cycle:
 
@@ -31,11 +31,12 @@ Why the outcome is that of the ungated model, cycle for cycle:
   holds them instead; nothing reads them.
 - A host transaction (AXI4-Lite) reaches the engine's configuration path through
   combinational logic from the model's inputs, which the harness changes after the edge
-  without evaluating the model: the harness adds its own term for it, so the gate never
-  depends on a stale output.
+  without evaluating the model: while the host port or the reset is active, the harness
+  settles the model before it reads the gates, so a gate is never a stale output.
 
 ``tests/test_fastsim_gate.py`` runs the same workloads gated and ungated and compares memory,
-counters, activity and cycle counts, and shows that a gate without its drain count differs.
+counters, status, activity and cycle counts, and shows that a gate without its drain count
+differs.
 """
 
 import re
