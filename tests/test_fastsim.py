@@ -1,7 +1,8 @@
 """The fast Verilator backend (``fastsim/``): bit-exact with the cocotb path, robust to bad
 input and to a crash of the model.
 
-On a 2x2 BF16 core (its build takes about a minute the first time, cached afterwards):
+On a 2x2 BF16 core (its build takes about a minute the first time, cached afterwards; the
+default build, with gated engine clocks, ``fastsim.gate``):
 
 * every workload of ``fastsim.workloads`` passes its own check (reference simulator or float32
   emulation) and gives the same readback, error, cycle count and counters as the same Image
