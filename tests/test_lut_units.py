@@ -57,6 +57,21 @@ class _ConfigWithTables(Elaboratable):
         return m
 
 
+
+def _rdata_sink(c, rng, p_ready, got):
+    """A testbench process taking the cfg port ``c``'s read data into ``got``, ``ready`` high
+    with probability ``p_ready`` in each cycle."""
+    async def sink(ctx):
+        while True:
+            ready = rng.random() < p_ready
+            ctx.set(c.rdata.ready, ready)
+            valid, payload = ctx.get(c.rdata.valid), ctx.get(c.rdata.payload)
+            await ctx.tick()
+            if valid and ready:
+                got.append(payload)
+    return sink
+
+
 @pytest.mark.parametrize("seed", [1, 2])
 def test_lut_config_matches_the_cfg_map(seed):
     """Random writes and reads of every region (bad addresses too) read back as the model's
@@ -87,14 +102,7 @@ def test_lut_config_matches_the_cfg_map(seed):
             addr, value, bank = rng.getrandbits(16), rng.getrandbits(32), None
         return addr, value, rng.random() < 0.6, bank
 
-    async def sink(ctx):
-        while True:
-            ready = rng.random() < 0.6
-            ctx.set(c.rdata.ready, ready)
-            valid, payload = ctx.get(c.rdata.valid), ctx.get(c.rdata.payload)
-            await ctx.tick()
-            if valid and ready:
-                got.append(payload)
+    sink = _rdata_sink(c, rng, 0.6, got)
 
     async def bench(ctx):
         incs = {Status.HITS: c.inc_hits, Status.UNDERS: c.inc_unders, Status.OVERS: c.inc_overs}
@@ -164,14 +172,7 @@ def test_lut_config_streams_a_beat_per_cycle(seed):
     got, want = [], []
     stats = {"b2b": 0}
 
-    async def sink(ctx):
-        while True:
-            ready = rng.random() < 0.7
-            ctx.set(c.rdata.ready, ready)
-            valid, payload = ctx.get(c.rdata.valid), ctx.get(c.rdata.payload)
-            await ctx.tick()
-            if valid and ready:
-                got.append(payload)
+    sink = _rdata_sink(c, rng, 0.7, got)
 
     async def bench(ctx):
         now, last_take = 0, -2

@@ -61,19 +61,6 @@ RACY = [
 ]
 
 
-def test_paired_table_reads_partition_one():
-    """A paired TABLE reads its ``n`` words of partitions 0 and 1; an unpaired one ``2n``
-    words of partition 0: a DMA load into partition 1 only races with the paired one, a load
-    into partition 0 beyond ``n`` words only with the unpaired one."""
-    p1 = "dma_ld r1, r3, r5, part_start=1, part_count=1, fmt=fp32, sem=0, sem_en=1"
-    beyond = "li r13, 0x14\ndma_ld r1, r3, r13, part_start=0, part_count=1, fmt=fp32"
-    pair = "table_pair r5, r2, sem=2, sem_en=1"
-    assert len(races(f"{p1}\n{pair}")) == 1
-    assert races(f"{p1}\n{OPS['table']}") == []
-    assert races(f"{beyond}\n{pair}") == []
-    assert len(races(f"{beyond}\n{OPS['table']}")) == 1
-
-
 @pytest.mark.parametrize("first, second, space", RACY)
 def test_unordered_pair_races(first, second, space):
     found = races(f"{OPS[first]}\n{OPS[second]}")
