@@ -28,7 +28,10 @@ class LoadPath(wiring.Component):
 
     An R beat with a response other than OKAY raises ``r_error`` (unless ``err``) and is not
     buffered; while ``err`` no beat is buffered, so the bursts in flight drain. ``clear``
-    empties the buffer and restarts the beat count (between records). ``pending``: the
+    empties the buffer (between records). The beat count restarts on each burst's last beat
+    only: every burst's R beats are taken to its last (a record's bursts drain after an
+    error or an abort), so it is 0 whenever a record starts, and ``clear`` (the control's
+    ``dstart``, a deep decode) stays out of its reset. ``pending``: the
     write stage holds an element (the DMA is busy until it is written).
 
     Parameters
@@ -134,5 +137,5 @@ class LoadPath(wiring.Component):
         with m.If(self.clear_counters):
             m.d.sync += self.rd_bytes.eq(0)
         with m.If(self.clear):
-            m.d.sync += [buf_valid.eq(0), self.r_beat.eq(0)]
+            m.d.sync += buf_valid.eq(0)
         return m
