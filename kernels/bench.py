@@ -24,12 +24,12 @@ import numpy as np
 
 from kernels import compiler as kc
 from sim.config import CoreConfig
-from sim.cycles import TABLE_SETUP, EngineCost, MicroSim, table_cycles
+from sim.cycles import TABLE_SETUP, EngineCost, MicroSim
 from sim.dtypes import STORAGE_BITS, Format
 from sim.isa import Engine, VecOp
 
-__all__ = ["Workload", "workloads", "measure", "check", "stream_config", "wide_config",
-           "bus_bytes", "RtlCost", "main"]
+__all__ = ["Workload", "workloads", "simulate", "measure", "check", "stream_config",
+           "wide_config", "bus_bytes", "RtlCost", "main"]
 
 
 def bus_bytes(config):
@@ -166,7 +166,9 @@ class RtlCost(EngineCost):
     that (its tile's load, the array's and PSUM's pipelines); a TABLE record
     ``TABLE_PER_PAIR`` (paired: ``TABLE_PAIRED_PER_PAIR``) cycles per pair plus
     ``TABLE_SETUP`` (``sim.cycles.table_cycles``); the other vector records as
-    ``EngineCost``. Build it with :meth:`for_config`."""
+    ``EngineCost``. Build it with :meth:`for_config`; ``ideal`` leaves engines' data out as
+    ``EngineCost.ideal`` says (a DMA record without ``dma_config``: its set-up and one cycle
+    per row)."""
 
     @staticmethod
     def tensor_latency(config):
@@ -187,27 +189,35 @@ class RtlCost(EngineCost):
         return 3 + engine + 2 + PSUM_ADD_STAGES
 
     @classmethod
-    def for_config(cls, config):
+    def for_config(cls, config, ideal=()):
         return cls(rows=config.rows, cols=config.cols, dma_bus_bytes=bus_bytes(config),
                    dma_config=config, dma_latency=kc.DMA_LATENCY,
                    vector_pipeline=kc.VECTOR_PIPELINE, vector_acc_wait=kc.VECTOR_ACC_WAIT,
                    tensor_latency=cls.tensor_latency(config), vector_overlap=VECTOR_OVERLAP,
                    vector_subs=config.rows // (getattr(config, "vector_units", None)
-                                               or config.rows))
+                                               or config.rows), ideal=ideal)
 
     def __call__(self, engine, r):
         if engine == Engine.DMA and self.dma_config is not None:
             return super().__call__(engine, r)
         if engine == Engine.DMA:
-            elems = r["part_count"] * r["n0"] * r["n1"]
+            elems = r["part_count"] * r["n0"] * r["n1"] * self.timed("dma")
             if r["ext_stride0"] == STORAGE_BITS[Format(r["fmt"])] // 8:
                 return kc.DMA_SETUP + kc.DMA_RUN * r["part_count"] * r["n1"] + elems
             return kc.DMA_STRIDED_SETUP + kc.DMA_STRIDED * elems
         if engine == Engine.TENSOR:
-            return max(r["n"], 1)
+            return self.columns(r)
         if engine == Engine.VECTOR and r["op"] == VecOp.TABLE:
-            return table_cycles(r, self.rows)
+            return self.table_cost(r, self.rows)
         return super().__call__(engine, r)
+
+
+def simulate(w, ideal=()):
+    """The cycle model's run (``sim.cycles.MicroSim``, finished) of workload ``w`` with
+    :class:`RtlCost`, its engines idealized as ``ideal`` says (``sim.cycles.EngineCost.ideal``);
+    its ``cycle`` leaves out ``RUN_OVERHEAD``."""
+    return MicroSim(w.image.program, pmem_depth=w.config.pmem_depth,
+                    cost=RtlCost.for_config(w.config, ideal=ideal)).run()
 
 
 def measure(w, backend="model"):
@@ -221,8 +231,7 @@ def measure(w, backend="model"):
     not: the vector engine's element work and the DMA's per-record costs count in neither.
     """
     if backend == "model":
-        ms = MicroSim(w.image.program, pmem_depth=w.config.pmem_depth,
-                      cost=RtlCost.for_config(w.config)).run()
+        ms = simulate(w)
         cycles = ms.cycle + RUN_OVERHEAD
         busy = {e: ms.perf[e]["busy"] for e in Engine}
         moved = w.dma_bytes

@@ -7,6 +7,7 @@ software-pipelined GEMM.
                                  Verilator + cocotb for gemm_stream)
                                  [--workloads mlp,attention,gemm_stream]
                                  [--kernels NAMES] [--dma-width 32|64|...|512]
+                                 [--bounds]
 
 For each workload: total cycles of the program (``PERF_CYCLES``), the tensor engine's busy
 fraction (``PERF_TENSOR_BUSY / PERF_CYCLES``: cycles with a matmul anywhere in its controller,
@@ -38,6 +39,18 @@ RTL's, minus one.
 core with a ``W``-bit DMA); at every width the kernels lay their tensors out
 partition-innermost (``kernels.Layout``). The hand-written workloads get the same roofline from their counters.
 ``--quick`` runs the kernels on the model only.
+
+``--bounds`` runs only the cycle model (no RTL, no hand-written workload): for each kernel,
+its cycles and the cycles of the same program and schedule with engines idealized
+(``sim.cycles.BOUNDS``, ``EngineCost.ideal``): ``no_dma`` (the DMA's beats and SBUF cycles in
+no time, its per-record and per-burst costs kept), ``no_vector`` (the vector engine's elements
+and table pairs in no time, its pipeline kept), ``no_dma_vector`` (both) and ``floor`` (the
+tensor engine's moving columns too: the fixed latencies alone). ``floor_fraction`` is the
+roofline over the floor, the best fraction of the roofline any bus or engine width could
+reach with these latencies (above 1: they alone do not keep it below the roofline; a
+compute-bound kernel's bound is then ``no_dma_vector``). ``floor_parts`` (and
+``no_dma_vector_parts``) split that run's cycles by what the sequencer does in them: issuing
+instructions, waiting for each engine's records, blocked at a full queue, ``RUN_OVERHEAD``.
 
 Each workload's engine timeline goes to the results directory (``--out``, default
 ``results/``): ``timeline-<workload>.png`` (one lane per engine, busy / waiting / idle) and
@@ -77,6 +90,10 @@ def add_arguments(parser):
                         help="DMA width (bits) of the kernels' cores: above 32, every kernel "
                              "runs on kernels.bench.wide_config(width) (default 32: the "
                              "kernels' own cores)")
+    parser.add_argument("--bounds", action="store_true",
+                        help="only the cycle model: each kernel's cycles with the DMA, the "
+                             "vector engine and all engines idealized (sim.cycles.BOUNDS) "
+                             "beside its roofline")
     parser.add_argument("--reuse", action="store_true",
                         help="use the run records already in build/ (profile-<workload>-<rows>-"
                              "<simulator>.json, same shape) instead of simulating again")
@@ -165,6 +182,8 @@ def run_fastsim(workload, rows, shape):
 
 
 def run(args):
+    if getattr(args, "bounds", False):
+        return run_bounds(args)
     rows = 4 if getattr(args, "quick", False) else 8
     sim_arg = getattr(args, "simulator", None)
     wanted = [n for n in getattr(args, "workloads", "mlp,attention,gemm_stream").split(",")
@@ -229,20 +248,108 @@ def roofline(macs, dma_bytes, rows, cols, bus_bytes, cycles):
             "roofline_fraction": round(roof / max(cycles, 1), 4)}
 
 
+def _kernel_names(args):
+    """The kernels ``--kernels`` names (None: all)."""
+    sel = getattr(args, "kernels", None)
+    return None if sel is None else [n for n in sel.split(",") if n and n != "none"]
+
+
+def _dma_width(args):
+    """``--dma-width``, checked: a power of two from 32 to 512."""
+    from sim.config import check_pow2
+    width = getattr(args, "dma_width", 32)
+    check_pow2("dma_width", width, 32, 512)
+    return width
+
+
+def floor_parts(ms):
+    """The cycles of finished cycle-model run ``ms`` by what its sequencer does in them:
+    ``issue`` (micro-instructions, a WAIT's two fixed cycles among them), ``wait`` (stalled at
+    a WAIT, by the engine of the last record whose done pulse counted up the semaphore it
+    waits for: ``dma``, ``tensor``, ``vector``; ``none`` where no record did), ``emit`` (stalled
+    at an EMIT, by the engine whose queue was full) and ``barrier``; they add up to
+    ``ms.cycle``. ``records``: each engine's records; ``instructions``: those retired."""
+    from sim.isa import Engine
+    names = {e: e.name.lower() for e in Engine}
+    wait = dict.fromkeys([*names.values(), "none"], 0)
+    for first, end, sem in ms.wait_spans:
+        dones = [(r.done, names[e]) for e, tl in ms.timeline.items() for r in tl
+                 if r.fields["sem_en"] and r.fields["sem"] == sem and r.done < end]
+        wait[max(dones)[1] if dones else "none"] += end - first
+    emit = {names[e]: ms.perf[e]["blocked"] for e in Engine}
+    issue = ms.cycle - sum(wait.values()) - sum(emit.values()) - ms.barrier_stall
+    return {"issue": issue, "wait": wait, "emit": emit, "barrier": ms.barrier_stall,
+            "records": {names[e]: len(ms.timeline[e]) for e in Engine},
+            "instructions": ms.retired}
+
+
+def _largest(parts):
+    """The largest of :func:`floor_parts`' terms, named (``issue``, ``wait_vector``, ...)."""
+    terms = {"issue": parts["issue"], "barrier": parts["barrier"],
+             **{f"wait_{k}": v for k, v in parts["wait"].items()},
+             **{f"emit_{k}": v for k, v in parts["emit"].items()}}
+    return max(terms, key=terms.get)
+
+
+def bounds(w):
+    """Workload ``w``'s cycles on the cycle model (``kernels.bench.simulate``, with
+    ``RUN_OVERHEAD``) as it is and under each of ``sim.cycles.BOUNDS``, its roofline, the
+    fractions of it reached and at best, and the :func:`floor_parts` of the floor run and of
+    the ``no_dma_vector`` run (the bound of a compute-bound workload, whose floor leaves out
+    the array's columns)."""
+    from kernels import bench as kb
+    from sim.cycles import BOUNDS
+    runs = {"model": kb.simulate(w), **{k: kb.simulate(w, v) for k, v in BOUNDS.items()}}
+    cycles = {k: ms.cycle + kb.RUN_OVERHEAD for k, ms in runs.items()}
+    roof = w.roofline_cycles
+    compute = -(-w.macs // (w.config.rows * w.config.cols))
+    parts = floor_parts(runs["floor"])
+    array = floor_parts(runs["no_dma_vector"])
+    return {"what": w.what, "model_cycles": cycles["model"],
+            **{k: cycles[k] for k in BOUNDS},
+            "roofline_cycles": roof, "roofline_bound": "compute" if compute >= roof else "dma",
+            "roofline_fraction": round(roof / cycles["model"], 4),
+            "no_dma_vector_fraction": round(roof / cycles["no_dma_vector"], 4),
+            "floor_fraction": round(roof / cycles["floor"], 4),
+            "floor_largest": _largest(parts),
+            "floor_parts": {"run_overhead": kb.RUN_OVERHEAD, **parts},
+            "no_dma_vector_largest": _largest(array),
+            "no_dma_vector_parts": {"run_overhead": kb.RUN_OVERHEAD, **array}}
+
+
+def run_bounds(args):
+    """``--bounds``: :func:`bounds` of every kernel (``--kernels``) on the cores of
+    ``--dma-width``, printed as a table (on stderr under ``--json``)."""
+    from kernels import bench as kb
+    width = _dma_width(args)
+    out = {}
+    for w in kb.workloads(_kernel_names(args), dma_data_width=width if width > 32 else None):
+        out[w.name] = {"config": w.config.to_dict(), **bounds(w)}
+    print(f"{'workload':13} {'model':>8} {'no_dma':>8} {'no_vec':>8} {'no_d+v':>8} "
+          f"{'floor':>8} {'roofline':>8} {'of roof':>7} {'floor fr':>8}  floor's largest")
+    for k, r in out.items():
+        print(f"{k:13} {r['model_cycles']:8d} {r['no_dma']:8d} {r['no_vector']:8d} "
+              f"{r['no_dma_vector']:8d} {r['floor']:8d} {r['roofline_cycles']:8d} "
+              f"{r['roofline_fraction']:7.3f} {r['floor_fraction']:8.3f}  "
+              f"{r['floor_largest']}")
+    sel = getattr(args, "kernels", None)
+    command = "python -m scripts.bench core --bounds --dma-width " + str(width) + \
+        (f" --kernels {sel}" if sel else "") + " --json"
+    return {"command": command, "dma_width": width, "model": "sim.cycles.MicroSim with "
+            "kernels.bench.RtlCost, RUN_OVERHEAD included", "bounds": out}
+
+
 def run_kernels(args):
     """The library's kernels (``kernels.bench``) on fastsim and the cycle model: per kernel,
     ``rtl`` and ``model`` at the default DMA width and ``model_<bits>`` at each of
     ``--widths``."""
     from kernels import bench as kb
     from kernels.backends import fast_backend
-    sel = getattr(args, "kernels", None)
-    names = None if sel is None else [n for n in sel.split(",") if n and n != "none"]
+    names = _kernel_names(args)
     if names == []:
         return {}
     rtl = fast_backend() is not None and not getattr(args, "quick", False)
-    width = getattr(args, "dma_width", 32)
-    from sim.config import check_pow2
-    check_pow2("dma_width", width, 32, 512)
+    width = _dma_width(args)
     out = {}
     for w in kb.workloads(names, dma_data_width=width if width > 32 else None):
         rec = out[w.name] = {"what": w.what, "config": w.config.to_dict()}

@@ -30,7 +30,10 @@ waits for every earlier one), and its loads share SBUF's write port with the vec
 engine's outputs (``MicroSim._contend``); without one they are serial servers too. The vector
 engine takes a record ``EngineCost.vector_overlap`` cycles before the one ahead is done. The
 result is the timeline of every record (emit, accept, done cycles), the sequencer's cycle
-count and per-engine busy / semaphore-wait / idle cycles.
+count, per-engine busy / semaphore-wait / idle cycles and the sequencer's stalls (``perf``
+``blocked`` at an EMIT, ``wait_spans``, ``barrier_stall``). ``EngineCost.ideal`` runs the
+same program with engines idealized (``BOUNDS``: their data in no time, every fixed latency
+kept), bounds on what faster engines or a wider bus could give.
 
 Being a second, independent executor of the microcode, it is also checked against the
 instruction-level ``sim/refsim.py`` (architectural state and record traces) in
@@ -52,7 +55,8 @@ from sim.isa import (AG_SET_READS, AG_SNAP_READS, Engine, ErrorBit, UAlu, UCond,
                      USpecial, USrc)
 from sim.vector import AccOp, element_cycles
 
-__all__ = ["EngineCost", "MicroSim", "RecordTiming", "share_port", "table_cycles"]
+__all__ = ["BOUNDS", "IDEAL_ENGINES", "EngineCost", "MicroSim", "RecordTiming", "share_port",
+           "table_cycles"]
 
 #: Cycles from a vector record's last SBUF write to its done pulse (``VectorController``:
 #: the done pulse follows the last output beat's write).
@@ -69,6 +73,17 @@ def table_cycles(r, partitions=2):
     (``isa.TABLE_FUNC_PAIRED``), two per pair of the unpaired one, plus ``TABLE_SETUP``."""
     paired = r["func"] & isa.TABLE_FUNC_PAIRED and partitions > 1
     return (1 if paired else 2) * r["n"] + TABLE_SETUP
+
+#: The engines whose data-proportional time ``EngineCost.ideal`` can leave out.
+IDEAL_ENGINES = ("dma", "vector", "tensor")
+#: Bounds on a program's cycles, each the engines ``EngineCost.ideal`` idealizes: ``no_dma``
+#: an unbounded bus, ``no_vector`` an unbounded vector engine, ``no_dma_vector`` both (the
+#: tensor engine as it is), ``floor`` all three engines' data in no time (the program's fixed
+#: latencies alone: the sequencer's issue, the DMA's per-record and per-burst costs, the
+#: vector pipeline, TABLE set-up, the tensor engine's latency to PSUM, and the dependencies
+#: between them).
+BOUNDS = {"no_dma": ("dma",), "no_vector": ("vector",), "no_dma_vector": ("dma", "vector"),
+          "floor": IDEAL_ENGINES}
 
 MASK32 = 0xFFFFFFFF
 #: A shift far beyond any record's length (``MicroSim._dma_slack``).
@@ -154,6 +169,29 @@ class EngineCost:
     #: next record (its done pulse comes that much after the engine is free; 0: serial). A
     #: TABLE or SEED record has none.
     vector_overlap: int = 0
+    #: Engines (names from ``IDEAL_ENGINES``) whose data-proportional time the cost leaves
+    #: out, every fixed latency kept (``BOUNDS``): ``"dma"`` a record's beats and SBUF cycles
+    #: (``sim.dma_timing``'s ``transfer=False``: set-up, window checks, issue and each burst's
+    #: round trip kept; without ``dma_config``, the bytes over ``dma_bus_bytes``),
+    #: ``"vector"`` a record's elements and a TABLE's pairs (the pipeline, ``TABLE_SETUP``, an
+    #: ACC_RD and a SEED kept), ``"tensor"`` a matmul's moving columns (its stationary tile's
+    #: load, the array's skew and ``tensor_latency`` kept). An idealized engine's SBUF writes
+    #: take no cycles, so they never contend for SBUF's write port. Empty: the engines as
+    #: they are.
+    ideal: frozenset = frozenset()
+
+    def __post_init__(self):
+        if isinstance(self.ideal, str) or not hasattr(self.ideal, "__iter__"):
+            raise TypeError(f"ideal must be a collection of engine names, not {self.ideal!r}")
+        for name in self.ideal:
+            if name not in IDEAL_ENGINES:
+                raise ValueError(f"ideal must name engines among {', '.join(IDEAL_ENGINES)}, "
+                                 f"not {name!r}")
+        self.ideal = frozenset(self.ideal)
+
+    def timed(self, engine):
+        """Whether ``engine`` (a name from ``IDEAL_ENGINES``) takes time for its data."""
+        return engine not in self.ideal
 
     @classmethod
     def of_config(cls, config, **kwargs):
@@ -172,7 +210,8 @@ class EngineCost:
         from sim.dma_timing import DmaTimeline
         c = self.dma_config
         return DmaTimeline(data_width=c.dma_data_width, sbuf_depth=c.sbuf_depth,
-                           max_burst=c.max_burst, latency=self.dma_latency)
+                           max_burst=c.max_burst, latency=self.dma_latency,
+                           transfer=self.timed("dma"))
 
     def latency(self, engine, r):
         """Cycles from the end of a record's ``cost`` to its done pulse, during which its
@@ -193,24 +232,38 @@ class EngineCost:
             from sim.dma_timing import dma_record_cycles
             c = self.dma_config
             return dma_record_cycles(r, data_width=c.dma_data_width, sbuf_depth=c.sbuf_depth,
-                                     max_burst=c.max_burst, latency=self.dma_latency)
+                                     max_burst=c.max_burst, latency=self.dma_latency,
+                                     transfer=self.timed("dma"))
         if engine == Engine.DMA:
             nbytes = STORAGE_BITS[Format(r["fmt"])] // 8
-            total = r["part_count"] * r["n0"] * r["n1"] * nbytes
+            total = r["part_count"] * r["n0"] * r["n1"] * nbytes * self.timed("dma")
             return self.dma_setup + -(-total // self.dma_bus_bytes)
         if engine == Engine.TENSOR:
             # Stationary load overlaps the previous tile; the moving stream and the array's
             # skew (rows + cols) dominate.
-            return max(r["m"], 1) + max(r["n"], 1) + self.rows + self.cols
+            return max(r["m"], 1) + self.columns(r) + self.rows + self.cols
         return self.vector_cost(r) - self._vector_overlap(r)
+
+    def columns(self, r):
+        """Cycles the array takes a matmul's moving stream: one per column (at least one);
+        none with the tensor engine idealized."""
+        return max(r["n"], 1) if self.timed("tensor") else 0
+
+    def table_cost(self, r, partitions=2):
+        """Cycles of a TABLE record (:func:`table_cycles`); ``TABLE_SETUP`` alone with the
+        vector engine idealized."""
+        return table_cycles(r, partitions) if self.timed("vector") else TABLE_SETUP
+
+    def _elements(self, r):
+        return r["n"] if self.timed("vector") else 0
 
     def vector_cost(self, r):
         """Cycles from a vector record's take to its done pulse, alone."""
-        n = r["n"]
+        n = self._elements(r)
         if r["op"] in (isa.VecOp.SEED,):
             return 1
         if r["op"] == isa.VecOp.TABLE:
-            return table_cycles(r)
+            return self.table_cost(r)
         extra = self._vector_span(r, self.vector_subs) - self._vector_span(r, 1)
         if r["op"] == isa.VecOp.ACC_RD:
             return 1 + self.vector_pipeline + extra
@@ -234,7 +287,7 @@ class EngineCost:
         summing = (op == isa.VecOp.ACT and r["acc"]) or \
             (op == isa.VecOp.REDUCE and r["alu"] == isa.VecAlu.ADD)
         accumulating = (op == isa.VecOp.ACT and r["acc"]) or op == isa.VecOp.REDUCE
-        n = r["n"]
+        n = self._elements(r)
         if subs == 1:
             per = element_cycles(1, w, AccOp.SUM if summing else AccOp.NONE)
             tail = (max(2, 1 + w) if summing else 2) if reduce else 0
@@ -317,6 +370,11 @@ class MicroSim:
         self.timeline = {e: [] for e in Engine}
         self.trace = {e: [] for e in Engine}
         self.perf = {e: {"busy": 0, "semwait": 0, "idle": 0, "blocked": 0} for e in Engine}
+        #: ``(first, end, sem)`` of each WAIT that held beyond its two fixed cycles: the
+        #: sequencer stalled in cycles ``[first, end)`` for semaphore ``sem``.
+        self.wait_spans = []
+        #: Cycles the sequencer stalled at a BARRIER (or an EMIT to no engine).
+        self.barrier_stall = 0
         self._pending_incs = []        # (done_cycle, sem)
 
     # -- engine queue state at cycle c ---------------------------------------------------------
@@ -412,8 +470,12 @@ class MicroSim:
         beat's elements across partitions) before its data side ends; a vector record with
         element outputs writes one beat per element, ``sim.vector.element_cycles`` apart,
         before its done pulse (a REDUCE or ACC_RD writes its accumulators once, a TABLE or
-        SEED nothing)."""
+        SEED nothing). An engine the cost idealizes (``EngineCost.ideal``) writes in no
+        cycles: None."""
         f = r.fields
+        ideal = getattr(self.cost, "ideal", ())
+        if ("dma" if e == Engine.DMA else "vector") in ideal:
+            return None
         if e == Engine.DMA:
             if f["store"] or not (f["n0"] and f["n1"] and f["part_count"]):
                 return None
@@ -568,16 +630,20 @@ class MicroSim:
                     held += nxt + 1 - c
                     c = nxt + 1
                     continue
-                armed = False
+                was_wait, armed = armed, False
                 if kind == "stall":
                     # Nothing changes until the next engine event: skip to it.
                     nxt = self._next_event(c)
                     self._account(c, wait=out[1], count=nxt - c)
                     if out[2] is not None:
                         self.perf[out[2]]["blocked"] += nxt - c
+                    else:
+                        self.barrier_stall += nxt - c
                     held += nxt - c
                     c = nxt
                     continue
+                if was_wait and kind == "ok" and held > 2:
+                    self.wait_spans.append((c - held + 2, c, f["imm"] & 15))
                 held = 0
                 self._account(c, wait=kind == "error" and out[1] == ErrorBit.DEADLOCK)
                 c += 1

@@ -64,9 +64,11 @@ def _bursts(addr, nbytes, bw, max_burst):
     return out
 
 
-def _parts(r, *, data_width, sbuf_depth, max_burst):
+def _parts(r, *, data_width, sbuf_depth, max_burst, transfer=True):
     """``(rows, bursts, units, segments)`` of a non-empty record: its window-check rows, the
-    beats of each burst, its SBUF cycles and its number of segments."""
+    beats of each burst, its SBUF cycles and its number of segments. ``transfer=False``: the
+    data move in no time (an unbounded bus and SBUF port): every burst of no beats, no SBUF
+    cycles; the rows, the bursts and the segments as they are."""
     es = STORAGE_BITS[Format(r["fmt"])] // 8
     n0, n1, pc = r["n0"], r["n1"], r["part_count"]
     bw = data_width // 8
@@ -104,11 +106,13 @@ def _parts(r, *, data_width, sbuf_depth, max_burst):
                 else:
                     segs += [(row + j * s0, es) for j in range(n0)]
     bursts = [b for a, nb in segs for b in _bursts(a & M32, nb, bw, mb)]
+    if not transfer:
+        return rows, [0] * len(bursts), 0, len(segs)
     return rows, bursts, units, len(segs)
 
 
 def dma_record_cycles(r, *, data_width=32, sbuf_depth=256, max_burst=16, max_outstanding=4,
-                      latency=16):
+                      latency=16, transfer=True):
     """Cycles of DMA record ``r`` (a dict of ``sim.isa.DMA_RECORD`` fields) alone, from its
     command's handshake to its ``done``.
 
@@ -123,11 +127,15 @@ def dma_record_cycles(r, *, data_width=32, sbuf_depth=256, max_burst=16, max_out
         As the DMA's parameters (bursts are at most 2 KiB).
     latency : int
         Cycles from a read burst's address to its first beat.
+    transfer : bool
+        False: the beats and the SBUF cycles take no time (``_parts``); what is left are the
+        record's fixed costs: set-up, window checks, two issue cycles per segment, each
+        burst's memory latency and round trip (``max_outstanding`` at a time) and the tail.
     """
     if not r["n0"] or not r["n1"] or not r["part_count"]:
         return SETUP
     rows, bursts, units, segs = _parts(r, data_width=data_width, sbuf_depth=sbuf_depth,
-                                       max_burst=max_burst)
+                                       max_burst=max_burst, transfer=transfer)
     stream = max(units, sum(bursts), 2 * segs)
     if r["store"]:
         body = max(stream, sum(b + ROUND_TRIP for b in bursts) / max_outstanding) + STORE_TAIL
@@ -188,8 +196,9 @@ class DmaTimeline:
     """
 
     def __init__(self, *, data_width=32, sbuf_depth=256, max_burst=16, max_outstanding=4,
-                 latency=16):
-        self._kw = dict(data_width=data_width, sbuf_depth=sbuf_depth, max_burst=max_burst)
+                 latency=16, transfer=True):
+        self._kw = dict(data_width=data_width, sbuf_depth=sbuf_depth, max_burst=max_burst,
+                        transfer=transfer)
         self._mo = max_outstanding
         self._latency = latency
         self._last = None           # (store, done, fin) of the record before
@@ -231,7 +240,7 @@ class DmaTimeline:
             free += fin - (s + alone - pre - tail)
         if len(bursts) > mo:
             after = sum(bursts[-mo:])       # beats behind the burst whose slot the last takes
-            free = max(free, int(round(fin - data * after / sum(bursts))) +
+            free = max(free, int(round(fin - data * after / max(sum(bursts), 1))) +
                        (SLOT_STORE if store else SLOT_LOAD))
         if last is not None:
             free = max(free, last[2] + 2)

@@ -175,6 +175,34 @@ def test_bench_core_dma_width():
                                                   widths=""))
 
 
+def test_bench_core_bounds():
+    """``bench core --bounds``: the cycle model alone, each kernel's bounds no longer than its
+    cycles, the floor the shortest, ``floor_fraction`` the roofline over the floor, and the
+    floor's parts (the sequencer's issue, its waits per engine, its blocked EMITs, BARRIERs
+    and ``RUN_OVERHEAD``) adding up to it; a bad ``--dma-width`` is refused."""
+    import argparse
+    from scripts import bench_core
+    args = argparse.Namespace(bounds=True, kernels="softmax,gemm", dma_width=128)
+    rec = bench_core.run(args)
+    assert rec["dma_width"] == 128 and sorted(rec["bounds"]) == ["gemm", "softmax"]
+    for name, r in rec["bounds"].items():
+        assert r["config"] == kb.wide_config(128).to_dict()
+        assert r["floor"] <= min(r["no_dma"], r["no_vector"], r["no_dma_vector"])
+        assert max(r["no_dma"], r["no_vector"], r["no_dma_vector"]) <= r["model_cycles"]
+        assert r["floor_fraction"] == round(r["roofline_cycles"] / r["floor"], 4)
+        for bound in ("floor", "no_dma_vector"):
+            p = r[f"{bound}_parts"]
+            total = p["run_overhead"] + p["issue"] + sum(p["wait"].values()) + \
+                sum(p["emit"].values()) + p["barrier"]
+            assert total == r[bound], (name, bound, p)
+            assert p["issue"] > 0 and p["instructions"] > 0
+    assert rec["bounds"]["softmax"]["roofline_bound"] == "dma"
+    assert rec["bounds"]["softmax"]["floor_parts"]["records"]["tensor"] == 0
+    assert rec["bounds"]["gemm"]["roofline_bound"] == "compute"
+    with pytest.raises(ValueError, match="dma_width"):
+        bench_core.run(argparse.Namespace(bounds=True, kernels="gemm", dma_width=100))
+
+
 @pytest.mark.long
 @pytest.mark.parametrize("width", [128, 32])
 def test_cycle_model_follows_the_rtl(width):

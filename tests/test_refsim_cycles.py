@@ -437,3 +437,86 @@ def test_vector_delay_holds_only_the_outputs_behind():
     reduce_ = dict(op=isa.VecOp.REDUCE, n=64, acc=0, alu=isa.VecAlu.ADD)
     assert ms._writes(Engine.VECTOR, RecordTiming(Engine.VECTOR, 0, 0, 0, 100,
                                                   dict(reduce_, sem_en=0))) is None
+
+
+def test_ideal_is_checked():
+    """``EngineCost(ideal=...)`` takes a collection of names from ``IDEAL_ENGINES``; anything
+    else is refused, naming the parameter and what it may hold."""
+    from kernels.bench import RtlCost
+    from sim.config import CoreConfig
+    from sim.cycles import IDEAL_ENGINES
+    assert EngineCost().ideal == frozenset()
+    assert EngineCost(ideal=["vector", "dma"]).ideal == {"dma", "vector"}
+    assert RtlCost.for_config(CoreConfig(), ideal=IDEAL_ENGINES).ideal == set(IDEAL_ENGINES)
+    with pytest.raises(ValueError, match="ideal must name engines among dma, vector, tensor, "
+                                         "not 'sequencer'"):
+        EngineCost(ideal=("dma", "sequencer"))
+    with pytest.raises(ValueError, match="ideal must name engines .* not 'DMA'"):
+        RtlCost.for_config(CoreConfig(), ideal=("DMA",))
+    for bad in ("dma", 3, None):
+        with pytest.raises(TypeError, match="ideal must be a collection of engine names"):
+            EngineCost(ideal=bad)
+
+
+def test_ideal_record_costs():
+    """Each idealized engine's record costs its fixed part alone, as ``EngineCost`` defines
+    it: a vector record its pipeline, a TABLE its set-up, a matmul its stationary tile and
+    the array's skew, a DMA record without a configuration its set-up; the other engines
+    keep their costs."""
+    from sim.cycles import TABLE_SETUP
+    from sim.dtypes import Format
+    VecOp = isa.VecOp
+    act = dict(op=VecOp.ACT, acc=1, alu=0, n=64)
+    table = dict(op=VecOp.TABLE, func=0, n=100)
+    mm = dict(m=4, n=64)
+    dma = dict(fmt=int(Format.FP32), part_count=8, n0=64, n1=2)
+    base = EngineCost()
+    vec = EngineCost(ideal={"vector"})
+    assert vec.vector_cost(act) == base.vector_pipeline
+    assert base.vector_cost(act) == 64 * (1 + base.vector_acc_wait) + base.vector_pipeline
+    assert vec(Engine.VECTOR, table) == TABLE_SETUP < base(Engine.VECTOR, table)
+    assert vec(Engine.TENSOR, mm) == base(Engine.TENSOR, mm) == 4 + 64 + 8 + 8
+    assert EngineCost(ideal={"tensor"})(Engine.TENSOR, mm) == 4 + 8 + 8
+    assert EngineCost(ideal={"dma"})(Engine.DMA, dma) == base.dma_setup
+    assert base(Engine.DMA, dma) == base.dma_setup + 8 * 64 * 2 * 4 // base.dma_bus_bytes
+
+
+def test_ideal_dma_leaves_its_fixed_latencies():
+    """A program of one 4 KiB load (16 FP32 partitions x 64 columns, across partitions, one
+    contiguous segment in two bursts of 128 beats at 128 bits) and a WAIT for it: with the
+    DMA's bandwidth removed the load takes exactly its fixed costs (``sim.dma_timing``:
+    set-up, one window-checked row and one, then the memory's latency and the segment's two
+    issue cycles, or the two bursts' round trips four at a time, whichever is longer, and the
+    load's tail), and the program is shorter by what the transfer took."""
+    from sim.config import CoreConfig
+    from sim.dma_timing import LOAD_TAIL, ROUND_TRIP, SETUP
+    cfg = CoreConfig(rows=16, sbuf_depth=1024, dma_data_width=128, max_burst=256)
+    # r1: n0 = 64, n1 = 1; r2-r4: strides 64, 0 and 4 bytes (a partition's column apart)
+    prog = assemble("li r1, 0x10040\nli r2, 64\nli r3, 0\nli r4, 4\nli r5, 0\nli r7, 0\n"
+                    "dma_ld r1, r5, r7, part_start=0, part_count=16, fmt=fp32, sem=1, "
+                    "sem_en=1\nwaiti 1, 1\nhalt\n")
+    real = MicroSim(prog, cost=EngineCost(dma_config=cfg)).run()
+    ideal = MicroSim(prog, cost=EngineCost(dma_config=cfg, ideal={"dma"})).run()
+    (r,), (i,) = real.timeline[Engine.DMA], ideal.timeline[Engine.DMA]
+    lat, outstanding, bursts, segments, rows = 16, 4, 2, 1, 1
+    trips = bursts * (lat + ROUND_TRIP) / outstanding
+    fixed = SETUP + rows + 1 + max(lat + 2 * segments, trips + ROUND_TRIP + 1) + LOAD_TAIL
+    assert i.done - i.accept == fixed == 30
+    # with its data: the memory's latency, then 256 beats of 16 bytes
+    assert r.done - r.accept == SETUP + rows + 1 + lat + 256 + LOAD_TAIL
+    assert real.cycle - ideal.cycle == (r.done - r.accept) - fixed
+
+
+def test_bounds_every_workload():
+    """On every benchmark workload with its own (small) core: each bound of
+    ``sim.cycles.BOUNDS`` takes at most the model's cycles, the floor at most any other bound
+    and at least what a program of one HALT takes; the floor is shorter than the model."""
+    from kernels import bench as kb
+    from sim.cycles import BOUNDS
+    halt = MicroSim(assemble("halt")).run().cycle
+    for w in kb.workloads():
+        model = kb.simulate(w).cycle
+        got = {k: kb.simulate(w, v).cycle for k, v in BOUNDS.items()}
+        assert all(c <= model for c in got.values()), (w.name, model, got)
+        assert got["floor"] <= min(got.values()), (w.name, got)
+        assert halt <= got["floor"] < model, (w.name, got)
