@@ -283,6 +283,21 @@ def floor_parts(ms):
             "instructions": ms.retired}
 
 
+def array_span(ms):
+    """Where finished cycle-model run ``ms``'s cycles go around its matmuls: ``head`` (to the
+    array's take of the first), ``columns`` (cycles the array streams), ``gaps`` (the array
+    idle between the first take and the last record's end of streaming) and ``tail`` (from
+    there to the end: the last matmul's latency and what follows it); they add up to
+    ``ms.cycle``. None without matmuls."""
+    from sim.isa import Engine
+    tl = ms.timeline[Engine.TENSOR]
+    if not tl:
+        return None
+    columns = sum(r.free - r.accept for r in tl)
+    return {"head": tl[0].accept, "columns": columns,
+            "gaps": tl[-1].free - tl[0].accept - columns, "tail": ms.cycle - tl[-1].free}
+
+
 def _largest(parts):
     """The largest of :func:`floor_parts`' terms, named (``issue``, ``wait_vector``, ...)."""
     terms = {"issue": parts["issue"], "barrier": parts["barrier"],
@@ -296,7 +311,7 @@ def bounds(w):
     ``RUN_OVERHEAD``) as it is and under each of ``sim.cycles.BOUNDS``, its roofline, the
     fractions of it reached and at best, and the :func:`floor_parts` of the floor run and of
     the ``no_dma_vector`` run (the bound of a compute-bound workload, whose floor leaves out
-    the array's columns)."""
+    the array's columns), with the latter's :func:`array_span`."""
     from kernels import bench as kb
     from sim.cycles import BOUNDS
     runs = {"model": kb.simulate(w), **{k: kb.simulate(w, v) for k, v in BOUNDS.items()}}
@@ -314,7 +329,8 @@ def bounds(w):
             "floor_largest": _largest(parts),
             "floor_parts": {"run_overhead": kb.RUN_OVERHEAD, **parts},
             "no_dma_vector_largest": _largest(array),
-            "no_dma_vector_parts": {"run_overhead": kb.RUN_OVERHEAD, **array}}
+            "no_dma_vector_parts": {"run_overhead": kb.RUN_OVERHEAD, **array},
+            "no_dma_vector_array": array_span(runs["no_dma_vector"])}
 
 
 def run_bounds(args):

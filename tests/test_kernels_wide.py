@@ -196,6 +196,10 @@ def test_bench_core_bounds():
                 sum(p["emit"].values()) + p["barrier"]
             assert total == r[bound], (name, bound, p)
             assert p["issue"] > 0 and p["instructions"] > 0
+    span = rec["bounds"]["gemm"]["no_dma_vector_array"]
+    assert span["columns"] == 8192 and span["gaps"] >= 0          # 64 x 64 x 128 / 64
+    assert sum(span.values()) + kb.RUN_OVERHEAD == rec["bounds"]["gemm"]["no_dma_vector"]
+    assert rec["bounds"]["softmax"]["no_dma_vector_array"] is None
     assert rec["bounds"]["softmax"]["roofline_bound"] == "dma"
     assert rec["bounds"]["softmax"]["floor_parts"]["records"]["tensor"] == 0
     assert rec["bounds"]["gemm"]["roofline_bound"] == "compute"
