@@ -212,9 +212,9 @@ ACC_WAIT = {False: 0, True: 3}
 def through_latency(deep, subs):
     """``THROUGH_LATENCY`` of an engine with ``subs`` sub-beats per element: with fewer units
     the rounding unit encodes a beat in ``subs`` sub-beats (input register, encoder stages,
-    output register) straight from the FIFO, in place of the register after the FIFO and the
-    one-beat unit's two registers: ``subs - 2`` more cycles from two sub-beats on."""
-    return THROUGH_LATENCY[deep] + max(subs - 2, 0)
+    output register) after the register that follows the FIFO, in place of the one-beat
+    unit's two registers: ``subs - 1`` more cycles from two sub-beats on."""
+    return THROUGH_LATENCY[deep] + (subs - 1 if subs > 1 else 0)
 
 
 def subs_of(cfg):

@@ -158,7 +158,7 @@ class EngineCost:
     #: units`` of ``VectorEngine``; 1: a unit per lane): a record costs what it costs with one
     #: unit per lane plus the difference of the engine's spans (:meth:`_vector_span`: per
     #: element ``sim.vector.element_cycles``, the last beat taken ``vector_subs - 1`` cycles
-    #: after its first sub-beat, ``vector_subs - 2`` cycles more latency).
+    #: after its first sub-beat, ``vector_subs - 1`` cycles more latency).
     vector_subs: int = 1
     #: Tensor engine: cycles from the array taking a record's moving stream to its done pulse
     #: beyond the ``cost`` it keeps the array (:meth:`latency`): the stationary tile's load
@@ -278,11 +278,13 @@ class EngineCost:
         last one's sub-beats (its ``a`` beat is taken with the last) or, for a REDUCE (it
         emits only its accumulators), the read-out's wait for the last update (``max(subs +
         1, 1 + acc_wait, subs + acc_wait - 1)``; 2, or ``1 + acc_wait`` after a sum, with one
-        unit per lane), and the serial rounding unit's ``subs - 2`` cycles of latency
-        (``VectorOutput.latency_of``; all an ACC_RD, which has no elements, adds)."""
+        unit per lane), and the serial output's ``subs - 1`` cycles of latency from two
+        sub-beats on (``VectorOutput.latency_of``; all an ACC_RD, which has no elements,
+        adds)."""
         op, w = r["op"], self.vector_acc_wait
+        more = subs - 1 if subs > 1 else 0
         if op == isa.VecOp.ACC_RD:
-            return max(subs - 2, 0)
+            return more
         reduce = op == isa.VecOp.REDUCE
         summing = (op == isa.VecOp.ACT and r["acc"]) or \
             (op == isa.VecOp.REDUCE and r["alu"] == isa.VecAlu.ADD)
@@ -294,7 +296,7 @@ class EngineCost:
         else:
             per = element_cycles(subs, w, AccOp.SUM if accumulating else AccOp.NONE)
             tail = max(subs + 1, 1 + w, subs + w - 1) if reduce else subs - 1
-        return max(n - 1, 0) * per + tail + max(subs - 2, 0)
+        return max(n - 1, 0) * per + tail + more
 
 
 @dataclass

@@ -185,7 +185,8 @@ def test_element_cycles():
 def test_cycle_model_compact_cost():
     """``EngineCost(vector_subs=...)``: the cost with a unit per lane (unchanged) plus the
     compact engine's extra span: elements ``element_cycles`` apart, the last one's sub-beats
-    (or a read-out's wait), the serial rounding unit's ``G - 2`` cycles."""
+    (or a read-out's wait), the serial output's ``G - 1`` cycles (the register after the
+    FIFO, ``G`` sub-beats, less the one-beat rounding unit's two registers)."""
     act = {"op": isa.VecOp.ACT, "acc": 0, "n": 10}
     act_acc = dict(act, acc=1)
     red_max = {"op": isa.VecOp.REDUCE, "alu": isa.VecAlu.MAX, "n": 10}
@@ -193,10 +194,10 @@ def test_cycle_model_compact_cost():
     assert one(isa.Engine.VECTOR, act) == 10 + 54
     assert one(isa.Engine.VECTOR, act_acc) == 40 + 54
     assert one(isa.Engine.VECTOR, red_max) == 10 + 54
-    assert four(isa.Engine.VECTOR, act) == 10 + 54 + 10 * 3 + 2
-    assert four(isa.Engine.VECTOR, act_acc) == 40 + 54 + 3 + 2
-    assert two(isa.Engine.VECTOR, act) == 10 + 54 + 10 * 1
-    assert two(isa.Engine.VECTOR, red_max) == 10 + 54 + 9 * 3 + 4 - 2
+    assert four(isa.Engine.VECTOR, act) == 10 + 54 + 10 * 3 + 3
+    assert four(isa.Engine.VECTOR, act_acc) == 40 + 54 + 3 + 3
+    assert two(isa.Engine.VECTOR, act) == 10 + 54 + 10 * 1 + 1
+    assert two(isa.Engine.VECTOR, red_max) == 10 + 54 + 9 * 3 + 4 - 2 + 1
 
 
 @quiet

@@ -35,14 +35,16 @@ class VectorOutput(wiring.Component):
     mode it was written with.
 
     With ``units`` below ``lanes`` the rounding unit is a
-    :class:`rtl.vector.serial_round.SerialRounding` with ``units`` encoders, which takes the
-    FIFO's beat straight from its read port (its sub-beat multiplexer is followed by a
-    register) and encodes it in ``lanes // units`` sub-beats: one beat leaves every
-    ``lanes // units`` cycles, the rate at which the compact engine's elements come.
+    :class:`rtl.vector.serial_round.SerialRounding` with ``units`` encoders, which encodes a
+    beat in ``lanes // units`` sub-beats: one beat leaves every ``lanes // units`` cycles, the
+    rate at which the compact engine's elements come. A register after the FIFO keeps the
+    block RAM's output out of its sub-beat multiplexer and its generators' clock enables (an
+    SR beat's last sub-beat pops a random word).
 
     Latency: a beat written with ``w_en`` is valid on ``o`` ``latency`` cycles later when
     nothing waits (FIFO 2, the register 1, the rounding unit ``2 + encoder_stages``; with
-    fewer ``units``: FIFO 2, the serial unit ``lanes // units + 1 + encoder_stages``).
+    fewer ``units``: FIFO 2, the register 1, the serial unit ``lanes // units + 1 +
+    encoder_stages``).
     Back-pressure on ``o`` fills the skid buffer, the rounding unit, the register and the
     FIFO in turn.
 
@@ -96,7 +98,7 @@ class VectorOutput(wiring.Component):
         """:attr:`latency` of an output stage whose beats are encoded in ``subs`` sub-beats."""
         if subs == 1:
             return 2 + 1 + 2 + VectorOutput.encoder_stages(deep)
-        return 2 + subs + 1 + VectorOutput.encoder_stages(deep)
+        return 2 + 1 + subs + 1 + VectorOutput.encoder_stages(deep)
 
     @property
     def latency(self):
@@ -133,12 +135,15 @@ class VectorOutput(wiring.Component):
                                               self.encoder_stages(self._deep))
         beat = ru.i.payload.shape()
         m.submodules.ofifo = ofifo = fifo.SyncFIFOBuffered(width=beat.size, depth=self._depth)
+        m.submodules.ru_in = ru_in = PipelineRegister(beat)
         m.submodules.o_skid = skid = SkidBuffer(data.ArrayLayout(32, lanes))
         m.d.comb += [ofifo.w_en.eq(self.w_en), ofifo.w_data.eq(self.w_data),
                      self.ret.eq(ofifo.r_en & ofifo.r_rdy),
                      ru.seed.eq(self.seed), ru.seed_load.eq(self.seed_load),
-                     ru.i.valid.eq(ofifo.r_rdy), ofifo.r_en.eq(ru.i.ready),
-                     ru.i.payload.eq(ofifo.r_data),
+                     ru_in.i.valid.eq(ofifo.r_rdy), ofifo.r_en.eq(ru_in.i.ready),
+                     ru_in.i.payload.eq(ofifo.r_data),
+                     ru.i.valid.eq(ru_in.o.valid), ru_in.o.ready.eq(ru.i.ready),
+                     ru.i.payload.eq(ru_in.o.payload),
                      skid.i.valid.eq(ru.o.valid), skid.i.payload.eq(ru.o.payload.data),
                      ru.o.ready.eq(skid.i.ready)]
         wiring.connect(m, skid.o, wiring.flipped(self.o))
