@@ -58,12 +58,12 @@ def test_output_order_and_credits(lanes, depth, deep, units):
                                               (True, 4, 2)])
 def test_output_latency(deep, lanes, units):
     """Latency without stalls: FIFO 2, the register after it 1, the rounding unit 2 +
-    encoder stages; with ``G`` sub-beats the serial unit in place of the last three:
-    ``G + 1`` + encoder stages."""
+    encoder stages; with ``G`` sub-beats the serial unit in place of the rounding unit's
+    two: ``G + 1`` + encoder stages."""
     dut = VectorOutput(lanes, 4, deep=deep, units=units)
     subs = lanes // (units or lanes)
     enc = 3 if deep else 0
-    assert dut.latency == (2 + 1 + 2 + enc if subs == 1 else 2 + subs + 1 + enc)
+    assert dut.latency == (2 + 1 + 2 + enc if subs == 1 else 2 + 1 + subs + 1 + enc)
     seen = []
 
     async def bench(ctx):
