@@ -509,7 +509,8 @@ def test_ideal_dma_leaves_its_fixed_latencies():
 
 def test_bounds_every_workload():
     """On every benchmark workload with its own (small) core but the streaming GEMM (the same
-    matmul records as ``gemm``, 450,000 cycles long: 30 s of the model alone): each bound of
+    matmul records as ``gemm``, but 450,000 cycles long, too long for the default suite under
+    five cost models): each bound of
     ``sim.cycles.BOUNDS`` takes at most the model's cycles, the floor at most any other bound
     and at least what a program of one HALT takes; the floor is shorter than the model."""
     from kernels import bench as kb
